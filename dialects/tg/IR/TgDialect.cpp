@@ -1,0 +1,168 @@
+//===- TgDialect.cpp - The tg training dialect --------------------*- C++ -*-===//
+//
+// Registers the ops and attributes and checks the discardable attributes the
+// dialect owns: parameter and input markers on function arguments, output
+// names on results, and the model and training tables on the module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tg/IR/TgDialect.h"
+#include "dialects/tg/IR/TgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+#include "dialects/tg/IR/TgDialect.cpp.inc"
+#include "dialects/tg/IR/TgEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/tg/IR/TgAttrs.cpp.inc"
+
+void TgDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/tg/IR/TgOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+void TgDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/tg/IR/TgAttrs.cpp.inc"
+      >();
+}
+
+Operation *TgDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// InitializerAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        InitKind kind, APFloat meanF, APFloat stdF,
+                        APFloat lowF, APFloat highF, APFloat gainF,
+                        APFloat valueF, StringRef file, StringRef key) {
+  double std = stdF.convertToDouble(), low = lowF.convertToDouble(),
+         high = highF.convertToDouble(), gain = gainF.convertToDouble();
+  switch (kind) {
+  case InitKind::normal:
+    if (!(std >= 0))
+      return emitError() << "normal initializer needs std >= 0, got " << std;
+    break;
+  case InitKind::uniform:
+    if (!(low <= high))
+      return emitError() << "uniform initializer needs low <= high, got low "
+                         << low << " and high " << high;
+    break;
+  case InitKind::xavier_uniform:
+  case InitKind::xavier_normal:
+  case InitKind::kaiming_uniform:
+  case InitKind::kaiming_normal:
+    if (!(gain > 0))
+      return emitError() << stringifyInitKind(kind)
+                         << " initializer needs gain > 0, got " << gain;
+    break;
+  case InitKind::file:
+    if (file.empty() || key.empty())
+      return emitError() << "file initializer needs both 'file' and 'key'";
+    break;
+  case InitKind::zeros:
+  case InitKind::ones:
+  case InitKind::constant:
+    break;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyStringAttr(Operation *op, NamedAttribute attr) {
+  auto str = dyn_cast<StringAttr>(attr.getValue());
+  if (!str || str.getValue().empty())
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a non-empty string";
+  return success();
+}
+
+LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
+                                                  unsigned regionIndex,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  Type argType = func && argIndex < func.getNumArguments()
+                     ? func.getArgumentTypes()[argIndex]
+                     : Type();
+  if (name == kParamAttr || name == kInputAttr || name == kOutputAttr)
+    return verifyStringAttr(op, attr);
+  if (name == kInitAttr) {
+    if (!isa<InitializerAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' on argument " << argIndex
+                             << " must be a #tg.init attribute";
+    return success();
+  }
+  if (name == kFrozenAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  if (name == kDimNamesAttr) {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    auto tensor = dyn_cast_or_null<RankedTensorType>(argType);
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return op->emitError() << "'" << name << "' must be an array of strings";
+    if (tensor && (int64_t)names.size() != tensor.getRank())
+      return op->emitError() << "'" << name << "' on argument " << argIndex
+                             << " has " << names.size()
+                             << " names for a tensor of rank "
+                             << tensor.getRank();
+    for (Attribute dim : names) {
+      StringRef dimName = cast<StringAttr>(dim).getValue();
+      if (!dimName.empty() && dimName != "batch" && dimName != "seq")
+        return op->emitError() << "'" << name << "' entries must be \"batch\", "
+                               << "\"seq\" or \"\", got \"" << dimName << "\"";
+    }
+    return success();
+  }
+  return op->emitError() << "unknown tg argument attribute '" << name << "'";
+}
+
+LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  if (attr.getName().getValue() == kOutputAttr)
+    return verifyStringAttr(op, attr);
+  return op->emitError() << "unknown tg result attribute '"
+                         << attr.getName().getValue() << "'";
+}
+
+LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kModelAttr)
+    return verifyStringAttr(op, attr);
+  if (name == kTrainingAttr) {
+    if (!isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a dictionary";
+    return success();
+  }
+  // Parameter and input markers belong on function arguments.
+  return op->emitError() << "unknown tg attribute '" << name << "' on '"
+                         << op->getName() << "'";
+}

@@ -1,0 +1,67 @@
+//===- TgDialect.td - The tg training dialect --------------*- tablegen -*-===//
+//
+// The dialect definition. Ops live in TgOps.td, attributes in TgAttrs.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_DIALECT_TD
+#define TG_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Tg_Dialect : Dialect {
+  let name = "tg";
+  let cppNamespace = "::mlir::tg";
+  let summary = "Training graphs on ranked tensors with value semantics";
+  let description = [{
+    The `tg` dialect describes a model's forward computation, its gradients
+    and its optimizer update as ops on ranked tensors with value semantics.
+    A model is imported as
+
+    ```mlir
+    module attributes {tg.model = "mlp", tg.training = {batch_size = 32 : i64}} {
+      func.func @forward(
+          %w: tensor<64x10xf32> {tg.param = "fc.weight",
+                                 tg.init = #tg.init<normal, std = 0.02>},
+          %x: tensor<32x64xf32> {tg.input = "x", tg.dim_names = ["batch", ""]},
+          %y: tensor<32xi64> {tg.input = "y", tg.dim_names = ["batch"]})
+          -> (tensor<f32> {tg.output = "loss"}) {
+        %logits = tg.matmul %x, %w : tensor<32x64xf32>, tensor<64x10xf32> -> tensor<32x10xf32>
+        %loss = tg.cross_entropy %logits, %y : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+        return %loss : tensor<f32>
+      }
+    }
+    ```
+
+    Function argument attributes (checked by the dialect):
+    - `tg.param = "name"`: a model parameter; `tg.init` its initializer;
+      `tg.frozen` marks it as not trainable (no gradient, no update).
+    - `tg.input = "name"`: a batch input; `tg.dim_names` says which dims
+      follow the batch size (`"batch"`) and sequence length (`"seq"`).
+    Result attributes: `tg.output = "name"`; result 0 is the loss.
+    Module attributes: `tg.model` (the model's name) and `tg.training` (the
+    model file's training table as a dictionary).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+    // Names of the discardable attributes the dialect owns.
+    static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
+    static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
+    static constexpr ::llvm::StringLiteral kFrozenAttr = "tg.frozen";
+    static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
+    static constexpr ::llvm::StringLiteral kDimNamesAttr = "tg.dim_names";
+    static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";
+    static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
+    static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
+  }];
+}
+
+class Tg_Op<string mnemonic, list<Trait> traits = []> :
+    Op<Tg_Dialect, mnemonic, traits>;
+
+#endif // TG_DIALECT_TD

@@ -1,0 +1,64 @@
+# -*- Python -*-
+# lit configuration for tgc: the tools under test come from build/bin, lit and
+# FileCheck from Debian's LLVM 22. Features for optional machinery (torch,
+# mpi, cuda) are added only when that thing really works here.
+
+import os
+import shutil
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "tgc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
+
+config.environment["FILECHECK_OPTS"] = (
+    "-enable-var-scope --allow-unused-prefixes=false")
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%tgc_src", config.tgc_src_root))
+config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "examples")))
+
+tool_dirs = [config.tgc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["tg-opt"], tool_dirs)
+for tool in ["tg-translate", "tgc", "tg-data"]:
+    if os.path.exists(os.path.join(config.tgc_tools_dir, tool)):
+        llvm_config.add_tool_substitutions([tool], tool_dirs)
+llvm_config.with_environment("PATH", config.tgc_tools_dir, append_path=False)
+
+
+def python_with(module):
+    """The interpreter that imports `module` (Debian's torch lives in /usr/bin/python3)."""
+    for python in ["/usr/bin/python3", shutil.which("python3")]:
+        if python and os.path.exists(python):
+            if subprocess.run([python, "-c", "import " + module],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                return python
+    return None
+
+
+python = python_with("numpy") or "/usr/bin/python3"
+config.substitutions.append(("%python", python))
+if python_with("torch"):
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch_python", python_with("torch")))
+else:
+    lit_config.note("torch is not importable: tests that REQUIRE torch are skipped")
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+else:
+    lit_config.note("mpirun not found: tests that REQUIRE mpi are skipped")
+if shutil.which("nvidia-smi") and subprocess.run(
+        ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("cuda")
+else:
+    lit_config.note("no GPU visible: tests that REQUIRE cuda are skipped")
+if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
+    config.available_features.add("nvcc")

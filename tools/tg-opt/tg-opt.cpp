@@ -1,0 +1,21 @@
+//===- tg-opt.cpp - Run tg passes on an MLIR file -----------------*- C++ -*-===//
+//
+// mlir-opt for tgc: parses tg IR, runs any registered pass or pipeline (ours
+// and upstream's canonicalize, cse, ...), prints the result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tg/IR/TgDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses();
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tg-opt: runs tgc passes on tg IR\n", registry));
+}
