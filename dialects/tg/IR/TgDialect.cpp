@@ -29,6 +29,7 @@ void TgDialect::initialize() {
 #include "dialects/tg/IR/TgOps.cpp.inc"
       >();
   registerAttributes();
+  registerVJPs();
 }
 
 void TgDialect::registerAttributes() {
@@ -146,7 +147,8 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned resultIndex,
                                                      NamedAttribute attr) {
-  if (attr.getName().getValue() == kOutputAttr)
+  StringRef name = attr.getName().getValue();
+  if (name == kOutputAttr || name == kGradAttr)
     return verifyStringAttr(op, attr);
   return op->emitError() << "unknown tg result attribute '"
                          << attr.getName().getValue() << "'";

@@ -38,7 +38,8 @@ def Tg_Dialect : Dialect {
       `tg.frozen` marks it as not trainable (no gradient, no update).
     - `tg.input = "name"`: a batch input; `tg.dim_names` says which dims
       follow the batch size (`"batch"`) and sequence length (`"seq"`).
-    Result attributes: `tg.output = "name"`; result 0 is the loss.
+    Result attributes: `tg.output = "name"`; result 0 is the loss;
+    `tg.grad = "param"` marks the gradient of a parameter (tg-autodiff).
     Module attributes: `tg.model` (the model's name) and `tg.training` (the
     model file's training table as a dictionary).
   }];
@@ -49,6 +50,8 @@ def Tg_Dialect : Dialect {
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+    // Attaches DifferentiableOpInterface to the ops (TgVJP.cpp).
+    void registerVJPs();
     // Names of the discardable attributes the dialect owns.
     static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
@@ -56,6 +59,7 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
     static constexpr ::llvm::StringLiteral kDimNamesAttr = "tg.dim_names";
     static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";
+    static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";
     static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
     static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
   }];

@@ -544,4 +544,7 @@ def Tg_BroadcastToOp : Tg_Op<"broadcast_to", [Pure]> {
   let hasFolder = 1;
 }
 
+include "dialects/tg/IR/TgGradOps.td"
+include "dialects/tg/IR/TgOptimizerOps.td"
+
 #endif // TG_OPS_TD

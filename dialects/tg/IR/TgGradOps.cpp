@@ -1,0 +1,181 @@
+//===- TgGradOps.cpp - Verifiers of the tg gradient ops -----------*- C++ -*-===//
+//
+// Each gradient op's result has the type of the forward operand it is the
+// gradient of; the verifiers check that against the other operands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tg/IR/TgOps.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+static std::string str(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+/// `value` must have type `expected`; `what` names it in the diagnostic.
+static LogicalResult expectType(Operation *op, Value value, Type expected,
+                                StringRef what) {
+  if (value.getType() != expected)
+    return op->emitOpError() << what << " must have type " << str(expected)
+                             << ", got " << str(value.getType());
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto x = getX().getType();
+  if (failed(expectType(*this, getGrad(), x, "grad")) ||
+      failed(expectType(*this, getDx(), x, "dx")))
+    return failure();
+  auto param = RankedTensorType::get({x.getShape().back()}, x.getElementType());
+  if (getWeight() && failed(expectType(*this, getWeight(), param, "weight")))
+    return failure();
+  if (failed(expectType(*this, getDweight(), param, "dweight")) ||
+      failed(expectType(*this, getDbias(), param, "dbias")))
+    return failure();
+  return success();
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  auto x = getX().getType();
+  if (failed(expectType(*this, getGrad(), x, "grad")) ||
+      failed(expectType(*this, getDx(), x, "dx")))
+    return failure();
+  auto param = RankedTensorType::get({x.getShape().back()}, x.getElementType());
+  if (getWeight() && failed(expectType(*this, getWeight(), param, "weight")))
+    return failure();
+  return expectType(*this, getDweight(), param, "dweight");
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto grad = getGrad().getType();
+  auto indices = getIndices().getType();
+  auto table = getType();
+  if (table.getRank() != 2)
+    return emitOpError() << "result must have rank 2, got rank "
+                         << table.getRank();
+  SmallVector<int64_t> expected(indices.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (grad.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "grad shape " << formatShape(grad.getShape())
+                         << " must be the indices shape plus the row size, "
+                         << formatShape(expected);
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = getLogits().getType();
+  if (failed(expectType(*this, getResult(), logits, "result")))
+    return failure();
+  if (getLabels().getType().getShape() != logits.getShape().drop_back())
+    return emitOpError() << "labels shape "
+                         << formatShape(getLabels().getType().getShape())
+                         << " must be the logits shape without its last dim";
+  StringRef reduction = getReduction();
+  ArrayRef<int64_t> gradShape = getGrad().getType().getShape();
+  if (reduction == "none") {
+    if (gradShape != getLabels().getType().getShape())
+      return emitOpError() << "grad must be shaped like the labels for "
+                              "reduction \"none\"";
+  } else if (reduction == "mean" || reduction == "sum") {
+    if (!gradShape.empty())
+      return emitOpError() << "grad must be a scalar for reduction \""
+                           << reduction << "\"";
+  } else {
+    return emitOpError() << "reduction must be \"mean\", \"sum\" or \"none\", "
+                            "got \""
+                         << reduction << "\"";
+  }
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  SmallVector<Type> forward;
+  AttentionOp::Properties props;
+  props.causal = getCausalAttr();
+  props.scale = getScaleAttr();
+  AttentionOp::Adaptor adaptor(ValueRange{getQuery(), getKey(), getValue()},
+                               nullptr, props, {});
+  if (failed(AttentionOp::inferReturnTypes(getContext(), getLoc(), adaptor,
+                                           forward)))
+    return failure();
+  if (failed(expectType(*this, getGrad(), forward[0], "grad")) ||
+      failed(expectType(*this, getDquery(), getQuery().getType(), "dquery")) ||
+      failed(expectType(*this, getDkey(), getKey().getType(), "dkey")) ||
+      failed(expectType(*this, getDvalue(), getValue().getType(), "dvalue")))
+    return failure();
+  return success();
+}
+
+/// Checks a conv gradient by re-inferring the forward output type from the
+/// forward input and weight.
+static LogicalResult verifyConvGrad(Operation *op, Value grad, Value input,
+                                    Value weight, ArrayRef<int64_t> stride,
+                                    ArrayRef<int64_t> padding,
+                                    ArrayRef<int64_t> dilation,
+                                    int64_t groups) {
+  OpBuilder b(op->getContext());
+  SmallVector<Type> forward;
+  Conv2dOp::Properties props;
+  props.stride = b.getDenseI64ArrayAttr(stride);
+  props.padding = b.getDenseI64ArrayAttr(padding);
+  props.dilation = b.getDenseI64ArrayAttr(dilation);
+  props.groups = b.getI64IntegerAttr(groups);
+  Conv2dOp::Adaptor adaptor(ValueRange{input, weight}, nullptr, props, {});
+  if (failed(Conv2dOp::inferReturnTypes(op->getContext(), op->getLoc(), adaptor,
+                                        forward)))
+    return failure();
+  return expectType(op, grad, forward[0], "grad");
+}
+
+LogicalResult Conv2dGradInputOp::verify() {
+  return verifyConvGrad(*this, getGrad(), getResult(), getWeight(),
+                        getStride(), getPadding(), getDilation(), getGroups());
+}
+
+LogicalResult Conv2dGradWeightOp::verify() {
+  return verifyConvGrad(*this, getGrad(), getInput(), getResult(), getStride(),
+                        getPadding(), getDilation(), getGroups());
+}
+
+template <typename GradOp, typename ForwardOp>
+static LogicalResult verifyPoolGrad(GradOp op) {
+  if (failed(expectType(op, op.getResult(), op.getInput().getType(), "result")))
+    return failure();
+  SmallVector<Type> forward;
+  typename ForwardOp::Properties props;
+  props.kernel_size = op.getKernelSizeAttr();
+  props.stride = op.getStrideAttr();
+  props.padding = op.getPaddingAttr();
+  typename ForwardOp::Adaptor adaptor(ValueRange{op.getInput()}, nullptr, props,
+                                      {});
+  if (failed(ForwardOp::inferReturnTypes(op.getContext(), op.getLoc(), adaptor,
+                                         forward)))
+    return failure();
+  return expectType(op, op.getGrad(), forward[0], "grad");
+}
+
+LogicalResult MaxPool2dGradOp::verify() {
+  return verifyPoolGrad<MaxPool2dGradOp, MaxPool2dOp>(*this);
+}
+
+LogicalResult AvgPool2dGradOp::verify() {
+  return verifyPoolGrad<AvgPool2dGradOp, AvgPool2dOp>(*this);
+}
+
+LogicalResult SliceGradOp::verify() {
+  SmallVector<Type> forward;
+  SliceOp::Properties props;
+  props.start = getStartAttr();
+  props.limit = getLimitAttr();
+  props.stride = getStrideAttr();
+  SliceOp::Adaptor adaptor(ValueRange{getResult()}, nullptr, props, {});
+  if (failed(SliceOp::inferReturnTypes(getContext(), getLoc(), adaptor,
+                                       forward)))
+    return failure();
+  return expectType(*this, getGrad(), forward[0], "grad");
+}

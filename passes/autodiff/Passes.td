@@ -1,0 +1,59 @@
+//===- Passes.td - Automatic differentiation passes --------*- tablegen -*-===//
+
+#ifndef TG_PASSES_AUTODIFF_TD
+#define TG_PASSES_AUTODIFF_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"tg-autodiff", "ModuleOp"> {
+  let summary = "Builds the gradients of every trainable parameter";
+  let description = [{
+    Reverse-mode differentiation of `@forward(params..., batch...) -> (loss,
+    outputs...)`. It adds `@forward_backward` with the same arguments, which
+    returns the forward's results followed by the gradient of the loss with
+    respect to each trainable parameter (arguments with `tg.param` and without
+    `tg.frozen`), in argument order, each marked `tg.grad = "<param name>"`.
+    `@forward` stays, for evaluation.
+
+    Each op states its own vector-Jacobian product through
+    DifferentiableOpInterface; the pass walks the ops backwards from the loss
+    and sums the gradients of values with several uses. Only values that both
+    depend on a trainable parameter and reach the loss get a gradient: frozen
+    parameters, integer inputs and dead branches cost nothing.
+
+    Before:
+    ```mlir
+    func.func @forward(%w: tensor<4x2xf32> {tg.param = "w"},
+                       %x: tensor<8x4xf32> {tg.input = "x"}) -> tensor<f32> {
+      %y = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32> -> tensor<8x2xf32>
+      %l = tg.reduce_sum %y : tensor<8x2xf32> -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+    After (abridged):
+    ```mlir
+    func.func @forward_backward(%w: ..., %x: ...)
+        -> (tensor<f32>, tensor<4x2xf32> {tg.grad = "w"}) {
+      %y = tg.matmul %x, %w ...
+      %l = tg.reduce_sum %y ...
+      %one = tg.constant dense<1.0> : tensor<f32>
+      %gy = tg.broadcast_to ... : tensor<1x1xf32> -> tensor<8x2xf32>
+      %gw = tg.matmul %x, %gy {transpose_lhs = true} ...
+      return %l, %gw : tensor<f32>, tensor<4x2xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The function to differentiate">,
+    Option<"outputName", "output", "std::string", "\"forward_backward\"",
+           "The function to create">,
+  ];
+  let statistics = [
+    Statistic<"numGradients", "gradients", "Parameter gradients built">,
+    Statistic<"numFrozen", "frozen", "Parameters skipped as frozen">,
+  ];
+}
+
+#endif // TG_PASSES_AUTODIFF_TD

@@ -1,0 +1,135 @@
+//===- Model.h - The contract between generated code and the runtime -*- C++ -*-===//
+//
+// A training executable is one generated source file plus this runtime. The
+// generated file describes the model (parameters, optimizer state, batch
+// inputs, outputs, training defaults) in a ModelDesc and provides the compiled
+// step functions; the runtime owns everything around them: flags, data,
+// parameter initialisation, the training loop, checkpoints, logging.
+//
+// Plain C++17: nothing here may include LLVM or MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_CORE_MODEL_H
+#define TGC_RUNTIME_CORE_MODEL_H
+
+#include <cstdint>
+
+namespace tgc {
+
+enum class DType : int32_t { F32, BF16, F16, F8E4M3, F8E5M2, I32, I64, I1 };
+
+/// Matches #tg.init / the model file's InitKind.
+enum class InitKind : int32_t {
+  Zeros,
+  Ones,
+  Constant,
+  Normal,
+  Uniform,
+  XavierUniform,
+  XavierNormal,
+  KaimingUniform,
+  KaimingNormal,
+  File
+};
+
+/// What the data loader writes into a batch input. The compiler assigns roles
+/// from the input's dtype and dim_names:
+///  - token data: the first integer input with dims [batch, seq] gets the
+///    tokens, the second the next-token targets; an integer input with dims
+///    [seq] gets the positions 0..T-1;
+///  - classification data: the float input with a leading batch dim gets the
+///    features (its non-batch dims must hold the file's feature count), the
+///    integer input with dims [batch] gets the labels.
+enum class InputRole : int32_t { Features, Labels, Tokens, Targets, Positions };
+
+constexpr int kMaxRank = 8;
+
+struct TensorDesc {
+  const char *name;
+  DType dtype;
+  int32_t rank;
+  int64_t shape[kMaxRank];
+};
+
+struct InitSpec {
+  InitKind kind;
+  double mean, std, low, high, gain, value;
+  const char *file; ///< safetensors path for InitKind::File ("" otherwise)
+  const char *key;  ///< tensor name in that file
+};
+
+struct ParamDesc {
+  TensorDesc tensor;
+  InitSpec init;
+  bool trainable;
+};
+
+/// Optimizer state of one parameter (a moment, a momentum buffer); starts at
+/// zero and is checkpointed as "<param>.<slot>" (e.g. "fc1.weight.exp_avg").
+struct StateDesc {
+  TensorDesc tensor;
+  const char *param;
+  const char *slot;
+};
+
+struct InputDesc {
+  TensorDesc tensor;
+  InputRole role;
+};
+
+/// Buffers and scalars one call of a step function reads and writes. All
+/// buffers are dense row-major, in the order of the ModelDesc's lists.
+struct StepIO {
+  void **params;       ///< updated in place by trainStep
+  void **state;        ///< updated in place by trainStep
+  const void **inputs; ///< one micro-batch
+  void **outputs;      ///< filled by evalStep (the forward's extra outputs)
+  int64_t step;        ///< the step being taken, counting from 1
+  float baseLr;        ///< the schedule scales this
+  int32_t threads;     ///< OpenMP threads to use
+  // Metrics written by the step functions.
+  float loss;
+  float gradNorm; ///< global gradient norm before clipping (trainStep)
+  float lr;       ///< learning rate used this step (trainStep)
+};
+
+/// Training defaults from the model file's training table; flags override.
+struct TrainingDefaults {
+  int64_t batchSize; ///< the compiled micro-batch
+  int64_t seqLen;    ///< 0 for models without a sequence dim
+  int64_t steps;
+  int64_t seed;
+  float lr;
+  int64_t gradAccum;
+};
+
+struct ModelDesc {
+  const char *name;
+  int32_t numParams;
+  const ParamDesc *params;
+  int32_t numState;
+  const StateDesc *state;
+  int32_t numInputs;
+  const InputDesc *inputs;
+  int32_t numOutputs;
+  const TensorDesc *outputs; ///< outputs[0], when present, is the logits
+  TrainingDefaults defaults;
+  /// Forward, backward and optimizer update on one micro-batch. With
+  /// gradient accumulation the runtime calls accumulate for each micro-batch
+  /// but the last, then trainStep.
+  void (*trainStep)(StepIO &io);
+  /// Forward and backward only, adding gradients into the step's internal
+  /// accumulators (null when the model was compiled without accumulation).
+  void (*accumulate)(StepIO &io);
+  /// Forward only: loss and outputs, no state change (validation).
+  void (*evalStep)(StepIO &io);
+};
+
+/// The training executable's main: parses flags, loads data, initialises or
+/// resumes the parameters, trains, evaluates and checkpoints.
+int runTraining(const ModelDesc &model, int argc, char **argv);
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_CORE_MODEL_H
