@@ -7,6 +7,7 @@
 
 #include "dialects/tg/IR/TgDialect.h"
 #include "passes/autodiff/Passes.h"
+#include "passes/optimizer/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -16,6 +17,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::tg::registerAutodiffPasses();
+  mlir::tg::registerOptimizerPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

@@ -109,8 +109,16 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
   Type argType = func && argIndex < func.getNumArguments()
                      ? func.getArgumentTypes()[argIndex]
                      : Type();
-  if (name == kParamAttr || name == kInputAttr || name == kOutputAttr)
+  if (name == kParamAttr || name == kInputAttr || name == kOutputAttr ||
+      name == kStateAttr)
     return verifyStringAttr(op, attr);
+  if (name == kScalarAttr) {
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    if (!str || (str.getValue() != "step" && str.getValue() != "base_lr"))
+      return op->emitError() << "'" << name
+                             << "' must be \"step\" or \"base_lr\"";
+    return success();
+  }
   if (name == kInitAttr) {
     if (!isa<InitializerAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' on argument " << argIndex
@@ -148,7 +156,8 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned resultIndex,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kOutputAttr || name == kGradAttr)
+  if (name == kOutputAttr || name == kGradAttr || name == kUpdateAttr ||
+      name == kMetricAttr)
     return verifyStringAttr(op, attr);
   return op->emitError() << "unknown tg result attribute '"
                          << attr.getName().getValue() << "'";

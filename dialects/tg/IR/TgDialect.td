@@ -40,6 +40,10 @@ def Tg_Dialect : Dialect {
       follow the batch size (`"batch"`) and sequence length (`"seq"`).
     Result attributes: `tg.output = "name"`; result 0 is the loss;
     `tg.grad = "param"` marks the gradient of a parameter (tg-autodiff).
+    The train step (tg-optimizer) adds argument attributes `tg.state =
+    "param.slot"` (optimizer state) and `tg.scalar = "step" | "base_lr"`, and
+    result attributes `tg.update = "name"` (the new value of a parameter or
+    state argument) and `tg.metric = "loss" | "grad_norm" | "lr"`.
     Module attributes: `tg.model` (the model's name) and `tg.training` (the
     model file's training table as a dictionary).
   }];
@@ -60,6 +64,10 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDimNamesAttr = "tg.dim_names";
     static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";
     static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";
+    static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
+    static constexpr ::llvm::StringLiteral kScalarAttr = "tg.scalar";
+    static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
+    static constexpr ::llvm::StringLiteral kMetricAttr = "tg.metric";
     static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
     static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
   }];

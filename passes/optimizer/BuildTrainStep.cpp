@@ -1,0 +1,291 @@
+//===- BuildTrainStep.cpp - Optimizer update and @train_step ------*- C++ -*-===//
+//
+// Builds @train_step from @forward_backward and the training table: gradient
+// norm and clipping, the learning-rate schedule, and one fused optimizer
+// update per trainable parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/optimizer/Passes.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/GlobPattern.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_BUILDTRAINSTEPPASS
+#include "passes/optimizer/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// Typed reads from the `tg.training` dictionary (and its sub-tables), with
+/// defaults for absent keys.
+struct TableReader {
+  DictionaryAttr dict;
+
+  TableReader sub(StringRef key) const {
+    return {dict ? dict.getAs<DictionaryAttr>(key) : DictionaryAttr()};
+  }
+  double number(StringRef key, double fallback) const {
+    Attribute a = dict ? dict.get(key) : Attribute();
+    if (auto f = dyn_cast_or_null<FloatAttr>(a))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
+      return (double)i.getValue().getSExtValue();
+    return fallback;
+  }
+  int64_t integer(StringRef key, int64_t fallback) const {
+    return (int64_t)number(key, (double)fallback);
+  }
+  bool boolean(StringRef key, bool fallback) const {
+    Attribute a = dict ? dict.get(key) : Attribute();
+    if (auto b = dyn_cast_or_null<BoolAttr>(a))
+      return b.getValue();
+    return fallback;
+  }
+  std::string string(StringRef key, StringRef fallback) const {
+    auto s = dict ? dict.getAs<StringAttr>(key) : StringAttr();
+    return s && !s.getValue().empty() ? s.getValue().str() : fallback.str();
+  }
+  SmallVector<std::string> strings(StringRef key) const {
+    SmallVector<std::string> out;
+    if (auto array = dict ? dict.getAs<ArrayAttr>(key) : ArrayAttr())
+      for (Attribute a : array)
+        if (auto s = dyn_cast<StringAttr>(a))
+          out.push_back(s.getValue().str());
+    return out;
+  }
+};
+
+struct BuildTrainStepPass
+    : public tg::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
+  using BuildTrainStepPassBase::BuildTrainStepPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
+    if (!fb) {
+      module.emitError("tg-optimizer: no @forward_backward; run tg-autodiff "
+                       "first");
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      module.emitError("tg-optimizer: @train_step exists already");
+      return signalPassFailure();
+    }
+    if (failed(build(module, fb)))
+      signalPassFailure();
+  }
+
+  LogicalResult build(ModuleOp module, func::FuncOp fb) {
+    TableReader table{module->getAttrOfType<DictionaryAttr>(
+        TgDialect::kTrainingAttr)};
+    TableReader opt = table.sub("optimizer"), sched = table.sub("schedule");
+    std::string kind = optimizer.empty() ? opt.string("kind", "adamw")
+                                         : optimizer.getValue();
+    double momentum = opt.number("momentum", 0.0);
+    auto slots = OptimizerUpdateOp::stateSlots(kind, momentum);
+    if (failed(slots))
+      return module.emitError("tg-optimizer: unknown optimizer '")
+             << kind << "'; expected sgd, adam, adamw, rmsprop, adagrad, "
+             << "lamb or lion";
+    double wd = weightDecay >= 0 ? (double)weightDecay
+                                 : opt.number("weight_decay", 0.0);
+    double clip = clipGradNorm >= 0 ? (double)clipGradNorm
+                                    : opt.number("clip_grad_norm", 0.0);
+    SmallVector<llvm::GlobPattern> noDecay;
+    for (const std::string &pattern : opt.strings("no_decay")) {
+      auto glob = llvm::GlobPattern::create(pattern);
+      if (!glob)
+        return module.emitError("tg-optimizer: bad no_decay pattern '")
+               << pattern << "': " << llvm::toString(glob.takeError());
+      noDecay.push_back(std::move(*glob));
+    }
+
+    // Which @forward_backward results are gradients, and of which argument.
+    FunctionType fbType = fb.getFunctionType();
+    DenseMap<StringRef, unsigned> paramArg;
+    for (unsigned i = 0; i < fb.getNumArguments(); ++i)
+      if (auto name = fb.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr))
+        paramArg[name.getValue()] = i;
+    struct Trainable {
+      unsigned arg, gradResult;
+      StringRef name;
+    };
+    SmallVector<Trainable> trainables;
+    for (unsigned r = 0; r < fbType.getNumResults(); ++r) {
+      auto grad = fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr);
+      if (!grad)
+        continue;
+      auto it = paramArg.find(grad.getValue());
+      if (it == paramArg.end())
+        return fb.emitError("tg-optimizer: gradient of unknown parameter '")
+               << grad.getValue() << "'";
+      trainables.push_back({it->second, r, grad.getValue()});
+    }
+
+    // Signature: params, state, batch inputs, step, base_lr.
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b(ctx);
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    SmallVector<unsigned> inputArgs;
+    for (unsigned i = 0; i < fb.getNumArguments(); ++i)
+      if (fb.getArgAttr(i, TgDialect::kParamAttr)) {
+        argTypes.push_back(fbType.getInput(i));
+        argAttrs.push_back(fb.getArgAttrDict(i));
+      } else {
+        inputArgs.push_back(i);
+      }
+    unsigned firstState = argTypes.size();
+    for (const Trainable &t : trainables)
+      for (StringRef slot : *slots) {
+        argTypes.push_back(fbType.getInput(t.arg));
+        argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+            TgDialect::kStateAttr,
+            b.getStringAttr(t.name + "." + slot))));
+      }
+    for (unsigned i : inputArgs) {
+      argTypes.push_back(fbType.getInput(i));
+      argAttrs.push_back(fb.getArgAttrDict(i));
+    }
+    auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+    auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+    argTypes.append({i64Scalar, f32Scalar});
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(TgDialect::kScalarAttr, b.getStringAttr("step"))));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(TgDialect::kScalarAttr, b.getStringAttr("base_lr"))));
+
+    b.setInsertionPointAfter(fb);
+    Location loc = fb.getLoc();
+    auto step = func::FuncOp::create(b, loc, "train_step",
+                                     b.getFunctionType(argTypes, {}));
+    for (auto [i, attrs] : llvm::enumerate(argAttrs))
+      if (attrs)
+        step.setArgAttrs(i, attrs);
+    Block *block = step.addEntryBlock();
+    b.setInsertionPointToStart(block);
+
+    // The forward and backward ops, inlined.
+    IRMapping mapping;
+    unsigned next = 0;
+    for (unsigned i = 0; i < fb.getNumArguments(); ++i)
+      if (fb.getArgAttr(i, TgDialect::kParamAttr))
+        mapping.map(fb.getArgument(i), step.getArgument(next++));
+    unsigned inputBase = firstState + trainables.size() * slots->size();
+    for (auto [k, i] : llvm::enumerate(inputArgs))
+      mapping.map(fb.getArgument(i), step.getArgument(inputBase + k));
+    Block &fbBlock = fb.getBody().front();
+    for (Operation &op : fbBlock.without_terminator())
+      b.clone(op, mapping);
+    auto ret = cast<func::ReturnOp>(fbBlock.getTerminator());
+    Value loss = mapping.lookup(ret.getOperand(0));
+    SmallVector<Value> grads;
+    for (const Trainable &t : trainables)
+      grads.push_back(mapping.lookup(ret.getOperand(t.gradResult)));
+
+    Value stepArg = step.getArgument(argTypes.size() - 2);
+    Value baseLr = step.getArgument(argTypes.size() - 1);
+    auto f32 = [&](double v) -> Value {
+      return ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(f32Scalar, b.getFloatAttr(b.getF32Type(), v)));
+    };
+
+    Value norm = grads.empty() ? f32(0.0)
+                               : GlobalNormOp::create(b, loc, f32Scalar, grads)
+                                     .getResult();
+    if (clip > 0 && !grads.empty()) {
+      // As torch.nn.utils.clip_grad_norm_: scale by min(1, clip / (norm + 1e-6)).
+      Value coef = DivOp::create(b, loc, f32(clip),
+                                 AddOp::create(b, loc, norm, f32(1e-6)));
+      Value scale = MinimumOp::create(b, loc, coef, f32(1.0));
+      for (Value &g : grads) {
+        auto type = cast<RankedTensorType>(g.getType());
+        Value s = scale;
+        if (type.getElementType() != b.getF32Type())
+          s = CastOp::create(b, loc, f32Scalar.clone(type.getElementType()), s);
+        g = MulOp::create(b, loc, g, s);
+      }
+    }
+
+    std::string schedKind =
+        schedule.empty() ? sched.string("kind", "constant") : schedule.getValue();
+    int64_t total = totalSteps > 0 ? (int64_t)totalSteps
+                                   : sched.integer("total_steps", 0);
+    if (total <= 0)
+      total = table.integer("steps", 0);
+    int64_t warmup = warmupSteps >= 0 ? (int64_t)warmupSteps
+                                      : sched.integer("warmup_steps", 0);
+    auto lr = LrScheduleOp::create(
+        b, loc, f32Scalar, stepArg, baseLr, b.getStringAttr(schedKind),
+        b.getI64IntegerAttr(warmup), b.getI64IntegerAttr(total),
+        b.getF64FloatAttr(sched.number("min_lr", 0.0)),
+        b.getI64IntegerAttr(sched.integer("step_size", 0)),
+        b.getF64FloatAttr(sched.number("gamma", 0.1)),
+        b.getF64FloatAttr(sched.number("max_lr", 0.0)),
+        b.getI64IntegerAttr(sched.integer("decay_steps", 0)));
+    if (failed(mlir::verify(lr)))
+      return failure();
+
+    SmallVector<Value> newParams, newState;
+    for (auto [k, t] : llvm::enumerate(trainables)) {
+      // A param's position among the step's arguments is its position among
+      // the params of @forward_backward.
+      unsigned pos = 0;
+      for (unsigned i = 0; i < t.arg; ++i)
+        pos += fb.getArgAttr(i, TgDialect::kParamAttr) ? 1 : 0;
+      Value param = step.getArgument(pos);
+      SmallVector<Value> state;
+      for (unsigned s = 0; s < slots->size(); ++s)
+        state.push_back(step.getArgument(firstState + k * slots->size() + s));
+      bool decay = llvm::none_of(noDecay, [&](const llvm::GlobPattern &p) {
+        return p.match(t.name);
+      });
+      numNoDecay += decay ? 0 : 1;
+      SmallVector<Type> resultTypes(1 + state.size(), param.getType());
+      auto update = OptimizerUpdateOp::create(
+          b, loc, resultTypes, b.getStringAttr(kind), param, grads[k], lr,
+          stepArg, state, b.getF64FloatAttr(opt.number("beta1", 0.9)),
+          b.getF64FloatAttr(opt.number("beta2", 0.999)),
+          b.getF64FloatAttr(opt.number("eps", 1e-8)),
+          b.getF64FloatAttr(decay ? wd : 0.0), b.getF64FloatAttr(momentum),
+          b.getBoolAttr(opt.boolean("nesterov", false)),
+          b.getF64FloatAttr(opt.number("alpha", 0.99)));
+      if (failed(mlir::verify(update)))
+        return failure();
+      newParams.push_back(update.getNewParam());
+      llvm::append_range(newState, update.getNewState());
+      ++numUpdates;
+    }
+
+    SmallVector<Value> results;
+    llvm::append_range(results, newParams);
+    llvm::append_range(results, newState);
+    results.append({loss, norm, lr});
+    func::ReturnOp::create(b, loc, results);
+    SmallVector<Type> resultTypes;
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    step.setFunctionType(b.getFunctionType(argTypes, resultTypes));
+    unsigned r = 0;
+    for (const Trainable &t : trainables)
+      step.setResultAttr(r++, TgDialect::kUpdateAttr, b.getStringAttr(t.name));
+    for (const Trainable &t : trainables)
+      for (StringRef slot : *slots)
+        step.setResultAttr(r++, TgDialect::kUpdateAttr,
+                           b.getStringAttr(t.name + "." + slot));
+    for (StringRef metric : {"loss", "grad_norm", "lr"})
+      step.setResultAttr(r++, TgDialect::kMetricAttr, b.getStringAttr(metric));
+    return success();
+  }
+};
+
+} // namespace

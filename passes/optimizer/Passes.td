@@ -1,0 +1,55 @@
+//===- Passes.td - Optimizer passes ------------------------*- tablegen -*-===//
+
+#ifndef TG_PASSES_OPTIMIZER_TD
+#define TG_PASSES_OPTIMIZER_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
+  let summary = "Appends the optimizer update and builds @train_step";
+  let description = [{
+    Takes `@forward_backward` (from tg-autodiff) and the module's
+    `tg.training` table and builds
+
+    ```
+    @train_step(params..., state..., batch..., step, base_lr)
+        -> (new trainable params..., new state..., loss, grad_norm, lr)
+    ```
+
+    The step computes the loss and gradients, the global gradient norm
+    (always, as a metric), clips the gradients to `clip_grad_norm` when it is
+    positive (as torch.nn.utils.clip_grad_norm_), evaluates the learning-rate
+    schedule at `step` (counting from 1) and applies one `tg.optimizer_update`
+    per trainable parameter. Parameters whose names match a `no_decay` glob
+    pattern (`*.bias`, `*ln_*`) get no weight decay. State arguments start at
+    zero; their count per parameter depends on the optimizer.
+
+    Arguments carry `tg.param`, `tg.state = "<param>.<slot>"`, `tg.input` and
+    `tg.scalar = "step" | "base_lr"`; results carry `tg.update = "<name>"` or
+    `tg.metric = "loss" | "grad_norm" | "lr"`.
+
+    Options override the training table (as tgc's flags do).
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", "\"\"",
+           "Optimizer kind (sgd, adam, adamw, rmsprop, adagrad, lamb, lion); "
+           "default: the training table's, else adamw">,
+    Option<"schedule", "schedule", "std::string", "\"\"",
+           "LR schedule kind (constant, cosine, linear, step, cyclic, wsd)">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "Schedule length; default: the table's total_steps, else steps">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "-1",
+           "Warmup steps; default: the table's">,
+    Option<"weightDecay", "weight-decay", "double", "-1.0",
+           "Weight decay; default: the table's">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "-1.0",
+           "Clip gradients to this global norm (0: off); default: the table's">,
+  ];
+  let statistics = [
+    Statistic<"numUpdates", "updates", "Parameters updated">,
+    Statistic<"numNoDecay", "no-decay", "Parameters without weight decay">,
+  ];
+}
+
+#endif // TG_PASSES_OPTIMIZER_TD
