@@ -1,0 +1,1117 @@
+//===- EmitCpp.cpp - tg train step to portable C++ ----------------*- C++ -*-===//
+//
+// One pass over @train_step and @forward. Every SSA value becomes a typed
+// pointer: arguments point into the runtime's buffers, intermediates into a
+// static arena planned by liveness (ArenaPlan), reshapes and in-place
+// optimizer updates into the buffer they view. Elementwise ops become OpenMP
+// loops with their broadcasting spelled out; the rest call runtime/cpu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/EmitCpp.h"
+#include "compiler/codegen/ArenaPlan.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Types and literals
+//===----------------------------------------------------------------------===//
+
+/// The C type of an element type, or "" when the CPU backend lacks it.
+StringRef cType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isInteger(64))
+    return "int64_t";
+  if (t.isInteger(32))
+    return "int32_t";
+  if (t.isInteger(1))
+    return "uint8_t";
+  return "";
+}
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+int64_t numel(Value v) { return tensorType(v).getNumElements(); }
+StringRef cTypeOf(Value v) { return cType(tensorType(v).getElementType()); }
+
+std::string floatLiteral(double v) {
+  if (std::isinf(v))
+    return v > 0 ? "INFINITY" : "-INFINITY";
+  if (std::isnan(v))
+    return "NAN";
+  return llvm::formatv("{0:e9}f", v).str();
+}
+
+std::string intList(ArrayRef<int64_t> values) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{";
+  llvm::interleaveComma(values, os);
+  if (values.empty())
+    os << "0";
+  os << "}";
+  return s;
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+/// Where an op came from, for the comment above its code.
+std::string describeLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return llvm::formatv("{0}:{1}", file.getFilename(), file.getLine()).str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string s = describeLoc(inner);
+      if (!s.empty())
+        return s;
+    }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Function emission
+//===----------------------------------------------------------------------===//
+
+class FunctionEmitter {
+public:
+  FunctionEmitter(func::FuncOp func, llvm::raw_ostream &os)
+      : func(func), os(os) {}
+
+  /// Emits `static void NAME(tgc::StepIO &io)`; `bindArgument` returns the
+  /// C expression of an argument's buffer (e.g. "io.params[0]").
+  LogicalResult emit(StringRef name,
+                     llvm::function_ref<std::string(unsigned)> bindArgument,
+                     llvm::function_ref<LogicalResult(FunctionEmitter &,
+                                                      func::ReturnOp)>
+                         bindResults);
+
+  std::string buf(Value v) { return names.lookup(v); }
+  llvm::raw_ostream &out() { return os; }
+  int64_t arenaBytes() const { return plan.peakBytes; }
+
+private:
+  LogicalResult checkTypes();
+  void planBuffers();
+  LogicalResult emitOp(Operation *op);
+  void declareResult(Value v);
+
+  // Elementwise loops.
+  std::string indexExpr(Value operand, Value result, StringRef i);
+  void emitElementwise(Value result, ValueRange operands,
+                       llvm::function_ref<std::string(ArrayRef<std::string>)>
+                           body);
+  std::string castExpr(StringRef expr, Type from, Type to);
+
+  LogicalResult emitMatmul(MatmulOp op);
+  LogicalResult emitConstant(ConstantOp op);
+
+  func::FuncOp func;
+  llvm::raw_ostream &os;
+  ArenaPlan plan;
+  DenseMap<Value, std::string> names;
+  unsigned counter = 0;
+  unsigned shapeCounter = 0;
+};
+
+LogicalResult FunctionEmitter::checkTypes() {
+  auto check = [&](Value v, Operation *where) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return where->emitError("cpu backend: expected a ranked tensor, got ")
+             << v.getType();
+    if (cType(t.getElementType()).empty())
+      return where->emitError("cpu backend: element type ")
+             << t.getElementType()
+             << " is not supported on the CPU (f32, i32, i64, i1 are); use "
+                "fp32 precision for CPU targets";
+    return success();
+  };
+  for (BlockArgument arg : func.getArguments())
+    if (failed(check(arg, func)))
+      return failure();
+  WalkResult walk = func.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      if (failed(check(r, op)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+void FunctionEmitter::planBuffers() {
+  auto aliasOf = [](OpResult r) -> Value {
+    Operation *op = r.getOwner();
+    if (isa<ReshapeOp, FlattenOp>(op))
+      return op->getOperand(0);
+    // In place: the new param and state overwrite the old ones.
+    if (auto update = dyn_cast<OptimizerUpdateOp>(op)) {
+      if (r.getResultNumber() == 0)
+        return update.getParam();
+      return update.getState()[r.getResultNumber() - 1];
+    }
+    return {};
+  };
+  auto needsArena = [](Value v) {
+    return !isa_and_nonnull<ConstantOp>(v.getDefiningOp());
+  };
+  auto bytesOf = [](Value v) {
+    auto t = tensorType(v);
+    int64_t elem = t.getElementType().isInteger(1)
+                       ? 1
+                       : (t.getElementType().getIntOrFloatBitWidth() + 7) / 8;
+    return t.getNumElements() * elem;
+  };
+  plan = planArena(func, aliasOf, needsArena, bytesOf);
+}
+
+void FunctionEmitter::declareResult(Value v) {
+  std::string name = "v" + std::to_string(counter++);
+  names[v] = name;
+  auto it = plan.aliases.find(v);
+  if (it != plan.aliases.end()) {
+    os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v) << " *)"
+       << buf(it->second) << ";\n";
+    return;
+  }
+  os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v)
+     << " *)(arena + " << plan.offsets.lookup(v) << ");\n";
+}
+
+std::string FunctionEmitter::indexExpr(Value operand, Value result,
+                                       StringRef i) {
+  ArrayRef<int64_t> in = tensorType(operand).getShape();
+  ArrayRef<int64_t> out = tensorType(result).getShape();
+  if (in == out)
+    return i.str();
+  int64_t n = product(in);
+  if (n == 1)
+    return "0";
+  // Drop leading ones: they never change the index.
+  while (!in.empty() && in.front() == 1)
+    in = in.drop_front();
+  if (out.take_back(in.size()) == in)
+    return llvm::formatv("({0} % {1})", i, n).str();
+  // [.., d, 1, 1] against [.., d, x, y]: the index is i divided by the tail.
+  size_t lead = in.size();
+  while (lead > 0 && in[lead - 1] == 1)
+    --lead;
+  size_t offset = out.size() - in.size();
+  if (ArrayRef<int64_t>(in).take_front(lead) ==
+      out.drop_front(offset).take_front(lead)) {
+    int64_t tail = product(out.drop_front(offset + lead));
+    int64_t mod = product(in.take_front(lead));
+    // Leading result dims beyond the operand's rank wrap around.
+    if (offset == 0)
+      return llvm::formatv("({0} / {1})", i, tail).str();
+    return llvm::formatv("(({0} / {1}) % {2})", i, tail, mod).str();
+  }
+  // General case: strides with zeros for broadcast dims.
+  SmallVector<int64_t> padded(out.size() - in.size(), 1);
+  padded.append(in.begin(), in.end());
+  SmallVector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t d = out.size() - 1; d >= 0; --d) {
+    strides[d] = padded[d] == 1 ? 0 : stride;
+    stride *= padded[d];
+  }
+  std::string id = std::to_string(shapeCounter++);
+  os << "  static const int64_t shape" << id << "[] = " << intList(out)
+     << ";\n  static const int64_t strides" << id << "[] = "
+     << intList(strides) << ";\n";
+  return llvm::formatv("tgc_bcast_index({0}, {1}, shape{2}, strides{2})", i,
+                       out.size(), id)
+      .str();
+}
+
+void FunctionEmitter::emitElementwise(
+    Value result, ValueRange operands,
+    llvm::function_ref<std::string(ArrayRef<std::string>)> body) {
+  SmallVector<std::string> args;
+  for (Value v : operands)
+    args.push_back(buf(v) + "[" + indexExpr(v, result, "i") + "]");
+  int64_t n = numel(result);
+  os << "  #pragma omp parallel for if(" << n << " > 32768)\n"
+     << "  for (int64_t i = 0; i < " << n << "; ++i)\n"
+     << "    " << buf(result) << "[i] = " << body(args) << ";\n";
+}
+
+std::string FunctionEmitter::castExpr(StringRef expr, Type from, Type to) {
+  if (to.isInteger(1))
+    return ("(uint8_t)(" + expr + " != 0)").str();
+  return ("(" + cType(to) + ")(" + expr + ")").str();
+}
+
+LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
+  auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!attr)
+    return op.emitError("cpu backend: only dense constants are supported");
+  Value v = op.getResult();
+  std::string name = "c" + std::to_string(counter++);
+  names[v] = name;
+  Type elem = tensorType(v).getElementType();
+  auto literal = [&](int64_t i) -> std::string {
+    if (isa<FloatType>(elem))
+      return floatLiteral(
+          (attr.isSplat() ? attr.getSplatValue<APFloat>()
+                          : attr.getValues<APFloat>()[i])
+              .convertToDouble());
+    APInt value = attr.isSplat() ? attr.getSplatValue<APInt>()
+                                 : attr.getValues<APInt>()[i];
+    return elem.isInteger(1) ? std::to_string(value.getZExtValue())
+                             : std::to_string(value.getSExtValue());
+  };
+  int64_t n = numel(v);
+  if (attr.isSplat() && n > 1) {
+    // A large splat is filled once into its own static buffer.
+    os << "  static " << cTypeOf(v) << " " << name << "[" << n << "];\n"
+       << "  static bool " << name << "_ready = (std::fill_n(" << name << ", "
+       << n << ", (" << cTypeOf(v) << ")" << literal(0) << "), true);\n"
+       << "  (void)" << name << "_ready;\n";
+    return success();
+  }
+  os << "  static const " << cTypeOf(v) << " " << name << "[" << n << "] = {";
+  for (int64_t i = 0; i < n; ++i)
+    os << (i ? ", " : "") << literal(i);
+  os << "};\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitMatmul(MatmulOp op) {
+  auto a = tensorType(op.getLhs()), b = tensorType(op.getRhs()),
+       c = tensorType(op.getResult());
+  int64_t batchRank = c.getRank() - 2;
+  auto padBatch = [&](RankedTensorType t) {
+    SmallVector<int64_t> dims(batchRank - (t.getRank() - 2), 1);
+    llvm::append_range(dims, t.getShape().drop_back(2));
+    return dims;
+  };
+  int64_t m = c.getShape()[c.getRank() - 2], n = c.getShape().back();
+  int64_t k = op.getTransposeLhs() ? a.getShape()[a.getRank() - 2]
+                                   : a.getShape().back();
+  std::string id = std::to_string(shapeCounter++);
+  os << "  {\n    static const int64_t aBatch[] = " << intList(padBatch(a))
+     << ", bBatch[] = " << intList(padBatch(b))
+     << ", cBatch[] = " << intList(c.getShape().drop_back(2)) << ";\n"
+     << "    tgc::cpu::matmul(" << buf(op.getLhs()) << ", " << buf(op.getRhs())
+     << ", " << buf(op.getResult()) << ", " << m << ", " << n << ", " << k
+     << ", " << (op.getTransposeLhs() ? "true" : "false") << ", "
+     << (op.getTransposeRhs() ? "true" : "false")
+     << ", aBatch, bBatch, cBatch, " << batchRank << ");\n  }\n";
+  (void)id;
+  return success();
+}
+
+/// Outer, axis and inner extents of a tensor around one axis.
+std::tuple<int64_t, int64_t, int64_t> splitAxis(RankedTensorType t,
+                                                int64_t axis) {
+  ArrayRef<int64_t> s = t.getShape();
+  return {product(s.take_front(axis)), s[axis], product(s.drop_front(axis + 1))};
+}
+
+std::string convDims(Value input, Value weight, Value output,
+                     ArrayRef<int64_t> stride, ArrayRef<int64_t> pad,
+                     ArrayRef<int64_t> dil, int64_t groups) {
+  ArrayRef<int64_t> x = tensorType(input).getShape(),
+                    w = tensorType(weight).getShape(),
+                    y = tensorType(output).getShape();
+  return llvm::formatv("tgc::cpu::Conv2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
+                       "{6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, "
+                       "{15}}",
+                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
+                       stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
+                       groups)
+      .str();
+}
+
+std::string poolDims(Value input, Value output, ArrayRef<int64_t> kernel,
+                     ArrayRef<int64_t> stride, ArrayRef<int64_t> pad) {
+  ArrayRef<int64_t> x = tensorType(input).getShape(),
+                    y = tensorType(output).getShape();
+  return llvm::formatv("tgc::cpu::Pool2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
+                       "{6}, {7}, {8}, {9}, {10}, {11}}",
+                       x[0], x[1], x[2], x[3], y[2], y[3], kernel[0], kernel[1],
+                       stride[0], stride[1], pad[0], pad[1])
+      .str();
+}
+
+std::string nullable(FunctionEmitter &e, Value v) {
+  return v ? e.buf(v) : "nullptr";
+}
+
+LogicalResult FunctionEmitter::emitOp(Operation *op) {
+  std::string where = describeLoc(op->getLoc());
+  os << "  // " << op->getName();
+  if (!where.empty())
+    os << " (" << where << ")";
+  os << "\n";
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return emitConstant(constant);
+  for (Value r : op->getResults())
+    declareResult(r);
+  if (isa<ReshapeOp, FlattenOp, OptimizerUpdateOp>(op) &&
+      !isa<OptimizerUpdateOp>(op))
+    return success(); // a view: no code
+
+  auto binary = [&](StringRef fmt) {
+    Value r = op->getResult(0);
+    emitElementwise(r, op->getOperands(), [&](ArrayRef<std::string> a) {
+      return llvm::formatv(fmt.data(), a[0], a[1]).str();
+    });
+    return success();
+  };
+  auto unary = [&](StringRef fmt) {
+    Value r = op->getResult(0);
+    emitElementwise(r, op->getOperands(), [&](ArrayRef<std::string> a) {
+      return llvm::formatv(fmt.data(), a[0]).str();
+    });
+    return success();
+  };
+  bool isFloat = isa<FloatType>(
+      tensorType(op->getResult(0)).getElementType());
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](AddOp) { return binary("{0} + {1}"); })
+      .Case([&](SubOp) { return binary("{0} - {1}"); })
+      .Case([&](MulOp) { return binary("{0} * {1}"); })
+      .Case([&](DivOp) { return binary("{0} / {1}"); })
+      .Case([&](PowOp) { return binary("std::pow({0}, {1})"); })
+      .Case([&](MaximumOp) { return binary("({0} >= {1} ? {0} : {1})"); })
+      .Case([&](MinimumOp) { return binary("({0} <= {1} ? {0} : {1})"); })
+      .Case([&](CompareOp c) {
+        StringRef p = c.getPredicate();
+        StringRef sym = llvm::StringSwitch<StringRef>(p)
+                            .Case("eq", "==")
+                            .Case("ne", "!=")
+                            .Case("lt", "<")
+                            .Case("le", "<=")
+                            .Case("gt", ">")
+                            .Default(">=");
+        return binary(("(uint8_t)({0} " + sym + " {1})").str());
+      })
+      .Case([&](SelectOp s) {
+        emitElementwise(s.getResult(), s->getOperands(),
+                        [&](ArrayRef<std::string> a) {
+                          return llvm::formatv("({0} ? {1} : {2})", a[0], a[1],
+                                               a[2])
+                              .str();
+                        });
+        return success();
+      })
+      .Case([&](NegOp) { return unary("-{0}"); })
+      .Case([&](AbsOp) {
+        return unary(isFloat ? "std::fabs({0})" : "std::abs({0})");
+      })
+      .Case([&](ExpOp) { return unary("std::exp({0})"); })
+      .Case([&](LogOp) { return unary("std::log({0})"); })
+      .Case([&](SqrtOp) { return unary("std::sqrt({0})"); })
+      .Case([&](RsqrtOp) { return unary("1.0f / std::sqrt({0})"); })
+      .Case([&](TanhOp) { return unary("std::tanh({0})"); })
+      .Case([&](ReluOp) { return unary("({0} > 0.0f ? {0} : 0.0f)"); })
+      .Case([&](SigmoidOp) {
+        return unary("1.0f / (1.0f + std::exp(-{0}))");
+      })
+      .Case([&](SiluOp) { return unary("{0} / (1.0f + std::exp(-{0}))"); })
+      .Case([&](GeluOp g) {
+        if (g.getApproximate() == "tanh")
+          return unary("0.5f * {0} * (1.0f + std::tanh(0.7978845608f * "
+                       "({0} + 0.044715f * {0} * {0} * {0})))");
+        return unary("0.5f * {0} * (1.0f + std::erf({0} * 0.70710678118f))");
+      })
+      .Case([&](GeluGradOp g) {
+        os << "  tgc::cpu::gelu_grad(" << buf(g.getGrad()) << ", "
+           << buf(g.getX()) << ", " << buf(g.getResult()) << ", "
+           << numel(g.getX()) << ", "
+           << (g.getApproximate() == "tanh" ? "true" : "false") << ");\n";
+        return success();
+      })
+      .Case([&](CastOp c) {
+        Type from = tensorType(c.getX()).getElementType();
+        Type to = tensorType(c.getResult()).getElementType();
+        emitElementwise(c.getResult(), {c.getX()},
+                        [&](ArrayRef<std::string> a) {
+                          return castExpr(a[0], from, to);
+                        });
+        return success();
+      })
+      .Case([&](BroadcastToOp b) {
+        emitElementwise(b.getResult(), {b.getX()},
+                        [&](ArrayRef<std::string> a) { return a[0]; });
+        return success();
+      })
+      .Case([&](MatmulOp m) { return emitMatmul(m); })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto r) {
+        StringRef kind = isa<ReduceSumOp>(op)    ? "Sum"
+                         : isa<ReduceMeanOp>(op) ? "Mean"
+                                                 : "Max";
+        SmallVector<int64_t> dims = r.getReducedDims();
+        auto x = tensorType(r.getX());
+        os << "  {\n    static const int64_t shape[] = "
+           << intList(x.getShape()) << ", dims[] = " << intList(dims)
+           << ";\n    tgc::cpu::reduce(tgc::cpu::ReduceKind::" << kind << ", "
+           << buf(r.getX()) << ", shape, " << x.getRank() << ", dims, "
+           << dims.size() << ", " << buf(r.getResult()) << ");\n  }\n";
+        return success();
+      })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) {
+        auto t = tensorType(s.getX());
+        auto [outer, n, inner] =
+            splitAxis(t, *normalizeAxis(s.getAxis(), t.getRank()));
+        os << "  tgc::cpu::" << (isa<SoftmaxOp>(op) ? "softmax" : "log_softmax")
+           << "(" << buf(s.getX()) << ", " << buf(s.getResult()) << ", "
+           << outer << ", " << n << ", " << inner << ");\n";
+        return success();
+      })
+      .Case([&](LayerNormOp l) {
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back();
+        os << "  tgc::cpu::layer_norm(" << buf(l.getX()) << ", "
+           << nullable(*this, l.getWeight()) << ", "
+           << nullable(*this, l.getBias()) << ", " << buf(l.getResult())
+           << ", " << t.getNumElements() / d << ", " << d << ", "
+           << floatLiteral(l.getEps().convertToDouble()) << ");\n";
+        return success();
+      })
+      .Case([&](LayerNormGradOp l) {
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back();
+        os << "  tgc::cpu::layer_norm_grad(" << buf(l.getGrad()) << ", "
+           << buf(l.getX()) << ", " << nullable(*this, l.getWeight()) << ", "
+           << buf(l.getDx()) << ", " << buf(l.getDweight()) << ", "
+           << buf(l.getDbias()) << ", " << t.getNumElements() / d << ", " << d
+           << ", " << floatLiteral(l.getEps().convertToDouble()) << ");\n";
+        return success();
+      })
+      .Case([&](RmsNormOp l) {
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back();
+        os << "  tgc::cpu::rms_norm(" << buf(l.getX()) << ", "
+           << nullable(*this, l.getWeight()) << ", " << buf(l.getResult())
+           << ", " << t.getNumElements() / d << ", " << d << ", "
+           << floatLiteral(l.getEps().convertToDouble()) << ");\n";
+        return success();
+      })
+      .Case([&](RmsNormGradOp l) {
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back();
+        os << "  tgc::cpu::rms_norm_grad(" << buf(l.getGrad()) << ", "
+           << buf(l.getX()) << ", " << nullable(*this, l.getWeight()) << ", "
+           << buf(l.getDx()) << ", " << buf(l.getDweight()) << ", "
+           << t.getNumElements() / d << ", " << d << ", "
+           << floatLiteral(l.getEps().convertToDouble()) << ");\n";
+        return success();
+      })
+      .Case([&](DropoutOp d) {
+        os << "  tgc::cpu::dropout(" << buf(d.getX()) << ", "
+           << buf(d.getResult()) << ", " << numel(d.getX()) << ", "
+           << floatLiteral(d.getP().convertToDouble()) << ", "
+           << (uint64_t)d.getSeed() << "ull, io.step);\n";
+        return success();
+      })
+      .Case([&](EmbeddingOp e) {
+        auto t = tensorType(e.getTable());
+        os << "  tgc::cpu::embedding(" << buf(e.getTable()) << ", "
+           << t.getDimSize(0) << ", " << t.getDimSize(1) << ", "
+           << buf(e.getIndices()) << ", " << numel(e.getIndices()) << ", "
+           << buf(e.getResult()) << ");\n";
+        return success();
+      })
+      .Case([&](EmbeddingGradOp e) {
+        auto t = tensorType(e.getResult());
+        os << "  tgc::cpu::embedding_grad(" << buf(e.getGrad()) << ", "
+           << buf(e.getIndices()) << ", " << numel(e.getIndices()) << ", "
+           << t.getDimSize(0) << ", " << t.getDimSize(1) << ", "
+           << buf(e.getResult()) << ");\n";
+        return success();
+      })
+      .Case([&](CrossEntropyOp c) {
+        auto t = tensorType(c.getLogits());
+        int64_t classes = t.getShape().back();
+        int reduction = c.getReduction() == "mean"  ? 0
+                        : c.getReduction() == "sum" ? 1
+                                                    : 2;
+        std::string call = llvm::formatv(
+            "tgc::cpu::cross_entropy({0}, {1}, {2}, {3}, {4}, {5}, {6})",
+            buf(c.getLogits()), buf(c.getLabels()), t.getNumElements() / classes,
+            classes, c.getIgnoreIndex(), reduction,
+            reduction == 2 ? buf(c.getResult()) : "nullptr");
+        if (reduction == 2)
+          os << "  " << call << ";\n";
+        else
+          os << "  " << buf(c.getResult()) << "[0] = " << call << ";\n";
+        return success();
+      })
+      .Case([&](CrossEntropyGradOp c) {
+        auto t = tensorType(c.getLogits());
+        int64_t classes = t.getShape().back();
+        int reduction = c.getReduction() == "mean"  ? 0
+                        : c.getReduction() == "sum" ? 1
+                                                    : 2;
+        os << "  tgc::cpu::cross_entropy_grad(" << buf(c.getGrad()) << ", "
+           << buf(c.getLogits()) << ", " << buf(c.getLabels()) << ", "
+           << t.getNumElements() / classes << ", " << classes << ", "
+           << c.getIgnoreIndex() << ", " << reduction << ", "
+           << buf(c.getResult()) << ");\n";
+        return success();
+      })
+      .Case([&](AttentionOp a) {
+        ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
+                          k = tensorType(a.getKey()).getShape(),
+                          v = tensorType(a.getValue()).getShape();
+        os << "  tgc::cpu::attention(" << buf(a.getQuery()) << ", "
+           << buf(a.getKey()) << ", " << buf(a.getValue()) << ", "
+           << buf(a.getResult()) << ", " << q[0] << ", " << q[1] << ", "
+           << q[2] << ", " << k[2] << ", " << q[3] << ", " << v[3] << ", "
+           << (a.getCausal() ? "true" : "false") << ", "
+           << floatLiteral(a.getEffectiveScale()) << ");\n";
+        return success();
+      })
+      .Case([&](AttentionGradOp a) {
+        ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
+                          k = tensorType(a.getKey()).getShape(),
+                          v = tensorType(a.getValue()).getShape();
+        double scale = a.getScale() ? a.getScale()->convertToDouble()
+                                    : 1.0 / std::sqrt((double)q[3]);
+        os << "  tgc::cpu::attention_grad(" << buf(a.getGrad()) << ", "
+           << buf(a.getQuery()) << ", " << buf(a.getKey()) << ", "
+           << buf(a.getValue()) << ", " << buf(a.getDquery()) << ", "
+           << buf(a.getDkey()) << ", " << buf(a.getDvalue()) << ", " << q[0]
+           << ", " << q[1] << ", " << q[2] << ", " << k[2] << ", " << q[3]
+           << ", " << v[3] << ", " << (a.getCausal() ? "true" : "false")
+           << ", " << floatLiteral(scale) << ");\n";
+        return success();
+      })
+      .Case([&](Conv2dOp c) {
+        os << "  tgc::cpu::conv2d(" << buf(c.getInput()) << ", "
+           << buf(c.getWeight()) << ", " << nullable(*this, c.getBias())
+           << ", " << buf(c.getResult()) << ", "
+           << convDims(c.getInput(), c.getWeight(), c.getResult(),
+                       c.getStride(), c.getPadding(), c.getDilation(),
+                       c.getGroups())
+           << ");\n";
+        return success();
+      })
+      .Case([&](Conv2dGradInputOp c) {
+        os << "  tgc::cpu::conv2d_grad_input(" << buf(c.getGrad()) << ", "
+           << buf(c.getWeight()) << ", " << buf(c.getResult()) << ", "
+           << convDims(c.getResult(), c.getWeight(), c.getGrad(),
+                       c.getStride(), c.getPadding(), c.getDilation(),
+                       c.getGroups())
+           << ");\n";
+        return success();
+      })
+      .Case([&](Conv2dGradWeightOp c) {
+        os << "  tgc::cpu::conv2d_grad_weight(" << buf(c.getGrad()) << ", "
+           << buf(c.getInput()) << ", " << buf(c.getResult()) << ", "
+           << convDims(c.getInput(), c.getResult(), c.getGrad(),
+                       c.getStride(), c.getPadding(), c.getDilation(),
+                       c.getGroups())
+           << ");\n";
+        return success();
+      })
+      .Case<MaxPool2dOp, AvgPool2dOp>([&](auto p) {
+        os << "  tgc::cpu::" << (isa<MaxPool2dOp>(op) ? "max" : "avg")
+           << "_pool2d(" << buf(p.getInput()) << ", " << buf(p.getResult())
+           << ", "
+           << poolDims(p.getInput(), p.getResult(), p.getKernelSize(),
+                       p.getEffectiveStride(), p.getPadding())
+           << ");\n";
+        return success();
+      })
+      .Case<MaxPool2dGradOp, AvgPool2dGradOp>([&](auto p) {
+        SmallVector<int64_t> stride =
+            p.getStride() ? llvm::to_vector(*p.getStride())
+                          : llvm::to_vector(p.getKernelSize());
+        std::string dims = poolDims(p.getInput(), p.getGrad(),
+                                    p.getKernelSize(), stride, p.getPadding());
+        if (isa<MaxPool2dGradOp>(op))
+          os << "  tgc::cpu::max_pool2d_grad(" << buf(p.getGrad()) << ", "
+             << buf(p.getInput()) << ", " << buf(p.getResult()) << ", " << dims
+             << ");\n";
+        else
+          os << "  tgc::cpu::avg_pool2d_grad(" << buf(p.getGrad()) << ", "
+             << buf(p.getResult()) << ", " << dims << ");\n";
+        return success();
+      })
+      .Case([&](TransposeOp t) -> LogicalResult {
+        if (!tensorType(t.getX()).getElementType().isF32())
+          return t.emitError("cpu backend: transpose supports f32 only");
+        os << "  {\n    static const int64_t shape[] = "
+           << intList(tensorType(t.getX()).getShape())
+           << ", perm[] = " << intList(t.getPerm()) << ";\n"
+           << "    tgc::cpu::transpose(" << buf(t.getX()) << ", shape, "
+           << t.getPerm().size() << ", perm, " << buf(t.getResult())
+           << ");\n  }\n";
+        return success();
+      })
+      .Case([&](SliceOp s) -> LogicalResult {
+        if (!tensorType(s.getX()).getElementType().isF32())
+          return s.emitError("cpu backend: slice supports f32 only");
+        os << "  {\n    static const int64_t shape[] = "
+           << intList(tensorType(s.getX()).getShape())
+           << ", start[] = " << intList(s.getStart())
+           << ", stride[] = " << intList(s.getEffectiveStride())
+           << ", outShape[] = " << intList(tensorType(s.getResult()).getShape())
+           << ";\n    tgc::cpu::slice(" << buf(s.getX()) << ", shape, "
+           << tensorType(s.getX()).getRank() << ", start, stride, "
+           << buf(s.getResult()) << ", outShape);\n  }\n";
+        return success();
+      })
+      .Case([&](SliceGradOp s) {
+        SmallVector<int64_t> stride =
+            s.getStride() ? llvm::to_vector(*s.getStride())
+                          : SmallVector<int64_t>(s.getStart().size(), 1);
+        os << "  {\n    static const int64_t gShape[] = "
+           << intList(tensorType(s.getGrad()).getShape())
+           << ", start[] = " << intList(s.getStart())
+           << ", stride[] = " << intList(stride)
+           << ", xShape[] = " << intList(tensorType(s.getResult()).getShape())
+           << ";\n    tgc::cpu::slice_grad(" << buf(s.getGrad()) << ", gShape, "
+           << stride.size() << ", start, stride, " << buf(s.getResult())
+           << ", xShape);\n  }\n";
+        return success();
+      })
+      .Case([&](ConcatOp c) -> LogicalResult {
+        if (!tensorType(c.getResult()).getElementType().isF32())
+          return c.emitError("cpu backend: concat supports f32 only");
+        os << "  {\n";
+        std::string inputs, shapes;
+        for (auto [i, v] : llvm::enumerate(c.getInputs())) {
+          os << "    static const int64_t shape" << i << "[] = "
+             << intList(tensorType(v).getShape()) << ";\n";
+          inputs += (i ? ", " : "") + buf(v);
+          shapes += (i ? ", shape" : "shape") + std::to_string(i);
+        }
+        os << "    const float *inputs[] = {" << inputs << "};\n"
+           << "    const int64_t *shapes[] = {" << shapes << "};\n"
+           << "    tgc::cpu::concat(inputs, shapes, " << c.getInputs().size()
+           << ", " << tensorType(c.getResult()).getRank() << ", "
+           << *normalizeAxis(c.getAxis(), tensorType(c.getResult()).getRank())
+           << ", " << buf(c.getResult()) << ");\n  }\n";
+        return success();
+      })
+      .Case([&](GlobalNormOp g) {
+        os << "  {\n    double sum = 0.0;\n";
+        for (Value v : g.getInputs())
+          os << "    sum += tgc::cpu::sum_squares(" << buf(v) << ", "
+             << numel(v) << ");\n";
+        os << "    " << buf(g.getResult()) << "[0] = (float)std::sqrt(sum);\n"
+           << "  }\n";
+        return success();
+      })
+      .Case([&](LrScheduleOp l) {
+        std::string kind = llvm::StringSwitch<std::string>(l.getKind())
+                               .Case("constant", "Constant")
+                               .Case("cosine", "Cosine")
+                               .Case("linear", "Linear")
+                               .Case("step", "Step")
+                               .Case("cyclic", "Cyclic")
+                               .Default("WSD");
+        os << "  {\n    static const tgc::cpu::ScheduleParams schedule{"
+           << "tgc::cpu::ScheduleKind::" << kind << ", " << l.getWarmupSteps()
+           << ", " << l.getTotalSteps() << ", " << l.getStepSize() << ", "
+           << l.getDecaySteps() << ", "
+           << floatLiteral(l.getMinLr().convertToDouble()) << ", "
+           << floatLiteral(l.getGamma().convertToDouble()) << ", "
+           << floatLiteral(l.getMaxLr().convertToDouble()) << "};\n"
+           << "    " << buf(l.getResult())
+           << "[0] = tgc::cpu::lr_schedule(schedule, " << buf(l.getStep())
+           << "[0], " << buf(l.getBaseLr()) << "[0]);\n  }\n";
+        return success();
+      })
+      .Case([&](OptimizerUpdateOp u) {
+        std::string kind = llvm::StringSwitch<std::string>(u.getKind())
+                               .Case("sgd", "SGD")
+                               .Case("adam", "Adam")
+                               .Case("adamw", "AdamW")
+                               .Case("rmsprop", "RMSprop")
+                               .Case("adagrad", "Adagrad")
+                               .Case("lamb", "LAMB")
+                               .Default("Lion");
+        std::string state;
+        for (auto [i, v] : llvm::enumerate(u.getNewState()))
+          state += (i ? ", " : "") + buf(v);
+        os << "  {\n    float *state[] = {" << (state.empty() ? "nullptr" : state)
+           << "};\n    static const tgc::cpu::OptimizerHyper hyper{"
+           << floatLiteral(u.getBeta1().convertToDouble()) << ", "
+           << floatLiteral(u.getBeta2().convertToDouble()) << ", "
+           << floatLiteral(u.getEps().convertToDouble()) << ", "
+           << floatLiteral(u.getWeightDecay().convertToDouble()) << ", "
+           << floatLiteral(u.getMomentum().convertToDouble()) << ", "
+           << floatLiteral(u.getAlpha().convertToDouble()) << ", "
+           << (u.getNesterov() ? "true" : "false") << "};\n"
+           << "    tgc::cpu::optimizer_update(tgc::cpu::OptimizerKind::" << kind
+           << ", " << buf(u.getNewParam()) << ", " << buf(u.getGrad()) << ", "
+           << "state, " << u.getState().size() << ", " << numel(u.getParam())
+           << ", " << buf(u.getLr()) << "[0], " << buf(u.getStep())
+           << "[0], hyper);\n  }\n";
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitError("cpu backend: no lowering for '")
+               << other->getName() << "'";
+      });
+}
+
+LogicalResult FunctionEmitter::emit(
+    StringRef name, llvm::function_ref<std::string(unsigned)> bindArgument,
+    llvm::function_ref<LogicalResult(FunctionEmitter &, func::ReturnOp)>
+        bindResults) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("cpu backend: @")
+           << func.getName() << " must have a single block";
+  if (failed(checkTypes()))
+    return failure();
+  planBuffers();
+  os << "\n/// @" << func.getName() << ": " << plan.peakBytes
+     << " bytes of arena.\nstatic void " << name << "(tgc::StepIO &io) {\n"
+     << "  char *arena = tgc_arena();\n  (void)arena;\n";
+  for (BlockArgument arg : func.getArguments()) {
+    std::string n = "a" + std::to_string(arg.getArgNumber());
+    names[arg] = n;
+    os << "  " << cTypeOf(arg) << " *" << n << " = (" << cTypeOf(arg) << " *)"
+       << bindArgument(arg.getArgNumber()) << ";\n";
+  }
+  Block &block = func.getBody().front();
+  for (Operation &op : block.without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
+  if (failed(bindResults(*this, cast<func::ReturnOp>(block.getTerminator()))))
+    return failure();
+  os << "}\n";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Model description
+//===----------------------------------------------------------------------===//
+
+struct TableNumbers {
+  DictionaryAttr dict;
+  double get(StringRef key, double fallback) const {
+    Attribute a = dict ? dict.get(key) : Attribute();
+    if (auto f = dyn_cast_or_null<FloatAttr>(a))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
+      return (double)i.getValue().getSExtValue();
+    return fallback;
+  }
+  TableNumbers sub(StringRef key) const {
+    return {dict ? dict.getAs<DictionaryAttr>(key) : DictionaryAttr()};
+  }
+};
+
+std::string dtypeName(Type t) {
+  if (t.isF32())
+    return "tgc::DType::F32";
+  if (t.isBF16())
+    return "tgc::DType::BF16";
+  if (t.isF16())
+    return "tgc::DType::F16";
+  if (t.isInteger(32))
+    return "tgc::DType::I32";
+  if (t.isInteger(64))
+    return "tgc::DType::I64";
+  if (t.isInteger(1))
+    return "tgc::DType::I1";
+  return "tgc::DType::F32";
+}
+
+std::string tensorDesc(StringRef name, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{\"" << name << "\", " << dtypeName(t.getElementType()) << ", "
+     << t.getRank() << ", " << intList(t.getShape()) << "}";
+  return s;
+}
+
+std::string initSpec(InitializerAttr init) {
+  if (!init)
+    return "{tgc::InitKind::Zeros, 0, 1, -1, 1, 1, 0, \"\", \"\"}";
+  static const char *kinds[] = {"Zeros",         "Ones",          "Constant",
+                                "Normal",        "Uniform",       "XavierUniform",
+                                "XavierNormal",  "KaimingUniform", "KaimingNormal",
+                                "File"};
+  auto quote = [](StringRef s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        q += '\\';
+      q += c;
+    }
+    return q + "\"";
+  };
+  return llvm::formatv("{tgc::InitKind::{0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                       "{7}, {8}}",
+                       kinds[(int)init.getKind()],
+                       init.getMean().convertToDouble(),
+                       init.getStd().convertToDouble(),
+                       init.getLow().convertToDouble(),
+                       init.getHigh().convertToDouble(),
+                       init.getGain().convertToDouble(),
+                       init.getValue().convertToDouble(), quote(init.getFile()),
+                       quote(init.getKey()))
+      .str();
+}
+
+/// The data role of each batch input (see InputRole in Model.h).
+FailureOr<SmallVector<std::string>> assignRoles(func::FuncOp forward) {
+  SmallVector<std::string> roles;
+  int tokenInputs = 0;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
+    if (!name)
+      continue;
+    auto type = cast<RankedTensorType>(forward.getArgument(i).getType());
+    SmallVector<StringRef> dims;
+    if (auto names =
+            forward.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr))
+      for (Attribute a : names)
+        dims.push_back(cast<StringAttr>(a).getValue());
+    bool isInt = type.getElementType().isInteger(32) ||
+                 type.getElementType().isInteger(64);
+    bool seqOnly = dims.size() == 1 && dims[0] == "seq";
+    bool batchSeq = dims.size() == 2 && dims[0] == "batch" && dims[1] == "seq";
+    if (isInt && seqOnly) {
+      roles.push_back("Positions");
+    } else if (isInt && (batchSeq || (dims.empty() && type.getRank() == 2))) {
+      if (tokenInputs >= 2)
+        return forward.emitError("cannot tell what data feeds input '")
+               << name.getValue() << "': a third [batch, seq] integer input";
+      roles.push_back(tokenInputs++ == 0 ? "Tokens" : "Targets");
+    } else if (isInt && type.getRank() == 1) {
+      roles.push_back("Labels");
+    } else if (isa<FloatType>(type.getElementType())) {
+      roles.push_back("Features");
+    } else {
+      return forward.emitError("cannot tell what data feeds input '")
+             << name.getValue() << "' of type " << type;
+    }
+  }
+  return roles;
+}
+
+} // namespace
+
+LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
+                                const CppEmitOptions &options) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!forward || !step)
+    return module.emitError("cpu backend: the module needs @forward and "
+                            "@train_step (run tg-autodiff and tg-optimizer)");
+  auto roles = assignRoles(forward);
+  if (failed(roles))
+    return failure();
+  auto modelName = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
+  std::string model = modelName ? modelName.getValue().str() : "model";
+
+  // The body first, into a string: the arena size goes above it.
+  std::string body;
+  llvm::raw_string_ostream bodyOs(body);
+
+  // @train_step: params, state, inputs, step, base_lr.
+  SmallVector<unsigned> paramArgs, stateArgs, inputArgs;
+  unsigned stepArg = 0, lrArg = 0;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    if (step.getArgAttr(i, TgDialect::kParamAttr))
+      paramArgs.push_back(i);
+    else if (step.getArgAttr(i, TgDialect::kStateAttr))
+      stateArgs.push_back(i);
+    else if (step.getArgAttr(i, TgDialect::kInputAttr))
+      inputArgs.push_back(i);
+    else if (auto s = step.getArgAttrOfType<StringAttr>(i, TgDialect::kScalarAttr))
+      (s.getValue() == "step" ? stepArg : lrArg) = i;
+  }
+  DenseMap<StringRef, unsigned> paramIndex, stateIndex;
+  for (auto [k, i] : llvm::enumerate(paramArgs))
+    paramIndex[step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr)
+                   .getValue()] = k;
+  for (auto [k, i] : llvm::enumerate(stateArgs))
+    stateIndex[step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr)
+                   .getValue()] = k;
+
+  FunctionEmitter trainEmitter(step, bodyOs);
+  auto bindTrainArg = [&](unsigned i) -> std::string {
+    if (auto it = llvm::find(paramArgs, i); it != paramArgs.end())
+      return llvm::formatv("io.params[{0}]", it - paramArgs.begin()).str();
+    if (auto it = llvm::find(stateArgs, i); it != stateArgs.end())
+      return llvm::formatv("io.state[{0}]", it - stateArgs.begin()).str();
+    if (auto it = llvm::find(inputArgs, i); it != inputArgs.end())
+      return llvm::formatv("io.inputs[{0}]", it - inputArgs.begin()).str();
+    return i == stepArg ? "&io.step" : "&io.baseLr";
+  };
+  auto bindTrainResults = [&](FunctionEmitter &e,
+                              func::ReturnOp ret) -> LogicalResult {
+    for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
+      if (auto metric =
+              step.getResultAttrOfType<StringAttr>(r, TgDialect::kMetricAttr)) {
+        StringRef field = llvm::StringSwitch<StringRef>(metric.getValue())
+                              .Case("loss", "loss")
+                              .Case("grad_norm", "gradNorm")
+                              .Default("lr");
+        e.out() << "  io." << field << " = " << e.buf(v) << "[0];\n";
+        continue;
+      }
+      auto update =
+          step.getResultAttrOfType<StringAttr>(r, TgDialect::kUpdateAttr);
+      if (!update)
+        return step.emitError("cpu backend: result ")
+               << r << " of @train_step is neither an update nor a metric";
+      std::string target;
+      if (paramIndex.count(update.getValue()))
+        target = llvm::formatv("io.params[{0}]",
+                               paramIndex[update.getValue()]);
+      else if (stateIndex.count(update.getValue()))
+        target = llvm::formatv("io.state[{0}]", stateIndex[update.getValue()]);
+      else
+        return step.emitError("cpu backend: update of unknown '")
+               << update.getValue() << "'";
+      // In-place updates already wrote there.
+      e.out() << "  if ((void *)" << e.buf(v) << " != " << target << ")\n"
+              << "    std::memcpy(" << target << ", " << e.buf(v) << ", "
+              << numel(v) << " * sizeof(*" << e.buf(v) << "));\n";
+    }
+    return success();
+  };
+  // `io.step` is an int64_t and `io.baseLr` a float, exactly the scalar
+  // tensors' element types.
+  if (failed(trainEmitter.emit("train_step", bindTrainArg, bindTrainResults)))
+    return failure();
+
+  // @forward: params and inputs in order.
+  FunctionEmitter evalEmitter(forward, bodyOs);
+  SmallVector<unsigned> fwdParams, fwdInputs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    (forward.getArgAttr(i, TgDialect::kParamAttr) ? fwdParams : fwdInputs)
+        .push_back(i);
+  auto bindEvalArg = [&](unsigned i) -> std::string {
+    if (auto it = llvm::find(fwdParams, i); it != fwdParams.end())
+      return llvm::formatv("io.params[{0}]", it - fwdParams.begin()).str();
+    auto it = llvm::find(fwdInputs, i);
+    return llvm::formatv("io.inputs[{0}]", it - fwdInputs.begin()).str();
+  };
+  auto bindEvalResults = [&](FunctionEmitter &e,
+                             func::ReturnOp ret) -> LogicalResult {
+    e.out() << "  io.loss = " << e.buf(ret.getOperand(0)) << "[0];\n";
+    for (unsigned r = 1; r < ret.getNumOperands(); ++r) {
+      Value v = ret.getOperand(r);
+      e.out() << "  if (io.outputs)\n    std::memcpy(io.outputs[" << r - 1
+              << "], " << e.buf(v) << ", " << numel(v) << " * sizeof(*"
+              << e.buf(v) << "));\n";
+    }
+    return success();
+  };
+  if (failed(evalEmitter.emit("eval_step", bindEvalArg, bindEvalResults)))
+    return failure();
+
+  // Header, tables, arena.
+  os << "//===- Generated by tgc from " << options.sourceName
+     << " - model \"" << model << "\" ---===//\n"
+     << "//\n// The training step of this model for the CPU runtime: "
+        "@train_step (forward,\n// backward, optimizer update) and @forward "
+        "(evaluation). Each block of code\n// is one tg op; the comment names "
+        "the op and the model-file node it came from.\n//\n"
+     << "//===---===//\n\n"
+     << "#include \"runtime/core/Model.h\"\n"
+     << "#include \"runtime/cpu/Kernels.h\"\n\n"
+     << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
+     << "#include <cstdlib>\n#include <cstring>\n\nnamespace {\n\n";
+  int64_t arena = std::max(trainEmitter.arenaBytes(), evalEmitter.arenaBytes());
+  os << "/// Every intermediate of both steps lives in this one arena, placed "
+        "by liveness.\nconstexpr int64_t kArenaBytes = "
+     << arena << ";\n\nchar *tgc_arena() {\n"
+     << "  static char *arena = static_cast<char *>(std::aligned_alloc(64, "
+     << "kArenaBytes > 0 ? (kArenaBytes + 63) / 64 * 64 : 64));\n"
+     << "  return arena;\n}\n\n"
+     << "/// Index into a broadcast operand: `strides` is 0 along broadcast "
+        "dims.\ninline int64_t tgc_bcast_index(int64_t i, int rank, const "
+        "int64_t *shape,\n                               const int64_t "
+        "*strides) {\n  int64_t index = 0;\n  for (int d = rank - 1; d >= 0; "
+        "--d) {\n    index += (i % shape[d]) * strides[d];\n    i /= "
+        "shape[d];\n  }\n  return index;\n}\n";
+  os << body;
+
+  // The model description.
+  os << "\nconst tgc::ParamDesc kParams[] = {\n";
+  for (unsigned i : fwdParams) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+    auto init =
+        forward.getArgAttrOfType<InitializerAttr>(i, TgDialect::kInitAttr);
+    bool trainable = !forward.getArgAttr(i, TgDialect::kFrozenAttr);
+    os << "    {" << tensorDesc(name.getValue(), forward.getArgument(i).getType())
+       << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
+       << "},\n";
+  }
+  os << "};\n\nconst tgc::StateDesc kState[] = {\n";
+  for (unsigned i : stateArgs) {
+    StringRef full =
+        step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr).getValue();
+    auto [param, slot] = full.rsplit('.');
+    os << "    {" << tensorDesc(full, step.getArgument(i).getType()) << ", \""
+       << param << "\", \"" << slot << "\"},\n";
+  }
+  if (stateArgs.empty())
+    os << "    {{\"\", tgc::DType::F32, 0, {0}}, \"\", \"\"},\n";
+  os << "};\n\nconst tgc::InputDesc kInputs[] = {\n";
+  for (auto [k, i] : llvm::enumerate(fwdInputs)) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
+    os << "    {" << tensorDesc(name ? name.getValue() : "input",
+                                forward.getArgument(i).getType())
+       << ", tgc::InputRole::" << (*roles)[k] << "},\n";
+  }
+  os << "};\n\nconst tgc::TensorDesc kOutputs[] = {\n";
+  FunctionType fwdType = forward.getFunctionType();
+  for (unsigned r = 1; r < fwdType.getNumResults(); ++r) {
+    auto name = forward.getResultAttrOfType<StringAttr>(r, TgDialect::kOutputAttr);
+    os << "    " << tensorDesc(name ? name.getValue() : "output",
+                               fwdType.getResult(r))
+       << ",\n";
+  }
+  if (fwdType.getNumResults() <= 1)
+    os << "    {\"\", tgc::DType::F32, 0, {0}},\n";
+  os << "};\n\n} // namespace\n\n";
+
+  TableNumbers table{
+      module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)};
+  int64_t batch = (int64_t)table.get("batch_size", 0);
+  int64_t seq = (int64_t)table.get("seq_len", 0);
+  if (!fwdInputs.empty() && batch == 0) {
+    auto t = cast<RankedTensorType>(forward.getArgument(fwdInputs[0]).getType());
+    batch = t.getRank() ? t.getDimSize(0) : 1;
+  }
+  os << "const tgc::ModelDesc kModel = {\n"
+     << "    \"" << model << "\",\n"
+     << "    " << fwdParams.size() << ", kParams,\n"
+     << "    " << stateArgs.size() << ", kState,\n"
+     << "    " << fwdInputs.size() << ", kInputs,\n"
+     << "    " << (fwdType.getNumResults() - 1) << ", kOutputs,\n"
+     << "    {/*batchSize=*/" << batch << ", /*seqLen=*/" << seq
+     << ", /*steps=*/" << (int64_t)table.get("steps", 100)
+     << ", /*seed=*/" << (int64_t)table.get("seed", 0)
+     << ", /*lr=*/" << floatLiteral(table.sub("optimizer").get("lr", 1e-3))
+     << ", /*gradAccum=*/" << (int64_t)table.get("grad_accum", 1) << "},\n"
+     << "    train_step,\n    /*accumulate=*/nullptr,\n    eval_step,\n};\n\n"
+     << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
+        "argc, argv); }\n";
+  return success();
+}
