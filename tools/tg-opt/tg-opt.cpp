@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/pipeline/Pipeline.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/optimizer/Passes.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::tg::registerAutodiffPasses();
   mlir::tg::registerOptimizerPasses();
+  mlir::tg::registerTrainingPipeline();
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

@@ -1,0 +1,74 @@
+//===- Pipeline.cpp - The tgc pipeline: phases and options --------*- C++ -*-===//
+
+#include "compiler/pipeline/Pipeline.h"
+
+#include "passes/autodiff/Passes.h"
+#include "passes/optimizer/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
+  return llvm::StringSwitch<std::optional<Phase>>(name)
+      .Case("import", Phase::Import)
+      .Case("autodiff", Phase::Autodiff)
+      .Case("optimizer", Phase::Optimizer)
+      .Case("source", Phase::Source)
+      .Case("executable", Phase::Executable)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::tg::phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Import:
+    return "import";
+  case Phase::Autodiff:
+    return "autodiff";
+  case Phase::Optimizer:
+    return "optimizer";
+  case Phase::Source:
+    return "source";
+  case Phase::Executable:
+    return "executable";
+  }
+  return "";
+}
+
+void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
+                                     const PipelineOptions &options,
+                                     Phase from, Phase to) {
+  if (from < Phase::Autodiff && to >= Phase::Autodiff) {
+    // Fold the model file's identities first so autodiff sees less.
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createAutodiffPass());
+    // The backward ops repeat forward subexpressions (broadcasts, constants).
+    pm.addPass(createCSEPass());
+  }
+  if (from < Phase::Optimizer && to >= Phase::Optimizer) {
+    // After tg-autodiff: it reads @forward_backward.
+    BuildTrainStepPassOptions opt;
+    opt.optimizer = options.optimizer;
+    opt.schedule = options.schedule;
+    opt.totalSteps = options.totalSteps;
+    opt.warmupSteps = options.warmupSteps;
+    opt.weightDecay = options.weightDecay;
+    opt.clipGradNorm = options.clipGradNorm;
+    pm.addPass(createBuildTrainStepPass(opt));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+}
+
+void mlir::tg::registerTrainingPipeline() {
+  PassPipelineRegistration<>(
+      "tgc-training",
+      "Model IR to @train_step: canonicalize, tg-autodiff, cse, tg-optimizer",
+      [](OpPassManager &pm) {
+        buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
+                              Phase::Optimizer);
+      });
+}

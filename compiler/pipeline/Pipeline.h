@@ -1,0 +1,52 @@
+//===- Pipeline.h - The tgc pipeline: phases and options ----------*- C++ -*-===//
+//
+// tgc runs a model through phases in this order; the driver can stop after
+// any of them (--compile-to) and start from any (--compile-from, on IR that
+// has been through the earlier ones).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_PIPELINE_PIPELINE_H
+#define TGC_COMPILER_PIPELINE_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tg {
+
+enum class Phase {
+  Import,    ///< the model file as tg IR: @forward
+  Autodiff,  ///< + @forward_backward
+  Optimizer, ///< + @train_step
+  Source,    ///< emitted C++ source
+  Executable ///< the training executable, built by the host compiler
+};
+
+/// Phase names as the driver's flags spell them.
+std::optional<Phase> parsePhase(llvm::StringRef name);
+llvm::StringRef phaseName(Phase phase);
+
+/// Overrides of the model file's training table (tgc's flags).
+struct PipelineOptions {
+  std::string optimizer;
+  std::string schedule;
+  int64_t totalSteps = 0;
+  int64_t warmupSteps = -1;
+  double weightDecay = -1.0;
+  double clipGradNorm = -1.0;
+};
+
+/// Adds the passes that take IR from after `from` to after `to` (both
+/// between Import and Optimizer).
+void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
+                           Phase from, Phase to);
+
+/// Registers `tgc-training` with tg-opt: import -> optimizer in one go.
+void registerTrainingPipeline();
+
+} // namespace mlir::tg
+
+#endif // TGC_COMPILER_PIPELINE_PIPELINE_H
