@@ -85,6 +85,8 @@ struct StepIO {
   void **state;        ///< updated in place by trainStep
   const void **inputs; ///< one micro-batch
   void **outputs;      ///< filled by evalStep (the forward's extra outputs)
+  void **grads;        ///< filled by gradStep: one per trainable param, in
+                       ///< the order of the trainable ParamDescs
   int64_t step;        ///< the step being taken, counting from 1
   float baseLr;        ///< the schedule scales this
   int32_t threads;     ///< OpenMP threads to use
@@ -124,6 +126,9 @@ struct ModelDesc {
   void (*accumulate)(StepIO &io);
   /// Forward only: loss and outputs, no state change (validation).
   void (*evalStep)(StepIO &io);
+  /// Forward and backward only: loss and the gradients into io.grads, no
+  /// state change (gradient checks: the executable's --dump-grads).
+  void (*gradStep)(StepIO &io);
 };
 
 /// The training executable's main: parses flags, loads data, initialises or
