@@ -11,8 +11,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -56,25 +59,47 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                         InitKind kind, APFloat meanF, APFloat stdF,
                         APFloat lowF, APFloat highF, APFloat gainF,
                         APFloat valueF, StringRef file, StringRef key) {
-  double std = stdF.convertToDouble(), low = lowF.convertToDouble(),
-         high = highF.convertToDouble(), gain = gainF.convertToDouble();
+  double mean = meanF.convertToDouble(), std = stdF.convertToDouble(),
+         low = lowF.convertToDouble(), high = highF.convertToDouble(),
+         gain = gainF.convertToDouble();
+  // The fields a kind reads must be finite (hex float literals can spell
+  // infinities and NaN).
+  auto requireFinite =
+      [&](std::initializer_list<std::pair<StringRef, double>> fields)
+      -> LogicalResult {
+    for (auto [name, value] : fields)
+      if (!std::isfinite(value))
+        return emitError() << stringifyInitKind(kind) << " initializer needs a"
+                           << " finite " << name << ", got "
+                           << formatDouble(value);
+    return success();
+  };
   switch (kind) {
   case InitKind::normal:
+    if (failed(requireFinite({{"mean", mean}, {"std", std}})))
+      return failure();
     if (!(std >= 0))
-      return emitError() << "normal initializer needs std >= 0, got " << std;
+      return emitError() << "normal initializer needs std >= 0, got "
+                         << formatDouble(std);
     break;
   case InitKind::uniform:
+    if (failed(requireFinite({{"low", low}, {"high", high}})))
+      return failure();
     if (!(low <= high))
       return emitError() << "uniform initializer needs low <= high, got low "
-                         << low << " and high " << high;
+                         << formatDouble(low) << " and high "
+                         << formatDouble(high);
     break;
   case InitKind::xavier_uniform:
   case InitKind::xavier_normal:
   case InitKind::kaiming_uniform:
   case InitKind::kaiming_normal:
+    if (failed(requireFinite({{"gain", gain}})))
+      return failure();
     if (!(gain > 0))
       return emitError() << stringifyInitKind(kind)
-                         << " initializer needs gain > 0, got " << gain;
+                         << " initializer needs gain > 0, got "
+                         << formatDouble(gain);
     break;
   case InitKind::file:
     if (file.empty() || key.empty())
@@ -166,6 +191,9 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
 LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if ((name == kModelAttr || name == kTrainingAttr) && !isa<ModuleOp>(op))
+    return op->emitError() << "'" << name << "' belongs on the module, not on '"
+                           << op->getName() << "'";
   if (name == kModelAttr)
     return verifyStringAttr(op, attr);
   if (name == kTrainingAttr) {

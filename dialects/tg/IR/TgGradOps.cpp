@@ -10,25 +10,31 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-static std::string str(Type t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << t;
-  return s;
-}
-
 /// `value` must have type `expected`; `what` names it in the diagnostic.
 static LogicalResult expectType(Operation *op, Value value, Type expected,
                                 StringRef what) {
   if (value.getType() != expected)
-    return op->emitOpError() << what << " must have type " << str(expected)
-                             << ", got " << str(value.getType());
+    return op->emitOpError() << what << " must have type " << expected
+                             << ", got " << value.getType();
+  return success();
+}
+
+/// What the norm gradients share with their forward ops: a last dim to
+/// normalize over and a positive eps.
+static LogicalResult verifyNormGradCommon(Operation *op, RankedTensorType x,
+                                          APFloat eps) {
+  if (x.getRank() < 1)
+    return op->emitOpError() << "x must have rank >= 1";
+  if (!(eps.convertToDouble() > 0))
+    return op->emitOpError() << "eps must be positive, got "
+                             << formatDouble(eps.convertToDouble());
   return success();
 }
 
 LogicalResult LayerNormGradOp::verify() {
   auto x = getX().getType();
-  if (failed(expectType(*this, getGrad(), x, "grad")) ||
+  if (failed(verifyNormGradCommon(*this, x, getEps())) ||
+      failed(expectType(*this, getGrad(), x, "grad")) ||
       failed(expectType(*this, getDx(), x, "dx")))
     return failure();
   auto param = RankedTensorType::get({x.getShape().back()}, x.getElementType());
@@ -42,7 +48,8 @@ LogicalResult LayerNormGradOp::verify() {
 
 LogicalResult RmsNormGradOp::verify() {
   auto x = getX().getType();
-  if (failed(expectType(*this, getGrad(), x, "grad")) ||
+  if (failed(verifyNormGradCommon(*this, x, getEps())) ||
+      failed(expectType(*this, getGrad(), x, "grad")) ||
       failed(expectType(*this, getDx(), x, "dx")))
     return failure();
   auto param = RankedTensorType::get({x.getShape().back()}, x.getElementType());
@@ -58,6 +65,10 @@ LogicalResult EmbeddingGradOp::verify() {
   if (table.getRank() != 2)
     return emitOpError() << "result must have rank 2, got rank "
                          << table.getRank();
+  if (grad.getElementType() != table.getElementType())
+    return emitOpError() << "element types differ: grad has "
+                         << grad.getElementType() << ", result has "
+                         << table.getElementType();
   SmallVector<int64_t> expected(indices.getShape());
   expected.push_back(table.getDimSize(1));
   if (grad.getShape() != ArrayRef<int64_t>(expected))
@@ -71,20 +82,31 @@ LogicalResult CrossEntropyGradOp::verify() {
   auto logits = getLogits().getType();
   if (failed(expectType(*this, getResult(), logits, "result")))
     return failure();
-  if (getLabels().getType().getShape() != logits.getShape().drop_back())
-    return emitOpError() << "labels shape "
-                         << formatShape(getLabels().getType().getShape())
-                         << " must be the logits shape without its last dim";
+  if (logits.getRank() < 1)
+    return emitOpError() << "logits must have rank >= 1";
+  ArrayRef<int64_t> labelsShape = getLabels().getType().getShape();
+  if (labelsShape != logits.getShape().drop_back())
+    return emitOpError() << "labels shape " << formatShape(labelsShape)
+                         << " must be the logits shape "
+                         << formatShape(logits.getShape())
+                         << " without its last dim";
   StringRef reduction = getReduction();
-  ArrayRef<int64_t> gradShape = getGrad().getType().getShape();
+  auto grad = getGrad().getType();
+  if (grad.getElementType() != logits.getElementType())
+    return emitOpError() << "element types differ: grad has "
+                         << grad.getElementType() << ", logits has "
+                         << logits.getElementType();
   if (reduction == "none") {
-    if (gradShape != getLabels().getType().getShape())
-      return emitOpError() << "grad must be shaped like the labels for "
-                              "reduction \"none\"";
+    if (grad.getShape() != labelsShape)
+      return emitOpError() << "grad shape " << formatShape(grad.getShape())
+                           << " must be the labels shape "
+                           << formatShape(labelsShape)
+                           << " for reduction \"none\"";
   } else if (reduction == "mean" || reduction == "sum") {
-    if (!gradShape.empty())
+    if (grad.getRank() != 0)
       return emitOpError() << "grad must be a scalar for reduction \""
-                           << reduction << "\"";
+                           << reduction << "\", got shape "
+                           << formatShape(grad.getShape());
   } else {
     return emitOpError() << "reduction must be \"mean\", \"sum\" or \"none\", "
                             "got \""
@@ -100,8 +122,7 @@ LogicalResult AttentionGradOp::verify() {
   props.scale = getScaleAttr();
   AttentionOp::Adaptor adaptor(ValueRange{getQuery(), getKey(), getValue()},
                                nullptr, props, {});
-  if (failed(AttentionOp::inferReturnTypes(getContext(), getLoc(), adaptor,
-                                           forward)))
+  if (failed(inferForwardType(*this, adaptor, forward)))
     return failure();
   if (failed(expectType(*this, getGrad(), forward[0], "grad")) ||
       failed(expectType(*this, getDquery(), getQuery().getType(), "dquery")) ||
@@ -126,8 +147,7 @@ static LogicalResult verifyConvGrad(Operation *op, Value grad, Value input,
   props.dilation = b.getDenseI64ArrayAttr(dilation);
   props.groups = b.getI64IntegerAttr(groups);
   Conv2dOp::Adaptor adaptor(ValueRange{input, weight}, nullptr, props, {});
-  if (failed(Conv2dOp::inferReturnTypes(op->getContext(), op->getLoc(), adaptor,
-                                        forward)))
+  if (failed(inferForwardType(op, adaptor, forward)))
     return failure();
   return expectType(op, grad, forward[0], "grad");
 }
@@ -153,8 +173,7 @@ static LogicalResult verifyPoolGrad(GradOp op) {
   props.padding = op.getPaddingAttr();
   typename ForwardOp::Adaptor adaptor(ValueRange{op.getInput()}, nullptr, props,
                                       {});
-  if (failed(ForwardOp::inferReturnTypes(op.getContext(), op.getLoc(), adaptor,
-                                         forward)))
+  if (failed(inferForwardType(op, adaptor, forward)))
     return failure();
   return expectType(op, op.getGrad(), forward[0], "grad");
 }
@@ -174,8 +193,7 @@ LogicalResult SliceGradOp::verify() {
   props.limit = getLimitAttr();
   props.stride = getStrideAttr();
   SliceOp::Adaptor adaptor(ValueRange{getResult()}, nullptr, props, {});
-  if (failed(SliceOp::inferReturnTypes(getContext(), getLoc(), adaptor,
-                                       forward)))
+  if (failed(inferForwardType(*this, adaptor, forward)))
     return failure();
   return expectType(*this, getGrad(), forward[0], "grad");
 }

@@ -23,6 +23,7 @@ def Tg_GeluGradOp : Tg_GradOp<"gelu_grad", [AllTypesMatch<["grad", "x", "result"
                    DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $x attr-dict `:` type($x)";
+  let hasVerifier = 1;
 }
 
 def Tg_LayerNormGradOp : Tg_GradOp<"layer_norm_grad"> {

@@ -1,9 +1,13 @@
 //===- TgOps.cpp - tg dialect operations --------------------------*- C++ -*-===//
 //
 // Verifiers for the ops whose result type is not inferred, folders for the
-// obvious identities (x + 0, x * 1, reshape to the same type, transpose by
+// obvious identities (x + -0.0, x * 1, reshape to the same type, transpose by
 // the identity, ...), and small accessors. Shape inference is in
 // TgShapeInference.cpp.
+//
+// Folders are exact for floating point, NaN, infinities and signed zeros
+// included: x * 0 -> 0 and x - x -> 0 are wrong for NaN and infinity, and
+// x + 0.0 -> x is wrong for x = -0.0, so none of them is here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,25 +31,47 @@ using namespace mlir::tg;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// True when `attr` is a splat constant whose every element equals `value`.
-static bool isSplatOf(Attribute attr, double value) {
+/// The element of a splat constant, or null when `attr` is not one.
+static std::optional<APFloat> splatFloat(Attribute attr) {
   auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
-  if (!splat)
-    return false;
-  Type type = splat.getElementType();
-  if (isa<FloatType>(type))
-    return splat.getSplatValue<APFloat>().convertToDouble() == value;
-  if (isa<IntegerType>(type))
-    return (double)splat.getSplatValue<APInt>().getSExtValue() == value;
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>();
+}
+
+static std::optional<APInt> splatInt(Attribute attr) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  if (!splat || !isa<IntegerType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APInt>();
+}
+
+/// A splat of 1 (1.0 for floats).
+static bool isSplatOne(Attribute attr) {
+  if (auto f = splatFloat(attr))
+    return f->isExactlyValue(1.0);
+  if (auto i = splatInt(attr))
+    return i->isOne();
   return false;
 }
 
-/// Folds `x OP c` to `x` when `c` is the identity element and the result has
-/// `x`'s type (no broadcasting happened).
-static OpFoldResult foldIdentity(Value lhs, Attribute rhsConst, Type result,
-                                 double identity) {
-  if (lhs.getType() == result && isSplatOf(rhsConst, identity))
-    return lhs;
+/// A splat of integer 0 or of a float zero with the given sign. The sign of
+/// zero matters for soundness: x + (-0.0) == x for every x, but
+/// -0.0 + (+0.0) is +0.0; x - (+0.0) == x for every x, but
+/// -0.0 - (-0.0) is +0.0.
+static bool isSplatZero(Attribute attr, bool negative) {
+  if (auto f = splatFloat(attr))
+    return f->isZero() && f->isNegative() == negative;
+  if (auto i = splatInt(attr))
+    return i->isZero();
+  return false;
+}
+
+/// `x` when it already has the result type, that is when no broadcasting
+/// happened; folding `x OP identity` must not change the result's shape.
+static OpFoldResult sameTypeOrNull(Value x, Type result) {
+  if (x.getType() == result)
+    return x;
   return {};
 }
 
@@ -55,26 +81,35 @@ static OpFoldResult foldIdentity(Value lhs, Attribute rhsConst, Type result,
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+// The additive identity is -0.0 for floats (see isSplatZero).
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (OpFoldResult r =
-          foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0.0))
-    return r;
-  return foldIdentity(getRhs(), adaptor.getLhs(), getType(), 0.0);
+  if (isSplatZero(adaptor.getRhs(), /*negative=*/true))
+    if (OpFoldResult r = sameTypeOrNull(getLhs(), getType()))
+      return r;
+  if (isSplatZero(adaptor.getLhs(), /*negative=*/true))
+    return sameTypeOrNull(getRhs(), getType());
+  return {};
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  return foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0.0);
+  if (isSplatZero(adaptor.getRhs(), /*negative=*/false))
+    return sameTypeOrNull(getLhs(), getType());
+  return {};
 }
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
-  if (OpFoldResult r =
-          foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1.0))
-    return r;
-  return foldIdentity(getRhs(), adaptor.getLhs(), getType(), 1.0);
+  if (isSplatOne(adaptor.getRhs()))
+    if (OpFoldResult r = sameTypeOrNull(getLhs(), getType()))
+      return r;
+  if (isSplatOne(adaptor.getLhs()))
+    return sameTypeOrNull(getRhs(), getType());
+  return {};
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
-  return foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1.0);
+  if (isSplatOne(adaptor.getRhs()))
+    return sameTypeOrNull(getLhs(), getType());
+  return {};
 }
 
 OpFoldResult NegOp::fold(FoldAdaptor) {
@@ -91,11 +126,20 @@ LogicalResult CompareOp::verify() {
   return success();
 }
 
-LogicalResult GeluOp::verify() {
-  if (getApproximate() != "none" && getApproximate() != "tanh")
-    return emitOpError() << "approximate must be \"none\" or \"tanh\", got \""
-                         << getApproximate() << "\"";
+static LogicalResult verifyGeluApproximation(Operation *op,
+                                             StringRef approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    return op->emitOpError() << "approximate must be \"none\" or \"tanh\", "
+                             << "got \"" << approximate << "\"";
   return success();
+}
+
+LogicalResult GeluOp::verify() {
+  return verifyGeluApproximation(*this, getApproximate());
+}
+
+LogicalResult GeluGradOp::verify() {
+  return verifyGeluApproximation(*this, getApproximate());
 }
 
 bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
@@ -106,9 +150,31 @@ bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
   return in && out && in.getShape() == out.getShape();
 }
 
+/// True when converting any value of `from` to `to` is exact, so that
+/// converting back restores it: a float type into one that holds all its
+/// values, or an integer into a wider one (i1, whose conversions are not
+/// plain extensions, is left out).
+static bool isExactConversion(Type from, Type to) {
+  auto fromFloat = dyn_cast<FloatType>(from);
+  auto toFloat = dyn_cast<FloatType>(to);
+  if (fromFloat && toFloat)
+    return APFloat::isRepresentableBy(fromFloat.getFloatSemantics(),
+                                      toFloat.getFloatSemantics());
+  auto fromInt = dyn_cast<IntegerType>(from);
+  auto toInt = dyn_cast<IntegerType>(to);
+  return fromInt && toInt && fromInt.getWidth() > 1 &&
+         fromInt.getWidth() <= toInt.getWidth();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getX().getType() == getType())
     return getX();
+  // cast(cast(x : A to B) : B to A) is x when A to B loses nothing.
+  if (auto inner = getX().getDefiningOp<CastOp>())
+    if (inner.getX().getType() == getType() &&
+        isExactConversion(getType().getElementType(),
+                          inner.getType().getElementType()))
+      return inner.getX();
   return {};
 }
 
@@ -161,7 +227,7 @@ static LogicalResult verifyNorm(OpTy op, ArrayRef<std::pair<Value, StringRef>>
                             << " must match x type " << x;
   if (!(op.getEps().convertToDouble() > 0))
     return op.emitOpError() << "eps must be positive, got "
-                            << op.getEps().convertToDouble();
+                            << formatDouble(op.getEps().convertToDouble());
   for (auto [value, name] : params)
     if (failed(verifyNormParam(op, value, name, x)))
       return failure();
@@ -179,7 +245,7 @@ LogicalResult RmsNormOp::verify() {
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0 && p < 1))
-    return emitOpError() << "p must be in [0, 1), got " << p;
+    return emitOpError() << "p must be in [0, 1), got " << formatDouble(p);
   return success();
 }
 
@@ -208,9 +274,11 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
-OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getX().getType() == getType())
     return getX();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getX()))
+    return dense.reshape(getType());
   if (auto inner = getX().getDefiningOp<ReshapeOp>()) {
     getXMutable().assign(inner.getX());
     return getResult();
@@ -218,10 +286,20 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
   return {};
 }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
+/// A splat constant given a new shape: transposing, slicing or broadcasting
+/// a splat gives a splat.
+static OpFoldResult resizeSplat(Attribute attr, RankedTensorType type) {
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(attr))
+    return splat.resizeSplat(type);
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
     return getX();
+  if (OpFoldResult splat = resizeSplat(adaptor.getX(), getType()))
+    return splat;
   // transpose(transpose(x, p), q) == transpose(x, p[q[i]]).
   if (auto inner = getX().getDefiningOp<TransposeOp>()) {
     ArrayRef<int64_t> innerPerm = inner.getPerm();
@@ -235,10 +313,10 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return {};
 }
 
-OpFoldResult SliceOp::fold(FoldAdaptor) {
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   if (getX().getType() == getType())
     return getX();
-  return {};
+  return resizeSplat(adaptor.getX(), getType());
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor) {
@@ -261,8 +339,15 @@ LogicalResult BroadcastToOp::verify() {
   return success();
 }
 
-OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
   if (getX().getType() == getType())
     return getX();
+  if (OpFoldResult splat = resizeSplat(adaptor.getX(), getType()))
+    return splat;
+  // broadcast_to(broadcast_to(x)) broadcasts x once.
+  if (auto inner = getX().getDefiningOp<BroadcastToOp>()) {
+    getXMutable().assign(inner.getX());
+    return getResult();
+  }
   return {};
 }

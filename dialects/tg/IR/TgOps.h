@@ -33,6 +33,24 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// Renders a shape as `4x8` (`scalar` for rank 0), for diagnostics.
 std::string formatShape(ArrayRef<int64_t> shape);
 
+/// Renders a double as the shortest decimal that reads back as it (`0.02`,
+/// `-1`, `1.0E-5`, `+Inf`, `NaN`), for diagnostics.
+std::string formatDouble(double value);
+
+/// The result type of a gradient op's forward op, for the gradient op's
+/// verifier: the forward op's shape rule, with diagnostics that name
+/// `gradOp` and point at it.
+LogicalResult inferForwardType(Operation *gradOp, AttentionOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred);
+LogicalResult inferForwardType(Operation *gradOp, Conv2dOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred);
+LogicalResult inferForwardType(Operation *gradOp, MaxPool2dOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred);
+LogicalResult inferForwardType(Operation *gradOp, AvgPool2dOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred);
+LogicalResult inferForwardType(Operation *gradOp, SliceOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferred);
+
 } // namespace mlir::tg
 
 #endif // TGC_DIALECTS_TG_IR_TGOPS_H

@@ -25,11 +25,17 @@ def Tg_Float : AnyTypeOf<[F32, BF16, F16, F8E4M3FN, F8E5M2]>;
 def Tg_Int : AnyTypeOf<[I32, I64]>;
 def Tg_Element : AnyTypeOf<[Tg_Float, Tg_Int, I1]>;
 
-def Tg_Tensor : RankedTensorOf<[Tg_Element]>;
-def Tg_FloatTensor : RankedTensorOf<[Tg_Float]>;
-def Tg_IntTensor : RankedTensorOf<[Tg_Int]>;
-def Tg_NumericTensor : RankedTensorOf<[Tg_Float, Tg_Int]>;
-def Tg_BoolTensor : RankedTensorOf<[I1]>;
+// Shapes are static: memory is planned ahead of time, and every shape rule
+// below does arithmetic on dim sizes.
+class Tg_TensorOf<list<Type> allowedTypes> :
+    RankedTensorOf<allowedTypes, [HasStaticShapePred],
+                   "statically shaped tensor">;
+
+def Tg_Tensor : Tg_TensorOf<[Tg_Element]>;
+def Tg_FloatTensor : Tg_TensorOf<[Tg_Float]>;
+def Tg_IntTensor : Tg_TensorOf<[Tg_Int]>;
+def Tg_NumericTensor : Tg_TensorOf<[Tg_Float, Tg_Int]>;
+def Tg_BoolTensor : Tg_TensorOf<[I1]>;
 def Tg_Scalar : 0DTensorOf<[Tg_Float]>;
 
 //===----------------------------------------------------------------------===//

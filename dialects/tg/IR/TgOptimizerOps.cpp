@@ -18,22 +18,33 @@ LogicalResult LrScheduleOp::verify() {
     return emitOpError() << "unknown schedule \"" << kind
                          << "\"; expected constant, cosine, linear, step, "
                             "cyclic or wsd";
-  if (getWarmupSteps() < 0 || getTotalSteps() < 0 || getStepSize() < 0 ||
-      getDecaySteps() < 0)
-    return emitOpError() << "step counts must not be negative";
+  for (auto [name, count] :
+       {std::pair<StringRef, int64_t>{"warmup_steps", getWarmupSteps()},
+        {"total_steps", getTotalSteps()},
+        {"step_size", getStepSize()},
+        {"decay_steps", getDecaySteps()}})
+    if (count < 0)
+      return emitOpError() << name << " must not be negative, got " << count;
   if ((kind == "cosine" || kind == "linear" || kind == "wsd") &&
       getTotalSteps() <= getWarmupSteps())
     return emitOpError() << "schedule \"" << kind << "\" needs total_steps ("
                          << getTotalSteps() << ") > warmup_steps ("
                          << getWarmupSteps() << ")";
   if ((kind == "step" || kind == "cyclic") && getStepSize() < 1)
-    return emitOpError() << "schedule \"" << kind << "\" needs step_size >= 1";
+    return emitOpError() << "schedule \"" << kind
+                         << "\" needs step_size >= 1, got " << getStepSize();
   if (kind == "wsd" &&
       (getDecaySteps() < 1 ||
        getDecaySteps() > getTotalSteps() - getWarmupSteps()))
     return emitOpError() << "schedule \"wsd\" needs 1 <= decay_steps <= "
                             "total_steps - warmup_steps, got "
                          << getDecaySteps();
+  return success();
+}
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
   return success();
 }
 
@@ -70,24 +81,34 @@ LogicalResult OptimizerUpdateOp::verify() {
   if (getGrad().getType() != paramType)
     return emitOpError() << "grad type " << getGrad().getType()
                          << " differs from param type " << paramType;
-  for (Value v : getState())
+  for (auto [i, v] : llvm::enumerate(getState()))
     if (v.getType() != paramType)
-      return emitOpError() << "state type " << v.getType()
-                           << " differs from param type " << paramType;
-  if (getNewParam().getType() != paramType ||
-      getNewState().size() != getState().size() ||
-      !llvm::all_of(getNewState().getTypes(),
-                    [&](Type t) { return t == paramType; }))
-    return emitOpError() << "results must be the param and state types";
-  auto inUnit = [](double v) { return v >= 0 && v < 1; };
-  if (!inUnit(getBeta1().convertToDouble()) ||
-      !inUnit(getBeta2().convertToDouble()))
-    return emitOpError() << "beta1 and beta2 must be in [0, 1)";
-  if (!(getEps().convertToDouble() >= 0) ||
-      !(getWeightDecay().convertToDouble() >= 0) || !(momentum >= 0))
-    return emitOpError() << "eps, weight_decay and momentum must not be "
-                            "negative";
+      return emitOpError() << "state " << i << " (" << (*slots)[i]
+                           << ") has type " << v.getType()
+                           << ", param has " << paramType;
+  if (getNewState().size() != getState().size())
+    return emitOpError() << "needs " << getState().size() + 1
+                         << " results (the param and its state), got "
+                         << getNumResults();
+  for (auto [i, t] : llvm::enumerate(getResultTypes()))
+    if (t != paramType)
+      return emitOpError() << "result " << i << " has type " << t
+                           << ", param has " << paramType;
+  for (auto [name, value] :
+       {std::pair<StringRef, double>{"beta1", getBeta1().convertToDouble()},
+        {"beta2", getBeta2().convertToDouble()}})
+    if (!(value >= 0 && value < 1))
+      return emitOpError() << name << " must be in [0, 1), got "
+                           << formatDouble(value);
+  for (auto [name, value] :
+       {std::pair<StringRef, double>{"eps", getEps().convertToDouble()},
+        {"weight_decay", getWeightDecay().convertToDouble()},
+        {"momentum", momentum}})
+    if (!(value >= 0))
+      return emitOpError() << name << " must not be negative, got "
+                           << formatDouble(value);
   if (getNesterov() && momentum <= 0)
-    return emitOpError() << "nesterov needs momentum > 0";
+    return emitOpError() << "nesterov needs momentum > 0, got "
+                         << formatDouble(momentum);
   return success();
 }

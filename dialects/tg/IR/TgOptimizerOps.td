@@ -45,6 +45,8 @@ def Tg_LrScheduleOp : Tg_Op<"lr_schedule", [Pure]> {
 def Tg_GlobalNormOp : Tg_Op<"global_norm", [Pure]> {
   let summary = "The L2 norm of a list of tensors taken as one vector";
   let description = [{
+    Takes at least one tensor.
+
     ```mlir
     %n = tg.global_norm %g0, %g1 : tensor<64x128xf32>, tensor<128xf32> -> tensor<f32>
     ```
@@ -52,6 +54,8 @@ def Tg_GlobalNormOp : Tg_Op<"global_norm", [Pure]> {
   let arguments = (ins Variadic<Tg_FloatTensor>:$inputs);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  // The norm of nothing has no use, and the custom form cannot spell it.
+  let hasVerifier = 1;
 }
 
 def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {

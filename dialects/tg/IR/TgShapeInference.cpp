@@ -11,7 +11,12 @@
 #include "dialects/tg/IR/TgOps.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -35,7 +40,7 @@ FailureOr<SmallVector<int64_t>> mlir::tg::broadcastShapes(ArrayRef<int64_t> a,
 }
 
 FailureOr<int64_t> mlir::tg::normalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank || (rank == 0 && axis != 0 && axis != -1))
+  if (axis < -rank || axis >= rank)
     return failure();
   return axis < 0 ? axis + rank : axis;
 }
@@ -47,6 +52,17 @@ std::string mlir::tg::formatShape(ArrayRef<int64_t> shape) {
   llvm::raw_string_ostream os(s);
   llvm::interleave(shape, os, "x");
   return s;
+}
+
+std::string mlir::tg::formatDouble(double value) {
+  // The fewest significant digits that read back as `value`.
+  char buffer[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
+    if (std::isnan(value) || std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  return buffer;
 }
 
 namespace {
@@ -61,11 +77,13 @@ struct OpDiag {
 };
 } // namespace
 
+/// The type of `v` when it is a statically shaped tensor, else null.
 static RankedTensorType tensorOf(Value v) {
-  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  return type && type.hasStaticShape() ? type : RankedTensorType();
 }
 
-/// Checks that operands exist and are ranked tensors.
+/// Checks that operands exist and are statically shaped tensors.
 static LogicalResult requireTensors(const OpDiag &diag, ValueRange values,
                                     ArrayRef<StringRef> names) {
   if (values.size() < names.size())
@@ -73,7 +91,7 @@ static LogicalResult requireTensors(const OpDiag &diag, ValueRange values,
                               values.size()));
   for (auto [value, name] : llvm::zip(values, names))
     if (!tensorOf(value))
-      return diag("operand '" + name + "' must be a ranked tensor");
+      return diag("operand '" + name + "' must be a statically shaped tensor");
   return success();
 }
 
@@ -104,7 +122,7 @@ static LogicalResult inferBinary(std::optional<Location> loc,
     return failure();
   auto lhs = tensorOf(adaptor.getLhs()), rhs = tensorOf(adaptor.getRhs());
   if (lhs.getElementType() != rhs.getElementType())
-    return diag(llvm::formatv("element types differ: lhs has {0}, rhs has {1}",
+    return diag(llvm::formatv("element types differ: lhs has '{0}', rhs has '{1}'",
                               lhs.getElementType(), rhs.getElementType()));
   return inferBroadcast(diag, {adaptor.getLhs(), adaptor.getRhs()},
                         lhs.getElementType(), inferred);
@@ -134,7 +152,7 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
     return failure();
   auto lhs = tensorOf(adaptor.getLhs()), rhs = tensorOf(adaptor.getRhs());
   if (lhs.getElementType() != rhs.getElementType())
-    return diag(llvm::formatv("element types differ: lhs has {0}, rhs has {1}",
+    return diag(llvm::formatv("element types differ: lhs has '{0}', rhs has '{1}'",
                               lhs.getElementType(), rhs.getElementType()));
   return inferBroadcast(diag, {adaptor.getLhs(), adaptor.getRhs()},
                         IntegerType::get(context, 1), inferred);
@@ -152,7 +170,7 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
   auto onFalse = tensorOf(adaptor.getOnFalse());
   if (onTrue.getElementType() != onFalse.getElementType())
     return diag(llvm::formatv(
-        "element types differ: on_true has {0}, on_false has {1}",
+        "element types differ: on_true has '{0}', on_false has '{1}'",
         onTrue.getElementType(), onFalse.getElementType()));
   return inferBroadcast(
       diag, {adaptor.getCondition(), adaptor.getOnTrue(), adaptor.getOnFalse()},
@@ -176,7 +194,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
         "operands must have rank >= 2, got lhs rank {0} and rhs rank {1}",
         lhs.getRank(), rhs.getRank()));
   if (lhs.getElementType() != rhs.getElementType())
-    return diag(llvm::formatv("element types differ: lhs has {0}, rhs has {1}",
+    return diag(llvm::formatv("element types differ: lhs has '{0}', rhs has '{1}'",
                               lhs.getElementType(), rhs.getElementType()));
   ArrayRef<int64_t> ls = lhs.getShape(), rs = rhs.getShape();
   int64_t lr = ls.size(), rr = rs.size();
@@ -207,14 +225,20 @@ reducedDims(const OpDiag &diag, ArrayRef<int64_t> dims, int64_t rank) {
     result = llvm::to_vector(llvm::seq<int64_t>(0, rank));
     return result;
   }
-  for (int64_t d : dims) {
+  for (auto [i, d] : llvm::enumerate(dims)) {
     auto n = normalizeAxis(d, rank);
     if (failed(n)) {
       (void)diag(llvm::formatv("dim {0} is out of range for rank {1}", d, rank));
       return failure();
     }
-    if (llvm::is_contained(result, *n)) {
-      (void)diag(llvm::formatv("dim {0} is listed twice", d));
+    auto *seen = llvm::find(result, *n);
+    if (seen != result.end()) {
+      int64_t earlier = dims[seen - result.begin()];
+      (void)diag(earlier == d
+                     ? llvm::formatv("dim {0} is listed twice", d).str()
+                     : llvm::formatv("dims {0} and {1} both name dim {2}",
+                                     earlier, d, *n)
+                           .str());
       return failure();
     }
     result.push_back(*n);
@@ -308,11 +332,9 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  OpDiag diag{loc, getOperationName()};
+static LogicalResult inferAttention(const OpDiag &diag,
+                                    AttentionOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
   if (failed(requireTensors(diag, adaptor.getOperands(),
                             {"query", "key", "value"})))
     return failure();
@@ -324,7 +346,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                               q.getRank(), k.getRank(), v.getRank()));
   if (q.getElementType() != k.getElementType() ||
       q.getElementType() != v.getElementType())
-    return diag("query, key and value must have the same element type");
+    return diag(llvm::formatv(
+        "element types differ: query has '{0}', key has '{1}', value has '{2}'",
+        q.getElementType(), k.getElementType(), v.getElementType()));
   if (q.getShape().take_front(2) != k.getShape().take_front(2) ||
       q.getShape().take_front(2) != v.getShape().take_front(2))
     return diag(llvm::formatv(
@@ -339,23 +363,39 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
         "key and value lengths differ: key has {0}, value has {1}",
         k.getDimSize(2), v.getDimSize(2)));
   if (auto scale = adaptor.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
-    return diag(llvm::formatv("scale must be positive, got {0}",
-                              scale.getValueAsDouble()));
+    return diag("scale must be positive, got " +
+                formatDouble(scale.getValueAsDouble()));
   inferred.push_back(RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
       q.getElementType()));
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferAttention(OpDiag{loc, getOperationName()}, adaptor, inferred);
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-/// Output size of a window sliding over `size` elements.
+/// Output size of a window sliding over `size` elements; 0 when the window
+/// does not fit, or when the sizes overflow int64_t (attributes are not
+/// trusted here).
 static int64_t windowOutput(int64_t size, int64_t kernel, int64_t stride,
                             int64_t pad, int64_t dilation) {
-  int64_t span = dilation * (kernel - 1) + 1;
-  return (size + 2 * pad - span) / stride + 1;
+  if (kernel < 1)
+    return 0;
+  std::optional<int64_t> span = llvm::checkedMul(dilation, kernel - 1);
+  std::optional<int64_t> twicePad = llvm::checkedMul<int64_t>(2, pad);
+  std::optional<int64_t> padded =
+      twicePad ? llvm::checkedAdd(size, *twicePad) : std::nullopt;
+  if (!span || !padded || *padded <= *span)
+    return 0;
+  return (*padded - *span - 1) / stride + 1;
 }
 
 static LogicalResult checkWindowAttr(const OpDiag &diag, StringRef name,
@@ -370,11 +410,8 @@ static LogicalResult checkWindowAttr(const OpDiag &diag, StringRef name,
   return success();
 }
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  OpDiag diag{loc, getOperationName()};
+static LogicalResult inferConv2d(const OpDiag &diag, Conv2dOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
   if (failed(requireTensors(diag, adaptor.getOperands(), {"input", "weight"})))
     return failure();
   auto x = tensorOf(adaptor.getInput()), w = tensorOf(adaptor.getWeight());
@@ -383,7 +420,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                               "got ranks {0} and {1}",
                               x.getRank(), w.getRank()));
   if (x.getElementType() != w.getElementType())
-    return diag("input and weight must have the same element type");
+    return diag(llvm::formatv("element types differ: input has '{0}', weight "
+                              "has '{1}'",
+                              x.getElementType(), w.getElementType()));
   ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
                     dil = adaptor.getDilation();
   if (failed(checkWindowAttr(diag, "stride", stride, 1)) ||
@@ -402,28 +441,42 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                               w.getDimSize(1), c, groups));
   if (Value bias = adaptor.getBias()) {
     auto b = tensorOf(bias);
-    if (!b || b.getShape() != ArrayRef<int64_t>{o})
-      return diag(llvm::formatv("bias must have shape {0}", o));
+    if (!b)
+      return diag("operand 'bias' must be a statically shaped tensor");
+    if (b.getShape() != ArrayRef<int64_t>{o})
+      return diag(llvm::formatv("bias must have shape {0} (the output "
+                                "channels), got {1}",
+                                o, formatShape(b.getShape())));
+    if (b.getElementType() != x.getElementType())
+      return diag(llvm::formatv("element types differ: input has '{0}', bias "
+                                "has '{1}'",
+                                x.getElementType(), b.getElementType()));
   }
   int64_t h = windowOutput(x.getDimSize(2), w.getDimSize(2), stride[0], pad[0],
                            dil[0]);
   int64_t wd = windowOutput(x.getDimSize(3), w.getDimSize(3), stride[1],
                             pad[1], dil[1]);
   if (h < 1 || wd < 1)
-    return diag(llvm::formatv("kernel {0}x{1} does not fit the padded input "
-                              "{2}x{3}",
-                              w.getDimSize(2), w.getDimSize(3),
-                              x.getDimSize(2), x.getDimSize(3)));
+    return diag(llvm::formatv("kernel {0}x{1} with dilation {2}x{3} does not "
+                              "fit the input {4}x{5} padded by {6}x{7}",
+                              w.getDimSize(2), w.getDimSize(3), dil[0], dil[1],
+                              x.getDimSize(2), x.getDimSize(3), pad[0],
+                              pad[1]));
   inferred.push_back(RankedTensorType::get({x.getDimSize(0), o, h, wd},
                                            x.getElementType()));
   return success();
 }
 
-template <typename OpTy>
-static LogicalResult inferPool(std::optional<Location> loc,
-                               typename OpTy::Adaptor adaptor,
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferConv2d(OpDiag{loc, getOperationName()}, adaptor, inferred);
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(const OpDiag &diag, Adaptor adaptor,
                                SmallVectorImpl<Type> &inferred) {
-  OpDiag diag{loc, OpTy::getOperationName()};
   if (failed(requireTensors(diag, adaptor.getOperands(), {"input"})))
     return failure();
   auto x = tensorOf(adaptor.getInput());
@@ -441,17 +494,17 @@ static LogicalResult inferPool(std::optional<Location> loc,
       failed(checkWindowAttr(diag, "padding", pad, 0)))
     return failure();
   for (int i = 0; i < 2; ++i)
-    if (2 * pad[i] > kernel[i])
+    if (pad[i] > kernel[i] / 2)
       return diag(llvm::formatv("padding {0} must be at most half the kernel "
                                 "size {1}",
                                 pad[i], kernel[i]));
   int64_t h = windowOutput(x.getDimSize(2), kernel[0], stride[0], pad[0], 1);
   int64_t w = windowOutput(x.getDimSize(3), kernel[1], stride[1], pad[1], 1);
   if (h < 1 || w < 1)
-    return diag(llvm::formatv("kernel {0}x{1} does not fit the padded input "
-                              "{2}x{3}",
+    return diag(llvm::formatv("kernel {0}x{1} does not fit the input {2}x{3} "
+                              "padded by {4}x{5}",
                               kernel[0], kernel[1], x.getDimSize(2),
-                              x.getDimSize(3)));
+                              x.getDimSize(3), pad[0], pad[1]));
   inferred.push_back(RankedTensorType::get(
       {x.getDimSize(0), x.getDimSize(1), h, w}, x.getElementType()));
   return success();
@@ -461,7 +514,7 @@ static LogicalResult inferPool(std::optional<Location> loc,
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
       SmallVectorImpl<Type> &inferred) {                                       \
-    return inferPool<OP>(loc, adaptor, inferred);                              \
+    return inferPool(OpDiag{loc, getOperationName()}, adaptor, inferred);                              \
   }                                                                            \
   SmallVector<int64_t> OP::getEffectiveStride() {                              \
     return llvm::to_vector(getStride() ? *getStride() : getKernelSize());      \
@@ -533,11 +586,8 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &inferred) {
-  OpDiag diag{loc, getOperationName()};
+static LogicalResult inferSlice(const OpDiag &diag, SliceOp::Adaptor adaptor,
+                                SmallVectorImpl<Type> &inferred) {
   if (failed(requireTensors(diag, adaptor.getOperands(), {"x"})))
     return failure();
   if (!adaptor.getStartAttr() || !adaptor.getLimitAttr())
@@ -562,10 +612,20 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                 "size {4}",
                                 i, start[i], limit[i], stride[i],
                                 x.getDimSize(i)));
-    shape.push_back((limit[i] - start[i] + stride[i] - 1) / stride[i]);
+    // ceil((limit - start) / stride), without overflow for a huge stride.
+    shape.push_back(limit[i] == start[i]
+                        ? 0
+                        : (limit[i] - start[i] - 1) / stride[i] + 1);
   }
   inferred.push_back(RankedTensorType::get(shape, x.getElementType()));
   return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  return inferSlice(OpDiag{loc, getOperationName()}, adaptor, inferred);
 }
 
 SmallVector<int64_t> SliceOp::getEffectiveStride() {
@@ -594,7 +654,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     auto t = tensorOf(v);
     if (t.getElementType() != first.getElementType())
-      return diag(llvm::formatv("input {0} has element type {1}, input 0 has {2}",
+      return diag(llvm::formatv("input {0} has element type '{1}', input 0 has '{2}'",
                                 i + 1, t.getElementType(),
                                 first.getElementType()));
     if (t.getRank() != first.getRank())
@@ -613,4 +673,42 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Forward types for the gradient ops' verifiers
+//===----------------------------------------------------------------------===//
+
+static OpDiag gradDiag(Operation *gradOp) {
+  return OpDiag{gradOp->getLoc(), gradOp->getName().getStringRef()};
+}
+
+LogicalResult mlir::tg::inferForwardType(Operation *gradOp,
+                                         AttentionOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferAttention(gradDiag(gradOp), adaptor, inferred);
+}
+
+LogicalResult mlir::tg::inferForwardType(Operation *gradOp,
+                                         Conv2dOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferConv2d(gradDiag(gradOp), adaptor, inferred);
+}
+
+LogicalResult mlir::tg::inferForwardType(Operation *gradOp,
+                                         MaxPool2dOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferPool(gradDiag(gradOp), adaptor, inferred);
+}
+
+LogicalResult mlir::tg::inferForwardType(Operation *gradOp,
+                                         AvgPool2dOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferPool(gradDiag(gradOp), adaptor, inferred);
+}
+
+LogicalResult mlir::tg::inferForwardType(Operation *gradOp,
+                                         SliceOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferSlice(gradDiag(gradOp), adaptor, inferred);
 }

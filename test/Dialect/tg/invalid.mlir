@@ -1,0 +1,1353 @@
+// RUN: tg-opt %s -split-input-file -verify-diagnostics
+
+// Every diagnostic the tg dialect emits, one broken input per case. Ops whose
+// result type is inferred report the shape rule that failed and then
+// "failed to infer returned types".
+
+//===----------------------------------------------------------------------===//
+// Types the ops accept
+//===----------------------------------------------------------------------===//
+
+func.func @dynamic_dims_are_rejected(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tg.relu' op operand #0 must be statically shaped tensor}}
+  %0 = tg.relu %x : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @float_op_rejects_integers(%x: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.exp' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or f8E4M3FN type or f8E5M2 type values, but got 'tensor<4xi32>'}}
+  %0 = tg.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @arithmetic_rejects_booleans(%x: tensor<4xi1>) {
+  // expected-error @+1 {{'tg.add' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or f8E4M3FN type or f8E5M2 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = tg.add %x, %x : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @f64_is_not_a_tg_element_type(%x: tensor<4xf64>) {
+  // expected-error @+1 {{'tg.neg' op operand #0 must be statically shaped tensor}}
+  %0 = tg.neg %x : tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @embedding_indices_must_be_integers(%t: tensor<8x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'tg.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  %0 = tg.embedding %t, %i : tensor<8x4xf32>, tensor<3xf32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_step_must_be_a_scalar_i64(%s: tensor<i32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'tg.lr_schedule' op operand #0 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0 = tg.lr_schedule %s, %lr : tensor<i32>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @inferred_type_must_match_the_declared_one(%x: tensor<4xf32>) {
+  // expected-error @+2 {{'tg.add' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xf16>'}}
+  // expected-error @+1 {{'tg.add' op failed to infer returned types}}
+  %0 = tg.add %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @constant_type_must_match_its_value() {
+  // expected-error @+1 {{'tg.constant' op failed to verify that all of {value, result} have same type}}
+  %0 = "tg.constant"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<2x2xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @binary_shapes_must_broadcast(%a: tensor<4x3xf32>, %b: tensor<5xf32>) {
+  // expected-error @+2 {{'tg.mul' op operand shapes do not broadcast: 4x3 and 5}}
+  // expected-error @+1 {{'tg.mul' op failed to infer returned types}}
+  %0 = tg.mul %a, %b : tensor<4x3xf32>, tensor<5xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @binary_element_types_must_match(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+2 {{'tg.sub' op element types differ: lhs has 'f32', rhs has 'bf16'}}
+  // expected-error @+1 {{'tg.sub' op failed to infer returned types}}
+  %0 = tg.sub %a, %b : tensor<4xf32>, tensor<4xbf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @compare_predicate_must_be_known(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.compare' op predicate must be one of eq, ne, lt, le, gt, ge, got "lte"}}
+  %0 = tg.compare "lte", %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @compare_element_types_must_match(%a: tensor<4xi32>, %b: tensor<4xi64>) {
+  // expected-error @+2 {{'tg.compare' op element types differ: lhs has 'i32', rhs has 'i64'}}
+  // expected-error @+1 {{'tg.compare' op failed to infer returned types}}
+  %0 = tg.compare "eq", %a, %b : tensor<4xi32>, tensor<4xi64> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @compare_shapes_must_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{'tg.compare' op operand shapes do not broadcast: 4 and 3}}
+  // expected-error @+1 {{'tg.compare' op failed to infer returned types}}
+  %0 = tg.compare "eq", %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @select_branches_must_share_an_element_type(%m: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+2 {{'tg.select' op element types differ: on_true has 'f32', on_false has 'f16'}}
+  // expected-error @+1 {{'tg.select' op failed to infer returned types}}
+  %0 = tg.select %m, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_mask_must_broadcast(%m: tensor<3xi1>, %a: tensor<4xf32>) {
+  // expected-error @+2 {{'tg.select' op operand shapes do not broadcast: 3 and 4}}
+  // expected-error @+1 {{'tg.select' op failed to infer returned types}}
+  %0 = tg.select %m, %a, %a : tensor<3xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_result_type_must_match(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.tanh' op requires the same type for all operands and results}}
+  %0 = "tg.tanh"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @gelu_approximation_must_be_known(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.gelu' op approximate must be "none" or "tanh", got "erf"}}
+  %0 = tg.gelu %x {approximate = "erf"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_keeps_the_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.cast' op requires the same shape for all operands and results}}
+  %0 = tg.cast %x : tensor<4xf32> to tensor<2x2xf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul and reductions
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @matmul_needs_matrices(%a: tensor<4xf32>, %b: tensor<4x2xf32>) {
+  // expected-error @+2 {{'tg.matmul' op operands must have rank >= 2, got lhs rank 1 and rhs rank 2}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<4xf32>, tensor<4x2xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_element_types_must_match(%a: tensor<2x4xf32>, %b: tensor<4x2xbf16>) {
+  // expected-error @+2 {{'tg.matmul' op element types differ: lhs has 'f32', rhs has 'bf16'}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<2x4xf32>, tensor<4x2xbf16> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contracting_dims_must_agree(%a: tensor<8x768xf32>, %b: tensor<3072x768xf32>) {
+  // expected-error @+2 {{'tg.matmul' op contracting dims differ: lhs has 768, rhs has 3072}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<8x768xf32>, tensor<3072x768xf32> -> tensor<8x768xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_transpose_flags_pick_the_contracting_dims(%a: tensor<8x768xf32>, %b: tensor<3072x768xf32>) {
+  // expected-error @+2 {{'tg.matmul' op contracting dims differ: lhs has 8, rhs has 768}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b {transpose_lhs = true, transpose_rhs = true} : tensor<8x768xf32>, tensor<3072x768xf32> -> tensor<768x3072xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch_dims_must_broadcast(%a: tensor<3x2x4xf32>, %b: tensor<5x4x2xf32>) {
+  // expected-error @+2 {{'tg.matmul' op batch dims do not broadcast: 3 and 5}}
+  // expected-error @+1 {{'tg.matmul' op failed to infer returned types}}
+  %0 = tg.matmul %a, %b : tensor<3x2x4xf32>, tensor<5x4x2xf32> -> tensor<3x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_must_be_in_range(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.reduce_sum' op dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{'tg.reduce_sum' op failed to infer returned types}}
+  %0 = tg.reduce_sum %x {dims = array<i64: 2>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dim_listed_twice(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.reduce_mean' op dim 1 is listed twice}}
+  // expected-error @+1 {{'tg.reduce_mean' op failed to infer returned types}}
+  %0 = tg.reduce_mean %x {dims = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_dims_naming_one_dim_twice(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.reduce_max' op dims 1 and -1 both name dim 1}}
+  // expected-error @+1 {{'tg.reduce_max' op failed to infer returned types}}
+  %0 = tg.reduce_max %x {dims = array<i64: 1, -1>} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis_must_be_in_range(%x: tensor<4x10xf32>) {
+  // expected-error @+1 {{'tg.softmax' op axis 2 is out of range for rank 2}}
+  %0 = tg.softmax %x {axis = 2} : tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_needs_a_dim(%x: tensor<f32>) {
+  // expected-error @+1 {{'tg.log_softmax' op axis -1 is out of range for rank 0}}
+  %0 = tg.log_softmax %x : tensor<f32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, dropout, embedding, loss, attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @layer_norm_needs_a_dim(%x: tensor<f32>) {
+  // expected-error @+1 {{'tg.layer_norm' op x must have rank >= 1}}
+  %0 = tg.layer_norm %x : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result_is_x_type(%x: tensor<8x768xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op result type 'tensor<8x768xbf16>' must match x type 'tensor<8x768xf32>'}}
+  %0 = tg.layer_norm %x : (tensor<8x768xf32>) -> tensor<8x768xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_eps_must_be_positive(%x: tensor<8x768xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op eps must be positive, got 0}}
+  %0 = tg.layer_norm %x {eps = 0.0 : f64} : (tensor<8x768xf32>) -> tensor<8x768xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_weight_covers_the_last_dim(%x: tensor<8x768xf32>, %w: tensor<512xf32>) {
+  // expected-error @+1 {{'tg.layer_norm' op weight must have shape 768 (the last dim of x), got 512}}
+  %0 = tg.layer_norm %x weight %w : (tensor<8x768xf32>, tensor<512xf32>) -> tensor<8x768xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_has_the_x_element_type(%x: tensor<8x768xf32>, %b: tensor<768xbf16>) {
+  // expected-error @+1 {{'tg.layer_norm' op bias has element type 'bf16', x has 'f32'}}
+  %0 = tg.layer_norm %x bias %b : (tensor<8x768xf32>, tensor<768xbf16>) -> tensor<8x768xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_is_one_dimensional(%x: tensor<8x512xf32>, %w: tensor<1x512xf32>) {
+  // expected-error @+1 {{'tg.rms_norm' op weight must have shape 512 (the last dim of x), got 1x512}}
+  %0 = tg.rms_norm %x weight %w : (tensor<8x512xf32>, tensor<1x512xf32>) -> tensor<8x512xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_eps_must_be_positive(%x: tensor<8x512xf32>) {
+  // expected-error @+1 {{'tg.rms_norm' op eps must be positive, got -1e-05}}
+  %0 = tg.rms_norm %x {eps = -1.0e-5 : f64} : (tensor<8x512xf32>) -> tensor<8x512xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_probability_below_one(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'tg.dropout' op p must be in [0, 1), got 1}}
+  %0 = tg.dropout %x {p = 1.0 : f64} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table_is_a_matrix(%t: tensor<256xf32>, %i: tensor<4xi32>) {
+  // expected-error @+2 {{'tg.embedding' op table must have rank 2, got rank 1}}
+  // expected-error @+1 {{'tg.embedding' op failed to infer returned types}}
+  %0 = tg.embedding %t, %i : tensor<256xf32>, tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_logits_need_a_class_dim(%l: tensor<f32>, %y: tensor<i64>) {
+  // expected-error @+2 {{'tg.cross_entropy' op logits must have rank >= 1}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %0 = tg.cross_entropy %l, %y : tensor<f32>, tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels_match_the_leading_dims(%l: tensor<32x10xf32>, %y: tensor<16xi64>) {
+  // expected-error @+2 {{'tg.cross_entropy' op labels shape 16 must be the logits shape 32x10 without its last dim}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %0 = tg.cross_entropy %l, %y : tensor<32x10xf32>, tensor<16xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_reduction_must_be_known(%l: tensor<32x10xf32>, %y: tensor<32xi64>) {
+  // expected-error @+2 {{'tg.cross_entropy' op reduction must be "mean", "sum" or "none", got "max"}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %0 = tg.cross_entropy %l, %y {reduction = "max"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @attention_operands_are_four_dimensional(%q: tensor<4x16x32xf32>) {
+  // expected-error @+2 {{'tg.attention' op query, key and value must have rank 4 [B, H, T, D], got ranks 3, 3 and 3}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %q, %q : tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32> -> tensor<4x16x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element_types_must_match(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xbf16>) {
+  // expected-error @+2 {{'tg.attention' op element types differ: query has 'f32', key has 'bf16', value has 'f32'}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %k, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch_and_heads_must_match(%q: tensor<1x2x4x8xf32>, %k: tensor<1x3x4x8xf32>) {
+  // expected-error @+2 {{'tg.attention' op batch and head dims differ: query 1x2x4x8, key 1x3x4x8, value 1x2x4x8}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %k, %q : tensor<1x2x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dims_must_match(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x16xf32>) {
+  // expected-error @+2 {{'tg.attention' op head dims differ: query has 8, key has 16}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %k, %k : tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32> -> tensor<1x2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_and_value_lengths_must_match(%q: tensor<1x2x4x8xf32>, %v: tensor<1x2x6x8xf32>) {
+  // expected-error @+2 {{'tg.attention' op key and value lengths differ: key has 4, value has 6}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %q, %v : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32> -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale_must_be_positive(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+2 {{'tg.attention' op scale must be positive, got -0.5}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %q, %q {scale = -0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @conv2d_is_nchw_and_oihw(%x: tensor<1x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op input and weight must have rank 4 (NCHW, OIHW), got ranks 3 and 4}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : (tensor<1x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_element_types_must_match(%x: tensor<1x1x8x8xf32>, %w: tensor<4x1x3x3xf16>) {
+  // expected-error @+2 {{'tg.conv2d' op element types differ: input has 'f32', weight has 'f16'}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : (tensor<1x1x8x8xf32>, tensor<4x1x3x3xf16>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_stride_has_two_values(%x: tensor<1x1x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op stride must have 2 values, got 1}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {stride = array<i64: 2>} : (tensor<1x1x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_padding_is_not_negative(%x: tensor<1x1x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op padding values must be >= 0, got -1}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {padding = array<i64: -1, 0>} : (tensor<1x1x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x4x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_dilation_is_positive(%x: tensor<1x1x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op dilation values must be >= 1, got 0}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {dilation = array<i64: 1, 0>} : (tensor<1x1x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_groups_divide_the_channels(%x: tensor<1x6x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op groups 3 must divide input channels 6 and output channels 4}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {groups = 3} : (tensor<1x6x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_weight_channels_per_group(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op weight has 4 input channels per group, input has 4 channels in 2 groups}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {groups = 2} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_bias_has_one_value_per_output_channel(%x: tensor<1x1x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op bias must have shape 4 (the output channels), got 8}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w, %b : (tensor<1x1x8x8xf32>, tensor<4x1x3x3xf32>, tensor<8xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_bias_has_the_input_element_type(%x: tensor<1x1x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+2 {{'tg.conv2d' op element types differ: input has 'f32', bias has 'bf16'}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w, %b : (tensor<1x1x8x8xf32>, tensor<4x1x3x3xf32>, tensor<4xbf16>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_kernel_must_fit(%x: tensor<1x1x2x2xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op kernel 3x3 with dilation 1x1 does not fit the input 2x2 padded by 0x0}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w : (tensor<1x1x2x2xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x1x1xf32>
+  return
+}
+
+// -----
+
+// A window that does not fit must not be rounded up to one output by a
+// large stride.
+func.func @conv2d_kernel_must_fit_whatever_the_stride(%x: tensor<1x1x3x3xf32>, %w: tensor<4x1x4x4xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op kernel 4x4 with dilation 1x1 does not fit the input 3x3 padded by 0x0}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {stride = array<i64: 2, 2>} : (tensor<1x1x3x3xf32>, tensor<4x1x4x4xf32>) -> tensor<1x4x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_huge_padding_does_not_overflow(%x: tensor<1x1x3x3xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+2 {{'tg.conv2d' op kernel 3x3 with dilation 1x1 does not fit the input 3x3 padded by 4611686018427387904x0}}
+  // expected-error @+1 {{'tg.conv2d' op failed to infer returned types}}
+  %0 = tg.conv2d %x, %w {padding = array<i64: 4611686018427387904, 0>} : (tensor<1x1x3x3xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @pool_input_is_nchw(%x: tensor<8x8xf32>) {
+  // expected-error @+2 {{'tg.max_pool2d' op input must have rank 4 (NCHW), got rank 2}}
+  // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}
+  %0 = tg.max_pool2d %x {kernel_size = array<i64: 2, 2>} : tensor<8x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_needs_a_kernel_size(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'tg.max_pool2d' op requires attribute 'kernel_size'}}
+  %0 = tg.max_pool2d %x : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_kernel_size_has_two_values(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+2 {{'tg.avg_pool2d' op kernel_size must have 2 values, got 3}}
+  // expected-error @+1 {{'tg.avg_pool2d' op failed to infer returned types}}
+  %0 = tg.avg_pool2d %x {kernel_size = array<i64: 2, 2, 2>} : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_stride_is_positive(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+2 {{'tg.avg_pool2d' op stride values must be >= 1, got 0}}
+  // expected-error @+1 {{'tg.avg_pool2d' op failed to infer returned types}}
+  %0 = tg.avg_pool2d %x {kernel_size = array<i64: 2, 2>, stride = array<i64: 0, 1>} : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pool_padding_at_most_half_the_kernel(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+2 {{'tg.max_pool2d' op padding 2 must be at most half the kernel size 3}}
+  // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}
+  %0 = tg.max_pool2d %x {kernel_size = array<i64: 3, 3>, padding = array<i64: 1, 2>} : tensor<1x1x8x8xf32> -> tensor<1x1x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @pool_kernel_must_fit(%x: tensor<1x1x2x8xf32>) {
+  // expected-error @+2 {{'tg.max_pool2d' op kernel 3x3 does not fit the input 2x8 padded by 0x0}}
+  // expected-error @+1 {{'tg.max_pool2d' op failed to infer returned types}}
+  %0 = tg.max_pool2d %x {kernel_size = array<i64: 3, 3>} : tensor<1x1x2x8xf32> -> tensor<1x1x1x2xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @flatten_range_must_be_ordered(%x: tensor<2x3x4xf32>) {
+  // expected-error @+2 {{'tg.flatten' op start_dim 2 and end_dim 1 do not name a dim range of rank 3}}
+  // expected-error @+1 {{'tg.flatten' op failed to infer returned types}}
+  %0 = tg.flatten %x {start_dim = 2, end_dim = 1} : tensor<2x3x4xf32> -> tensor<24xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_keeps_the_element_type(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.reshape' op element types differ: input has 'f32', result has 'f16'}}
+  %0 = tg.reshape %x : tensor<4x8xf32> -> tensor<32xf16>
+  return
+}
+
+// -----
+
+func.func @reshape_keeps_the_element_count(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.reshape' op element counts differ: input 4x8 has 32, result 4x4 has 16}}
+  %0 = tg.reshape %x : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_needs_a_perm(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.transpose' op requires attribute 'perm'}}
+  %0 = tg.transpose %x : tensor<4x8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm_has_one_entry_per_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.transpose' op perm has 3 entries for rank 2}}
+  // expected-error @+1 {{'tg.transpose' op failed to infer returned types}}
+  %0 = tg.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm_is_a_permutation(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.transpose' op perm [1, 1] is not a permutation of 0..1}}
+  // expected-error @+1 {{'tg.transpose' op failed to infer returned types}}
+  %0 = tg.transpose %x {perm = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_needs_one_bound_per_dim(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.slice' op start, limit and stride need 2 entries (the rank), got 1, 2 and 2}}
+  // expected-error @+1 {{'tg.slice' op failed to infer returned types}}
+  %0 = tg.slice %x {start = array<i64: 0>, limit = array<i64: 4, 8>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stays_within_the_input(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.slice' op dim 1: slice [2:9:1] is not within size 8}}
+  // expected-error @+1 {{'tg.slice' op failed to infer returned types}}
+  %0 = tg.slice %x {start = array<i64: 0, 2>, limit = array<i64: 4, 9>} : tensor<4x8xf32> -> tensor<4x7xf32>
+  return
+}
+
+// -----
+
+func.func @slice_stride_is_positive(%x: tensor<4x8xf32>) {
+  // expected-error @+2 {{'tg.slice' op dim 0: slice [0:4:0] is not within size 4}}
+  // expected-error @+1 {{'tg.slice' op failed to infer returned types}}
+  %0 = tg.slice %x {start = array<i64: 0, 0>, limit = array<i64: 4, 8>, stride = array<i64: 0, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_needs_an_input() {
+  // expected-error @+2 {{'tg.concat' op needs at least one input}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = "tg.concat"() : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis_must_be_in_range(%a: tensor<4xf32>) {
+  // expected-error @+2 {{'tg.concat' op axis 1 is out of range for rank 1}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %a {axis = 1} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_of_scalars_has_no_axis(%a: tensor<f32>) {
+  // expected-error @+2 {{'tg.concat' op axis 0 is out of range for rank 0}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %a : (tensor<f32>, tensor<f32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_inputs_share_an_element_type(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+2 {{'tg.concat' op input 1 has element type 'f16', input 0 has 'f32'}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %b : (tensor<4xf32>, tensor<4xf16>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_inputs_share_a_rank(%a: tensor<4xf32>, %b: tensor<4x1xf32>) {
+  // expected-error @+2 {{'tg.concat' op input 1 has rank 2, input 0 has 1}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %b : (tensor<4xf32>, tensor<4x1xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_inputs_agree_off_the_axis(%a: tensor<4x2xf32>, %b: tensor<3x2xf32>) {
+  // expected-error @+2 {{'tg.concat' op input 1 has size 3 in dim 0, input 0 has 4}}
+  // expected-error @+1 {{'tg.concat' op failed to infer returned types}}
+  %0 = tg.concat %a, %b {axis = 1} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_keeps_the_element_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.broadcast_to' op element types differ: input has 'f32', result has 'bf16'}}
+  %0 = tg.broadcast_to %x : tensor<4xf32> -> tensor<2x4xbf16>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_only_grows(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tg.broadcast_to' op input shape 2x4 does not broadcast to 4}}
+  %0 = tg.broadcast_to %x : tensor<2x4xf32> -> tensor<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @gelu_grad_approximation_must_be_known(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.gelu_grad' op approximate must be "none" or "tanh", got "erf"}}
+  %0 = tg.gelu_grad %g, %g {approximate = "erf"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_needs_a_dim(%g: tensor<f32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op x must have rank >= 1}}
+  %0:3 = tg.layer_norm_grad %g, %g : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_eps_must_be_positive(%g: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op eps must be positive, got 0}}
+  %0:3 = tg.layer_norm_grad %g, %g {eps = 0.0 : f64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_grad_is_shaped_like_x(%g: tensor<2x4xf32>, %x: tensor<4x4xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op grad must have type 'tensor<4x4xf32>', got 'tensor<2x4xf32>'}}
+  %0:3 = tg.layer_norm_grad %g, %x : (tensor<2x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_dx_is_shaped_like_x(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op dx must have type 'tensor<2x4xf32>', got 'tensor<2x4xbf16>'}}
+  %0:3 = tg.layer_norm_grad %x, %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xbf16>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_weight_covers_the_last_dim(%x: tensor<2x4xf32>, %w: tensor<2xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op weight must have type 'tensor<4xf32>', got 'tensor<2xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %x weight %w : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_dweight_covers_the_last_dim(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op dweight must have type 'tensor<4xf32>', got 'tensor<2xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_dbias_covers_the_last_dim(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tg.layer_norm_grad' op dbias must have type 'tensor<4xf32>', got 'tensor<2x4xf32>'}}
+  %0:3 = tg.layer_norm_grad %x, %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_needs_a_dim(%g: tensor<f32>) {
+  // expected-error @+1 {{'tg.rms_norm_grad' op x must have rank >= 1}}
+  %0:2 = tg.rms_norm_grad %g, %g : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_weight_covers_the_last_dim(%x: tensor<2x4xf32>, %w: tensor<4xf16>) {
+  // expected-error @+1 {{'tg.rms_norm_grad' op weight must have type 'tensor<4xf32>', got 'tensor<4xf16>'}}
+  %0:2 = tg.rms_norm_grad %x, %x weight %w : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf16>) -> (tensor<2x4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_dweight_covers_the_last_dim(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'tg.rms_norm_grad' op dweight must have type 'tensor<4xf32>', got 'tensor<2xf32>'}}
+  %0:2 = tg.rms_norm_grad %x, %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+func.func @embedding_grad_result_is_a_table(%g: tensor<4x8xf32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op result must have rank 2, got rank 1}}
+  %0 = tg.embedding_grad %g, %i : tensor<4x8xf32>, tensor<4xi32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_keeps_the_element_type(%g: tensor<4x8xbf16>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op element types differ: grad has 'bf16', result has 'f32'}}
+  %0 = tg.embedding_grad %g, %i : tensor<4x8xbf16>, tensor<4xi32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_grad_is_indices_plus_a_row(%g: tensor<4x8xf32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{'tg.embedding_grad' op grad shape 4x8 must be the indices shape plus the row size, 4x16}}
+  %0 = tg.embedding_grad %g, %i : tensor<4x8xf32>, tensor<4xi32> -> tensor<32x16xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_result_is_shaped_like_logits(%g: tensor<f32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op result must have type 'tensor<4x10xf32>', got 'tensor<4x5xf32>'}}
+  %0 = tg.cross_entropy_grad %g, %l, %y : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_logits_need_a_class_dim(%g: tensor<f32>, %y: tensor<i64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op logits must have rank >= 1}}
+  %0 = tg.cross_entropy_grad %g, %g, %y : tensor<f32>, tensor<f32>, tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_labels_match_the_leading_dims(%g: tensor<f32>, %l: tensor<4x10xf32>, %y: tensor<10xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op labels shape 10 must be the logits shape 4x10 without its last dim}}
+  %0 = tg.cross_entropy_grad %g, %l, %y : tensor<f32>, tensor<4x10xf32>, tensor<10xi64> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_keeps_the_element_type(%g: tensor<bf16>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op element types differ: grad has 'bf16', logits has 'f32'}}
+  %0 = tg.cross_entropy_grad %g, %l, %y : tensor<bf16>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_unreduced_grad_is_per_label(%g: tensor<f32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op grad shape scalar must be the labels shape 4 for reduction "none"}}
+  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = "none"} : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_reduced_grad_is_a_scalar(%g: tensor<4xf32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op grad must be a scalar for reduction "sum", got shape 4}}
+  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = "sum"} : tensor<4xf32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_reduction_must_be_known(%g: tensor<f32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op reduction must be "mean", "sum" or "none", got "avg"}}
+  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = "avg"} : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+// The gradient ops check their operands with the forward op's shape rule, and
+// say so under their own name.
+func.func @attention_grad_operands_form_an_attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x16xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op head dims differ: query has 8, key has 16}}
+  %0:3 = tg.attention_grad %q, %q, %k, %k : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_grad_is_shaped_like_the_output(%g: tensor<1x2x4x4xf32>, %q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op grad must have type 'tensor<1x2x4x8xf32>', got 'tensor<1x2x4x4xf32>'}}
+  %0:3 = tg.attention_grad %g, %q, %q, %q : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_dquery_is_shaped_like_query(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op dquery must have type 'tensor<1x2x4x8xf32>', got 'tensor<1x2x8x4xf32>'}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x8x4xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_dkey_is_shaped_like_key(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op dkey must have type 'tensor<1x2x4x8xf32>', got 'tensor<1x2x4x8xf16>'}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_dvalue_is_shaped_like_value(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op dvalue must have type 'tensor<1x2x4x8xf32>', got 'tensor<1x2x4x4xf32>'}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @conv2d_grad_input_operands_form_a_conv(%g: tensor<1x4x6x6xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error @+1 {{'tg.conv2d_grad_input' op weight has 3 input channels per group, input has 1 channels in 1 groups}}
+  %0 = tg.conv2d_grad_input %g, %w : (tensor<1x4x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_grad_input_grad_is_shaped_like_the_output(%g: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+1 {{'tg.conv2d_grad_input' op grad must have type 'tensor<1x4x6x6xf32>', got 'tensor<1x4x8x8xf32>'}}
+  %0 = tg.conv2d_grad_input %g, %w : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_grad_weight_grad_is_shaped_like_the_output(%g: tensor<1x4x6x6xf32>, %x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'tg.conv2d_grad_weight' op grad must have type 'tensor<1x4x8x8xf32>', got 'tensor<1x4x6x6xf32>'}}
+  %0 = tg.conv2d_grad_weight %g, %x {padding = array<i64: 1, 1>} : (tensor<1x4x6x6xf32>, tensor<1x1x8x8xf32>) -> tensor<4x1x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_grad_result_is_shaped_like_input(%g: tensor<1x1x4x4xf32>, %x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'tg.max_pool2d_grad' op result must have type 'tensor<1x1x8x8xf32>', got 'tensor<1x1x4x4xf32>'}}
+  %0 = tg.max_pool2d_grad %g, %x {kernel_size = array<i64: 2, 2>} : tensor<1x1x4x4xf32>, tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_grad_operands_form_a_pool(%g: tensor<1x1x4x4xf32>, %x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'tg.max_pool2d_grad' op kernel_size values must be >= 1, got 0}}
+  %0 = tg.max_pool2d_grad %g, %x {kernel_size = array<i64: 0, 2>} : tensor<1x1x4x4xf32>, tensor<1x1x8x8xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool2d_grad_grad_is_shaped_like_the_output(%g: tensor<1x1x4x4xf32>, %x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'tg.avg_pool2d_grad' op grad must have type 'tensor<1x1x2x2xf32>', got 'tensor<1x1x4x4xf32>'}}
+  %0 = tg.avg_pool2d_grad %g, %x {kernel_size = array<i64: 4, 4>} : tensor<1x1x4x4xf32>, tensor<1x1x8x8xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_bounds_fit_the_result(%g: tensor<4x4xf32>) {
+  // expected-error @+1 {{'tg.slice_grad' op dim 1: slice [0:5:1] is not within size 4}}
+  %0 = tg.slice_grad %g {start = array<i64: 0, 0>, limit = array<i64: 4, 5>} : tensor<4x4xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_grad_is_shaped_like_the_slice(%g: tensor<4x4xf32>) {
+  // expected-error @+1 {{'tg.slice_grad' op grad must have type 'tensor<4x2xf32>', got 'tensor<4x4xf32>'}}
+  %0 = tg.slice_grad %g {start = array<i64: 0, 2>, limit = array<i64: 4, 4>} : tensor<4x4xf32> -> tensor<4x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @lr_schedule_kind_must_be_known(%s: tensor<i64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'tg.lr_schedule' op unknown schedule "exp"; expected constant, cosine, linear, step, cyclic or wsd}}
+  %0 = tg.lr_schedule %s, %lr {kind = "exp"} : tensor<i64>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_step_counts_are_not_negative(%s: tensor<i64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'tg.lr_schedule' op warmup_steps must not be negative, got -5}}
+  %0 = tg.lr_schedule %s, %lr {warmup_steps = -5 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_decay_needs_steps_after_warmup(%s: tensor<i64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'tg.lr_schedule' op schedule "cosine" needs total_steps (100) > warmup_steps (100)}}
+  %0 = tg.lr_schedule %s, %lr {kind = "cosine", warmup_steps = 100 : i64, total_steps = 100 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_step_needs_a_step_size(%s: tensor<i64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'tg.lr_schedule' op schedule "step" needs step_size >= 1, got 0}}
+  %0 = tg.lr_schedule %s, %lr {kind = "step"} : tensor<i64>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @lr_schedule_wsd_decays_within_the_run(%s: tensor<i64>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'tg.lr_schedule' op schedule "wsd" needs 1 <= decay_steps <= total_steps - warmup_steps, got 95}}
+  %0 = tg.lr_schedule %s, %lr {kind = "wsd", warmup_steps = 10 : i64, total_steps = 100 : i64, decay_steps = 95 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_needs_an_input() {
+  // expected-error @+1 {{'tg.global_norm' op needs at least one input}}
+  %0 = "tg.global_norm"() : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @optimizer_kind_must_be_known(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op unknown optimizer "adamax"; expected sgd, adam, adamw, rmsprop, adagrad, lamb or lion}}
+  %0 = tg.optimizer_update "adamax" %p, %p, %lr, %s : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_needs_its_state(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op optimizer "adamw" needs 2 state tensors, got 1}}
+  %0:2 = tg.optimizer_update "adamw" %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_momentum_adds_a_state_slot(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op optimizer "sgd" needs 1 state tensors, got 0}}
+  %0 = tg.optimizer_update "sgd" %p, %p, %lr, %s {momentum = 0.5 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_grad_matches_the_param(%p: tensor<4xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op grad type 'tensor<4xbf16>' differs from param type 'tensor<4xf32>'}}
+  %0 = tg.optimizer_update "sgd" %p, %g, %lr, %s : tensor<4xf32>, tensor<4xbf16>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_state_matches_the_param(%p: tensor<4xf32>, %m: tensor<2xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op state 1 (exp_avg_sq) has type 'tensor<2xf32>', param has 'tensor<4xf32>'}}
+  %0:3 = tg.optimizer_update "adam" %p, %p, %lr, %s, %p, %m : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_returns_the_param_and_each_state(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op needs 2 results (the param and its state), got 1}}
+  %0 = tg.optimizer_update "lion" %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_results_have_the_param_type(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op result 1 has type 'tensor<4xbf16>', param has 'tensor<4xf32>'}}
+  %0:2 = tg.optimizer_update "adagrad" %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @optimizer_betas_are_below_one(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op beta2 must be in [0, 1), got 1}}
+  %0:3 = tg.optimizer_update "adam" %p, %p, %lr, %s, %p, %p {beta2 = 1.0 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_weight_decay_is_not_negative(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op weight_decay must not be negative, got -0.01}}
+  %0:3 = tg.optimizer_update "adamw" %p, %p, %lr, %s, %p, %p {weight_decay = -0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @optimizer_nesterov_needs_momentum(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'tg.optimizer_update' op nesterov needs momentum > 0, got 0}}
+  %0 = tg.optimizer_update "sgd" %p, %p, %lr, %s {nesterov = true} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// #tg.init
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+2 {{expected one of [zeros, ones, constant, normal, uniform, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal, file] for parameter initializer kind, got: gaussian}}
+// expected-error @+1 {{failed to parse Tg_InitializerAttr parameter 'kind'}}
+func.func @init_kind_must_be_known(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<gaussian>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{duplicate or unknown struct parameter name: sigma}}
+func.func @init_field_must_be_known(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, sigma = 1.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{normal initializer needs std >= 0, got -0.02}}
+func.func @init_normal_std_is_not_negative(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, std = -0.02>}) {
+  return
+}
+
+// -----
+
+// Hex float literals can spell infinities and NaN.
+// expected-error @+1 {{normal initializer needs a finite mean, got nan}}
+func.func @init_normal_mean_is_finite(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<normal, mean = 0x7FF8000000000000>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{uniform initializer needs low <= high, got low 0.5 and high -0.5}}
+func.func @init_uniform_bounds_are_ordered(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<uniform, low = 0.5, high = -0.5>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{uniform initializer needs a finite high, got inf}}
+func.func @init_uniform_bounds_are_finite(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<uniform, high = 0x7FF0000000000000>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{kaiming_uniform initializer needs gain > 0, got 0}}
+func.func @init_gain_is_positive(%w: tensor<4x4xf32> {tg.param = "w", tg.init = #tg.init<kaiming_uniform, gain = 0.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{xavier_normal initializer needs a finite gain, got inf}}
+func.func @init_gain_is_finite(%w: tensor<4x4xf32> {tg.param = "w", tg.init = #tg.init<xavier_normal, gain = 0x7FF0000000000000>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{file initializer needs both 'file' and 'key'}}
+func.func @init_file_names_file_and_key(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<file, file = "gpt2.safetensors">}) {
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Argument, result and module attributes
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'tg.param' must be a non-empty string}}
+func.func @param_name_is_not_empty(%w: tensor<4xf32> {tg.param = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.input' must be a non-empty string}}
+func.func @input_name_is_a_string(%x: tensor<4xf32> {tg.input = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.state' must be a non-empty string}}
+func.func @state_name_is_a_string(%m: tensor<4xf32> {tg.state = ["w", "exp_avg"]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.scalar' must be "step" or "base_lr"}}
+func.func @scalar_is_step_or_base_lr(%s: tensor<i64> {tg.scalar = "epoch"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.init' on argument 0 must be a #tg.init attribute}}
+func.func @init_is_a_tg_init(%w: tensor<4xf32> {tg.param = "w", tg.init = "normal"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.frozen' must be a unit attribute}}
+func.func @frozen_is_a_unit_attribute(%w: tensor<4xf32> {tg.param = "w", tg.frozen = true}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.dim_names' must be an array of strings}}
+func.func @dim_names_are_strings(%x: tensor<4xf32> {tg.input = "x", tg.dim_names = [0]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.dim_names' on argument 0 has 1 names for a tensor of rank 2}}
+func.func @dim_names_name_every_dim(%x: tensor<4x8xf32> {tg.input = "x", tg.dim_names = ["batch"]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.dim_names' entries must be "batch", "seq" or "", got "time"}}
+func.func @dim_names_are_batch_or_seq(%x: tensor<4x8xf32> {tg.input = "x", tg.dim_names = ["batch", "time"]}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown tg argument attribute 'tg.parameter'}}
+func.func @unknown_argument_attribute(%w: tensor<4xf32> {tg.parameter = "w"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.output' must be a non-empty string}}
+func.func @output_name_is_not_empty(%x: tensor<f32>) -> (tensor<f32> {tg.output = ""}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.grad' must be a non-empty string}}
+func.func @grad_names_a_param(%x: tensor<f32>) -> (tensor<f32> {tg.grad}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.update' must be a non-empty string}}
+func.func @update_names_a_param_or_state(%x: tensor<f32>) -> (tensor<f32> {tg.update = 0 : i64}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.metric' must be a non-empty string}}
+func.func @metric_has_a_name(%x: tensor<f32>) -> (tensor<f32> {tg.metric = ""}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown tg result attribute 'tg.param'}}
+func.func @param_is_not_a_result_attribute(%x: tensor<f32>) -> (tensor<f32> {tg.param = "w"}) {
+  return %x : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.model' must be a non-empty string}}
+module attributes {tg.model = ""} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.training' must be a dictionary}}
+module attributes {tg.model = "mlp", tg.training = [32]} {
+}
+
+// -----
+
+// expected-error @+1 {{unknown tg attribute 'tg.param' on 'builtin.module'}}
+module attributes {tg.param = "w"} {
+}
+
+// -----
+
+func.func @model_attributes_belong_on_the_module(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.model' belongs on the module, not on 'tg.relu'}}
+  %0 = tg.relu %x {tg.model = "mlp"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_op_attribute(%x: tensor<4xf32>) {
+  // expected-error @+1 {{unknown tg attribute 'tg.fused' on 'tg.relu'}}
+  %0 = tg.relu %x {tg.fused} : tensor<4xf32>
+  return
+}
