@@ -78,6 +78,33 @@ struct InputDesc {
   InputRole role;
 };
 
+/// The processes that train one model together (data parallel): defined by
+/// runtime/comm/Comm.h. Generated code passes it to the collectives
+/// (tgc::comm::allReduce...) that tg.all_reduce lowers to; null when the run
+/// has one process, where every collective is the identity.
+struct Communicator;
+
+/// How the runtime reaches the memory the step functions work on. CPU
+/// executables have none (ModelDesc::device is null: every buffer is host
+/// memory). GPU executables point it at their device runtime, and then
+/// every buffer in StepIO (params, state, inputs, outputs, grads) is device
+/// memory that the runtime allocates, fills and reads only through these.
+struct DeviceOps {
+  const char *kind; ///< "cuda"
+  /// Selects the device (--device, or the local rank); returns a
+  /// description for the log ("NVIDIA H100 80GB HBM3, 79.1 GiB"), throws
+  /// tgc::Error when there is none.
+  const char *(*select)(int ordinal);
+  void *(*alloc)(int64_t bytes); ///< zero-filled; throws when out of memory
+  void (*release)(void *p);
+  void (*upload)(void *dst, const void *src, int64_t bytes);
+  void (*download)(void *dst, const void *src, int64_t bytes);
+  void (*synchronize)();
+  /// Peak dense FLOP/s of the selected device for the step's precision (for
+  /// MFU in the log); 0 when unknown.
+  double (*peakFlops)();
+};
+
 /// Buffers and scalars one call of a step function reads and writes. All
 /// buffers are dense row-major, in the order of the ModelDesc's lists.
 struct StepIO {
@@ -88,8 +115,12 @@ struct StepIO {
   void **grads;        ///< filled by gradStep: one per trainable param, in
                        ///< the order of the trainable ParamDescs
   int64_t step;        ///< the step being taken, counting from 1
+  /// Micro-batches in this step (accumulate calls + 1): trainStep averages
+  /// the accumulated gradients over them.
+  int32_t microBatches;
   float baseLr;        ///< the schedule scales this
   int32_t threads;     ///< OpenMP threads to use
+  Communicator *comm;  ///< null with one process
   // Metrics written by the step functions.
   float loss;
   float gradNorm; ///< global gradient norm before clipping (trainStep)
@@ -104,6 +135,9 @@ struct TrainingDefaults {
   int64_t seed;
   float lr;
   int64_t gradAccum;
+  /// Token models: every token must be < vocabSize (0: the runtime takes the
+  /// logits' last dim or the rows of the "wte" table).
+  int64_t vocabSize;
 };
 
 struct ModelDesc {
@@ -129,6 +163,11 @@ struct ModelDesc {
   /// Forward and backward only: loss and the gradients into io.grads, no
   /// state change (gradient checks: the executable's --dump-grads).
   void (*gradStep)(StepIO &io);
+  /// Null for CPU executables (host memory); see DeviceOps.
+  const DeviceOps *device;
+  /// Model FLOPs of one micro-batch's training step (forward + backward:
+  /// 6·N·tokens plus attention), for MFU; 0 when not computed.
+  double flopsPerStep;
 };
 
 /// The training executable's main: parses flags, loads data, initialises or

@@ -1,0 +1,244 @@
+//===- Checkpoint.cpp - Model checkpoints as safetensors ----------*- C++ -*-===//
+
+#include "runtime/checkpoint/Checkpoint.h"
+
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/core/AtomicFile.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace tgc {
+
+std::string stateTensorName(const StateDesc &state) {
+  return std::string(state.param) + "." + state.slot;
+}
+
+static std::vector<int64_t> shapeOf(const TensorDesc &tensor) {
+  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
+}
+
+void saveCheckpoint(const std::string &path, const ModelDesc &model,
+                    void *const *params, void *const *state,
+                    const Metadata &metadata) {
+  std::vector<TensorToWrite> tensors;
+  for (int i = 0; i < model.numParams; ++i) {
+    const TensorDesc &t = model.params[i].tensor;
+    tensors.push_back({t.name, t.dtype, shapeOf(t), params[i]});
+  }
+  for (int i = 0; i < model.numState; ++i) {
+    const TensorDesc &t = model.state[i].tensor;
+    tensors.push_back(
+        {stateTensorName(model.state[i]), t.dtype, shapeOf(t), state[i]});
+  }
+  Metadata all = metadata;
+  all["format"] = kCheckpointFormat;
+  all["model"] = model.name;
+  if (!all.count("sharding"))
+    all["sharding"] = "{\"world_size\":1,\"rank\":0,\"layout\":\"replicated\"}";
+  writeSafetensors(path, tensors, all);
+}
+
+/// Checks shape (and, unless `convert`, dtype) of `found` against `want`.
+static void checkTensor(const SafetensorsFile &file,
+                        const SafetensorsTensor &found, const TensorDesc &want,
+                        const std::string &name, bool convert) {
+  bool sameShape = found.shape.size() == static_cast<size_t>(want.rank);
+  for (int d = 0; sameShape && d < want.rank; ++d)
+    sameShape = found.shape[d] == want.shape[d];
+  if (!sameShape)
+    throw Error("checkpoint " + file.path() + " has tensor " + name +
+                " of shape " + found.shapeString() + ", the model wants " +
+                shapeString(want));
+  if (found.dtype == want.dtype)
+    return;
+  bool convertible = convert &&
+                     (found.dtype == DType::F32 || found.dtype == DType::BF16 ||
+                      found.dtype == DType::F16) &&
+                     (want.dtype == DType::F32 || want.dtype == DType::BF16 ||
+                      want.dtype == DType::F16);
+  if (!convertible)
+    throw Error("checkpoint " + file.path() + " has tensor " + name +
+                " of dtype " + dtypeName(found.dtype) + ", the model wants " +
+                dtypeName(want.dtype));
+}
+
+static void copyTensor(const SafetensorsTensor &found, const TensorDesc &want,
+                       void *dst) {
+  int64_t count = numElements(want);
+  if (found.dtype == want.dtype) {
+    std::memcpy(dst, found.data, found.end - found.begin);
+    return;
+  }
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) {
+    if (found.dtype == DType::F32) {
+      std::memcpy(&values[i], found.data + 4 * i, 4);
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, found.data + 2 * i, 2);
+      values[i] = found.dtype == DType::BF16 ? bf16ToFloat(bits)
+                                              : halfToFloat(bits);
+    }
+  }
+  storeFloats(values.data(), count, want.dtype, dst);
+}
+
+Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
+                        void **params, void **state) {
+  SafetensorsFile file(path);
+  std::string format = file.metadataOr("format", "");
+  if (format != kCheckpointFormat)
+    throw Error("checkpoint " + path + " has format '" + format +
+                "', expected '" + kCheckpointFormat +
+                "' (use --init-from to load plain weights)");
+  std::set<std::string> known;
+  auto load = [&](const std::string &name, const TensorDesc &want, void *dst) {
+    known.insert(name);
+    const SafetensorsTensor *found = file.find(name);
+    if (!found) {
+      std::string other = file.metadataOr("model", "?");
+      throw Error("checkpoint " + path + " (of model '" + other +
+                  "') has no tensor " + name + ", which model '" +
+                  model.name + "' needs");
+    }
+    checkTensor(file, *found, want, name, /*convert=*/false);
+    copyTensor(*found, want, dst);
+  };
+  for (int i = 0; i < model.numParams; ++i)
+    load(model.params[i].tensor.name, model.params[i].tensor, params[i]);
+  for (int i = 0; i < model.numState; ++i)
+    load(stateTensorName(model.state[i]), model.state[i].tensor, state[i]);
+  for (const SafetensorsTensor &tensor : file.tensors())
+    if (!known.count(tensor.name))
+      throw Error("checkpoint " + path + " has tensor " + tensor.name +
+                  ", which model '" + model.name + "' does not have");
+  return file.metadata();
+}
+
+void loadParams(const std::string &path, const ModelDesc &model, void **params,
+                std::string *ignored) {
+  SafetensorsFile file(path);
+  std::set<std::string> known;
+  for (int i = 0; i < model.numParams; ++i) {
+    const TensorDesc &want = model.params[i].tensor;
+    known.insert(want.name);
+    const SafetensorsTensor *found = file.find(want.name);
+    if (!found)
+      throw Error(path + " has no tensor " + want.name + " (of shape " +
+                  shapeString(want) + "), which model '" + model.name +
+                  "' needs");
+    checkTensor(file, *found, want, want.name, /*convert=*/true);
+    copyTensor(*found, want, params[i]);
+  }
+  if (ignored) {
+    ignored->clear();
+    for (const SafetensorsTensor &tensor : file.tensors()) {
+      if (known.count(tensor.name))
+        continue;
+      if (!ignored->empty())
+        *ignored += ", ";
+      *ignored += tensor.name;
+    }
+  }
+}
+
+void loadTensor(const std::string &path, const std::string &key,
+                const TensorDesc &tensor, void *dst) {
+  SafetensorsFile file(path);
+  const SafetensorsTensor *found = file.find(key);
+  if (!found)
+    throw Error(path + " has no tensor " + key + " (to initialise " +
+                tensor.name + ")");
+  checkTensor(file, *found, tensor, key, /*convert=*/true);
+  copyTensor(*found, tensor, dst);
+}
+
+std::string checkpointPath(const std::string &dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "step_%08lld.safetensors",
+                static_cast<long long>(step));
+  return (dir.empty() || dir.back() == '/' ? dir : dir + "/") + name;
+}
+
+/// The step of "step_NNNNNNNN.safetensors", or -1 for any other name.
+static int64_t stepOfName(const std::string &name) {
+  const std::string prefix = "step_", suffix = ".safetensors";
+  if (name.size() <= prefix.size() + suffix.size() ||
+      name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return -1;
+  std::string digits = name.substr(
+      prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  return std::stoll(digits);
+}
+
+std::string latestCheckpoint(const std::string &dir) {
+  DIR *handle = ::opendir(dir.c_str());
+  if (!handle)
+    throwErrno(dir, "cannot read the checkpoint directory", errno);
+  int64_t best = -1;
+  std::string bestName;
+  while (struct dirent *entry = ::readdir(handle)) {
+    int64_t step = stepOfName(entry->d_name);
+    if (step > best) {
+      best = step;
+      bestName = entry->d_name;
+    }
+  }
+  ::closedir(handle);
+  if (best < 0)
+    return "";
+  return (dir.back() == '/' ? dir : dir + "/") + bestName;
+}
+
+std::string resolveResumePath(const std::string &dirOrFile) {
+  struct stat info;
+  if (::stat(dirOrFile.c_str(), &info) != 0)
+    throwErrno(dirOrFile, "cannot resume from it", errno);
+  if (!S_ISDIR(info.st_mode))
+    return dirOrFile;
+  std::string latest = latestCheckpoint(dirOrFile);
+  if (latest.empty())
+    throw Error(dirOrFile +
+                ": no checkpoint (step_*.safetensors) to resume from");
+  return latest;
+}
+
+void prepareCheckpointDir(const std::string &dir) {
+  // mkdir -p, one component at a time.
+  for (size_t slash = 1; slash != std::string::npos;) {
+    slash = dir.find('/', slash);
+    std::string prefix = dir.substr(0, slash);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 &&
+        errno != EEXIST)
+      throwErrno(prefix, "cannot create the checkpoint directory", errno);
+    if (slash != std::string::npos)
+      ++slash;
+  }
+  struct stat info;
+  if (::stat(dir.c_str(), &info) != 0)
+    throwErrno(dir, "cannot use as checkpoint directory", errno);
+  if (!S_ISDIR(info.st_mode))
+    throw Error(dir + ": not a directory (--checkpoint-dir)");
+  // A probe file: permissions, read-only mounts and the like show up now.
+  try {
+    AtomicFileWriter probe(dir + "/.tgc-write-test");
+  } catch (const Error &error) {
+    throw Error("checkpoint directory " + dir + " is not writable (" +
+                error.what() + ")");
+  }
+}
+
+} // namespace tgc

@@ -1,0 +1,79 @@
+//===- Checkpoint.h - Model checkpoints as safetensors ------------*- C++ -*-===//
+//
+// A checkpoint is one safetensors file holding every parameter under its
+// ModelDesc name and every optimizer state buffer as "<param>.<slot>", plus
+// metadata strings:
+//
+//   format         "tgc-checkpoint-1"
+//   model          ModelDesc::name
+//   step           the last step taken
+//   data_position  the training loader's DataPosition as JSON
+//   sharding       JSON: {"world_size":1,"rank":0,"layout":"replicated"}
+//   ...            whatever else the caller adds (seed, batch size, the
+//                  first validation loss)
+//
+// Files are named "<dir>/step_<8 digits>.safetensors" so the latest sorts
+// last. Loading checks every tensor against the model and names the file,
+// the tensor and both shapes on a mismatch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_CHECKPOINT_CHECKPOINT_H
+#define TGC_RUNTIME_CHECKPOINT_CHECKPOINT_H
+
+#include "runtime/core/Model.h"
+
+#include <map>
+#include <string>
+
+namespace tgc {
+
+using Metadata = std::map<std::string, std::string>;
+
+constexpr const char *kCheckpointFormat = "tgc-checkpoint-1";
+
+/// "<param>.<slot>", the checkpoint name of an optimizer state buffer.
+std::string stateTensorName(const StateDesc &state);
+
+/// Writes params and optimizer state with `metadata` (format and model are
+/// added) to `path` atomically.
+void saveCheckpoint(const std::string &path, const ModelDesc &model,
+                    void *const *params, void *const *state,
+                    const Metadata &metadata);
+
+/// Loads a checkpoint written by saveCheckpoint into the model's buffers and
+/// returns its metadata. Every param and state tensor must be there with the
+/// model's shape and dtype, and nothing else may be; otherwise throws an
+/// Error naming the file and the first difference.
+Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
+                        void **params, void **state);
+
+/// Loads only the parameters (--init-from: weights from PyTorch or another
+/// run). Every parameter must be present with the model's shape; float
+/// tensors are converted between F32, BF16 and F16. Tensors the model does
+/// not have are skipped and returned in `ignored` (comma separated).
+void loadParams(const std::string &path, const ModelDesc &model,
+                void **params, std::string *ignored = nullptr);
+
+/// Loads one tensor `key` of `path` into `dst` described by `tensor`
+/// (InitKind::File), converting float dtypes.
+void loadTensor(const std::string &path, const std::string &key,
+                const TensorDesc &tensor, void *dst);
+
+/// "<dir>/step_00000042.safetensors".
+std::string checkpointPath(const std::string &dir, int64_t step);
+
+/// The checkpoint with the highest step in `dir`, or "" when there is none;
+/// throws when `dir` cannot be read.
+std::string latestCheckpoint(const std::string &dir);
+
+/// --resume takes a directory (its latest checkpoint) or a file.
+std::string resolveResumePath(const std::string &dirOrFile);
+
+/// Creates `dir` (and its parents) and checks that a file can be created in
+/// it, so a bad --checkpoint-dir fails before training, not after an hour.
+void prepareCheckpointDir(const std::string &dir);
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_CHECKPOINT_CHECKPOINT_H

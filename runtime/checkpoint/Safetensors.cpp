@@ -1,0 +1,230 @@
+//===- Safetensors.cpp - Read and write .safetensors files --------*- C++ -*-===//
+
+#include "runtime/checkpoint/Safetensors.h"
+
+#include "runtime/core/AtomicFile.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Json.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tgc {
+
+int64_t SafetensorsTensor::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+std::string SafetensorsTensor::shapeString() const {
+  return tgc::shapeString(shape.data(), static_cast<int>(shape.size()));
+}
+
+//===----------------------------------------------------------------------===//
+// Reader
+//===----------------------------------------------------------------------===//
+
+SafetensorsFile::SafetensorsFile(const std::string &path) : file_(path) {
+  auto fail = [&](const std::string &problem) -> Error {
+    return Error(path + ": " + problem);
+  };
+  if (file_.size() < 8)
+    throw fail("truncated safetensors file: " + std::to_string(file_.size()) +
+               " bytes, fewer than the 8-byte header length");
+  uint64_t headerLength = 0;
+  for (int i = 7; i >= 0; --i)
+    headerLength = (headerLength << 8) | file_.data()[i];
+  if (headerLength > kMaxSafetensorsHeader)
+    throw fail("safetensors header length " + std::to_string(headerLength) +
+               " is above the limit of " +
+               std::to_string(kMaxSafetensorsHeader) +
+               " (not a safetensors file?)");
+  if (headerLength > file_.size() - 8)
+    throw fail("safetensors header length " + std::to_string(headerLength) +
+               " runs past the end of the " + std::to_string(file_.size()) +
+               "-byte file");
+  if (headerLength < 2)
+    throw fail("safetensors header of " + std::to_string(headerLength) +
+               " bytes is too short for a JSON object");
+  std::string text(reinterpret_cast<const char *>(file_.data() + 8),
+                   headerLength);
+  JsonValue header;
+  std::string jsonError;
+  if (!parseJson(text, header, jsonError))
+    throw fail("safetensors header is not valid JSON: " + jsonError);
+  if (!header.isObject())
+    throw fail("safetensors header is " +
+               std::string(JsonValue::kindName(header.kind())) +
+               ", expected an object");
+
+  const uint8_t *dataStart = file_.data() + 8 + headerLength;
+  uint64_t dataSize = file_.size() - 8 - headerLength;
+  for (const auto &member : header.asObject()) {
+    const std::string &name = member.first;
+    const JsonValue &entry = member.second;
+    if (name == "__metadata__") {
+      if (!entry.isObject())
+        throw fail("\"__metadata__\" is " +
+                   std::string(JsonValue::kindName(entry.kind())) +
+                   ", expected an object of strings");
+      for (const auto &item : entry.asObject()) {
+        if (!item.second.isString())
+          throw fail("metadata \"" + item.first + "\" is " +
+                     JsonValue::kindName(item.second.kind()) +
+                     ", safetensors metadata values are strings");
+        metadata_[item.first] = item.second.asString();
+      }
+      continue;
+    }
+    std::string where = "tensor \"" + name + "\"";
+    if (!entry.isObject())
+      throw fail(where + " is " + JsonValue::kindName(entry.kind()) +
+                 ", expected an object");
+    for (const auto &field : entry.asObject())
+      if (field.first != "dtype" && field.first != "shape" &&
+          field.first != "data_offsets")
+        throw fail(where + " has an unknown field \"" + field.first + "\"");
+    const JsonValue *dtype = entry.find("dtype");
+    const JsonValue *shape = entry.find("shape");
+    const JsonValue *offsets = entry.find("data_offsets");
+    if (!dtype || !shape || !offsets)
+      throw fail(where + " lacks \"" +
+                 std::string(!dtype ? "dtype" : !shape ? "shape" : "data_offsets") +
+                 "\"");
+    SafetensorsTensor tensor;
+    tensor.name = name;
+    if (!dtype->isString() || !parseDType(dtype->asString(), tensor.dtype))
+      throw fail(where + " has unsupported dtype " +
+                 (dtype->isString() ? dtype->asString() : writeJson(*dtype)) +
+                 " (supported: F32, BF16, F16, F8_E4M3, F8_E5M2, I32, I64, "
+                 "BOOL)");
+    if (!shape->isArray() || shape->asArray().size() > kMaxRank)
+      throw fail(where + " has a bad shape " + writeJson(*shape) +
+                 " (expected an array of at most " + std::to_string(kMaxRank) +
+                 " dims)");
+    uint64_t elements = 1;
+    bool overflow = false;
+    for (const JsonValue &dim : shape->asArray()) {
+      if (!dim.isInteger() || dim.asInt() < 0)
+        throw fail(where + " has a bad shape " + writeJson(*shape));
+      tensor.shape.push_back(dim.asInt());
+      uint64_t d = static_cast<uint64_t>(dim.asInt());
+      if (d != 0 && elements > UINT64_MAX / d / 8)
+        overflow = true;
+      elements *= d;
+    }
+    if (!offsets->isArray() || offsets->asArray().size() != 2 ||
+        !offsets->asArray()[0].isInteger() ||
+        !offsets->asArray()[1].isInteger() ||
+        offsets->asArray()[0].asInt() < 0 || offsets->asArray()[1].asInt() < 0)
+      throw fail(where + " has bad data_offsets " + writeJson(*offsets) +
+                 " (expected [begin, end])");
+    tensor.begin = static_cast<uint64_t>(offsets->asArray()[0].asInt());
+    tensor.end = static_cast<uint64_t>(offsets->asArray()[1].asInt());
+    if (tensor.begin > tensor.end || tensor.end > dataSize)
+      throw fail(where + " has data_offsets [" + std::to_string(tensor.begin) +
+                 ", " + std::to_string(tensor.end) +
+                 "] outside the data section of " + std::to_string(dataSize) +
+                 " bytes");
+    uint64_t want = elements * static_cast<uint64_t>(dtypeSize(tensor.dtype));
+    if (overflow || tensor.end - tensor.begin != want)
+      throw fail(where + " of shape " + tensor.shapeString() + " and dtype " +
+                 dtypeName(tensor.dtype) + " needs " + std::to_string(want) +
+                 " bytes but its data_offsets span " +
+                 std::to_string(tensor.end - tensor.begin));
+    tensor.data = dataStart + tensor.begin;
+    tensors_.push_back(std::move(tensor));
+  }
+
+  std::sort(tensors_.begin(), tensors_.end(),
+            [](const SafetensorsTensor &a, const SafetensorsTensor &b) {
+              return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+            });
+  uint64_t expected = 0;
+  for (const SafetensorsTensor &tensor : tensors_) {
+    if (tensor.begin != expected)
+      throw fail("tensor \"" + tensor.name + "\" starts at byte " +
+                 std::to_string(tensor.begin) + " of the data, expected " +
+                 std::to_string(expected) +
+                 (tensor.begin < expected ? " (tensors overlap)"
+                                          : " (a gap between tensors)"));
+    expected = tensor.end;
+  }
+  if (expected != dataSize)
+    throw fail("the tensors cover " + std::to_string(expected) +
+               " bytes of a data section of " + std::to_string(dataSize) +
+               " (trailing bytes)");
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    index_[tensors_[i].name] = i;
+}
+
+const SafetensorsTensor *SafetensorsFile::find(const std::string &name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::string SafetensorsFile::metadataOr(const std::string &key,
+                                        const std::string &fallback) const {
+  auto it = metadata_.find(key);
+  return it == metadata_.end() ? fallback : it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Writer
+//===----------------------------------------------------------------------===//
+
+void writeSafetensors(const std::string &path,
+                      const std::vector<TensorToWrite> &tensors,
+                      const std::map<std::string, std::string> &metadata) {
+  JsonValue header = JsonValue::object();
+  if (!metadata.empty()) {
+    JsonValue meta = JsonValue::object();
+    for (const auto &item : metadata)
+      meta.append(item.first, item.second);
+    header.append("__metadata__", std::move(meta));
+  }
+  uint64_t offset = 0;
+  std::vector<uint64_t> sizes;
+  for (const TensorToWrite &tensor : tensors) {
+    if (tensor.name == "__metadata__" || header.find(tensor.name))
+      throw Error(path + ": tensor name \"" + tensor.name +
+                  "\" is reserved or repeated");
+    JsonValue entry = JsonValue::object();
+    entry.append("dtype", dtypeName(tensor.dtype));
+    JsonValue shape = JsonValue::array();
+    uint64_t elements = 1;
+    for (int64_t dim : tensor.shape) {
+      shape.push(dim);
+      elements *= static_cast<uint64_t>(dim);
+    }
+    entry.append("shape", std::move(shape));
+    uint64_t size = elements * static_cast<uint64_t>(dtypeSize(tensor.dtype));
+    JsonValue offsets = JsonValue::array();
+    offsets.push(static_cast<int64_t>(offset));
+    offsets.push(static_cast<int64_t>(offset + size));
+    entry.append("data_offsets", std::move(offsets));
+    header.append(tensor.name, std::move(entry));
+    sizes.push_back(size);
+    offset += size;
+  }
+  std::string text = writeJson(header);
+  // Pad with spaces so the data starts 8-byte aligned, as the reference
+  // writer does.
+  text.append((8 - text.size() % 8) % 8, ' ');
+  uint64_t length = text.size();
+  uint8_t lengthBytes[8];
+  for (int i = 0; i < 8; ++i)
+    lengthBytes[i] = static_cast<uint8_t>(length >> (8 * i));
+
+  AtomicFileWriter writer(path);
+  writer.write(lengthBytes, 8);
+  writer.write(text);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    writer.write(tensors[i].data, sizes[i]);
+  writer.commit();
+}
+
+} // namespace tgc

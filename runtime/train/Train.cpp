@@ -1,0 +1,832 @@
+//===- Train.cpp - The training loop around the compiled step -----*- C++ -*-===//
+//
+// runTraining is the main of every training executable: it parses the flags
+// (defaults from the ModelDesc), opens the data the model's input roles ask
+// for, initialises the parameters (InitSpec, --init-from or --resume), and
+// calls the compiled step functions: accumulate for every micro-batch of a
+// step but the last, then trainStep; evalStep for validation; gradStep for
+// --dump-grads. Around them: the progress bar, the JSONL log, checkpoints,
+// and a clean stop on SIGINT/SIGTERM.
+//
+// Resume is bit-exact: a checkpoint holds the parameters, the optimizer
+// state, the step and the training loader's position (its RNG state
+// included), and nothing in a step depends on anything else (evaluation
+// reads its own loader and changes no state), so a run stopped and resumed
+// at any step produces the same losses and weights as an uninterrupted one,
+// given the same thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Model.h"
+
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Json.h"
+#include "runtime/data/ClassData.h"
+#include "runtime/data/TokenData.h"
+#include "runtime/train/Flags.h"
+#include "runtime/train/Init.h"
+#include "runtime/train/Progress.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <memory>
+#include <omp.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace tgc {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Signals
+//===----------------------------------------------------------------------===//
+
+volatile std::sig_atomic_t stopSignal = 0;
+
+extern "C" void onStopSignal(int signal) {
+  stopSignal = signal;
+  // A second Ctrl-C kills at once.
+  std::signal(signal, SIG_DFL);
+}
+
+class StopSignalScope {
+public:
+  StopSignalScope() {
+    stopSignal = 0;
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &oldInt_);
+    sigaction(SIGTERM, &action, &oldTerm_);
+  }
+  ~StopSignalScope() {
+    sigaction(SIGINT, &oldInt_, nullptr);
+    sigaction(SIGTERM, &oldTerm_, nullptr);
+  }
+
+private:
+  struct sigaction oldInt_, oldTerm_;
+};
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+struct Options {
+  std::string data, valData;
+  int64_t steps = 0, batchSize = 0, seqLen = 0, seed = 0;
+  double lr = 0;
+  int64_t evalEvery = 0, evalBatches = 0;
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0, keepCheckpoints = 3;
+  std::string resume, initFrom, saveFinal, log, dumpGrads;
+  int64_t threads = 0, printEvery = 0;
+  bool quiet = false, help = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+struct AlignedFree {
+  void operator()(void *p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, AlignedFree>;
+
+Buffer allocate(const TensorDesc &tensor) {
+  int64_t bytes = numElements(tensor) * dtypeSize(tensor.dtype);
+  size_t rounded = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+  void *p = std::aligned_alloc(64, rounded);
+  if (!p)
+    throw Error("out of memory allocating " + std::to_string(bytes) +
+                " bytes for " + tensor.name);
+  std::memset(p, 0, rounded);
+  return Buffer(p);
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+enum class DataKind { None, Tokens, Classes };
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = -1; ///< < 0 when not measured
+};
+
+class Trainer {
+public:
+  Trainer(const ModelDesc &model, Options options)
+      : model_(model), opt_(std::move(options)) {}
+
+  int run();
+
+private:
+  void checkModel();
+  void setUpData();
+  void setUpBuffers();
+  void initialise();
+  void fillInputs(bool train);
+  void fillTokenInputs(const TokenBatch &batch);
+  void fillClassInputs(const ClassBatch &batch);
+  float trainStep(int64_t step);
+  EvalResult evaluate();
+  void saveTo(const std::string &path, int64_t step);
+  void saveCheckpoint(int64_t step);
+  void pruneCheckpoints();
+  void dumpGrads();
+  void finalLines();
+  StepIO makeIO(int64_t step);
+
+  const ModelDesc &model_;
+  Options opt_;
+
+  DataKind kind_ = DataKind::None;
+  int tokensInput_ = -1, targetsInput_ = -1, positionsInput_ = -1;
+  int featuresInput_ = -1, labelsInput_ = -1;
+  int64_t micro_ = 1, microBatches_ = 1, seqLen_ = 0;
+  int64_t vocabSize_ = 0, numClasses_ = 0, numFeatures_ = 0;
+
+  std::unique_ptr<TokenLoader> trainTokens_, valTokens_;
+  std::unique_ptr<ClassLoader> trainClasses_, valClasses_;
+  // The validation batch (for accuracy against the logits).
+  const ClassBatch *lastClassBatch_ = nullptr;
+
+  std::vector<Buffer> params_, state_, inputs_, outputs_, grads_;
+  std::vector<void *> paramPtrs_, statePtrs_, outputPtrs_, gradPtrs_;
+  std::vector<const void *> inputPtrs_;
+
+  int64_t startStep_ = 0;
+  float firstLoss_ = NAN, lastLoss_ = NAN;
+  double firstValLoss_ = NAN, lastValLoss_ = NAN, lastAccuracy_ = -1;
+  int32_t threads_ = 1;
+  float lastStepLr_ = NAN, lastGradNorm_ = NAN;
+  MetricsLog log_;
+  std::unique_ptr<ProgressReporter> progress_;
+};
+
+StepIO Trainer::makeIO(int64_t step) {
+  StepIO io;
+  std::memset(&io, 0, sizeof(io));
+  io.params = paramPtrs_.data();
+  io.state = statePtrs_.data();
+  io.inputs = inputPtrs_.data();
+  io.outputs = outputPtrs_.empty() ? nullptr : outputPtrs_.data();
+  io.grads = gradPtrs_.empty() ? nullptr : gradPtrs_.data();
+  io.step = step;
+  io.microBatches = static_cast<int32_t>(microBatches_);
+  io.baseLr = static_cast<float>(opt_.lr);
+  io.lr = io.baseLr;
+  io.threads = threads_;
+  return io;
+}
+
+/// Works out what data the model wants from its input roles and checks the
+/// batch geometry against the flags.
+void Trainer::checkModel() {
+  for (int i = 0; i < model_.numInputs; ++i) {
+    const InputDesc &input = model_.inputs[i];
+    const TensorDesc &t = input.tensor;
+    auto need = [&](bool ok, const std::string &what) {
+      if (!ok)
+        throw Error("model '" + std::string(model_.name) + "' input " +
+                    t.name + " (" + shapeString(t) + " " +
+                    dtypeName(t.dtype) + ") " + what);
+    };
+    bool integer = t.dtype == DType::I32 || t.dtype == DType::I64;
+    switch (input.role) {
+    case InputRole::Tokens:
+      need(t.rank == 2 && integer, "should be an integer [batch, seq] tensor");
+      tokensInput_ = i;
+      break;
+    case InputRole::Targets:
+      need(t.rank == 2 && integer, "should be an integer [batch, seq] tensor");
+      targetsInput_ = i;
+      break;
+    case InputRole::Positions:
+      need(t.rank == 1 && integer, "should be an integer [seq] tensor");
+      positionsInput_ = i;
+      break;
+    case InputRole::Features:
+      need(t.rank >= 1 && (t.dtype == DType::F32 || t.dtype == DType::BF16 ||
+                           t.dtype == DType::F16),
+           "should be a float tensor with a leading batch dim");
+      featuresInput_ = i;
+      break;
+    case InputRole::Labels:
+      need(t.rank == 1 && integer, "should be an integer [batch] tensor");
+      labelsInput_ = i;
+      break;
+    }
+  }
+  if (tokensInput_ >= 0) {
+    kind_ = DataKind::Tokens;
+    const TensorDesc &t = model_.inputs[tokensInput_].tensor;
+    micro_ = t.shape[0];
+    seqLen_ = t.shape[1];
+  } else if (featuresInput_ >= 0) {
+    kind_ = DataKind::Classes;
+    const TensorDesc &t = model_.inputs[featuresInput_].tensor;
+    micro_ = t.shape[0];
+    numFeatures_ = 1;
+    for (int d = 1; d < t.rank; ++d)
+      numFeatures_ *= t.shape[d];
+    if (labelsInput_ < 0)
+      throw Error("model '" + std::string(model_.name) +
+                  "' has a features input but no labels input");
+  } else {
+    micro_ = std::max<int64_t>(1, model_.defaults.batchSize);
+  }
+
+  // The sequence length is compiled in.
+  if (opt_.seqLen != 0 && opt_.seqLen != seqLen_)
+    throw Error("--seq-len " + std::to_string(opt_.seqLen) +
+                " differs from the compiled sequence length " +
+                std::to_string(seqLen_) + " of model '" + model_.name + "'");
+  // The batch is a whole number of compiled micro-batches.
+  if (opt_.batchSize <= 0 || opt_.batchSize % micro_ != 0)
+    throw Error("--batch-size " + std::to_string(opt_.batchSize) +
+                " is not a positive multiple of the compiled micro-batch " +
+                std::to_string(micro_));
+  microBatches_ = opt_.batchSize / micro_;
+  if (microBatches_ > 1 && !model_.accumulate)
+    throw Error("--batch-size " + std::to_string(opt_.batchSize) + " needs " +
+                std::to_string(microBatches_) + " micro-batches of " +
+                std::to_string(micro_) + " per step, but model '" +
+                model_.name +
+                "' was compiled without gradient accumulation; use "
+                "--batch-size " +
+                std::to_string(micro_) + " or compile with grad_accum");
+
+  // What the data must fit: the vocabulary, the classes.
+  if (kind_ == DataKind::Tokens) {
+    vocabSize_ = model_.defaults.vocabSize;
+    if (vocabSize_ <= 0 && model_.numOutputs > 0 &&
+        model_.outputs[0].rank >= 1)
+      vocabSize_ = model_.outputs[0].shape[model_.outputs[0].rank - 1];
+    for (int i = 0; vocabSize_ <= 0 && i < model_.numParams; ++i)
+      if (std::strstr(model_.params[i].tensor.name, "wte") &&
+          model_.params[i].tensor.rank == 2)
+        vocabSize_ = model_.params[i].tensor.shape[0];
+  }
+  if (kind_ == DataKind::Classes && model_.numOutputs > 0 &&
+      model_.outputs[0].rank >= 1)
+    numClasses_ = model_.outputs[0].shape[model_.outputs[0].rank - 1];
+}
+
+void Trainer::setUpData() {
+  bool needTrain = opt_.dumpGrads.empty() || kind_ != DataKind::None;
+  if (kind_ == DataKind::None) {
+    if (!opt_.data.empty() || !opt_.valData.empty())
+      throw Error("model '" + std::string(model_.name) +
+                  "' has no batch inputs: --data and --val-data do not apply");
+    return;
+  }
+  if (opt_.data.empty() && needTrain)
+    throw Error("model '" + std::string(model_.name) + "' needs --data (" +
+                (kind_ == DataKind::Tokens
+                     ? "an llm.c token shard, e.g. from tg-data text"
+                     : "a classification file, e.g. from tg-data csv") +
+                ")");
+  uint64_t seed = static_cast<uint64_t>(opt_.seed);
+  if (kind_ == DataKind::Tokens) {
+    TokenLoader::Options o;
+    o.batch = micro_;
+    o.seqLen = seqLen_;
+    o.vocabSize = vocabSize_;
+    o.paths = opt_.data;
+    o.seed = mix64(seed ^ 0xda7a);
+    o.random = true;
+    trainTokens_ = std::make_unique<TokenLoader>(o);
+    if (!opt_.valData.empty()) {
+      o.paths = opt_.valData;
+      o.random = false;
+      o.prefetch = false;
+      valTokens_ = std::make_unique<TokenLoader>(o);
+    }
+    return;
+  }
+  auto open = [&](const std::string &path, bool random) {
+    ClassLoader::Options o;
+    o.path = path;
+    o.batch = micro_;
+    o.seed = mix64(seed ^ 0xda7a);
+    o.random = random;
+    auto loader = std::make_unique<ClassLoader>(o);
+    const ClassDataset &data = loader->dataset();
+    if (data.numFeatures() != numFeatures_)
+      throw Error(path + ": " + std::to_string(data.numFeatures()) +
+                  " features per row, but model '" + model_.name +
+                  "' input " + model_.inputs[featuresInput_].tensor.name +
+                  " takes " + std::to_string(numFeatures_));
+    if (numClasses_ > 0 && data.numClasses() > numClasses_)
+      throw Error(path + ": " + std::to_string(data.numClasses()) +
+                  " classes, but model '" + model_.name + "' output " +
+                  model_.outputs[0].name + " has " +
+                  std::to_string(numClasses_));
+    return loader;
+  };
+  trainClasses_ = open(opt_.data, true);
+  if (!opt_.valData.empty())
+    valClasses_ = open(opt_.valData, false);
+}
+
+void Trainer::setUpBuffers() {
+  for (int i = 0; i < model_.numParams; ++i) {
+    params_.push_back(allocate(model_.params[i].tensor));
+    paramPtrs_.push_back(params_.back().get());
+  }
+  for (int i = 0; i < model_.numState; ++i) {
+    state_.push_back(allocate(model_.state[i].tensor));
+    statePtrs_.push_back(state_.back().get());
+  }
+  for (int i = 0; i < model_.numInputs; ++i) {
+    inputs_.push_back(allocate(model_.inputs[i].tensor));
+    inputPtrs_.push_back(inputs_.back().get());
+  }
+  for (int i = 0; i < model_.numOutputs; ++i) {
+    outputs_.push_back(allocate(model_.outputs[i]));
+    outputPtrs_.push_back(outputs_.back().get());
+  }
+  // Positions are the same for every batch.
+  if (positionsInput_ >= 0) {
+    const TensorDesc &t = model_.inputs[positionsInput_].tensor;
+    for (int64_t p = 0; p < t.shape[0]; ++p) {
+      if (t.dtype == DType::I32)
+        static_cast<int32_t *>(inputs_[positionsInput_].get())[p] =
+            static_cast<int32_t>(p);
+      else
+        static_cast<int64_t *>(inputs_[positionsInput_].get())[p] = p;
+    }
+  }
+}
+
+void Trainer::initialise() {
+  uint64_t seed = static_cast<uint64_t>(opt_.seed);
+  if (!opt_.resume.empty()) {
+    std::string path = resolveResumePath(opt_.resume);
+    Metadata meta =
+        loadCheckpoint(path, model_, paramPtrs_.data(), statePtrs_.data());
+    auto get = [&](const char *key) -> std::string {
+      auto it = meta.find(key);
+      if (it == meta.end())
+        throw Error("checkpoint " + path + " lacks metadata \"" + key + "\"");
+      return it->second;
+    };
+    try {
+      startStep_ = std::stoll(get("step"));
+    } catch (const std::logic_error &) {
+      throw Error("checkpoint " + path + " has a bad step \"" + get("step") +
+                  "\"");
+    }
+    if (meta.count("model") && meta["model"] != model_.name)
+      std::fprintf(stderr,
+                   "warning: checkpoint %s was written by model '%s', this "
+                   "is '%s' (the tensors match)\n",
+                   path.c_str(), meta["model"].c_str(), model_.name);
+    if (meta.count("batch_size") &&
+        meta["batch_size"] != std::to_string(opt_.batchSize))
+      std::fprintf(stderr,
+                   "warning: checkpoint %s was trained with batch size %s, "
+                   "this run uses %lld: the data order differs from an "
+                   "uninterrupted run\n",
+                   path.c_str(), meta["batch_size"].c_str(),
+                   static_cast<long long>(opt_.batchSize));
+    if (meta.count("first_loss"))
+      firstLoss_ = std::strtof(meta["first_loss"].c_str(), nullptr);
+    if (meta.count("first_val_loss"))
+      firstValLoss_ = std::strtod(meta["first_val_loss"].c_str(), nullptr);
+    if (meta.count("data_position")) {
+      DataPosition position = DataPosition::fromJson(meta["data_position"]);
+      if (trainTokens_)
+        trainTokens_->setPosition(position);
+      if (trainClasses_)
+        trainClasses_->setPosition(position);
+    }
+    if (!opt_.quiet)
+      std::printf("resumed from %s at step %lld\n", path.c_str(),
+                  static_cast<long long>(startStep_));
+    return;
+  }
+  for (int i = 0; i < model_.numParams; ++i)
+    initParam(model_.params[i], paramPtrs_[i], seed);
+  if (!opt_.initFrom.empty()) {
+    std::string ignored;
+    loadParams(opt_.initFrom, model_, paramPtrs_.data(), &ignored);
+    if (!ignored.empty() && !opt_.quiet)
+      std::fprintf(stderr, "warning: %s: ignored tensors the model lacks: %s\n",
+                   opt_.initFrom.c_str(), ignored.c_str());
+  }
+}
+
+template <typename T>
+static void storeInts(const T *src, int64_t count, DType dtype, void *dst) {
+  if (dtype == DType::I32) {
+    auto *out = static_cast<int32_t *>(dst);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<int32_t>(src[i]);
+  } else {
+    auto *out = static_cast<int64_t *>(dst);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<int64_t>(src[i]);
+  }
+}
+
+void Trainer::fillTokenInputs(const TokenBatch &batch) {
+  const TensorDesc &tokens = model_.inputs[tokensInput_].tensor;
+  storeInts(batch.tokens.data(), micro_ * seqLen_, tokens.dtype,
+            inputs_[tokensInput_].get());
+  if (targetsInput_ >= 0)
+    storeInts(batch.targets.data(), micro_ * seqLen_,
+              model_.inputs[targetsInput_].tensor.dtype,
+              inputs_[targetsInput_].get());
+}
+
+void Trainer::fillClassInputs(const ClassBatch &batch) {
+  storeFloats(batch.features.data(), micro_ * numFeatures_,
+              model_.inputs[featuresInput_].tensor.dtype,
+              inputs_[featuresInput_].get());
+  storeInts(batch.labels.data(), micro_,
+            model_.inputs[labelsInput_].tensor.dtype,
+            inputs_[labelsInput_].get());
+}
+
+void Trainer::fillInputs(bool train) {
+  if (kind_ == DataKind::Tokens)
+    fillTokenInputs(train ? trainTokens_->next() : valTokens_->next());
+  else if (kind_ == DataKind::Classes)
+    fillClassInputs(train ? trainClasses_->next() : valClasses_->next());
+}
+
+float Trainer::trainStep(int64_t step) {
+  double lossSum = 0;
+  StepIO io = makeIO(step);
+  for (int64_t m = 0; m < microBatches_; ++m) {
+    fillInputs(/*train=*/true);
+    if (m + 1 < microBatches_)
+      model_.accumulate(io);
+    else
+      model_.trainStep(io);
+    lossSum += io.loss;
+  }
+  float loss = static_cast<float>(lossSum / microBatches_);
+  if (!std::isfinite(loss))
+    throw Error("the training loss is " + formatFloat(loss) + " at step " +
+                std::to_string(step) + " (lower --lr?)");
+  lastStepLr_ = io.lr;
+  lastGradNorm_ = io.gradNorm;
+  return loss;
+}
+
+EvalResult Trainer::evaluate() {
+  EvalResult result;
+  int64_t batches = kind_ == DataKind::Tokens ? valTokens_->batchesPerPass()
+                                              : valClasses_->batchesPerPass();
+  if (opt_.evalBatches > 0)
+    batches = std::min(batches, opt_.evalBatches);
+  if (valTokens_)
+    valTokens_->rewind();
+  if (valClasses_)
+    valClasses_->rewind();
+  bool accuracy = kind_ == DataKind::Classes && model_.numOutputs > 0 &&
+                  model_.outputs[0].dtype == DType::F32 &&
+                  model_.outputs[0].rank == 2 &&
+                  model_.outputs[0].shape[0] == micro_;
+  double lossSum = 0;
+  int64_t rows = 0, correct = 0;
+  StepIO io = makeIO(startStep_);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t valid;
+    const ClassBatch *classBatch = nullptr;
+    if (kind_ == DataKind::Tokens) {
+      const TokenBatch &batch = valTokens_->next();
+      fillTokenInputs(batch);
+      valid = batch.validRows;
+    } else {
+      classBatch = &valClasses_->next();
+      fillClassInputs(*classBatch);
+      valid = classBatch->validRows;
+    }
+    model_.evalStep(io);
+    lossSum += static_cast<double>(io.loss) * valid;
+    rows += valid;
+    if (accuracy) {
+      const float *logits = static_cast<const float *>(outputPtrs_[0]);
+      int64_t classes = model_.outputs[0].shape[1];
+      for (int64_t r = 0; r < valid; ++r) {
+        const float *row = logits + r * classes;
+        int64_t best = std::max_element(row, row + classes) - row;
+        correct += best == classBatch->labels[r];
+      }
+    }
+  }
+  result.loss = rows ? lossSum / rows : NAN;
+  if (accuracy && rows)
+    result.accuracy = static_cast<double>(correct) / rows;
+  return result;
+}
+
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+void Trainer::saveTo(const std::string &path, int64_t step) {
+  Metadata meta;
+  meta["step"] = std::to_string(step);
+  meta["seed"] = std::to_string(opt_.seed);
+  meta["batch_size"] = std::to_string(opt_.batchSize);
+  meta["sharding"] = "{\"world_size\":1,\"rank\":0,\"layout\":\"replicated\"}";
+  if (trainTokens_)
+    meta["data_position"] = trainTokens_->position().toJson();
+  if (trainClasses_)
+    meta["data_position"] = trainClasses_->position().toJson();
+  if (std::isfinite(firstLoss_))
+    meta["first_loss"] = formatFloat(firstLoss_);
+  if (std::isfinite(firstValLoss_))
+    meta["first_val_loss"] = formatDouble(firstValLoss_);
+  tgc::saveCheckpoint(path, model_, paramPtrs_.data(), statePtrs_.data(),
+                      meta);
+}
+
+void Trainer::saveCheckpoint(int64_t step) {
+  std::string path = checkpointPath(opt_.checkpointDir, step);
+  saveTo(path, step);
+  JsonValue entry = JsonValue::object();
+  entry.set("step", step);
+  entry.set("checkpoint", path);
+  if (log_.isOpen())
+    log_.write(entry);
+  progress_->message("step " + std::to_string(step) + ": checkpoint " + path);
+  pruneCheckpoints();
+}
+
+/// Keeps the newest --keep-checkpoints files of the checkpoint directory.
+void Trainer::pruneCheckpoints() {
+  if (opt_.keepCheckpoints <= 0)
+    return;
+  DIR *dir = opendir(opt_.checkpointDir.c_str());
+  if (!dir)
+    return;
+  std::vector<std::string> names;
+  while (dirent *entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.size() == 25 && name.compare(0, 5, "step_") == 0 &&
+        name.compare(13, 12, ".safetensors") == 0)
+      names.push_back(name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  for (size_t i = 0; i + opt_.keepCheckpoints < names.size(); ++i)
+    std::remove((opt_.checkpointDir + "/" + names[i]).c_str());
+}
+
+/// --dump-grads: the loss and every trainable parameter's gradient on the
+/// first training batch, as safetensors ("loss" and the parameter names).
+void Trainer::dumpGrads() {
+  std::vector<Buffer> grads;
+  std::vector<TensorToWrite> tensors;
+  for (int i = 0; i < model_.numParams; ++i) {
+    const ParamDesc &param = model_.params[i];
+    if (!param.trainable)
+      continue;
+    grads.push_back(allocate(param.tensor));
+    gradPtrs_.push_back(grads.back().get());
+    tensors.push_back({param.tensor.name, param.tensor.dtype,
+                       std::vector<int64_t>(param.tensor.shape,
+                                            param.tensor.shape +
+                                                param.tensor.rank),
+                       grads.back().get()});
+  }
+  fillInputs(/*train=*/true);
+  StepIO io = makeIO(startStep_ + 1);
+  model_.gradStep(io);
+  float loss = io.loss;
+  tensors.insert(tensors.begin(), {"loss", DType::F32, {}, &loss});
+  Metadata meta;
+  meta["model"] = model_.name;
+  meta["step"] = std::to_string(startStep_);
+  writeSafetensors(opt_.dumpGrads, tensors, meta);
+  gradPtrs_.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// The loop
+//===----------------------------------------------------------------------===//
+
+void Trainer::finalLines() {
+  if (!std::isnan(lastValLoss_) && !opt_.quiet) {
+    if (lastAccuracy_ >= 0)
+      std::printf("accuracy: %.3f\n", lastAccuracy_);
+    std::printf("val_loss: %.4f -> %.4f\n", firstValLoss_, lastValLoss_);
+  }
+  if (!std::isnan(lastLoss_) && !opt_.quiet)
+    std::printf("train_loss: %.4f -> %.4f\n", firstLoss_, lastLoss_);
+  std::fflush(stdout);
+}
+
+int Trainer::run() {
+  threads_ = static_cast<int32_t>(opt_.threads > 0 ? opt_.threads
+                                                   : omp_get_max_threads());
+  omp_set_num_threads(threads_);
+  checkModel();
+  setUpData();
+  setUpBuffers();
+  if (!opt_.checkpointDir.empty())
+    prepareCheckpointDir(opt_.checkpointDir);
+  initialise();
+  if (!opt_.dumpGrads.empty()) {
+    dumpGrads();
+    return 0;
+  }
+  if (startStep_ >= opt_.steps) {
+    if (!opt_.quiet)
+      std::printf("nothing to do: the run is at step %lld of --steps %lld\n",
+                  static_cast<long long>(startStep_),
+                  static_cast<long long>(opt_.steps));
+    return 0;
+  }
+  if (!opt_.log.empty())
+    log_.open(opt_.log, /*append=*/startStep_ > 0);
+  bool tokens = kind_ == DataKind::Tokens;
+  progress_ = std::make_unique<ProgressReporter>(
+      opt_.steps, startStep_ + 1, opt_.quiet, opt_.printEvery,
+      tokens ? "tok/s" : "samples/s");
+  bool validate = valTokens_ || valClasses_;
+  auto runEval = [&](int64_t step) {
+    EvalResult r = evaluate();
+    if (std::isnan(firstValLoss_))
+      firstValLoss_ = r.loss;
+    lastValLoss_ = r.loss;
+    lastAccuracy_ = r.accuracy;
+    JsonValue entry = JsonValue::object();
+    entry.set("step", step);
+    entry.set("val_loss", r.loss);
+    std::string line = "step " + std::to_string(step) +
+                       ": val_loss " + formatFloat(static_cast<float>(r.loss));
+    if (r.accuracy >= 0) {
+      entry.set("val_accuracy", r.accuracy);
+      line += ", val_accuracy " +
+              formatFloat(static_cast<float>(r.accuracy));
+    }
+    if (log_.isOpen())
+      log_.write(entry);
+    progress_->message(line);
+  };
+  if (validate && startStep_ == 0)
+    runEval(0);
+
+  StopSignalScope signals;
+  int64_t perStep = opt_.batchSize * (tokens ? seqLen_ : 1);
+  auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  int64_t step = startStep_;
+  while (step < opt_.steps && !stopSignal) {
+    ++step;
+    float loss = trainStep(step);
+    auto now = std::chrono::steady_clock::now();
+    double stepSeconds = std::chrono::duration<double>(now - last).count();
+    double elapsed = std::chrono::duration<double>(now - start).count();
+    last = now;
+    if (std::isnan(firstLoss_))
+      firstLoss_ = loss;
+    lastLoss_ = loss;
+    double throughput = stepSeconds > 0 ? perStep / stepSeconds : 0;
+    if (log_.isOpen()) {
+      JsonValue entry = JsonValue::object();
+      entry.set("step", step);
+      entry.set("loss", JsonValue::fromFloat(loss));
+      entry.set("lr", JsonValue::fromFloat(lastStepLr_));
+      entry.set("grad_norm", JsonValue::fromFloat(lastGradNorm_));
+      entry.set(tokens ? "tokens_per_s" : "samples_per_s", throughput);
+      entry.set("step_ms", stepSeconds * 1e3);
+      entry.set("time", elapsed);
+      log_.write(entry);
+    }
+    progress_->step(step, loss, throughput, elapsed);
+    if (validate && opt_.evalEvery > 0 && step % opt_.evalEvery == 0 &&
+        step < opt_.steps)
+      runEval(step);
+    if (!opt_.checkpointDir.empty() && opt_.checkpointEvery > 0 &&
+        step % opt_.checkpointEvery == 0 && step < opt_.steps)
+      saveCheckpoint(step);
+  }
+  if (stopSignal) {
+    progress_->message(std::string("stopping at step ") +
+                       std::to_string(step) + " on " +
+                       (stopSignal == SIGINT ? "SIGINT" : "SIGTERM"));
+    if (!opt_.checkpointDir.empty())
+      saveCheckpoint(step);
+    else
+      progress_->message("no --checkpoint-dir: the run's state is not saved");
+    progress_->finish();
+    return 0;
+  }
+  if (validate)
+    runEval(step);
+  if (!opt_.checkpointDir.empty())
+    saveCheckpoint(step);
+  if (!opt_.saveFinal.empty())
+    saveTo(opt_.saveFinal, step);
+  progress_->finish();
+  finalLines();
+  return 0;
+}
+
+} // namespace
+
+int runTraining(const ModelDesc &model, int argc, char **argv) {
+  Options opt;
+  opt.steps = model.defaults.steps > 0 ? model.defaults.steps : 100;
+  opt.batchSize = model.defaults.batchSize * std::max<int64_t>(
+                                                 1, model.defaults.gradAccum);
+  opt.seed = model.defaults.seed;
+  opt.lr = model.defaults.lr;
+  opt.evalBatches = 0;
+  FlagParser flags(argv[0]);
+  flags.addString("data", &opt.data, "PATH",
+                  "training data: token shards (.bin; a glob or a comma list) "
+                  "or a classification file (.tgcls)");
+  flags.addString("val-data", &opt.valData, "PATH",
+                  "validation data, same format as --data");
+  flags.addInt("steps", &opt.steps, "optimizer steps to train for");
+  flags.addInt("batch-size", &opt.batchSize,
+               "samples per optimizer step (a multiple of the compiled "
+               "micro-batch; more means gradient accumulation)");
+  flags.addInt("seq-len", &opt.seqLen,
+               "sequence length (must equal the compiled one; 0: compiled)");
+  flags.addFloat("lr", &opt.lr, "base learning rate (the schedule scales it)");
+  flags.addInt("seed", &opt.seed,
+               "seed for parameter initialisation and data order");
+  flags.addInt("eval-every", &opt.evalEvery,
+               "evaluate on --val-data every N steps (0: at the start and "
+               "the end only)");
+  flags.addInt("eval-batches", &opt.evalBatches,
+               "micro-batches per evaluation (0: the whole validation set)");
+  flags.addString("checkpoint-dir", &opt.checkpointDir, "DIR",
+                  "write checkpoints (safetensors) here");
+  flags.addInt("checkpoint-every", &opt.checkpointEvery,
+               "checkpoint every N steps (0: at the end only)");
+  flags.addInt("keep-checkpoints", &opt.keepCheckpoints,
+               "keep the newest N checkpoints (0: all)");
+  flags.addString("resume", &opt.resume, "PATH",
+                  "continue from a checkpoint file, or the newest in a "
+                  "directory");
+  flags.addString("init-from", &opt.initFrom, "FILE",
+                  "initial parameters from a safetensors file (by name)");
+  flags.addString("save-final", &opt.saveFinal, "FILE",
+                  "write the final parameters and state here");
+  flags.addString("log", &opt.log, "FILE",
+                  "JSON Lines metrics log (step, loss, lr, grad norm, "
+                  "throughput, time)");
+  flags.addString("dump-grads", &opt.dumpGrads, "FILE",
+                  "compute the loss and gradients on one batch, write them "
+                  "as safetensors and exit");
+  flags.addInt("threads", &opt.threads, "CPU threads (0: all cores)");
+  flags.addInt("print-every", &opt.printEvery,
+               "progress line every N steps when not on a terminal (0: about "
+               "20 lines per run)");
+  flags.addBool("quiet", &opt.quiet, "print nothing but errors");
+  flags.addBool("help", &opt.help, "show this help");
+  try {
+    flags.parse(argc, argv);
+    if (opt.help) {
+      std::printf("%s", flags.help(std::string("usage: ") + argv[0] +
+                                   " [flags]\n\nTrains model '" + model.name +
+                                   "' (compiled by tgc).\n\nflags:\n")
+                            .c_str());
+      return 0;
+    }
+    if (opt.steps < 0)
+      throw Error("--steps must be >= 0, got " + std::to_string(opt.steps));
+    if (opt.threads < 0)
+      throw Error("--threads must be >= 0, got " +
+                  std::to_string(opt.threads));
+    if (!(opt.lr >= 0))
+      throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
+    Trainer trainer(model, opt);
+    return trainer.run();
+  } catch (const Error &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: out of memory\n", argv[0]);
+    return 1;
+  }
+}
+
+} // namespace tgc
