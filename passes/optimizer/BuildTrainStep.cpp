@@ -99,8 +99,10 @@ struct BuildTrainStepPass
                                  : opt.number("weight_decay", 0.0);
     double clip = clipGradNorm >= 0 ? (double)clipGradNorm
                                     : opt.number("clip_grad_norm", 0.0);
+    // GlobPattern keeps references into its pattern text: keep it alive.
+    SmallVector<std::string> noDecayText = opt.strings("no_decay");
     SmallVector<llvm::GlobPattern> noDecay;
-    for (const std::string &pattern : opt.strings("no_decay")) {
+    for (const std::string &pattern : noDecayText) {
       auto glob = llvm::GlobPattern::create(pattern);
       if (!glob)
         return module.emitError("tg-optimizer: bad no_decay pattern '")
@@ -157,11 +159,32 @@ struct BuildTrainStepPass
     }
     auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
     auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+    auto scalarAttrs = [&](StringRef name) {
+      return b.getDictionaryAttr(
+          b.getNamedAttr(TgDialect::kScalarAttr, b.getStringAttr(name)));
+    };
+    unsigned stepIndex = argTypes.size();
     argTypes.append({i64Scalar, f32Scalar});
-    argAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(TgDialect::kScalarAttr, b.getStringAttr("step"))));
-    argAttrs.push_back(b.getDictionaryAttr(
-        b.getNamedAttr(TgDialect::kScalarAttr, b.getStringAttr("base_lr"))));
+    argAttrs.push_back(scalarAttrs("step"));
+    argAttrs.push_back(scalarAttrs("base_lr"));
+    // With accumulation: the gradients of the step's earlier micro-batches,
+    // then how many micro-batches the step has.
+    int64_t accum =
+        gradAccum > 0 ? (int64_t)gradAccum : table.integer("grad_accum", 1);
+    if (accum < 1)
+      return module.emitError("tg-optimizer: grad_accum must be >= 1, got ")
+             << accum;
+    bool accumulate = accum > 1 && !trainables.empty();
+    unsigned firstAccum = argTypes.size();
+    if (accumulate) {
+      for (const Trainable &t : trainables) {
+        argTypes.push_back(fbType.getResult(t.gradResult));
+        argAttrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TgDialect::kAccumAttr, b.getStringAttr(t.name))));
+      }
+      argTypes.push_back(RankedTensorType::get({}, b.getI32Type()));
+      argAttrs.push_back(scalarAttrs("micro_batches"));
+    }
 
     b.setInsertionPointAfter(fb);
     Location loc = fb.getLoc();
@@ -191,13 +214,38 @@ struct BuildTrainStepPass
     for (const Trainable &t : trainables)
       grads.push_back(mapping.lookup(ret.getOperand(t.gradResult)));
 
-    Value stepArg = step.getArgument(argTypes.size() - 2);
-    Value baseLr = step.getArgument(argTypes.size() - 1);
+    Value stepArg = step.getArgument(stepIndex);
+    Value baseLr = step.getArgument(stepIndex + 1);
     auto f32 = [&](double v) -> Value {
       return ConstantOp::create(
           b, loc,
           DenseElementsAttr::get(f32Scalar, b.getFloatAttr(b.getF32Type(), v)));
     };
+    // A scalar f32 broadcast against `like`'s element type.
+    auto scalarFor = [&](Value scalar, Value like) -> Value {
+      Type elem = cast<RankedTensorType>(like.getType()).getElementType();
+      if (elem == b.getF32Type())
+        return scalar;
+      return CastOp::create(b, loc, f32Scalar.clone(elem), scalar);
+    };
+
+    if (accumulate) {
+      // The mean over the step's micro-batches, as one big batch would give.
+      Value micro =
+          CastOp::create(b, loc, f32Scalar,
+                         step.getArgument(firstAccum + trainables.size()));
+      for (auto [k, g] : llvm::enumerate(grads)) {
+        Value sum = AddOp::create(b, loc, g, step.getArgument(firstAccum + k));
+        g = DivOp::create(b, loc, sum, scalarFor(micro, sum));
+      }
+    }
+    if (dataParallel && !grads.empty()) {
+      // Before the norm: clipping and the update see the global gradient.
+      auto reduce = AllReduceOp::create(b, loc, grads,
+                                        b.getStringAttr("mean"),
+                                        b.getStringAttr("data"));
+      llvm::copy(reduce.getResults(), grads.begin());
+    }
 
     Value norm = grads.empty() ? f32(0.0)
                                : GlobalNormOp::create(b, loc, f32Scalar, grads)
@@ -207,13 +255,8 @@ struct BuildTrainStepPass
       Value coef = DivOp::create(b, loc, f32(clip),
                                  AddOp::create(b, loc, norm, f32(1e-6)));
       Value scale = MinimumOp::create(b, loc, coef, f32(1.0));
-      for (Value &g : grads) {
-        auto type = cast<RankedTensorType>(g.getType());
-        Value s = scale;
-        if (type.getElementType() != b.getF32Type())
-          s = CastOp::create(b, loc, f32Scalar.clone(type.getElementType()), s);
-        g = MulOp::create(b, loc, g, s);
-      }
+      for (Value &g : grads)
+        g = MulOp::create(b, loc, g, scalarFor(scale, g));
     }
 
     std::string schedKind =

@@ -12,11 +12,18 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     `tg.training` table and builds
 
     ```
-    @train_step(params..., state..., batch..., step, base_lr)
+    @train_step(params..., state..., batch..., step, base_lr
+                [, accumulated grads..., micro_batches])
         -> (new trainable params..., new state..., loss, grad_norm, lr)
     ```
 
-    The step computes the loss and gradients, the global gradient norm
+    The step computes the loss and gradients; with gradient accumulation
+    (`grad_accum` > 1) it adds the gradients of the step's earlier
+    micro-batches (arguments `tg.accum = "<param>"`, summed by the runtime's
+    accumulate calls) and divides by `micro_batches` (an i32 scalar). It then averages the
+    gradients over the data-parallel replicas with one `tg.all_reduce`
+    (`reduction = "mean"`, `mesh_axis = "data"`; the identity with one
+    process), and computes the global gradient norm
     (always, as a metric), clips the gradients to `clip_grad_norm` when it is
     positive (as torch.nn.utils.clip_grad_norm_), evaluates the learning-rate
     schedule at `step` (counting from 1) and applies one `tg.optimizer_update`
@@ -24,8 +31,9 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     pattern (`*.bias`, `*ln_*`) get no weight decay. State arguments start at
     zero; their count per parameter depends on the optimizer.
 
-    Arguments carry `tg.param`, `tg.state = "<param>.<slot>"`, `tg.input` and
-    `tg.scalar = "step" | "base_lr"`; results carry `tg.update = "<name>"` or
+    Arguments carry `tg.param`, `tg.state = "<param>.<slot>"`, `tg.input`,
+    `tg.accum = "<param>"` and `tg.scalar = "step" | "base_lr" |
+    "micro_batches"`; results carry `tg.update = "<name>"` or
     `tg.metric = "loss" | "grad_norm" | "lr"`.
 
     Options override the training table (as tgc's flags do).
@@ -45,6 +53,12 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
            "Weight decay; default: the table's">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "-1.0",
            "Clip gradients to this global norm (0: off); default: the table's">,
+    Option<"gradAccum", "grad-accum", "int64_t", "0",
+           "Micro-batches per step the step is compiled for (> 1 adds the "
+           "accumulated-gradient arguments); default: the table's grad_accum">,
+    Option<"dataParallel", "data-parallel", "bool", "true",
+           "Average the gradients over the data-parallel replicas "
+           "(tg.all_reduce)">,
   ];
   let statistics = [
     Statistic<"numUpdates", "updates", "Parameters updated">,

@@ -135,13 +135,15 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
                      ? func.getArgumentTypes()[argIndex]
                      : Type();
   if (name == kParamAttr || name == kInputAttr || name == kOutputAttr ||
-      name == kStateAttr)
+      name == kStateAttr || name == kAccumAttr)
     return verifyStringAttr(op, attr);
   if (name == kScalarAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str || (str.getValue() != "step" && str.getValue() != "base_lr"))
-      return op->emitError() << "'" << name
-                             << "' must be \"step\" or \"base_lr\"";
+    if (!str || !llvm::is_contained({"step", "base_lr", "micro_batches"},
+                                    str.getValue()))
+      return op->emitError()
+             << "'" << name
+             << "' must be \"step\", \"base_lr\" or \"micro_batches\"";
     return success();
   }
   if (name == kInitAttr) {

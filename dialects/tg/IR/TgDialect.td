@@ -41,7 +41,9 @@ def Tg_Dialect : Dialect {
     Result attributes: `tg.output = "name"`; result 0 is the loss;
     `tg.grad = "param"` marks the gradient of a parameter (tg-autodiff).
     The train step (tg-optimizer) adds argument attributes `tg.state =
-    "param.slot"` (optimizer state) and `tg.scalar = "step" | "base_lr"`, and
+    "param.slot"` (optimizer state), `tg.accum = "param"` (the gradient summed
+    over the step's earlier micro-batches) and `tg.scalar = "step" |
+    "base_lr" | "micro_batches"`, and
     result attributes `tg.update = "name"` (the new value of a parameter or
     state argument) and `tg.metric = "loss" | "grad_norm" | "lr"`.
     Module attributes: `tg.model` (the model's name) and `tg.training` (the
@@ -66,6 +68,7 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGradAttr = "tg.grad";
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kScalarAttr = "tg.scalar";
+    static constexpr ::llvm::StringLiteral kAccumAttr = "tg.accum";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
     static constexpr ::llvm::StringLiteral kMetricAttr = "tg.metric";
     static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";

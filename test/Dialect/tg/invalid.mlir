@@ -1236,8 +1236,8 @@ func.func @state_name_is_a_string(%m: tensor<4xf32> {tg.state = ["w", "exp_avg"]
 
 // -----
 
-// expected-error @+1 {{'tg.scalar' must be "step" or "base_lr"}}
-func.func @scalar_is_step_or_base_lr(%s: tensor<i64> {tg.scalar = "epoch"}) {
+// expected-error @+1 {{'tg.scalar' must be "step", "base_lr" or "micro_batches"}}
+func.func @scalar_is_step_base_lr_or_micro_batches(%s: tensor<i64> {tg.scalar = "epoch"}) {
   return
 }
 
@@ -1349,5 +1349,38 @@ func.func @model_attributes_belong_on_the_module(%x: tensor<4xf32>) {
 func.func @unknown_op_attribute(%x: tensor<4xf32>) {
   // expected-error @+1 {{unknown tg attribute 'tg.fused' on 'tg.relu'}}
   %0 = tg.relu %x {tg.fused} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_needs_an_input() {
+  // expected-error @+1 {{'tg.all_reduce' op needs at least one input}}
+  "tg.all_reduce"() : () -> ()
+  return
+}
+
+// -----
+
+func.func @all_reduce_reduction_must_be_known(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op unknown reduction "max"; expected sum or mean}}
+  %0 = tg.all_reduce %g {reduction = "max"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_needs_a_mesh_axis(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op needs a mesh axis}}
+  %0 = tg.all_reduce %g {mesh_axis = ""} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_results_match_the_inputs(%g: tensor<4xf32>) {
+  // expected-error @+2 {{'tg.all_reduce' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<5xf32>'}}
+  // expected-error @+1 {{'tg.all_reduce' op failed to infer returned types}}
+  %0 = "tg.all_reduce"(%g) : (tensor<4xf32>) -> tensor<5xf32>
   return
 }

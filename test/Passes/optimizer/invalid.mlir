@@ -17,3 +17,13 @@ module attributes {tg.training = {schedule = {kind = "cosine"}}} {
     return %s : tensor<f32>
   }
 }
+
+// -----
+
+// expected-error @+1 {{tg-optimizer: grad_accum must be >= 1, got 0}}
+module attributes {tg.training = {grad_accum = 0 : i64}} {
+  func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
+    %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}

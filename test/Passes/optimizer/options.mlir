@@ -11,3 +11,4 @@ module attributes {tg.training = {optimizer = {kind = "adamw", weight_decay = 0.
     return %s : tensor<f32>
   }
 }
+

@@ -14,7 +14,8 @@
 // CHECK-SAME: %[[LR0:[^:]+]]: tensor<f32> {tg.scalar = "base_lr"}
 // CHECK-SAME: -> (tensor<4x3xf32> {tg.update = "fc.weight"}, tensor<3xf32> {tg.update = "fc.bias"},
 // CHECK-SAME: tensor<f32> {tg.metric = "loss"}, tensor<f32> {tg.metric = "grad_norm"}, tensor<f32> {tg.metric = "lr"})
-// CHECK: %[[NORM:.+]] = tg.global_norm
+// CHECK: %[[AVG:.+]]:2 = tg.all_reduce %{{.+}}, %{{.+}} {reduction = "mean"} : tensor<4x3xf32>, tensor<3xf32>
+// CHECK: %[[NORM:.+]] = tg.global_norm %[[AVG]]#0, %[[AVG]]#1
 // CHECK: %[[COEF:.+]] = tg.div %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32> -> tensor<f32>
 // CHECK: %[[SCALE:.+]] = tg.minimum %[[COEF]]
 // CHECK: %[[LR:.+]] = tg.lr_schedule %[[STEP]], %[[LR0]] {kind = "cosine", total_steps = 100 : i64, warmup_steps = 10 : i64}
@@ -42,6 +43,30 @@ module attributes {tg.training = {optimizer = {kind = "adamw", lr = 1.0e-3 : f64
 // CHECK: tg.lr_schedule %{{.+}}, %{{.+}} : tensor<i64>, tensor<f32> -> tensor<f32>
 // CHECK: tg.optimizer_update "sgd" {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true}
 module attributes {tg.training = {optimizer = {kind = "sgd", momentum = 0.9 : f64, nesterov = true}}} {
+  func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
+    %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}
+
+// -----
+
+// With grad_accum the step takes the gradient summed over the earlier
+// micro-batches and the micro-batch count, and averages before the
+// all-reduce.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[P:[^:]+]]: tensor<4xf32> {tg.param = "p"}
+// CHECK-SAME: %[[STEP:[^:]+]]: tensor<i64> {tg.scalar = "step"}
+// CHECK-SAME: %[[LR0:[^:]+]]: tensor<f32> {tg.scalar = "base_lr"}
+// CHECK-SAME: %[[ACC:[^:]+]]: tensor<4xf32> {tg.accum = "p"}
+// CHECK-SAME: %[[MB:[^:]+]]: tensor<i32> {tg.scalar = "micro_batches"}
+// CHECK: %[[MBF:.+]] = tg.cast %[[MB]] : tensor<i32> to tensor<f32>
+// CHECK: %[[SUM:.+]] = tg.add %{{.+}}, %[[ACC]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+// CHECK: %[[MEAN:.+]] = tg.div %[[SUM]], %[[MBF]] : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+// CHECK: %[[G:.+]] = tg.all_reduce %[[MEAN]] {reduction = "mean"} : tensor<4xf32>
+// CHECK: tg.global_norm %[[G]]
+// CHECK: tg.optimizer_update "sgd" %[[P]], %[[G]],
+module attributes {tg.training = {grad_accum = 4 : i64, optimizer = {kind = "sgd"}}} {
   func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
     %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
     return %s : tensor<f32>

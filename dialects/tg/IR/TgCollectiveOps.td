@@ -1,0 +1,37 @@
+//===- TgCollectiveOps.td - tg collectives -----------------*- tablegen -*-===//
+//
+// Communication between the processes of a run. Data-parallel training
+// averages gradients with tg.all_reduce; the sharding passes to come add the
+// others (all_gather, reduce_scatter, all_to_all) over named mesh axes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_COLLECTIVE_OPS_TD
+#define TG_COLLECTIVE_OPS_TD
+
+def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
+  let summary = "Sum or mean of tensors over the replicas of a mesh axis";
+  let description = [{
+    Every process of the run holds its own value of each input; the results
+    are the elementwise `sum` or `mean` over the processes along
+    `mesh_axis` (the data-parallel replicas for `"data"`). With one process
+    the op is the identity. The inputs travel together, so a backend may
+    bucket and overlap them with the computation that produces them.
+
+    The results have the inputs' types. Not `Pure`: it synchronises with the
+    other processes, so it is neither hoisted, merged nor dropped.
+
+    ```mlir
+    %g:2 = tg.all_reduce %g0, %g1 {reduction = "mean", mesh_axis = "data"}
+        : tensor<64x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tg_FloatTensor>:$inputs,
+                   DefaultValuedStrAttr<StrAttr, "sum">:$reduction,
+                   DefaultValuedStrAttr<StrAttr, "data">:$mesh_axis);
+  let results = (outs Variadic<Tg_FloatTensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+#endif // TG_COLLECTIVE_OPS_TD
