@@ -1,0 +1,54 @@
+//===- ModelFile.h - Model files to tg IR and back ----------------*- C++ -*-===//
+//
+// The model file format is frontend/schema/model.fbs. Two encodings hold the
+// same data: binary `.tgm` (FlatBuffers, file identifier "TGM1", checked with
+// the FlatBuffers verifier before anything reads it) and its JSON text form
+// (`.json`, parsed against the schema). Import builds a module with
+// `func.func @forward(params..., inputs...) -> (loss, outputs...)` and the
+// module attributes `tg.model` and `tg.training`, as TgDialect.td describes;
+// export writes such a module back as a model file.
+//
+// Every error is a diagnostic that names the file and the place in it (the
+// JSON path or node name, "nodes[3] 'fc1' (matmul)"); no input, however
+// broken, crashes or hangs the importer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_FRONTEND_MODELFILE_H
+#define TGC_FRONTEND_MODELFILE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::tg {
+
+enum class ModelFileFormat { Json, Binary };
+
+/// The encoding of `path`: by extension (".json", ".tgm"), else by content
+/// (the "TGM1" identifier at offset 4 means binary).
+ModelFileFormat guessModelFileFormat(llvm::StringRef path,
+                                     llvm::StringRef contents);
+
+/// Imports a model from the bytes of a file named `path` (used only in
+/// diagnostics and to resolve relative paths such as initializer files).
+/// Returns null after emitting diagnostics on `context`'s handler.
+OwningOpRef<ModuleOp> importModel(llvm::StringRef path,
+                                  llvm::StringRef contents,
+                                  ModelFileFormat format,
+                                  MLIRContext *context);
+
+/// Reads `path` and imports it; a missing or unreadable file is a diagnostic
+/// too.
+OwningOpRef<ModuleOp> importModelFile(llvm::StringRef path,
+                                      MLIRContext *context);
+
+/// Writes `module` (as importModel produces it: @forward with tg attributes)
+/// as a model file in `format` to `os`; fails with a diagnostic on IR that a
+/// model file cannot hold.
+LogicalResult exportModel(ModuleOp module, ModelFileFormat format,
+                          llvm::raw_ostream &os);
+
+} // namespace mlir::tg
+
+#endif // TGC_FRONTEND_MODELFILE_H

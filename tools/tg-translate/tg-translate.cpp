@@ -1,0 +1,154 @@
+//===- tg-translate.cpp - Model files to tg IR and back -----------*- C++ -*-===//
+//
+// tg-translate --import-model FILE prints the tg IR of a model file (JSON or
+// binary .tgm); tg-translate --export-model FILE.mlir writes tg IR back as a
+// model file. Diagnostics point into the input (line and column for JSON and
+// MLIR) and the exit code is 1 on any error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tg/IR/TgDialect.h"
+#include "frontend/ModelFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+
+namespace {
+
+enum class Action { ImportModel, ExportModel };
+enum class FormatOption { Auto, Json, Tgm };
+
+llvm::cl::OptionCategory toolCategory("tg-translate options");
+
+llvm::cl::opt<Action> action(
+    llvm::cl::desc("What to do (one is required):"), llvm::cl::Required,
+    llvm::cl::values(
+        clEnumValN(Action::ImportModel, "import-model",
+                   "Read a model file (.json or .tgm; the input, '-' for "
+                   "stdin) and print its tg IR"),
+        clEnumValN(Action::ExportModel, "export-model",
+                   "Read tg IR (as --import-model prints it) and write it as "
+                   "a model file")),
+    llvm::cl::cat(toolCategory));
+
+llvm::cl::opt<FormatOption> modelFormat(
+    "model-format",
+    llvm::cl::desc("The model file encoding (default: auto; --import-model "
+                   "guesses from the extension, then from the 'TGM1' "
+                   "identifier; --export-model writes tgm when -o ends in "
+                   ".tgm, else json)"),
+    llvm::cl::init(FormatOption::Auto),
+    llvm::cl::values(
+        clEnumValN(FormatOption::Auto, "auto", "Guess"),
+        clEnumValN(FormatOption::Json, "json", "JSON text"),
+        clEnumValN(FormatOption::Tgm, "tgm", "Binary FlatBuffers (.tgm)")),
+    llvm::cl::cat(toolCategory));
+
+llvm::cl::opt<std::string> inputFilename(llvm::cl::Positional,
+                                         llvm::cl::desc("<input file>"),
+                                         llvm::cl::init("-"),
+                                         llvm::cl::cat(toolCategory));
+
+llvm::cl::opt<std::string> outputFilename("o",
+                                          llvm::cl::desc("Output file name "
+                                                         "(default: stdout)"),
+                                          llvm::cl::value_desc("filename"),
+                                          llvm::cl::init("-"),
+                                          llvm::cl::cat(toolCategory));
+
+} // namespace
+
+static LogicalResult translate(llvm::SourceMgr &sourceMgr,
+                               MLIRContext &context, llvm::raw_ostream &os) {
+  const llvm::MemoryBuffer *input =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  StringRef name = input->getBufferIdentifier();
+  StringRef contents = input->getBuffer();
+
+  if (action == Action::ImportModel) {
+    tg::ModelFileFormat format =
+        modelFormat == FormatOption::Json ? tg::ModelFileFormat::Json
+        : modelFormat == FormatOption::Tgm
+            ? tg::ModelFileFormat::Binary
+            : tg::guessModelFileFormat(name, contents);
+    OwningOpRef<ModuleOp> module =
+        tg::importModel(name, contents, format, &context);
+    if (!module)
+      return failure();
+    module->print(os, OpPrintingFlags());
+    os << "\n";
+    return success();
+  }
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return failure();
+  tg::ModelFileFormat format =
+      modelFormat == FormatOption::Tgm ? tg::ModelFileFormat::Binary
+      : modelFormat == FormatOption::Json
+          ? tg::ModelFileFormat::Json
+          : (StringRef(outputFilename).ends_with_insensitive(".tgm")
+                 ? tg::ModelFileFormat::Binary
+                 : tg::ModelFileFormat::Json);
+  return tg::exportModel(*module, format, os);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "tg-translate: converts between tgc model files (.json, .tgm) and tg "
+      "IR\n\n"
+      "  tg-translate --import-model model.json            print the tg IR\n"
+      "  tg-translate --export-model in.mlir -o model.tgm  write a model "
+      "file\n");
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::WithColor::error(llvm::errs(), "tg-translate") << error << "\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  registry.insert<tg::TgDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  // The result goes to a string first so that a failed export leaves no
+  // partial output file behind.
+  std::string result;
+  llvm::raw_string_ostream os(result);
+  if (failed(translate(sourceMgr, context, os)))
+    return 1;
+
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::WithColor::error(llvm::errs(), "tg-translate") << error << "\n";
+    return 1;
+  }
+  output->os() << result;
+  output->keep();
+  return 0;
+}
