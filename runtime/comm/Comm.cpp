@@ -1,0 +1,191 @@
+//===- Comm.cpp - Collectives between the processes of one run --*- C++ -*-===//
+//
+// Chooses the backend from the launch and the executable's kind, checks
+// arguments, makes every collective the identity for a one-process run, and
+// ends the run on abortAll. The backends are MpiComm.cpp and, in
+// tgc_comm_nccl, NcclComm.cpp (see Backend.h for how it is found).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/Comm.h"
+
+#include "runtime/comm/Backend.h"
+#include "runtime/comm/Launch.h"
+#include "runtime/core/Error.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+namespace tgc {
+namespace comm {
+
+/// The rank abortAll names when it has no communicator (-1: not known yet).
+static std::atomic<int> launchedRank{-1};
+
+Communicator *initFromEnvironment(CommBackend backend,
+                                  const std::string &rendezvous, int device) {
+  LaunchInfo launch = detectLaunch();
+  launchedRank = launch.rank;
+  // A malformed timeout is reported on one process too, where it is tried.
+  timeoutFromEnvironment(
+      backend == CommBackend::Nccl ? "TGC_NCCL_TIMEOUT" : "TGC_MPI_TIMEOUT", 0);
+  if (launch.worldSize == 1)
+    return nullptr;
+  std::string asks = launch.sizeVar + "=" + std::to_string(launch.worldSize) +
+                     " asks for " + std::to_string(launch.worldSize) +
+                     " processes";
+
+  if (backend == CommBackend::Nccl) {
+    if (!tgc_comm_create_nccl)
+      throw Error(asks + ", but this executable was linked without the NCCL "
+                         "backend (-Wl,-u,tgc_comm_create_nccl "
+                         "-ltgc_comm_nccl)");
+    detail::NcclRequest request{launch, rendezvous, device};
+    return tgc_comm_create_nccl(&request);
+  }
+
+  if (!launch.mpiLaunch()) {
+    if (!detail::mpiCompiled())
+      throw Error(launch.rankVar + "/" + launch.sizeVar + " are set (" + asks +
+                  "), but this CPU executable was built without MPI, "
+                  "and CPU executables reduce over MPI");
+    throw Error(launch.rankVar + "/" + launch.sizeVar + " are set (" + asks +
+                "), but CPU executables reduce over MPI and need mpirun (or "
+                "srun) for more than one process: run `mpirun -np " +
+                std::to_string(launch.worldSize) +
+                " <executable> ...` instead");
+  }
+  return detail::createMpiCommunicator(launch);
+}
+
+int rank(const Communicator *comm) { return comm ? comm->launch.rank : 0; }
+
+int worldSize(const Communicator *comm) {
+  return comm ? comm->launch.worldSize : 1;
+}
+
+int localRank(const Communicator *comm) {
+  return comm ? comm->launch.localRank : 0;
+}
+
+int deviceOrdinal(const Communicator *comm) {
+  return comm && comm->backend == CommBackend::Nccl ? comm->device : -1;
+}
+
+std::string describe(const Communicator *comm) {
+  if (!comm)
+    return "1 process";
+  std::string text = "rank " + std::to_string(comm->launch.rank) + " of " +
+                     std::to_string(comm->launch.worldSize) + " (local " +
+                     std::to_string(comm->launch.localRank) + ") over ";
+  text += comm->backend == CommBackend::Nccl
+              ? "NCCL on CUDA device " + std::to_string(comm->device)
+              : std::string("MPI");
+  return text + ", launched by " + launcherName(comm->launch.launcher);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+static bool skip(Communicator *comm, int64_t count, const char *what) {
+  if (count < 0)
+    throw Error(std::string(what) + " of a negative count (" +
+                std::to_string(count) + ")");
+  return !comm || count == 0;
+}
+
+void allReduceSum(Communicator *comm, float *data, int64_t count) {
+  if (!skip(comm, count, "all-reduce"))
+    comm->allReduceFloats(data, count, ReduceOp::Sum);
+}
+
+void allReduceMean(Communicator *comm, float *data, int64_t count) {
+  if (!skip(comm, count, "all-reduce"))
+    comm->allReduceFloats(data, count, ReduceOp::Mean);
+}
+
+double allReduceSum(Communicator *comm, double value) {
+  return comm ? comm->allReduceSum(value) : value;
+}
+
+void allReduce(Communicator *comm, void *data, int64_t count, DType dtype,
+               ReduceOp op, void *stream) {
+  if (!skip(comm, count, "all-reduce"))
+    comm->allReduce(data, count, dtype, op, stream);
+}
+
+void broadcast(Communicator *comm, void *data, int64_t bytes, int root) {
+  if (skip(comm, bytes, "broadcast"))
+    return;
+  if (root < 0 || root >= comm->launch.worldSize)
+    throw Error("broadcast from rank " + std::to_string(root) +
+                ", which is not one of the " +
+                std::to_string(comm->launch.worldSize) + " ranks");
+  comm->broadcast(data, bytes, root);
+}
+
+void barrier(Communicator *comm) {
+  if (comm)
+    comm->barrier();
+}
+
+//===----------------------------------------------------------------------===//
+// Ending the run
+//===----------------------------------------------------------------------===//
+
+/// How long the teardown in abortAll may take before the process just exits.
+static constexpr int kAbortGraceSeconds = 10;
+
+void abortAll(Communicator *comm, const std::string &why) {
+  // One thread takes the process down; any other that gets here (the main
+  // thread failing while the watchdog aborts) waits for the exit.
+  static std::atomic<bool> aborting{false};
+  if (aborting.exchange(true))
+    for (;;)
+      ::pause();
+
+  int who = comm ? comm->launch.rank : launchedRank.load();
+  if (who < 0) {
+    try {
+      who = detectLaunch().rank;
+    } catch (const Error &) {
+      who = 0;
+    }
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "rank %d: %s\n", who, why.c_str());
+  std::fflush(stderr);
+
+  // Whatever the teardown below does (ncclCommAbort waiting on a wedged
+  // device, MPI_Abort on a dead launcher), the process ends within the
+  // grace period.
+  try {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(kAbortGraceSeconds));
+      ::_exit(1);
+    }).detach();
+  } catch (...) {
+    ::alarm(kAbortGraceSeconds);
+  }
+  if (comm)
+    comm->abortPeers(why);
+  detail::mpiAbort(1);
+  // _exit, not exit: static destructors and CUDA's teardown could block on
+  // the very thing that failed.
+  ::_exit(1);
+}
+
+void finalize(Communicator *comm) {
+  if (comm) {
+    comm->finalize();
+    delete comm;
+  }
+  detail::mpiFinish();
+}
+
+} // namespace comm
+} // namespace tgc

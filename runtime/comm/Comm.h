@@ -1,0 +1,121 @@
+//===- Comm.h - Collectives between the processes of one run ----*- C++ -*-===//
+//
+// A training run is one process or many (data parallel). The processes find
+// each other from the environment, as the launchers users know set it (the
+// first that applies wins):
+//   1. `mpirun` (Open MPI: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK);
+//   2. MPICH/Intel MPI's hydra (PMI_RANK/PMI_SIZE, MPI_LOCALRANKID);
+//   3. torchrun style: RANK, WORLD_SIZE and LOCAL_RANK;
+//   4. `srun` (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS,
+//      SLURM_LOCALID; only inside a job step, where SLURM_STEP_ID is set, so
+//      a program started directly from a batch script is one process).
+// No variables, or a world size of 1: one process, and the communicator is
+// null.
+//
+// CPU executables reduce host memory with MPI, so one of the MPI launchers
+// (1, 2 or 4) must start them: RANK/WORLD_SIZE alone is an error for them.
+// GPU executables reduce device memory with NCCL (tgc_comm_nccl, which
+// needs no MPI: CUDA toolkit and NCCL only). Its unique id travels over
+// MPI when an MPI launcher started the run and the runtime was built with MPI,
+// otherwise through a rendezvous file (--rendezvous PATH or TGC_RENDEZVOUS,
+// on a file system every rank sees): rank 0 publishes it there atomically,
+// tagged with the run id (TGC_RUN_ID, else torchrun's TORCHELASTIC_RUN_ID and
+// restart count, else Slurm's job and step id) and the world size; the others
+// wait for a record of their own run (without a run id: one written no
+// earlier than 30 s before the process started), and rank 0 removes the file
+// once every rank has joined. See Rendezvous.h for the exact rules.
+//
+// Every call either completes on every rank or throws tgc::Error on the
+// rank that saw the failure; abortAll then takes the whole job down with a
+// non-zero exit within a bounded time, so a dead rank never leaves the
+// others hanging. A collective that does not complete within TGC_MPI_TIMEOUT
+// (MPI) or TGC_NCCL_TIMEOUT (NCCL) seconds, default 300, 0 for none, ends
+// the run through abortAll on the rank that waited: a peer that died or hangs
+// is reported, not waited for. A rank that runs ahead and waits for a slow one
+// waits in a collective too, so anything one rank does alone (a checkpoint,
+// an evaluation) must take less than that.
+//
+// Plain C++17: nothing here includes MPI, CUDA or NCCL headers (a CUDA stream
+// is passed as void *), and nothing includes LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_COMM_COMM_H
+#define TGC_RUNTIME_COMM_COMM_H
+
+#include "runtime/core/Model.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tgc {
+
+/// Where the buffers handed to the collectives live: Mpi reduces host
+/// memory, Nccl device memory (one CUDA device per process).
+enum class CommBackend { Mpi, Nccl };
+
+namespace comm {
+
+enum class ReduceOp { Sum, Mean };
+
+/// Joins the run's process group. Returns null when the run has one process
+/// (no launcher variables, or a world size of 1): every collective below
+/// then is the identity. `rendezvous` is the --rendezvous path ("" to take
+/// TGC_RENDEZVOUS; only the NCCL backend without MPI uses it). `device` is
+/// the CUDA device of an NCCL communicator; -1 picks it from the local rank
+/// (device 0 when the process sees a single device). Throws tgc::Error
+/// naming the variable or file at fault. Call it once, early, on every rank.
+Communicator *initFromEnvironment(CommBackend backend,
+                                  const std::string &rendezvous,
+                                  int device = -1);
+
+int rank(const Communicator *comm);      ///< 0 for null
+int worldSize(const Communicator *comm); ///< 1 for null
+/// The rank among the processes of this node; 0 for null.
+int localRank(const Communicator *comm);
+/// The CUDA device an NCCL communicator uses (pass it to DeviceOps::select);
+/// -1 for null and MPI.
+int deviceOrdinal(const Communicator *comm);
+/// For the log: "rank 1 of 4 (local 1) over MPI, launched by mpirun";
+/// "1 process" for null.
+std::string describe(const Communicator *comm);
+
+/// In-place sum / mean over all ranks of `count` floats: host memory for
+/// Mpi; device memory for Nccl, reduced after all work queued on the device
+/// so far and complete on return. Null comm: nothing happens.
+void allReduceSum(Communicator *comm, float *data, int64_t count);
+void allReduceMean(Communicator *comm, float *data, int64_t count);
+/// In-place sum of one double (host memory on every backend), e.g. a loss
+/// for logging.
+double allReduceSum(Communicator *comm, double value);
+
+/// What generated code calls for gradient buckets. Nccl: `data` is device
+/// memory (F32, BF16 or F16), and the reduction is enqueued on `stream` (a
+/// cudaStream_t; null is the legacy default stream) and returns at once, so
+/// the caller overlaps it with the backward pass and orders later work with
+/// events on that stream; Mean is ncclAvg. It may be captured into a CUDA
+/// graph (then the TGC_NCCL_TIMEOUT deadline does not watch it). Mpi: `data`
+/// is host memory (F32 only), `stream` must be null, and the call completes
+/// before returning. Null comm: nothing happens.
+void allReduce(Communicator *comm, void *data, int64_t count, DType dtype,
+               ReduceOp op, void *stream);
+
+/// Copies `bytes` of host memory from `root` to every rank.
+void broadcast(Communicator *comm, void *data, int64_t bytes, int root);
+void barrier(Communicator *comm);
+
+/// Prints "rank N: why" to stderr and ends every process of the run with
+/// exit code 1 within a bounded time (MPI_Abort under MPI; ncclCommAbort,
+/// then an abort notice in the rendezvous file, then exit for NCCL). Safe
+/// from any thread, and with a null comm (then only this process exits,
+/// through MPI_Abort when an MPI launch already started MPI). Never returns.
+[[noreturn]] void abortAll(Communicator *comm, const std::string &why);
+
+/// Leaves the group cleanly (after the last collective, on every rank) and
+/// frees `comm`; null is fine.
+void finalize(Communicator *comm);
+
+} // namespace comm
+} // namespace tgc
+
+#endif // TGC_RUNTIME_COMM_COMM_H

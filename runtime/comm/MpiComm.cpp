@@ -1,0 +1,295 @@
+//===- MpiComm.cpp - Host-memory collectives over MPI -----------*- C++ -*-===//
+//
+// The CPU backend, and MPI start-up for the NCCL backend's unique id. Built
+// with MPI only when CMake found it (TGC_HAVE_MPI); without, the functions
+// below say so, so a one-process run never needs MPI.
+//
+// MPI_COMM_WORLD gets MPI_ERRORS_RETURN, so a failed call is a tgc::Error on
+// the rank that saw it (the caller then calls abortAll). A watchdog thread
+// bounds each collective by TGC_MPI_TIMEOUT seconds: a peer that hangs
+// without dying (which no launcher notices) ends the run instead of
+// stalling it. A peer that dies is the launcher's to notice: mpirun ends the
+// job when a process exits without MPI_Finalize.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/Backend.h"
+
+#include "runtime/core/Error.h"
+
+#ifdef TGC_HAVE_MPI
+// The C API only: Open MPI's and MPICH's C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#endif
+
+namespace tgc {
+namespace comm {
+namespace detail {
+
+#ifndef TGC_HAVE_MPI
+
+static std::string builtWithout() {
+  return "this executable's runtime was built without MPI (install "
+         "libopenmpi-dev, e.g. with scripts/setup.sh, and rebuild tgc)";
+}
+
+bool mpiCompiled() { return false; }
+void mpiStart(LaunchInfo &) { throw Error(builtWithout()); }
+bool mpiStarted() { return false; }
+void mpiBroadcast(void *, int64_t, int) { throw Error(builtWithout()); }
+void mpiAbort(int) noexcept {}
+void mpiFinish() noexcept {}
+
+Communicator *createMpiCommunicator(const LaunchInfo &launch) {
+  throw Error(launch.sizeVar + "=" + std::to_string(launch.worldSize) +
+              " asks for " + std::to_string(launch.worldSize) +
+              " processes, but " + builtWithout());
+}
+
+#else // TGC_HAVE_MPI
+
+//===----------------------------------------------------------------------===//
+// Start-up
+//===----------------------------------------------------------------------===//
+
+static std::atomic<bool> started{false};
+static bool initializedHere = false;
+
+static std::string mpiErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+static void check(int code, const std::string &what) {
+  if (code != MPI_SUCCESS)
+    throw Error("mpi " + what + " failed: " + mpiErrorText(code));
+}
+
+bool mpiCompiled() { return true; }
+
+void mpiStart(LaunchInfo &launch) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    // Funneled: the main thread makes every call but MPI_Abort, which the
+    // watchdog may call while the main thread waits in a collective.
+    int provided = 0;
+    int code =
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (code != MPI_SUCCESS)
+      throw Error(std::string("MPI_Init failed under ") +
+                  launcherName(launch.launcher) + ": " + mpiErrorText(code));
+    initializedHere = true;
+  }
+  started = true;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  int rank = 0, size = 0;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  if (size != launch.worldSize)
+    throw Error(
+        launch.sizeVar + "=" + std::to_string(launch.worldSize) +
+        " but MPI_COMM_WORLD has " + std::to_string(size) +
+        " process(es): this MPI library cannot start from " +
+        launcherName(launch.launcher) +
+        (launch.launcher == Launcher::Slurm
+             ? " (try srun --mpi=pmix, or mpirun inside the allocation)"
+             : " (use the mpirun of the MPI the runtime was built with)"));
+  if (rank != launch.rank)
+    throw Error(launch.rankVar + "=" + std::to_string(launch.rank) +
+                " but MPI_Comm_rank gives " + std::to_string(rank));
+
+  // The node's ranks share memory: their order there is the local rank.
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                            MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+  int local = 0;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  if (launch.localRank < 0)
+    launch.localRank = local;
+}
+
+bool mpiStarted() { return started; }
+
+static constexpr int64_t kMaxChunk = int64_t(1) << 30; // MPI counts are int
+
+void mpiBroadcast(void *data, int64_t bytes, int root) {
+  char *p = static_cast<char *>(data);
+  for (int64_t done = 0; done < bytes; done += kMaxChunk) {
+    int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
+    check(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD),
+          "broadcast of " + std::to_string(bytes) + " bytes from rank " +
+              std::to_string(root));
+  }
+}
+
+void mpiAbort(int code) noexcept {
+  if (started)
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+void mpiFinish() noexcept {
+  if (!started)
+    return;
+  started = false;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (initializedHere && !finalized)
+    MPI_Finalize();
+}
+
+//===----------------------------------------------------------------------===//
+// MpiCommunicator
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+int64_t nowNanoseconds() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(const LaunchInfo &launchInfo, double timeoutSeconds)
+      : Communicator(CommBackend::Mpi), timeoutSeconds_(timeoutSeconds) {
+    launch = launchInfo;
+    if (timeoutSeconds_ > 0)
+      watchdog_ = std::thread([this] { watch(); });
+  }
+  ~MpiCommunicator() override { stopWatchdog(); }
+
+  void allReduceFloats(float *data, int64_t count, ReduceOp op) override {
+    Deadline deadline(*this, "all-reduce");
+    for (int64_t done = 0; done < count; done += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, count - done));
+      check(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_FLOAT, MPI_SUM,
+                          MPI_COMM_WORLD),
+            "all-reduce of " + std::to_string(count) + " floats");
+    }
+    if (op == ReduceOp::Mean) {
+      // Division, not a multiplication by 1/n: the mean of n equal values
+      // is that value, as in the one-process run.
+      float n = static_cast<float>(launch.worldSize);
+      for (int64_t i = 0; i < count; ++i)
+        data[i] /= n;
+    }
+  }
+
+  void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
+                 void *stream) override {
+    if (stream)
+      throw Error("an MPI communicator reduces host memory: the stream "
+                  "must be null");
+    if (dtype != DType::F32)
+      throw Error("an MPI communicator reduces F32 host buffers only");
+    allReduceFloats(static_cast<float *>(data), count, op);
+  }
+
+  double allReduceSum(double value) override {
+    Deadline deadline(*this, "all-reduce");
+    check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_SUM,
+                        MPI_COMM_WORLD),
+          "all-reduce of a double");
+    return value;
+  }
+
+  void broadcast(void *data, int64_t bytes, int root) override {
+    Deadline deadline(*this, "broadcast");
+    mpiBroadcast(data, bytes, root);
+  }
+
+  void barrier() override {
+    Deadline deadline(*this, "barrier");
+    check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+  }
+
+  void abortPeers(const std::string &) noexcept override {
+    // MPI_Abort, which Comm.cpp calls next, reaches every rank.
+  }
+
+  void finalize() override { stopWatchdog(); }
+
+private:
+  /// Marks the collective the main thread waits in, for the watchdog.
+  class Deadline {
+  public:
+    Deadline(MpiCommunicator &comm, const char *what) : comm_(comm) {
+      comm_.operation_ = what;
+      comm_.since_ = nowNanoseconds();
+    }
+    ~Deadline() { comm_.since_ = 0; }
+
+  private:
+    MpiCommunicator &comm_;
+  };
+
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      wakeup_.wait_for(lock, std::chrono::milliseconds(200));
+      int64_t since = since_;
+      if (stopping_ || since == 0 ||
+          (nowNanoseconds() - since) * 1e-9 < timeoutSeconds_)
+        continue;
+      lock.unlock();
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g", timeoutSeconds_);
+      abortAll(this, std::string("mpi ") + operation_.load() +
+                         " did not complete within " + seconds +
+                         " s (TGC_MPI_TIMEOUT): another rank died, hangs, or "
+                         "spent that long elsewhere");
+    }
+  }
+
+  void stopWatchdog() {
+    if (!watchdog_.joinable())
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wakeup_.notify_all();
+    watchdog_.join();
+  }
+
+  double timeoutSeconds_;
+  std::atomic<const char *> operation_{""};
+  std::atomic<int64_t> since_{0}; ///< 0: not in a collective
+  std::thread watchdog_;
+  std::mutex mutex_;
+  std::condition_variable wakeup_;
+  bool stopping_ = false;
+};
+
+} // namespace
+
+Communicator *createMpiCommunicator(const LaunchInfo &launchInfo) {
+  double timeout = timeoutFromEnvironment("TGC_MPI_TIMEOUT", 300);
+  LaunchInfo launch = launchInfo;
+  mpiStart(launch);
+  return new MpiCommunicator(launch, timeout);
+}
+
+#endif // TGC_HAVE_MPI
+
+} // namespace detail
+} // namespace comm
+} // namespace tgc

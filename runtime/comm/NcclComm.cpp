@@ -1,0 +1,562 @@
+//===- NcclComm.cpp - Device-memory collectives over NCCL -------*- C++ -*-===//
+//
+// The GPU backend, in its own library (tgc_comm_nccl) so that tgc_runtime
+// builds without CUDA. Plain C++ on the CUDA runtime API and NCCL; MPI, when
+// the runtime has it, only carries the unique id (through Backend.h).
+//
+// One CUDA device per process, chosen by the local rank. Gradient
+// all-reduces are enqueued on the caller's stream and return at once. The
+// communicator is non-blocking (ncclConfig_t::blocking = 0), so no NCCL call
+// can block the host for ever: a call that reports ncclInProgress is polled
+// to completion against a deadline. A watchdog thread, every 100 ms:
+//  - polls ncclCommGetAsyncError: a peer that died or a broken network is
+//    an error there, which ends the run through abortAll;
+//  - checks an event recorded after each collective: one that has not
+//    completed TGC_NCCL_TIMEOUT seconds (default 300) after it was enqueued
+//    ends the run through abortAll (the wait covers the collective and what
+//    was queued before it on that stream);
+//  - every second, reads the rendezvous file's abort notice, so one rank's
+//    abortAll ends the others even where no launcher would.
+// abortAll posts the notice, calls ncclCommAbort (which frees kernels waiting
+// on dead peers) and exits 1.
+//
+//===----------------------------------------------------------------------===//
+
+// This file defines the factory that Backend.h declares weak elsewhere.
+#define TGC_COMM_DEFINES_NCCL_FACTORY 1
+#include "runtime/comm/Backend.h"
+
+#include "runtime/comm/Rendezvous.h"
+#include "runtime/core/Error.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tgc {
+namespace comm {
+namespace {
+
+double nowSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string seconds(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", value);
+  return text;
+}
+
+std::string cudaText(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + " (" +
+         cudaGetErrorString(error) + ")";
+}
+
+std::string visibleDevicesNote() {
+  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return visible ? std::string(" (CUDA_VISIBLE_DEVICES='") + visible + "')"
+                 : std::string();
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  default:
+    return "unsupported";
+  }
+}
+
+class NcclCommunicator final : public Communicator {
+public:
+  NcclCommunicator() : Communicator(CommBackend::Nccl) {}
+  ~NcclCommunicator() override;
+
+  /// Everything that can fail: device, unique id, communicator, watchdog.
+  /// On a throw the destructor releases what was made.
+  void start(const detail::NcclRequest &request);
+
+  void allReduceFloats(float *data, int64_t count, ReduceOp op) override;
+  void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
+                 void *stream) override;
+  double allReduceSum(double value) override;
+  void broadcast(void *data, int64_t bytes, int root) override;
+  void barrier() override;
+  void abortPeers(const std::string &why) noexcept override;
+  void finalize() override;
+
+private:
+  /// Without MPI: the rendezvous file from the flag or TGC_RENDEZVOUS.
+  void prepareRendezvous(const std::string &flagPath);
+  void chooseDevice(int requested);
+  /// Rank 0's id, over MPI or the rendezvous file.
+  ncclUniqueId exchangeUniqueId();
+  void createCommunicator(const ncclUniqueId &id);
+  /// Polls a call that returned ncclInProgress until it settles; throws
+  /// tgc::Error on an error or when the deadline passes.
+  void settle(ncclResult_t result, const std::string &what);
+  void checkCuda(cudaError_t error, const std::string &what);
+  /// Records an event after `what` on `stream` for the watchdog's deadline.
+  void track(cudaStream_t stream, const std::string &what);
+  /// Waits for the internal stream; the watchdog bounds the wait.
+  void waitInternal(const std::string &what);
+  void *staging(size_t bytes);
+  void watch();
+  void stopWatchdog();
+
+  ncclComm_t nccl_ = nullptr;
+  cudaStream_t stream_ = nullptr; ///< for the synchronous calls
+  void *staging_ = nullptr;
+  size_t stagingBytes_ = 0;
+  double timeout_ = 300;
+  std::unique_ptr<Rendezvous> rendezvous_;
+
+  struct Pending {
+    cudaEvent_t event;
+    double deadline;
+    std::string what;
+  };
+  std::thread watchdog_;
+  /// The abort came from another rank's notice: do not post one.
+  std::atomic<bool> peerAborted_{false};
+  std::mutex mutex_; // guards what follows
+  std::condition_variable wakeup_;
+  bool stopping_ = false;
+  std::vector<Pending> pending_;
+  std::vector<cudaEvent_t> spareEvents_;
+};
+
+//===----------------------------------------------------------------------===//
+// Start-up
+//===----------------------------------------------------------------------===//
+
+void NcclCommunicator::start(const detail::NcclRequest &request) {
+  launch = request.launch;
+  timeout_ = timeoutFromEnvironment("TGC_NCCL_TIMEOUT", 300);
+  bool overMpi = launch.mpiLaunch() && detail::mpiCompiled();
+  // Configuration errors first, before anything touches a device.
+  if (!overMpi)
+    prepareRendezvous(request.rendezvous);
+  else
+    detail::mpiStart(launch); // also learns the local rank
+  chooseDevice(request.device);
+  ncclUniqueId id = exchangeUniqueId();
+  createCommunicator(id);
+  // Every rank has joined (rank 0's init completes only then), so nobody
+  // needs the record any more, and no later run may take it for its own.
+  if (rendezvous_ && launch.rank == 0)
+    rendezvous_->retire();
+  checkCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags");
+  watchdog_ = std::thread([this] { watch(); });
+}
+
+void NcclCommunicator::chooseDevice(int requested) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess || count == 0)
+    throw Error("rank " + std::to_string(launch.rank) + " has no CUDA device" +
+                visibleDevicesNote() +
+                (error != cudaSuccess
+                     ? ": cudaGetDeviceCount: " + cudaText(error)
+                     : std::string()));
+  if (requested >= 0) {
+    device = requested;
+    if (device >= count)
+      throw Error("CUDA device " + std::to_string(device) +
+                  " was asked for, but " + std::to_string(count) +
+                  " are visible" + visibleDevicesNote());
+  } else if (count == 1) {
+    device = 0; // the launcher gave each process its own device
+  } else if (launch.localRank >= 0) {
+    device = launch.localRank;
+    if (device >= count)
+      throw Error(launch.localVar + "=" + std::to_string(launch.localRank) +
+                  " but only " + std::to_string(count) +
+                  " CUDA devices are visible" + visibleDevicesNote() +
+                  ": start at most one process per device on a node");
+  } else {
+    device = launch.rank % count;
+  }
+  if (launch.localRank < 0)
+    launch.localRank = device;
+  checkCuda(cudaSetDevice(device),
+            "cudaSetDevice(" + std::to_string(device) + ")");
+}
+
+void NcclCommunicator::prepareRendezvous(const std::string &flagPath) {
+  std::string path = flagPath;
+  if (path.empty())
+    if (const char *env = std::getenv("TGC_RENDEZVOUS"))
+      path = env;
+  if (path.empty())
+    throw Error(launch.sizeVar + "=" + std::to_string(launch.worldSize) +
+                " asks for " + std::to_string(launch.worldSize) +
+                " processes; without MPI" +
+                (launch.mpiLaunch() ? " in this runtime" : "") +
+                " they meet through a rendezvous file: pass --rendezvous PATH "
+                "or set TGC_RENDEZVOUS to a path on a file system every rank "
+                "sees");
+  RendezvousOptions options;
+  options.path = path;
+  options.runId = launch.runId;
+  options.worldSize = launch.worldSize;
+  options.timeoutSeconds = timeout_;
+  rendezvous_ = std::make_unique<Rendezvous>(options);
+}
+
+ncclUniqueId NcclCommunicator::exchangeUniqueId() {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (launch.rank == 0) {
+    ncclResult_t result = ncclGetUniqueId(&id);
+    if (result != ncclSuccess)
+      throw Error(std::string("ncclGetUniqueId failed: ") +
+                  ncclGetErrorString(result) + ": " +
+                  ncclGetLastError(nullptr));
+  }
+  if (!rendezvous_) {
+    detail::mpiBroadcast(&id, sizeof(id), 0);
+    return id;
+  }
+  if (launch.rank == 0) {
+    rendezvous_->publish(
+        std::string(reinterpret_cast<const char *>(&id), sizeof(id)));
+    return id;
+  }
+  std::string payload = rendezvous_->await();
+  if (payload.size() != sizeof(id))
+    throw Error(
+        rendezvous_->path() + ": the rendezvous record holds " +
+        std::to_string(payload.size()) + " bytes, not an NCCL unique id of " +
+        std::to_string(sizeof(id)) + " (a different NCCL version on rank 0?)");
+  std::memcpy(&id, payload.data(), sizeof(id));
+  return id;
+}
+
+void NcclCommunicator::createCommunicator(const ncclUniqueId &id) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t result = ncclCommInitRankConfig(&nccl_, launch.worldSize, id,
+                                               launch.rank, &config);
+  double deadline = nowSeconds() + timeout_;
+  while (result == ncclInProgress && nccl_) {
+    if (timeout_ > 0 && nowSeconds() > deadline) {
+      ncclCommAbort(nccl_);
+      nccl_ = nullptr;
+      throw Error("NCCL initialisation on rank " + std::to_string(launch.rank) +
+                  " did not complete within " + seconds(timeout_) +
+                  " (TGC_NCCL_TIMEOUT): not all " +
+                  std::to_string(launch.worldSize) +
+                  " ranks joined (is every rank running, with the same "
+                  "rendezvous, and can they reach each other?)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ncclResult_t query = ncclCommGetAsyncError(nccl_, &result);
+    if (query != ncclSuccess)
+      result = query;
+  }
+  if (result != ncclSuccess) {
+    std::string last = ncclGetLastError(nccl_);
+    if (nccl_)
+      ncclCommAbort(nccl_);
+    nccl_ = nullptr;
+    throw Error("NCCL initialisation on rank " + std::to_string(launch.rank) +
+                " (CUDA device " + std::to_string(device) + ") failed: " +
+                ncclGetErrorString(result) + (last.empty() ? "" : ": " + last) +
+                (result == ncclInvalidUsage
+                     ? " (two ranks on one device? check " + launch.localVar +
+                           " and CUDA_VISIBLE_DEVICES)"
+                     : std::string()) +
+                "; NCCL_DEBUG=WARN says more");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+void NcclCommunicator::settle(ncclResult_t result, const std::string &what) {
+  double deadline = nowSeconds() + timeout_;
+  while (result == ncclInProgress) {
+    if (timeout_ > 0 && nowSeconds() > deadline)
+      throw Error("NCCL " + what + " was still in progress after " +
+                  seconds(timeout_) +
+                  " (TGC_NCCL_TIMEOUT): a peer is missing or the network "
+                  "hangs");
+    std::this_thread::yield();
+    ncclResult_t query = ncclCommGetAsyncError(nccl_, &result);
+    if (query != ncclSuccess)
+      result = query;
+  }
+  if (result != ncclSuccess)
+    throw Error("NCCL " + what + " failed on rank " +
+                std::to_string(launch.rank) + ": " +
+                ncclGetErrorString(result) + ": " + ncclGetLastError(nccl_));
+}
+
+void NcclCommunicator::checkCuda(cudaError_t error, const std::string &what) {
+  if (error != cudaSuccess)
+    throw Error(what + " failed on rank " + std::to_string(launch.rank) +
+                " (CUDA device " + std::to_string(device) +
+                "): " + cudaText(error));
+}
+
+void NcclCommunicator::track(cudaStream_t stream, const std::string &what) {
+  if (timeout_ <= 0)
+    return;
+  // Enqueued into a CUDA graph being captured: the collective runs when the
+  // graph is launched, and bounding that launch is the caller's business.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+      capture != cudaStreamCaptureStatusNone)
+    return;
+  cudaEvent_t event = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!spareEvents_.empty()) {
+      event = spareEvents_.back();
+      spareEvents_.pop_back();
+    }
+  }
+  if (!event)
+    checkCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+              "cudaEventCreateWithFlags");
+  checkCuda(cudaEventRecord(event, stream), "cudaEventRecord after " + what);
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.push_back({event, nowSeconds() + timeout_, what});
+}
+
+void NcclCommunicator::waitInternal(const std::string &what) {
+  checkCuda(cudaStreamSynchronize(stream_), "waiting for NCCL " + what);
+}
+
+void *NcclCommunicator::staging(size_t bytes) {
+  if (bytes > stagingBytes_) {
+    if (staging_)
+      cudaFree(staging_);
+    staging_ = nullptr;
+    stagingBytes_ = 0;
+    checkCuda(cudaMalloc(&staging_, bytes),
+              "cudaMalloc of " + std::to_string(bytes) + " staging bytes");
+    stagingBytes_ = bytes;
+  }
+  return staging_;
+}
+
+static bool ncclType(DType dtype, ncclDataType_t &type) {
+  switch (dtype) {
+  case DType::F32:
+    type = ncclFloat32;
+    return true;
+  case DType::BF16:
+    type = ncclBfloat16;
+    return true;
+  case DType::F16:
+    type = ncclFloat16;
+    return true;
+  default:
+    return false;
+  }
+}
+
+void NcclCommunicator::allReduce(void *data, int64_t count, DType dtype,
+                                 ReduceOp op, void *stream) {
+  ncclDataType_t type;
+  if (!ncclType(dtype, type))
+    throw Error("NCCL all-reduce of DType " +
+                std::to_string(static_cast<int>(dtype)) +
+                ": only f32, bf16 and f16 are reduced");
+  std::string what = "all-reduce of " + std::to_string(count) + " " +
+                     dtypeName(dtype) + " values";
+  cudaStream_t cudaStream = static_cast<cudaStream_t>(stream);
+  settle(ncclAllReduce(data, data, static_cast<size_t>(count), type,
+                       op == ReduceOp::Mean ? ncclAvg : ncclSum, nccl_,
+                       cudaStream),
+         what);
+  track(cudaStream, what);
+}
+
+void NcclCommunicator::allReduceFloats(float *data, int64_t count,
+                                       ReduceOp op) {
+  // The data may come from any stream: reduce what is there now.
+  checkCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  allReduce(data, count, DType::F32, op, stream_);
+  waitInternal("all-reduce");
+}
+
+double NcclCommunicator::allReduceSum(double value) {
+  void *buffer = staging(sizeof(double));
+  checkCuda(cudaMemcpyAsync(buffer, &value, sizeof(double),
+                            cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync");
+  settle(ncclAllReduce(buffer, buffer, 1, ncclFloat64, ncclSum, nccl_, stream_),
+         "all-reduce of a double");
+  track(stream_, "all-reduce of a double");
+  checkCuda(cudaMemcpyAsync(&value, buffer, sizeof(double),
+                            cudaMemcpyDeviceToHost, stream_),
+            "cudaMemcpyAsync");
+  waitInternal("all-reduce of a double");
+  return value;
+}
+
+void NcclCommunicator::broadcast(void *data, int64_t bytes, int root) {
+  size_t size = static_cast<size_t>(bytes);
+  void *buffer = staging(size);
+  if (launch.rank == root)
+    checkCuda(
+        cudaMemcpyAsync(buffer, data, size, cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync");
+  std::string what = "broadcast of " + std::to_string(bytes) +
+                     " bytes from rank " + std::to_string(root);
+  settle(ncclBroadcast(buffer, buffer, size, ncclUint8, root, nccl_, stream_),
+         what);
+  track(stream_, what);
+  checkCuda(
+      cudaMemcpyAsync(data, buffer, size, cudaMemcpyDeviceToHost, stream_),
+      "cudaMemcpyAsync");
+  waitInternal(what);
+}
+
+void NcclCommunicator::barrier() {
+  void *buffer = staging(sizeof(float));
+  checkCuda(cudaMemsetAsync(buffer, 0, sizeof(float), stream_),
+            "cudaMemsetAsync");
+  settle(ncclAllReduce(buffer, buffer, 1, ncclFloat32, ncclSum, nccl_, stream_),
+         "barrier");
+  track(stream_, "barrier");
+  waitInternal("barrier");
+}
+
+//===----------------------------------------------------------------------===//
+// Watchdog, abort and shutdown
+//===----------------------------------------------------------------------===//
+
+void NcclCommunicator::watch() {
+  cudaSetDevice(device);
+  // The queries below must not break (or be refused by) a CUDA graph
+  // capture that the main thread may have under way.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  double nextNoticePoll = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wakeup_.wait_for(lock, std::chrono::milliseconds(100));
+    if (stopping_)
+      break;
+    std::string failure;
+
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t queried = ncclCommGetAsyncError(nccl_, &state);
+    if (queried != ncclSuccess)
+      state = queried;
+    if (state != ncclSuccess && state != ncclInProgress)
+      failure = std::string("NCCL reported an error: ") +
+                ncclGetErrorString(state) + ": " + ncclGetLastError(nccl_) +
+                " (a peer died, or the network failed)";
+
+    double now = nowSeconds();
+    for (size_t i = 0; i < pending_.size() && failure.empty();) {
+      cudaError_t status = cudaEventQuery(pending_[i].event);
+      if (status == cudaSuccess) {
+        spareEvents_.push_back(pending_[i].event);
+        pending_[i] = pending_.back();
+        pending_.pop_back();
+        continue;
+      }
+      if (status != cudaErrorNotReady)
+        failure = "CUDA error while NCCL " + pending_[i].what +
+                  " was under way: " + cudaText(status);
+      else if (now > pending_[i].deadline)
+        failure = "NCCL " + pending_[i].what + " did not complete within " +
+                  seconds(timeout_) +
+                  " (TGC_NCCL_TIMEOUT): another rank died, hangs, or spent "
+                  "that long elsewhere";
+      ++i;
+    }
+
+    if (failure.empty() && rendezvous_ && now >= nextNoticePoll) {
+      nextNoticePoll = now + 1;
+      std::string notice = rendezvous_->pollAbort();
+      if (!notice.empty()) {
+        failure = "ending because " + notice;
+        peerAborted_ = true;
+      }
+    }
+
+    if (!failure.empty()) {
+      lock.unlock();
+      abortAll(this, failure);
+    }
+  }
+}
+
+void NcclCommunicator::abortPeers(const std::string &why) noexcept {
+  if (rendezvous_ && !peerAborted_)
+    rendezvous_->postAbort(launch.rank, why);
+  if (nccl_)
+    ncclCommAbort(nccl_);
+}
+
+void NcclCommunicator::stopWatchdog() {
+  if (!watchdog_.joinable())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wakeup_.notify_all();
+  watchdog_.join();
+}
+
+void NcclCommunicator::finalize() {
+  if (!nccl_)
+    return;
+  // Flushes every queued collective; settles once all ranks have finished.
+  settle(ncclCommFinalize(nccl_), "finalize");
+  stopWatchdog();
+  ncclCommDestroy(nccl_);
+  nccl_ = nullptr;
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  stopWatchdog();
+  if (nccl_)
+    ncclCommAbort(nccl_);
+  for (const Pending &p : pending_)
+    cudaEventDestroy(p.event);
+  for (cudaEvent_t event : spareEvents_)
+    cudaEventDestroy(event);
+  if (staging_)
+    cudaFree(staging_);
+  if (stream_)
+    cudaStreamDestroy(stream_);
+}
+
+} // namespace
+} // namespace comm
+} // namespace tgc
+
+extern "C" tgc::Communicator *
+tgc_comm_create_nccl(const tgc::comm::detail::NcclRequest *request) {
+  auto comm = std::make_unique<tgc::comm::NcclCommunicator>();
+  comm->start(*request);
+  return comm.release();
+}
