@@ -102,12 +102,18 @@ public:
   void abortPeers(const std::string &why) noexcept override;
   void finalize() override;
 
+  /// After start() threw: tells the ranks that share the rendezvous (and
+  /// are waiting for NCCL's init) through the abort notice, so they fail
+  /// now rather than at their deadline.
+  void announceFailedStart(const std::string &why) noexcept;
+
 private:
   /// Without MPI: the rendezvous file from the flag or TGC_RENDEZVOUS.
   void prepareRendezvous(const std::string &flagPath);
   void chooseDevice(int requested);
-  /// Rank 0's id, over MPI or the rendezvous file.
-  ncclUniqueId exchangeUniqueId();
+  /// Rank 0: a fresh id. The others: rank 0's, from the rendezvous file.
+  ncclUniqueId newUniqueId();
+  ncclUniqueId awaitUniqueId();
   void createCommunicator(const ncclUniqueId &id);
   /// Polls a call that returned ncclInProgress until it settles; throws
   /// tgc::Error on an error or when the deadline passes.
@@ -156,8 +162,31 @@ void NcclCommunicator::start(const detail::NcclRequest &request) {
     prepareRendezvous(request.rendezvous);
   else
     detail::mpiStart(launch); // also learns the local rank
-  chooseDevice(request.device);
-  ncclUniqueId id = exchangeUniqueId();
+
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (!rendezvous_) {
+    chooseDevice(request.device);
+    if (launch.rank == 0)
+      id = newUniqueId();
+    detail::mpiBroadcast(&id, sizeof(id), 0);
+  } else if (launch.rank == 0) {
+    try {
+      chooseDevice(request.device);
+      id = newUniqueId();
+    } catch (const Error &e) {
+      // The others would wait for a record until their deadline.
+      rendezvous_->publishFailure(e.what());
+      throw;
+    }
+    rendezvous_->publish(
+        std::string(reinterpret_cast<const char *>(&id), sizeof(id)));
+  } else {
+    // The session first, so that a failure below reaches the other ranks
+    // (announceFailedStart).
+    id = awaitUniqueId();
+    chooseDevice(request.device);
+  }
   createCommunicator(id);
   // Every rank has joined (rank 0's init completes only then), so nobody
   // needs the record any more, and no later run may take it for its own.
@@ -222,25 +251,17 @@ void NcclCommunicator::prepareRendezvous(const std::string &flagPath) {
   rendezvous_ = std::make_unique<Rendezvous>(options);
 }
 
-ncclUniqueId NcclCommunicator::exchangeUniqueId() {
+ncclUniqueId NcclCommunicator::newUniqueId() {
   ncclUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  if (launch.rank == 0) {
-    ncclResult_t result = ncclGetUniqueId(&id);
-    if (result != ncclSuccess)
-      throw Error(std::string("ncclGetUniqueId failed: ") +
-                  ncclGetErrorString(result) + ": " +
-                  ncclGetLastError(nullptr));
-  }
-  if (!rendezvous_) {
-    detail::mpiBroadcast(&id, sizeof(id), 0);
-    return id;
-  }
-  if (launch.rank == 0) {
-    rendezvous_->publish(
-        std::string(reinterpret_cast<const char *>(&id), sizeof(id)));
-    return id;
-  }
+  ncclResult_t result = ncclGetUniqueId(&id);
+  if (result != ncclSuccess)
+    throw Error(std::string("ncclGetUniqueId failed: ") +
+                ncclGetErrorString(result) + ": " + ncclGetLastError(nullptr));
+  return id;
+}
+
+ncclUniqueId NcclCommunicator::awaitUniqueId() {
+  ncclUniqueId id;
   std::string payload = rendezvous_->await();
   if (payload.size() != sizeof(id))
     throw Error(
@@ -257,7 +278,20 @@ void NcclCommunicator::createCommunicator(const ncclUniqueId &id) {
   ncclResult_t result = ncclCommInitRankConfig(&nccl_, launch.worldSize, id,
                                                launch.rank, &config);
   double deadline = nowSeconds() + timeout_;
+  double nextNoticePoll = nowSeconds() + 1;
   while (result == ncclInProgress && nccl_) {
+    if (rendezvous_ && nowSeconds() >= nextNoticePoll) {
+      nextNoticePoll = nowSeconds() + 1;
+      std::string notice = rendezvous_->pollAbort();
+      if (!notice.empty()) {
+        ncclCommAbort(nccl_);
+        nccl_ = nullptr;
+        peerAborted_ = true;
+        throw Error("NCCL initialisation on rank " +
+                    std::to_string(launch.rank) +
+                    " stopped: another rank failed (" + notice + ")");
+      }
+    }
     if (timeout_ > 0 && nowSeconds() > deadline) {
       ncclCommAbort(nccl_);
       nccl_ = nullptr;
@@ -515,6 +549,13 @@ void NcclCommunicator::abortPeers(const std::string &why) noexcept {
     ncclCommAbort(nccl_);
 }
 
+void NcclCommunicator::announceFailedStart(const std::string &why) noexcept {
+  // The record stays: a rank that starts late still finds the session, and
+  // with it this notice.
+  if (rendezvous_ && !peerAborted_)
+    rendezvous_->postAbort(launch.rank, why);
+}
+
 void NcclCommunicator::stopWatchdog() {
   if (!watchdog_.joinable())
     return;
@@ -557,6 +598,11 @@ NcclCommunicator::~NcclCommunicator() {
 extern "C" tgc::Communicator *
 tgc_comm_create_nccl(const tgc::comm::detail::NcclRequest *request) {
   auto comm = std::make_unique<tgc::comm::NcclCommunicator>();
-  comm->start(*request);
+  try {
+    comm->start(*request);
+  } catch (const tgc::Error &e) {
+    comm->announceFailedStart(e.what());
+    throw;
+  }
   return comm.release();
 }

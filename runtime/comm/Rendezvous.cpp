@@ -175,6 +175,17 @@ Rendezvous::Rendezvous(RendezvousOptions options)
 }
 
 void Rendezvous::publish(const std::string &payload) {
+  publishRecord("payload=" + toHex(payload));
+}
+
+void Rendezvous::publishFailure(const std::string &why) noexcept {
+  try {
+    publishRecord("failed=" + oneLine(why));
+  } catch (...) {
+  }
+}
+
+void Rendezvous::publishRecord(const std::string &lastLine) {
   std::random_device random;
   std::string token;
   for (int i = 0; i < 16; ++i)
@@ -190,7 +201,7 @@ void Rendezvous::publish(const std::string &payload) {
          << "session=" << session_ << "\n"
          << "host=" << oneLine(hostName()) << "\n"
          << "pid=" << ::getpid() << "\n"
-         << "payload=" << toHex(payload) << "\n";
+         << lastLine << "\n";
   try {
     writeFileAtomically(options_.path, record.str());
   } catch (const Error &e) {
@@ -216,7 +227,8 @@ std::string Rendezvous::await() {
       std::map<std::string, std::string> fields;
       std::string payload;
       if (!parseRecord(text, "tgc-rendezvous 1", fields) ||
-          !fields.count("session") || !fromHex(fields["payload"], payload)) {
+          !fields.count("session") ||
+          (!fields.count("failed") && !fromHex(fields["payload"], payload))) {
         rejected = "it is not a tgc rendezvous record";
       } else if (fields["world_size"] != std::to_string(options_.worldSize)) {
         rejected = "it is for a world size of " + fields["world_size"] +
@@ -232,6 +244,8 @@ std::string Rendezvous::await() {
                                         kRendezvousSlackSeconds - mtime) +
             " before this process started (no run id: set TGC_RUN_ID "
             "to the same fresh value on every rank)";
+      } else if (fields.count("failed")) {
+        throw Error(path + ": rank 0 could not start: " + fields["failed"]);
       } else {
         session_ = fields["session"];
         return payload;

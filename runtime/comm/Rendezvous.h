@@ -13,6 +13,8 @@
 //        session=<128 random bits, hex>
 //        host=<rank 0's host name>   pid=<its pid>   (for messages)
 //        payload=<the NCCL unique id, hex>
+//     (or, when rank 0 could not start, failed=<why> instead of a payload,
+//     so the others fail at once rather than at their timeout).
 //  2. Every other rank polls PATH (every 100 ms, open+read so NFS's
 //     close-to-open consistency applies) until it holds a record of this
 //     run: same world size, and the same run id when this process has one;
@@ -67,6 +69,9 @@ public:
   /// Rank 0: removes what a previous run left and publishes `payload` (any
   /// bytes). Throws tgc::Error naming the path.
   void publish(const std::string &payload);
+  /// Rank 0, when it cannot start: publishes a record that makes the
+  /// others' await() fail with `why` at once. Best effort, never throws.
+  void publishFailure(const std::string &why) noexcept;
   /// The other ranks: waits for this run's record and returns its payload.
   /// Throws tgc::Error naming the path: missing directory, timeout (with
   /// what was found instead).
@@ -88,6 +93,8 @@ public:
   static double processStartTime();
 
 private:
+  void publishRecord(const std::string &lastLine);
+
   RendezvousOptions options_;
   std::string session_;
 };

@@ -147,6 +147,16 @@ TEST_F(RendezvousTest, StaleRecordIsReplacedByTheNewOne) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+TEST_F(RendezvousTest, RankZeroFailureEndsTheWaitAtOnce) {
+  Rendezvous(options("old")).publishFailure("an old failure");
+  Rendezvous(options("run")).publishFailure("rank 0 has no CUDA\ndevice");
+  auto start = std::chrono::steady_clock::now();
+  std::string error = awaitError(options("run", 2, 100));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(error, path_ + ": rank 0 could not start: rank 0 has no CUDA "
+                           "device");
+}
+
 TEST_F(RendezvousTest, MissingFileTimesOut) {
   std::string error = awaitError(options("run", 2, 0.3));
   EXPECT_NE(error.find("the file does not exist: is rank 0 running"),
