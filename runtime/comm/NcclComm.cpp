@@ -490,41 +490,45 @@ void NcclCommunicator::watch() {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
   double nextNoticePoll = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stopping_) {
-    wakeup_.wait_for(lock, std::chrono::milliseconds(100));
-    if (stopping_)
-      break;
+  for (;;) {
     std::string failure;
+    double now;
+    {
+      // Only the event list is shared: file and NCCL queries run unlocked,
+      // so a slow file system never holds up the main thread's track().
+      std::unique_lock<std::mutex> lock(mutex_);
+      wakeup_.wait_for(lock, std::chrono::milliseconds(100));
+      if (stopping_)
+        return;
+      now = nowSeconds();
+      for (size_t i = 0; i < pending_.size() && failure.empty();) {
+        cudaError_t status = cudaEventQuery(pending_[i].event);
+        if (status == cudaSuccess) {
+          spareEvents_.push_back(pending_[i].event);
+          pending_[i] = pending_.back();
+          pending_.pop_back();
+          continue;
+        }
+        if (status != cudaErrorNotReady)
+          failure = "CUDA error while NCCL " + pending_[i].what +
+                    " was under way: " + cudaText(status);
+        else if (now > pending_[i].deadline)
+          failure = "NCCL " + pending_[i].what + " did not complete within " +
+                    seconds(timeout_) +
+                    " (TGC_NCCL_TIMEOUT): another rank died, hangs, or spent "
+                    "that long elsewhere";
+        ++i;
+      }
+    }
 
     ncclResult_t state = ncclSuccess;
     ncclResult_t queried = ncclCommGetAsyncError(nccl_, &state);
     if (queried != ncclSuccess)
       state = queried;
-    if (state != ncclSuccess && state != ncclInProgress)
+    if (failure.empty() && state != ncclSuccess && state != ncclInProgress)
       failure = std::string("NCCL reported an error: ") +
                 ncclGetErrorString(state) + ": " + ncclGetLastError(nccl_) +
                 " (a peer died, or the network failed)";
-
-    double now = nowSeconds();
-    for (size_t i = 0; i < pending_.size() && failure.empty();) {
-      cudaError_t status = cudaEventQuery(pending_[i].event);
-      if (status == cudaSuccess) {
-        spareEvents_.push_back(pending_[i].event);
-        pending_[i] = pending_.back();
-        pending_.pop_back();
-        continue;
-      }
-      if (status != cudaErrorNotReady)
-        failure = "CUDA error while NCCL " + pending_[i].what +
-                  " was under way: " + cudaText(status);
-      else if (now > pending_[i].deadline)
-        failure = "NCCL " + pending_[i].what + " did not complete within " +
-                  seconds(timeout_) +
-                  " (TGC_NCCL_TIMEOUT): another rank died, hangs, or spent "
-                  "that long elsewhere";
-      ++i;
-    }
 
     if (failure.empty() && rendezvous_ && now >= nextNoticePoll) {
       nextNoticePoll = now + 1;
@@ -535,10 +539,8 @@ void NcclCommunicator::watch() {
       }
     }
 
-    if (!failure.empty()) {
-      lock.unlock();
+    if (!failure.empty())
       abortAll(this, failure);
-    }
   }
 }
 
