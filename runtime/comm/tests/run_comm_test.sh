@@ -123,8 +123,9 @@ printf 'exit code %d after %d.%03d s\n' "$rc" $((elapsed_ms / 1000)) $((elapsed_
 # exiting gets a moment.
 running() {
   local state
-  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z* ]]
+  # The state follows the parenthesised command name in /proc/PID/stat.
+  state=$(sed -E 's/.*\) (.).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
 }
 for f in "$work"/pids/*.pid; do
   [[ -e $f ]] || continue
