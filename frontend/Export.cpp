@@ -96,7 +96,7 @@ ModelExporter::staticTensor(Operation *where, Type type, const Twine &what) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape() ||
       !getModelDType(tensor.getElementType()))
-    return LogicalResult(where->emitError()
+    return LogicalResult(emitError(where->getLoc())
                          << what << " has type " << type
                          << "; a model file holds statically shaped tensors "
                          << "of " << listDTypeNames());
@@ -114,13 +114,13 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
         forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                              TgDialect::kInputAttr);
     if (!param == !input)
-      return forward.emitError()
+      return emitError(forward.getLoc())
              << "argument " << arg.getArgNumber() << " of @forward needs "
              << "exactly one of tg.param and tg.input to be written to a "
              << "model file";
     StringRef name = (param ? param : input).getValue();
     if (!usedNames.insert(name).second)
-      return forward.emitError() << "tensor name '" << name
+      return emitError(forward.getLoc()) << "tensor name '" << name
                                  << "' is used by two arguments";
     tensorNames[arg] = name.str();
   }
@@ -129,12 +129,12 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
     auto output =
         forward.getResultAttrOfType<StringAttr>(r, TgDialect::kOutputAttr);
     if (!output)
-      return forward.emitError() << "result " << r << " of @forward has no "
+      return emitError(forward.getLoc()) << "result " << r << " of @forward has no "
                                  << "tg.output name";
     auto it = tensorNames.find(value);
     if (it != tensorNames.end()) {
       if (it->second != output.getValue())
-        return forward.emitError()
+        return emitError(forward.getLoc())
                << "result " << r << " (tg.output = \"" << output.getValue()
                << "\") returns the tensor named '" << it->second
                << "'; a model file names results by their tensors, so a "
@@ -142,7 +142,7 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
       continue;
     }
     if (!usedNames.insert(output.getValue()).second)
-      return forward.emitError() << "tensor name '" << output.getValue()
+      return emitError(forward.getLoc()) << "tensor name '" << output.getValue()
                                  << "' is used twice";
     tensorNames[value] = output.getValue().str();
   }
@@ -245,7 +245,7 @@ ModelExporter::writeAttr(Operation *op, StringRef name, Attribute value) {
     b.add_f(real.getValueAsDouble());
   } else {
     b.Finish(); // Closes the table; the export fails anyway.
-    return LogicalResult(op->emitError()
+    return LogicalResult(emitError(op->getLoc())
                          << "attribute '" << name << "' = " << value
                          << " has no model file encoding (i64, f64, bool, "
                          << "string, array<i64> or array<f64>)");
@@ -286,7 +286,7 @@ ModelExporter::writeModelFileAttrs(Operation *op) {
   auto constant = cast<ConstantOp>(op);
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   if (!dense)
-    return LogicalResult(op->emitError()
+    return LogicalResult(emitError(op->getLoc())
                          << "only dense constants can be written to a model "
                          << "file");
   if (!push(dtypeAttr()))
@@ -352,12 +352,12 @@ ModelExporter::writeNode(Operation *op) {
   if (op->getDialect() == nullptr ||
       op->getDialect()->getNamespace() != TgDialect::getDialectNamespace() ||
       !isModelFileOp(op))
-    return LogicalResult(op->emitError()
+    return LogicalResult(emitError(op->getLoc())
                          << "'" << op->getName()
                          << "' cannot be written to a model file: a model "
                          << "file holds the forward ops of the tg dialect");
   if (op->getNumResults() != 1 || op->getNumRegions() != 0)
-    return LogicalResult(op->emitError()
+    return LogicalResult(emitError(op->getLoc())
                          << "a model file node has exactly one result");
   if (failed(staticTensor(op, op->getResult(0).getType(), "the result")))
     return failure();
@@ -366,7 +366,7 @@ ModelExporter::writeNode(Operation *op) {
   // at the end.
   if (auto norm = dyn_cast<LayerNormOp>(op); norm && norm.getBias() &&
                                              !norm.getWeight())
-    return LogicalResult(op->emitError()
+    return LogicalResult(emitError(op->getLoc())
                          << "a layer_norm with a bias but no weight cannot be "
                          << "written to a model file (its inputs are "
                          << "positional: x, weight, bias)");
@@ -399,7 +399,7 @@ ModelExporter::writeNode(Operation *op) {
   }
   if (!op->getDiscardableAttrDictionary().empty())
     return LogicalResult(
-        op->emitError() << "attribute '"
+        emitError(op->getLoc()) << "attribute '"
                         << op->getDiscardableAttrDictionary()
                                .begin()
                                ->getName()
@@ -416,7 +416,8 @@ ModelExporter::writeNode(Operation *op) {
   if (!name.IsNull())
     b.add_name(name);
   b.add_op(opString);
-  b.add_inputs(inputsVec);
+  if (!inputs.empty())
+    b.add_inputs(inputsVec);
   b.add_outputs(outputsVec);
   if (!attrs.empty())
     b.add_attrs(attrsVec);
@@ -427,16 +428,16 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
                                  llvm::raw_ostream &os) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || forward.isExternal())
-    return module.emitError()
+    return emitError(module.getLoc())
            << "no @forward function with a body: a model file holds a "
            << "module as --import-model produces it";
   if (!forward.getBody().hasOneBlock())
-    return forward.emitError() << "@forward must have one block";
+    return emitError(forward.getLoc()) << "@forward must have one block";
   auto modelName = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
   if (!modelName || modelName.getValue().empty())
-    return module.emitError() << "the module has no tg.model name";
+    return emitError(module.getLoc()) << "the module has no tg.model name";
   if (forward.getNumResults() == 0)
-    return forward.emitError() << "@forward returns nothing; result 0 must "
+    return emitError(forward.getLoc()) << "@forward returns nothing; result 0 must "
                                << "be the loss";
   if (failed(nameTensors(forward)))
     return failure();
@@ -516,12 +517,12 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   if (auto dict = module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)) {
     auto table = buildTableFromDictionary(
         fbb, dict, *lookupModelTable(*schema, "Training"), "tg.training",
-        [&] { return module.emitError(); });
+        [&] { return emitError(module.getLoc()); });
     if (failed(table))
       return failure();
     training = flatbuffers::Offset<fbs::Training>(*table);
   } else if (module->hasAttr(TgDialect::kTrainingAttr)) {
-    return module.emitError() << "tg.training must be a dictionary";
+    return emitError(module.getLoc()) << "tg.training must be a dictionary";
   }
 
   StringOffset name = string(modelName.getValue());

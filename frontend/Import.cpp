@@ -952,8 +952,13 @@ LogicalResult ModelImporter::verifyBuiltOp(unsigned index, Operation *op) {
     InFlightDiagnostic out =
         context->getDiagEngine().emit(diag.getLocation(), diag.getSeverity());
     out << nodePlace(index) << ": " << diag.str();
-    for (Diagnostic &note : diag.getNotes())
+    for (Diagnostic &note : diag.getNotes()) {
+      // The verifier's dump of the op in generic form says nothing the
+      // node's place does not.
+      if (StringRef(note.str()).starts_with("see current operation"))
+        continue;
       out.attachNote(note.getLocation()) << note.str();
+    }
   }
   return result;
 }
@@ -1093,10 +1098,10 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
     if (failed(type))
       return failure();
     resultType = *type;
+  } else if (operands.empty()) {
+    return error(where, nodePlace(index))
+           << "has no inputs; '" << op << "' takes at least one";
   } else if (!infers) {
-    if (operands.empty())
-      return error(where + ".inputs", nodePlace(index))
-             << "has no inputs; '" << op << "' takes at least one";
     resultType = operands.front().getType();
   }
 

@@ -18,6 +18,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -28,13 +29,16 @@ using namespace mlir;
 
 namespace {
 
-enum class Action { ImportModel, ExportModel };
+enum class Action { None, ImportModel, ExportModel };
 enum class FormatOption { Auto, Json, Tgm };
 
 llvm::cl::OptionCategory toolCategory("tg-translate options");
+llvm::cl::OptionCategory printingCategory(
+    "IR printing options (of --import-model)");
 
 llvm::cl::opt<Action> action(
-    llvm::cl::desc("What to do (one is required):"), llvm::cl::Required,
+    llvm::cl::desc("What to do (one is required):"),
+    llvm::cl::init(Action::None),
     llvm::cl::values(
         clEnumValN(Action::ImportModel, "import-model",
                    "Read a model file (.json or .tgm; the input, '-' for "
@@ -69,10 +73,26 @@ llvm::cl::opt<std::string> outputFilename("o",
                                           llvm::cl::init("-"),
                                           llvm::cl::cat(toolCategory));
 
+llvm::cl::opt<bool> splitInputFile(
+    "split-input-file",
+    llvm::cl::desc("Split the input at '// -----' lines and translate each "
+                   "chunk on its own (JSON model files may hold // comments)"),
+    llvm::cl::init(false), llvm::cl::cat(toolCategory));
+
 } // namespace
 
-static LogicalResult translate(llvm::SourceMgr &sourceMgr,
-                               MLIRContext &context, llvm::raw_ostream &os) {
+/// Translates one buffer (the whole input, or one chunk of it).
+static LogicalResult translate(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                               llvm::raw_ostream &os) {
+  DialectRegistry registry;
+  registry.insert<tg::TgDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
   const llvm::MemoryBuffer *input =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   StringRef name = input->getBufferIdentifier();
@@ -110,6 +130,18 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  // --help lists this tool's options and the IR printing ones, not the
+  // hundreds that LLVM's libraries register.
+  llvm::cl::HideUnrelatedOptions({&toolCategory, &printingCategory});
+  for (StringRef name : {"mlir-print-debuginfo", "mlir-pretty-debuginfo",
+                         "mlir-print-local-scope", "mlir-print-op-generic",
+                         "mlir-elide-elementsattrs-if-larger"}) {
+    auto it = llvm::cl::getRegisteredOptions().find(name);
+    if (it == llvm::cl::getRegisteredOptions().end())
+      continue;
+    it->second->addCategory(printingCategory);
+    it->second->setHiddenFlag(llvm::cl::NotHidden);
+  }
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "tg-translate: converts between tgc model files (.json, .tgm) and tg "
@@ -117,6 +149,12 @@ int main(int argc, char **argv) {
       "  tg-translate --import-model model.json            print the tg IR\n"
       "  tg-translate --export-model in.mlir -o model.tgm  write a model "
       "file\n");
+
+  if (action == Action::None) {
+    llvm::WithColor::error(llvm::errs(), "tg-translate")
+        << "pass --import-model or --export-model (see --help)\n";
+    return 1;
+  }
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
@@ -126,20 +164,34 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  DialectRegistry registry;
-  registry.insert<tg::TgDialect, func::FuncDialect>();
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-
   // The result goes to a string first so that a failed export leaves no
   // partial output file behind.
   std::string result;
   llvm::raw_string_ostream os(result);
-  if (failed(translate(sourceMgr, context, os)))
+  // A chunk of a split input is padded with the whitespace it replaces, so
+  // that line and column numbers in diagnostics are those of the whole file.
+  size_t cursor = 0;
+  auto processChunk = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
+                          const llvm::MemoryBufferRef &source,
+                          raw_ostream &os) {
+    StringRef whole = source.getBuffer(), text = chunk->getBuffer();
+    size_t at = whole.find(text, cursor);
+    if (at == StringRef::npos)
+      return translate(std::move(chunk), os);
+    cursor = at + text.size();
+    StringRef before = whole.take_front(at);
+    size_t lineStart = before.rfind('\n');
+    lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
+    std::string padded(before.count('\n'), '\n');
+    padded.append(at - lineStart, ' ');
+    padded.append(text.begin(), text.end());
+    return translate(llvm::MemoryBuffer::getMemBufferCopy(
+                         padded, source.getBufferIdentifier()),
+                     os);
+  };
+  if (failed(splitAndProcessBuffer(std::move(input), processChunk, os,
+                                   splitInputFile ? kDefaultSplitMarker : "",
+                                   splitInputFile ? "// -----" : "")))
     return 1;
 
   std::unique_ptr<llvm::ToolOutputFile> output =

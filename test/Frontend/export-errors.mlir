@@ -1,0 +1,119 @@
+// IR that a model file cannot hold is refused with a diagnostic at the op,
+// argument or attribute in the way.
+// RUN: not tg-translate --export-model --split-input-file %s 2>&1 | FileCheck %s
+
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: no @forward function with a body
+module attributes {tg.model = "m"} {
+}
+
+// -----
+
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: the module has no tg.model name
+module {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: argument 1 of @forward needs exactly one of tg.param and tg.input to be written to a model file
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}, %x: tensor<2xf32>) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: argument 1 has type 'tensor<2xf64>'; a model file holds statically shaped tensors of f32, bf16, f16, f8e4m3, f8e5m2, i32, i64, i1
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}, %x: tensor<2xf64> {tg.input = "x"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    // CHECK: export-errors.mlir:[[@LINE+1]]:{{[0-9]+}}: error: 'tg.gelu_grad' cannot be written to a model file: a model file holds the forward ops of the tg dialect
+    %g = tg.gelu_grad %w, %w : tensor<2xf32>
+    %l = tg.reduce_sum %g : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  func.func @forward(%x: tensor<2x4xf32> {tg.input = "x"}, %b: tensor<4xf32> {tg.param = "b"}) -> (tensor<f32> {tg.output = "loss"}) {
+    // CHECK: export-errors.mlir:[[@LINE+1]]:{{[0-9]+}}: error: a layer_norm with a bias but no weight cannot be written to a model file (its inputs are positional: x, weight, bias)
+    %y = tg.layer_norm %x bias %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+    %l = tg.reduce_sum %y : tensor<2x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    // CHECK: export-errors.mlir:[[@LINE+1]]:{{[0-9]+}}: error: attribute 'note' cannot be written to a model file
+    %l = tg.reduce_sum %w {note = "mine"} : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: result 1 (tg.output = "x2") returns the tensor named 'w'; a model file names results by their tensors, so a tensor cannot be returned under another name or twice
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}, tensor<2xf32> {tg.output = "x2"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l, %w : tensor<f32>, tensor<2xf32>
+  }
+}
+
+// -----
+
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: result 0 of @forward has no tg.output name
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> tensor<f32> {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.optimizer.learning_rate: no such field in the model schema's Optimizer table (it has kind, lr, beta1, beta2, eps, weight_decay, momentum, nesterov, alpha, no_decay, clip_grad_norm)
+module attributes {tg.model = "m", tg.training = {optimizer = {learning_rate = 1.0e-3}}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.batch_size: expected a 32-bit integer, got 4294967296 : i64
+module attributes {tg.model = "m", tg.training = {batch_size = 4294967296 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.mesh[0].name: required field is missing
+module attributes {tg.model = "m", tg.training = {mesh = [{size = 2 : i64}]}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
