@@ -105,10 +105,12 @@ void broadcast(Communicator *comm, void *data, int64_t bytes, int root);
 void barrier(Communicator *comm);
 
 /// Prints "rank N: why" to stderr and ends every process of the run with
-/// exit code 1 within a bounded time (MPI_Abort under MPI; ncclCommAbort,
-/// then an abort notice in the rendezvous file, then exit for NCCL). Safe
-/// from any thread, and with a null comm (then only this process exits,
-/// through MPI_Abort when an MPI launch already started MPI). Never returns.
+/// exit code 1 within a bounded time: MPI_Abort when MPI was started;
+/// for NCCL without MPI, an abort notice in the rendezvous file (the other
+/// ranks' watchdogs read it within about a second) and ncclCommAbort. This
+/// process exits within 10 s whatever the teardown does. Safe from any
+/// thread, and with a null comm (then only this process exits, through
+/// MPI_Abort when an MPI launch already started MPI). Never returns.
 [[noreturn]] void abortAll(Communicator *comm, const std::string &why);
 
 /// Leaves the group cleanly (after the last collective, on every rank) and
