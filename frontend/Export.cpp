@@ -542,15 +542,20 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   if (!training.IsNull())
     b.add_training(training);
   fbs::FinishModelBuffer(fbb, b.Finish());
+  const auto *root = reinterpret_cast<const flatbuffers::Table *>(
+      fbs::GetModel(fbb.GetBufferPointer()));
+  const flatbuffers::StructDef &modelDef = *lookupModelTable(*schema, "Model");
+  if (auto bad = findNonUtf8String(*root, modelDef))
+    return emitError(module.getLoc())
+           << "the model file's " << *bad << " would not be UTF-8; model "
+           << "files hold UTF-8 strings";
 
   if (format == ModelFileFormat::Binary) {
     os.write(reinterpret_cast<const char *>(fbb.GetBufferPointer()),
              fbb.GetSize());
     return success();
   }
-  const auto *root = reinterpret_cast<const flatbuffers::Table *>(
-      fbs::GetModel(fbb.GetBufferPointer()));
-  writeTableAsJson(*root, *lookupModelTable(*schema, "Model"), os);
+  writeTableAsJson(*root, modelDef, os);
   return success();
 }
 

@@ -1348,6 +1348,14 @@ static OwningOpRef<ModuleOp> importBinary(StringRef path, StringRef contents,
     return nullptr;
   }
   auto schema = createModelSchemaParser(/*forceDefaults=*/true);
+  if (auto bad = findNonUtf8String(
+          *reinterpret_cast<const flatbuffers::Table *>(
+              tgc::model::GetModel(data)),
+          *lookupModelTable(*schema, "Model"))) {
+    emitError(loc) << "corrupt tgm model file: " << *bad
+                   << " is not a UTF-8 string";
+    return nullptr;
+  }
   return importVerified(path, data, context, /*locator=*/nullptr, *schema);
 }
 

@@ -11,7 +11,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/Format.h"
 
 #include "flatbuffers/idl.h"
@@ -62,11 +61,8 @@ private:
 } // namespace
 
 void JsonWriter::writeString(llvm::StringRef s) {
-  // Bytes that are not UTF-8 (a binary file can hold any) are written as
-  // \xNN escapes, which FlatBuffers' parser reads back as those bytes.
-  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(s.begin());
-  bool utf8 = llvm::isLegalUTF8String(&begin,
-                                      reinterpret_cast<const llvm::UTF8 *>(s.end()));
+  // The exporter checked that every string is UTF-8, so bytes from 0x80 up
+  // are written as they are.
   os << '"';
   for (unsigned char c : s) {
     switch (c) {
@@ -88,8 +84,6 @@ void JsonWriter::writeString(llvm::StringRef s) {
     default:
       if (c < 0x20 || c == 0x7f)
         os << llvm::format("\\u%04x", c);
-      else if (c >= 0x80 && !utf8)
-        os << llvm::format("\\x%02x", c);
       else
         os << c;
     }

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 
 #include "flatbuffers/idl.h"
 
@@ -178,6 +179,61 @@ DictionaryAttr mlir::tg::convertTableToDictionary(const flatbuffers::Table &tabl
                                                   const StructDef &def,
                                                   MLIRContext *context) {
   return convertTable(table, def, context, /*withDefaults=*/false);
+}
+
+//===----------------------------------------------------------------------===//
+// UTF-8
+//===----------------------------------------------------------------------===//
+
+static bool isUtf8(const flatbuffers::String *s) {
+  if (!s)
+    return true;
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(s->data());
+  return llvm::isLegalUTF8String(&begin, begin + s->size());
+}
+
+static std::optional<std::string> findNonUtf8(const flatbuffers::Table &table,
+                                              const StructDef &def,
+                                              const std::string &path) {
+  for (const FieldDef *field : def.fields.vec) {
+    const flatbuffers::Type &type = field->value.type;
+    flatbuffers::voffset_t offset = field->value.offset;
+    if (field->deprecated || !table.CheckField(offset))
+      continue;
+    std::string here = (path.empty() ? "" : path + ".") + field->name;
+    if (type.base_type == flatbuffers::BASE_TYPE_STRING) {
+      if (!isUtf8(table.GetPointer<const flatbuffers::String *>(offset)))
+        return here;
+    } else if (isTable(type)) {
+      if (auto found = findNonUtf8(
+              *table.GetPointer<const flatbuffers::Table *>(offset),
+              *type.struct_def, here))
+        return found;
+    } else if (type.base_type == flatbuffers::BASE_TYPE_VECTOR) {
+      flatbuffers::Type element = type.VectorType();
+      if (element.base_type == flatbuffers::BASE_TYPE_STRING) {
+        auto *strings = table.GetPointer<const flatbuffers::Vector<
+            flatbuffers::Offset<flatbuffers::String>> *>(offset);
+        for (uint32_t i = 0; i < strings->size(); ++i)
+          if (!isUtf8(strings->Get(i)))
+            return here + "[" + std::to_string(i) + "]";
+      } else if (isTable(element)) {
+        auto *tables = table.GetPointer<const flatbuffers::Vector<
+            flatbuffers::Offset<flatbuffers::Table>> *>(offset);
+        for (uint32_t i = 0; i < tables->size(); ++i)
+          if (auto found = findNonUtf8(*tables->Get(i), *element.struct_def,
+                                       here + "[" + std::to_string(i) + "]"))
+            return found;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string>
+mlir::tg::findNonUtf8String(const flatbuffers::Table &table,
+                            const StructDef &def) {
+  return findNonUtf8(table, def, "");
 }
 
 //===----------------------------------------------------------------------===//

@@ -20,6 +20,8 @@
 #include "flatbuffers/flatbuffers.h"
 
 #include <cstring>
+#include <optional>
+#include <string>
 
 namespace flatbuffers {
 struct StructDef;
@@ -44,6 +46,12 @@ buildTableFromDictionary(flatbuffers::FlatBufferBuilder &builder,
                          DictionaryAttr dict, const flatbuffers::StructDef &def,
                          StringRef path,
                          function_ref<InFlightDiagnostic()> emitError);
+
+/// The path ("nodes[3].name") of the first string in `table` (a verified table
+/// of type `def`) that is not UTF-8, if any. FlatBuffers strings are UTF-8,
+/// its JSON parser insists on it, and the verifier does not check.
+std::optional<std::string> findNonUtf8String(const flatbuffers::Table &table,
+                                             const flatbuffers::StructDef &def);
 
 /// The elements of a vector of 8-byte scalars, copied out: the verifier checks
 /// the alignment of a vector's length but not of its elements, so a crafted
