@@ -95,7 +95,7 @@ struct MatmulOptions {
 /// broadcast operand), looping on the host over batch dims that one stride
 /// cannot describe. Descriptors and the chosen algorithm are cached by shape,
 /// type, epilogue and pointer alignment; the workspace is the Context's
-/// (32 MiB). An epilogue cuBLASLt cannot fuse for a shape (the GELU aux needs
+/// (32 MiB, so GEMMs must not run on two streams at once). An epilogue cuBLASLt cannot fuse for a shape (the GELU aux needs
 /// N % 8 == 0) runs as a separate kernel after the product, same result.
 void matmul(const float *a, const float *b, float *c, int64_t m, int64_t n,
             int64_t k, bool transA, bool transB, const int64_t *aBatch,
