@@ -162,6 +162,11 @@ void FunctionEmitter::planBuffers() {
     Operation *op = r.getOwner();
     if (isa<ReshapeOp, FlattenOp>(op))
       return op->getOperand(0);
+    // In place when nothing else reads the operand.
+    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      Value input = reduce.getInputs()[r.getResultNumber()];
+      return input.hasOneUse() ? input : Value();
+    }
     // In place: the new param and state overwrite the old ones.
     if (auto update = dyn_cast<OptimizerUpdateOp>(op)) {
       if (r.getResultNumber() == 0)
@@ -551,7 +556,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         std::string call = llvm::formatv(
             "tgc::cpu::cross_entropy({0}, {1}, {2}, {3}, {4}, {5}, {6})",
             buf(c.getLogits()), buf(c.getLabels()), t.getNumElements() / classes,
-            classes, c.getIgnoreIndex(), reduction,
+            classes, (int64_t)c.getIgnoreIndex(), reduction,
             reduction == 2 ? buf(c.getResult()) : "nullptr");
         if (reduction == 2)
           os << "  " << call << ";\n";
@@ -568,7 +573,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         os << "  tgc::cpu::cross_entropy_grad(" << buf(c.getGrad()) << ", "
            << buf(c.getLogits()) << ", " << buf(c.getLabels()) << ", "
            << t.getNumElements() / classes << ", " << classes << ", "
-           << c.getIgnoreIndex() << ", " << reduction << ", "
+           << (int64_t)c.getIgnoreIndex() << ", " << reduction << ", "
            << buf(c.getResult()) << ");\n";
         return success();
       })
@@ -706,6 +711,18 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
            << ", " << tensorType(c.getResult()).getRank() << ", "
            << *normalizeAxis(c.getAxis(), tensorType(c.getResult()).getRank())
            << ", " << buf(c.getResult()) << ");\n  }\n";
+        return success();
+      })
+      .Case([&](AllReduceOp r) {
+        StringRef fn = r.getReduction() == "mean" ? "allReduceMean"
+                                                  : "allReduceSum";
+        for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults())) {
+          if (buf(in) != buf(out) && plan.root(out) != plan.root(in))
+            os << "  std::memcpy(" << buf(out) << ", " << buf(in) << ", "
+               << numel(in) << " * sizeof(float));\n";
+          os << "  tgc::comm::" << fn << "(io.comm, " << buf(out) << ", "
+             << numel(out) << ");\n";
+        }
         return success();
       })
       .Case([&](GlobalNormOp g) {
@@ -930,8 +947,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   llvm::raw_string_ostream bodyOs(body);
 
   // @train_step: params, state, inputs, step, base_lr.
-  SmallVector<unsigned> paramArgs, stateArgs, inputArgs;
-  unsigned stepArg = 0, lrArg = 0;
+  SmallVector<unsigned> paramArgs, stateArgs, inputArgs, accumArgs;
+  DenseMap<unsigned, StringRef> scalarArgs;
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     if (step.getArgAttr(i, TgDialect::kParamAttr))
       paramArgs.push_back(i);
@@ -939,8 +956,27 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
       stateArgs.push_back(i);
     else if (step.getArgAttr(i, TgDialect::kInputAttr))
       inputArgs.push_back(i);
+    else if (step.getArgAttr(i, TgDialect::kAccumAttr))
+      accumArgs.push_back(i);
     else if (auto s = step.getArgAttrOfType<StringAttr>(i, TgDialect::kScalarAttr))
-      (s.getValue() == "step" ? stepArg : lrArg) = i;
+      scalarArgs[i] = s.getValue();
+    else
+      return step.emitError("cpu backend: argument ")
+             << i << " of @train_step has no tg role attribute";
+  }
+  // io.grads holds one buffer per trainable parameter, in @forward's order.
+  DenseMap<StringRef, unsigned> gradIndex;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (auto name =
+            forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr))
+      if (!forward.getArgAttr(i, TgDialect::kFrozenAttr))
+        gradIndex.try_emplace(name.getValue(), gradIndex.size());
+  for (unsigned i : accumArgs) {
+    StringRef name =
+        step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr).getValue();
+    if (!gradIndex.count(name))
+      return step.emitError("cpu backend: accumulated gradient of '")
+             << name << "', which is not a trainable parameter";
   }
   DenseMap<StringRef, unsigned> paramIndex, stateIndex;
   for (auto [k, i] : llvm::enumerate(paramArgs))
@@ -958,7 +994,17 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
       return llvm::formatv("io.state[{0}]", it - stateArgs.begin()).str();
     if (auto it = llvm::find(inputArgs, i); it != inputArgs.end())
       return llvm::formatv("io.inputs[{0}]", it - inputArgs.begin()).str();
-    return i == stepArg ? "&io.step" : "&io.baseLr";
+    if (llvm::is_contained(accumArgs, i))
+      return llvm::formatv(
+                 "io.grads[{0}]",
+                 gradIndex.lookup(
+                     step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr)
+                         .getValue()))
+          .str();
+    StringRef scalar = scalarArgs.lookup(i);
+    return scalar == "step"      ? "&io.step"
+           : scalar == "base_lr" ? "&io.baseLr"
+                                 : "&io.microBatches";
   };
   auto bindTrainResults = [&](FunctionEmitter &e,
                               func::ReturnOp ret) -> LogicalResult {
@@ -993,8 +1039,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
     }
     return success();
   };
-  // `io.step` is an int64_t and `io.baseLr` a float, exactly the scalar
-  // tensors' element types.
+  // `io.step` is an int64_t, `io.baseLr` a float and `io.microBatches` an
+  // int32_t, exactly the scalar tensors' element types.
   if (failed(trainEmitter.emit("train_step", bindTrainArg, bindTrainResults)))
     return failure();
 
@@ -1024,7 +1070,10 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   if (failed(evalEmitter.emit("eval_step", bindEvalArg, bindEvalResults)))
     return failure();
 
-  // @forward_backward: params and inputs in order; gradients to io.grads.
+  // @forward_backward: params and inputs in order; gradients to io.grads,
+  // written by the first micro-batch of a step and added by the others (so
+  // the same function is the gradient check's gradStep and the
+  // accumulation's accumulate).
   auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
   if (!fb)
     return module.emitError("cpu backend: the module needs @forward_backward "
@@ -1033,13 +1082,21 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   auto bindGradResults = [&](FunctionEmitter &e,
                              func::ReturnOp ret) -> LogicalResult {
     e.out() << "  io.loss = " << e.buf(ret.getOperand(0)) << "[0];\n";
-    unsigned k = 0;
     for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
-      if (!fb.getResultAttr(r, TgDialect::kGradAttr))
+      auto grad = fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr);
+      if (!grad)
         continue;
+      auto it = gradIndex.find(grad.getValue());
+      if (it == gradIndex.end())
+        return fb.emitError("cpu backend: gradient of '")
+               << grad.getValue() << "', which is not a trainable parameter";
       Value v = ret.getOperand(r);
-      e.out() << "  std::memcpy(io.grads[" << k++ << "], " << e.buf(v) << ", "
-              << numel(v) << " * sizeof(*" << e.buf(v) << "));\n";
+      e.out() << "  {\n    float *g = (float *)io.grads[" << it->second
+              << "];\n    if (io.microBatch == 0)\n      std::memcpy(g, "
+              << e.buf(v) << ", " << numel(v) << " * sizeof(float));\n"
+              << "    else\n"
+              << "      for (int64_t i = 0; i < " << numel(v) << "; ++i)\n"
+              << "        g[i] += " << e.buf(v) << "[i];\n  }\n";
     }
     return success();
   };
@@ -1054,6 +1111,7 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
         "(evaluation). Each block of code\n// is one tg op; the comment names "
         "the op and the model-file node it came from.\n//\n"
      << "//===---===//\n\n"
+     << "#include \"runtime/comm/Comm.h\"\n"
      << "#include \"runtime/core/Model.h\"\n"
      << "#include \"runtime/cpu/Kernels.h\"\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
@@ -1133,8 +1191,9 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
      << ", /*seed=*/" << (int64_t)table.get("seed", 0)
      << ", /*lr=*/" << floatLiteral(table.sub("optimizer").get("lr", 1e-3))
      << ", /*gradAccum=*/" << (int64_t)table.get("grad_accum", 1) << "},\n"
-     << "    train_step,\n    /*accumulate=*/nullptr,\n    eval_step,\n"
-     << "    grad_step,\n};\n\n"
+     << "    train_step,\n    /*accumulate=*/"
+     << (accumArgs.empty() ? "nullptr" : "grad_step")
+     << ",\n    eval_step,\n    grad_step,\n};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";
   return success();

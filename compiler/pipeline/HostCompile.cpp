@@ -31,8 +31,14 @@ mlir::tg::hostCompileCommand(StringRef source, StringRef executable,
     cmd.push_back("-march=native");
   cmd.insert(cmd.end(), {"-fopenmp", "-I" + root, source.str(), "-o",
                          executable.str(), "-L" + lib, "-ltgc_runtime",
-                         "-ltgc_cpu_kernels", "-lopenblas", "-lz",
-                         "-lpthread"});
+                         "-ltgc_cpu_kernels", "-lopenblas"});
+  // The runtime's collectives (runtime/comm) reduce with MPI when it was
+  // built with it.
+  SmallVector<StringRef> mpi;
+  StringRef(TGC_MPI_LINK_FLAGS).split(mpi, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef flag : mpi)
+    cmd.push_back(flag.str());
+  cmd.push_back("-lpthread");
   return cmd;
 }
 

@@ -1,7 +1,7 @@
 //===- HostCompile.h - Emitted C++ to a training executable -------*- C++ -*-===//
 //
 // Runs the host C++ compiler on an emitted source and links it with the
-// runtime (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP).
+// runtime (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP, MPI).
 //
 //===----------------------------------------------------------------------===//
 

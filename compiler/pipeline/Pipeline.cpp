@@ -57,6 +57,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.warmupSteps = options.warmupSteps;
     opt.weightDecay = options.weightDecay;
     opt.clipGradNorm = options.clipGradNorm;
+    opt.gradAccum = options.gradAccum;
+    opt.dataParallel = options.dataParallel;
     pm.addPass(createBuildTrainStepPass(opt));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

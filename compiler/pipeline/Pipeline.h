@@ -37,6 +37,8 @@ struct PipelineOptions {
   int64_t warmupSteps = -1;
   double weightDecay = -1.0;
   double clipGradNorm = -1.0;
+  int64_t gradAccum = 0;
+  bool dataParallel = true;
 };
 
 /// Adds the passes that take IR from after `from` to after `to` (both

@@ -112,12 +112,16 @@ struct StepIO {
   void **state;        ///< updated in place by trainStep
   const void **inputs; ///< one micro-batch
   void **outputs;      ///< filled by evalStep (the forward's extra outputs)
-  void **grads;        ///< filled by gradStep: one per trainable param, in
-                       ///< the order of the trainable ParamDescs
+  void **grads;        ///< one per trainable param, in the order of the
+                       ///< trainable ParamDescs: filled by gradStep and
+                       ///< accumulate, read by trainStep with accumulation
   int64_t step;        ///< the step being taken, counting from 1
   /// Micro-batches in this step (accumulate calls + 1): trainStep averages
   /// the accumulated gradients over them.
   int32_t microBatches;
+  /// Which micro-batch of the step this call computes, from 0: accumulate
+  /// (and gradStep) write io.grads on micro-batch 0 and add to them after.
+  int32_t microBatch;
   float baseLr;        ///< the schedule scales this
   int32_t threads;     ///< OpenMP threads to use
   Communicator *comm;  ///< null with one process
@@ -155,8 +159,10 @@ struct ModelDesc {
   /// gradient accumulation the runtime calls accumulate for each micro-batch
   /// but the last, then trainStep.
   void (*trainStep)(StepIO &io);
-  /// Forward and backward only, adding gradients into the step's internal
-  /// accumulators (null when the model was compiled without accumulation).
+  /// Forward and backward only, the gradients into io.grads (written on
+  /// micro-batch 0, added after); trainStep then adds its own and divides by
+  /// microBatches. Null when the model was compiled without accumulation
+  /// (then trainStep ignores io.grads and takes one micro-batch per step).
   void (*accumulate)(StepIO &io);
   /// Forward only: loss and outputs, no state change (validation).
   void (*evalStep)(StepIO &io);

@@ -92,7 +92,7 @@ struct Options {
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   std::string resume, initFrom, saveFinal, log, dumpGrads;
   int64_t threads = 0, printEvery = 0;
-  bool quiet = false, help = false;
+  bool noShuffle = false, quiet = false, help = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -287,7 +287,9 @@ void Trainer::checkModel() {
 }
 
 void Trainer::setUpData() {
-  bool needTrain = opt_.dumpGrads.empty() || kind_ != DataKind::None;
+  // Training and gradient dumps read batches; --steps 0 (only --init-from
+  // and --save-final, say) does not.
+  bool needTrain = opt_.steps > 0 || !opt_.dumpGrads.empty();
   if (kind_ == DataKind::None) {
     if (!opt_.data.empty() || !opt_.valData.empty())
       throw Error("model '" + std::string(model_.name) +
@@ -308,8 +310,9 @@ void Trainer::setUpData() {
     o.vocabSize = vocabSize_;
     o.paths = opt_.data;
     o.seed = mix64(seed ^ 0xda7a);
-    o.random = true;
-    trainTokens_ = std::make_unique<TokenLoader>(o);
+    o.random = !opt_.noShuffle;
+    if (!opt_.data.empty())
+      trainTokens_ = std::make_unique<TokenLoader>(o);
     if (!opt_.valData.empty()) {
       o.paths = opt_.valData;
       o.random = false;
@@ -338,7 +341,8 @@ void Trainer::setUpData() {
                   std::to_string(numClasses_));
     return loader;
   };
-  trainClasses_ = open(opt_.data, true);
+  if (!opt_.data.empty())
+    trainClasses_ = open(opt_.data, !opt_.noShuffle);
   if (!opt_.valData.empty())
     valClasses_ = open(opt_.valData, false);
 }
@@ -360,6 +364,14 @@ void Trainer::setUpBuffers() {
     outputs_.push_back(allocate(model_.outputs[i]));
     outputPtrs_.push_back(outputs_.back().get());
   }
+  // Gradient accumulators, summed by accumulate and read by trainStep; they
+  // stay zero when a step has one micro-batch.
+  if (model_.accumulate)
+    for (int i = 0; i < model_.numParams; ++i)
+      if (model_.params[i].trainable) {
+        grads_.push_back(allocate(model_.params[i].tensor));
+        gradPtrs_.push_back(grads_.back().get());
+      }
   // Positions are the same for every batch.
   if (positionsInput_ >= 0) {
     const TensorDesc &t = model_.inputs[positionsInput_].tensor;
@@ -474,6 +486,7 @@ float Trainer::trainStep(int64_t step) {
   double lossSum = 0;
   StepIO io = makeIO(step);
   for (int64_t m = 0; m < microBatches_; ++m) {
+    io.microBatch = static_cast<int32_t>(m);
     fillInputs(/*train=*/true);
     if (m + 1 < microBatches_)
       model_.accumulate(io);
@@ -598,6 +611,7 @@ void Trainer::pruneCheckpoints() {
 void Trainer::dumpGrads() {
   std::vector<Buffer> grads;
   std::vector<TensorToWrite> tensors;
+  gradPtrs_.clear();
   for (int i = 0; i < model_.numParams; ++i) {
     const ParamDesc &param = model_.params[i];
     if (!param.trainable)
@@ -612,6 +626,8 @@ void Trainer::dumpGrads() {
   }
   fillInputs(/*train=*/true);
   StepIO io = makeIO(startStep_ + 1);
+  io.grads = gradPtrs_.data();
+  io.microBatch = 0;
   model_.gradStep(io);
   float loss = io.loss;
   tensors.insert(tensors.begin(), {"loss", DType::F32, {}, &loss});
@@ -656,6 +672,8 @@ int Trainer::run() {
       std::printf("nothing to do: the run is at step %lld of --steps %lld\n",
                   static_cast<long long>(startStep_),
                   static_cast<long long>(opt_.steps));
+    if (!opt_.saveFinal.empty())
+      saveTo(opt_.saveFinal, startStep_);
     return 0;
   }
   if (!opt_.log.empty())
@@ -748,6 +766,9 @@ int Trainer::run() {
 } // namespace
 
 int runTraining(const ModelDesc &model, int argc, char **argv) {
+  // A file-size limit is a failed write like a full disk (an error, the
+  // previous checkpoint kept), not a kill.
+  std::signal(SIGXFSZ, SIG_IGN);
   Options opt;
   opt.steps = model.defaults.steps > 0 ? model.defaults.steps : 100;
   opt.batchSize = model.defaults.batchSize * std::max<int64_t>(
@@ -794,6 +815,9 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
   flags.addString("dump-grads", &opt.dumpGrads, "FILE",
                   "compute the loss and gradients on one batch, write them "
                   "as safetensors and exit");
+  flags.addBool("no-shuffle", &opt.noShuffle,
+                "train on the data in file order (windows of --seq-len "
+                "tokens, or rows) instead of a seeded shuffle");
   flags.addInt("threads", &opt.threads, "CPU threads (0: all cores)");
   flags.addInt("print-every", &opt.printEvery,
                "progress line every N steps when not on a terminal (0: about "

@@ -1,0 +1,296 @@
+//===- tgc.cpp - The tgc driver: model file to training executable -*- C++ -*-===//
+//
+// Runs a model through the phases of compiler/pipeline/Pipeline.h: import
+// (model file or tg IR), autodiff, optimizer, then emits the step as C++
+// (CPU) or CUDA and builds the training executable with the host compiler or
+// nvcc. It can stop after any phase (--compile-to, --emit) and start from IR
+// that has been through one (--compile-from), and takes mlir-opt's IR
+// printing and timing flags (--mlir-print-ir-after-all, --mlir-timing).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/EmitCpp.h"
+#include "compiler/pipeline/HostCompile.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "dialects/tg/IR/TgDialect.h"
+#include "frontend/ModelFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory tgcCategory("tgc options");
+cl::OptionCategory trainingCategory(
+    "Training overrides (the model file's training table)");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                               cl::desc("<model.json | model.tgm | file.mlir>"),
+                               cl::cat(tgcCategory));
+cl::opt<std::string> outputFile(
+    "o",
+    cl::desc("Output: the executable (default: the model file's name "
+             "without extension), the source, or the IR (default: stdout)"),
+    cl::value_desc("file"), cl::cat(tgcCategory));
+
+enum class EmitKind { Mlir, Cpp, Exe };
+cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to write"), cl::init(EmitKind::Exe),
+    cl::values(clEnumValN(EmitKind::Mlir, "mlir",
+                          "tg IR (after --compile-to, default: import)"),
+               clEnumValN(EmitKind::Cpp, "cpp",
+                          "the generated C++ source of the training step"),
+               clEnumValN(EmitKind::Exe, "exe",
+                          "the training executable (default)")),
+    cl::cat(tgcCategory));
+cl::opt<std::string> compileTo(
+    "compile-to",
+    cl::desc("Stop after this phase and print its IR: import, autodiff, "
+             "optimizer (source and executable as --emit=cpp and exe)"),
+    cl::value_desc("phase"), cl::cat(tgcCategory));
+cl::opt<std::string> compileFrom(
+    "compile-from",
+    cl::desc("The phase a .mlir input has been through (default: import, or "
+             "what its functions show)"),
+    cl::value_desc("phase"), cl::cat(tgcCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Where the step runs: cpu (default)"),
+                            cl::init("cpu"), cl::cat(tgcCategory));
+cl::opt<unsigned> optLevel(
+    "opt-level",
+    cl::desc("Host compiler optimization level for the executable (0-3)"),
+    cl::init(3), cl::cat(tgcCategory));
+cl::opt<bool> saveTemps(
+    "save-temps",
+    cl::desc("Keep the generated source next to the executable (EXE.cpp)"),
+    cl::cat(tgcCategory));
+cl::opt<bool> verbose("v", cl::desc("Print the host compiler command"),
+                      cl::cat(tgcCategory));
+
+cl::opt<std::string> optimizer(
+    "optimizer",
+    cl::desc("sgd, adam, adamw, rmsprop, adagrad, lamb or lion"),
+    cl::cat(trainingCategory));
+cl::opt<std::string> schedule(
+    "schedule", cl::desc("constant, cosine, linear, step, cyclic or wsd"),
+    cl::cat(trainingCategory));
+cl::opt<int64_t> totalSteps("total-steps",
+                            cl::desc("Length of the LR schedule"),
+                            cl::init(0), cl::cat(trainingCategory));
+cl::opt<int64_t> warmupSteps("warmup-steps", cl::desc("LR warmup steps"),
+                             cl::init(-1), cl::cat(trainingCategory));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                            cl::init(-1.0), cl::cat(trainingCategory));
+cl::opt<double> clipGradNorm(
+    "clip-grad-norm", cl::desc("Clip gradients to this global norm (0: off)"),
+    cl::init(-1.0), cl::cat(trainingCategory));
+cl::opt<int64_t> gradAccum(
+    "grad-accum",
+    cl::desc("Compile for gradient accumulation over micro-batches (> 1 lets "
+             "the executable's --batch-size be a multiple of the model's "
+             "batch)"),
+    cl::init(0), cl::cat(trainingCategory));
+cl::opt<bool> noDataParallel(
+    "no-data-parallel",
+    cl::desc("Do not average gradients over data-parallel processes"),
+    cl::cat(trainingCategory));
+
+/// The last phase whose output `module` shows.
+Phase phaseOf(ModuleOp module) {
+  if (module.lookupSymbol("train_step"))
+    return Phase::Optimizer;
+  if (module.lookupSymbol("forward_backward"))
+    return Phase::Autodiff;
+  return Phase::Import;
+}
+
+LogicalResult fail(const Twine &message) {
+  llvm::errs() << "tgc: error: " << message << "\n";
+  return failure();
+}
+
+/// The file name without directory and extension ("examples/mlp.json" ->
+/// "mlp").
+std::string stemOf(StringRef path) { return llvm::sys::path::stem(path).str(); }
+
+LogicalResult writeText(StringRef path, llvm::function_ref<LogicalResult(
+                                            llvm::raw_ostream &)> write) {
+  std::string error;
+  auto out = openOutputFile(path.empty() ? "-" : path, &error);
+  if (!out)
+    return fail(error);
+  if (failed(write(out->os())))
+    return failure();
+  out->keep();
+  return success();
+}
+
+LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
+  // What to do.
+  std::optional<Phase> stopAfter;
+  if (!compileTo.empty()) {
+    stopAfter = parsePhase(compileTo);
+    if (!stopAfter)
+      return fail("unknown phase '" + compileTo +
+                  "' for --compile-to; expected import, autodiff, optimizer, "
+                  "source or executable");
+  }
+  Phase last = Phase::Executable;
+  if (emit == EmitKind::Mlir)
+    last = stopAfter.value_or(Phase::Import);
+  else if (emit == EmitKind::Cpp)
+    last = Phase::Source;
+  else if (stopAfter)
+    last = *stopAfter;
+  if (emit == EmitKind::Mlir && last > Phase::Optimizer)
+    return fail("--emit=mlir writes IR: --compile-to must be import, "
+                "autodiff or optimizer");
+  if (target != "cpu")
+    return fail("unknown --target '" + target + "'; expected cpu");
+  if (optLevel > 3)
+    return fail("--opt-level must be 0 to 3, got " + Twine(optLevel));
+
+  // The input: a model file or tg IR.
+  OwningOpRef<ModuleOp> module;
+  Phase from = Phase::Import;
+  if (StringRef(inputFile).ends_with(".mlir")) {
+    std::string error;
+    auto file = openInputFile(inputFile, &error);
+    if (!file)
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return failure();
+    from = phaseOf(*module);
+    if (!compileFrom.empty()) {
+      auto given = parsePhase(compileFrom);
+      if (!given || *given > Phase::Optimizer)
+        return fail("unknown phase '" + compileFrom +
+                    "' for --compile-from; expected import, autodiff or "
+                    "optimizer");
+      if (*given != from)
+        return fail("--compile-from=" + compileFrom + " but " + inputFile +
+                    " holds IR after phase '" + phaseName(from) + "'");
+    }
+  } else {
+    if (!compileFrom.empty())
+      return fail("--compile-from takes tg IR (.mlir), not a model file");
+    module = importModelFile(inputFile, &context);
+    if (!module)
+      return failure();
+  }
+  if (last < from)
+    return fail(inputFile + " is already past phase '" + phaseName(last) +
+                "'");
+
+  // The passes.
+  if (std::min(last, Phase::Optimizer) > from) {
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    PipelineOptions options;
+    options.optimizer = optimizer;
+    options.schedule = schedule;
+    options.totalSteps = totalSteps;
+    options.warmupSteps = warmupSteps;
+    options.weightDecay = weightDecay;
+    options.clipGradNorm = clipGradNorm;
+    options.gradAccum = gradAccum;
+    options.dataParallel = !noDataParallel;
+    buildTrainingPipeline(pm, options, from, std::min(last, Phase::Optimizer));
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+  if (last <= Phase::Optimizer)
+    return writeText(outputFile, [&](llvm::raw_ostream &os) {
+      module->print(os);
+      os << "\n";
+      return success();
+    });
+
+  // The source.
+  CppEmitOptions emitOptions;
+  emitOptions.sourceName = llvm::sys::path::filename(inputFile).str();
+  if (last == Phase::Source)
+    return writeText(outputFile, [&](llvm::raw_ostream &os) {
+      return emitCpp(*module, os, emitOptions);
+    });
+
+  // The executable.
+  std::string executable =
+      outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+  if (llvm::sys::fs::is_directory(executable))
+    return fail("output '" + executable + "' is a directory");
+  std::string source;
+  if (saveTemps) {
+    source = executable + ".cpp";
+  } else {
+    SmallString<128> temp;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "tgc-" + stemOf(inputFile), "cpp", temp))
+      return fail("cannot create a temporary source file: " + ec.message());
+    source = temp.str().str();
+  }
+  // The temporary source goes whatever happens.
+  llvm::scope_exit removeSource([&] {
+    if (!saveTemps)
+      llvm::sys::fs::remove(source);
+  });
+  if (failed(writeText(source, [&](llvm::raw_ostream &os) {
+        return emitCpp(*module, os, emitOptions);
+      })))
+    return failure();
+  HostCompileOptions compileOptions;
+  compileOptions.optimization = "-O" + std::to_string(optLevel);
+  compileOptions.nativeArch = optLevel >= 2;
+  compileOptions.verbose = verbose;
+  if (llvm::Error error =
+          compileExecutable(source, executable, compileOptions))
+    return fail(llvm::toString(std::move(error)));
+  return success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tgc: compiles a model file into a training executable\n\n"
+      "  tgc model.json -o model            the training executable (CPU)\n"
+      "  tgc model.json --emit=mlir         the tg IR after import\n"
+      "  tgc model.json --compile-to=optimizer   the IR of @train_step\n"
+      "  tgc model.json --emit=cpp -o step.cpp   the generated C++\n"
+      "  tgc step.mlir -o model             from tg IR at any phase\n");
+
+  DialectRegistry registry;
+  registry.insert<TgDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  return failed(run(context, sourceMgr)) ? 1 : 0;
+}
