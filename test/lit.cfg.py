@@ -23,13 +23,18 @@ config.environment["FILECHECK_OPTS"] = (
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%tgc_src", config.tgc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "examples")))
+# The 8x8 digits Debian's python3-sklearn ships (scripts/setup.sh installs it).
+config.substitutions.append(
+    ("%digits", "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"))
 
 tool_dirs = [config.tgc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["tg-opt"], tool_dirs)
 for tool in ["tg-translate", "tgc", "tg-data"]:
     if os.path.exists(os.path.join(config.tgc_tools_dir, tool)):
         llvm_config.add_tool_substitutions([tool], tool_dirs)
-llvm_config.with_environment("PATH", config.tgc_tools_dir, append_path=False)
+# Our tools first, then LLVM's (not, count, FileCheck), then the system's.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.tgc_tools_dir, append_path=True)
 
 
 def python_with(module):

@@ -44,7 +44,8 @@ def save(path, tensors, metadata=None):
     offset = 0
     blobs = []
     for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr)
+        # ascontiguousarray would turn a scalar into shape [1].
+        arr = np.asarray(arr, order="C")
         raw = arr.tobytes()
         header[name] = {"dtype": _NAMES[arr.dtype], "shape": list(arr.shape),
                         "data_offsets": [offset, offset + len(raw)]}
