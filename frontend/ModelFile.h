@@ -12,6 +12,11 @@
 // JSON path or node name, "nodes[3] 'fc1' (matmul)"); no input, however
 // broken, crashes or hangs the importer.
 //
+// README.md in this folder states what an import guarantees: argument order,
+// the keys of tg.training, how dims named "batch" and "seq" follow the
+// training table, and the locations (NameLoc of the node around the
+// FileLineColLoc of its JSON text).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TGC_FRONTEND_MODELFILE_H
