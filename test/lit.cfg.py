@@ -57,6 +57,13 @@ else:
     lit_config.note("torch is not importable: tests that REQUIRE torch are skipped")
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
+    # Loopback only, more ranks than cores, and root where CI runs as root.
+    mpirun = ["mpirun", "--oversubscribe", "--mca", "btl", "self,tcp",
+              "--mca", "btl_tcp_if_include", "lo",
+              "--mca", "oob_tcp_if_include", "lo"]
+    if os.geteuid() == 0:
+        mpirun.append("--allow-run-as-root")
+    config.substitutions.append(("%mpirun", " ".join(mpirun)))
 else:
     lit_config.note("mpirun not found: tests that REQUIRE mpi are skipped")
 if shutil.which("nvidia-smi") and subprocess.run(

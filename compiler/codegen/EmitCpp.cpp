@@ -807,10 +807,30 @@ LogicalResult FunctionEmitter::emit(
     os << "  " << cTypeOf(arg) << " *" << n << " = (" << cTypeOf(arg) << " *)"
        << bindArgument(arg.getArgNumber()) << ";\n";
   }
+  // --profile: each op that does work is timed into io.trace (one branch
+  // per op when not profiling). Views and constants take no time.
+  os << "  tgc::Trace *trace = io.trace;\n  double t0 = 0;\n  (void)t0;\n";
   Block &block = func.getBody().front();
-  for (Operation &op : block.without_terminator())
+  for (Operation &op : block.without_terminator()) {
+    bool timed = !isa<ConstantOp, ReshapeOp, FlattenOp>(op);
+    if (timed)
+      os << "  if (trace)\n    t0 = trace->now();\n";
     if (failed(emitOp(&op)))
       return failure();
+    if (timed) {
+      std::string label = op.getName().stripDialect().str();
+      std::string where = describeLoc(op.getLoc());
+      if (!where.empty())
+        label += " " + where;
+      std::string quoted;
+      for (char c : label)
+        if (c != '"' && c != '\\')
+          quoted += c;
+      os << "  if (trace)\n    trace->complete(\"" << quoted << "\", \""
+         << (isa<AllReduceOp>(op) ? "collective" : "kernel")
+         << "\", tgc::Trace::Host, t0, trace->now() - t0);\n";
+    }
+  }
   if (failed(bindResults(*this, cast<func::ReturnOp>(block.getTerminator()))))
     return failure();
   os << "}\n";
@@ -1113,6 +1133,7 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
      << "//===---===//\n\n"
      << "#include \"runtime/comm/Comm.h\"\n"
      << "#include \"runtime/core/Model.h\"\n"
+     << "#include \"runtime/core/Trace.h\"\n"
      << "#include \"runtime/cpu/Kernels.h\"\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
      << "#include <cstdlib>\n#include <cstring>\n\nnamespace {\n\n";

@@ -83,6 +83,7 @@ struct InputDesc {
 /// (tgc::comm::allReduce...) that tg.all_reduce lowers to; null when the run
 /// has one process, where every collective is the identity.
 struct Communicator;
+class Trace;
 
 /// How the runtime reaches the memory the step functions work on. CPU
 /// executables have none (ModelDesc::device is null: every buffer is host
@@ -125,6 +126,12 @@ struct StepIO {
   float baseLr;        ///< the schedule scales this
   int32_t threads;     ///< OpenMP threads to use
   Communicator *comm;  ///< null with one process
+  /// --profile: each op reports its time here (runtime/core/Trace.h); null
+  /// when not profiling.
+  Trace *trace;
+  /// --cuda-graph: a device step may capture itself in a CUDA graph and
+  /// replay it (CPU steps ignore it).
+  int32_t captureGraph;
   // Metrics written by the step functions.
   float loss;
   float gradNorm; ///< global gradient norm before clipping (trainStep)

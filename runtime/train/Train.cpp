@@ -8,6 +8,17 @@
 // --dump-grads. Around them: the progress bar, the JSONL log, checkpoints,
 // and a clean stop on SIGINT/SIGTERM.
 //
+// With several processes (data parallel, runtime/comm) every rank draws
+// every micro-batch of a step from identically seeded loaders and computes
+// its share (micro-batch m goes to rank m mod W); the step's all-reduce
+// averages the gradients, so W ranks with a global --batch-size take the
+// same steps as one process with that batch. Rank 0 alone prints, logs and
+// writes checkpoints; evaluation batches are split over the ranks.
+//
+// A model with DeviceOps (a GPU executable) keeps every StepIO buffer on the
+// device: the parameters are initialised on the host and uploaded, batches
+// are uploaded as they are drawn, and checkpoints download what they save.
+//
 // Resume is bit-exact: a checkpoint holds the parameters, the optimizer
 // state, the step and the training loader's position (its RNG state
 // included), and nothing in a step depends on anything else (evaluation
@@ -21,9 +32,11 @@
 
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/comm/Comm.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/Json.h"
+#include "runtime/core/Trace.h"
 #include "runtime/data/ClassData.h"
 #include "runtime/data/TokenData.h"
 #include "runtime/train/Flags.h"
@@ -92,7 +105,9 @@ struct Options {
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   std::string resume, initFrom, saveFinal, log, dumpGrads;
   int64_t threads = 0, printEvery = 0;
-  bool noShuffle = false, quiet = false, help = false;
+  int64_t device = -1;
+  std::string rendezvous, profile;
+  bool noShuffle = false, cudaGraph = false, quiet = false, help = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -126,14 +141,33 @@ struct EvalResult {
   double accuracy = -1; ///< < 0 when not measured
 };
 
+/// One tensor of the step's StepIO: host memory, and the device copy when
+/// the model runs on a device.
+struct Tensor {
+  Buffer host;
+  void *device = nullptr;
+  int64_t bytes = 0;
+  /// What the step functions get.
+  void *step() const { return device ? device : host.get(); }
+};
+
 class Trainer {
 public:
-  Trainer(const ModelDesc &model, Options options)
-      : model_(model), opt_(std::move(options)) {}
+  Trainer(const ModelDesc &model, Options options, Communicator *comm)
+      : model_(model), opt_(std::move(options)), comm_(comm),
+        rank_(comm::rank(comm)), world_(comm::worldSize(comm)),
+        device_(model.device) {}
+  ~Trainer();
 
   int run();
 
 private:
+  Tensor makeTensor(const TensorDesc &desc);
+  void upload(Tensor &t);
+  void download(Tensor &t);
+  void uploadModelState();
+  void downloadModelState();
+  void selectDevice();
   void checkModel();
   void setUpData();
   void setUpBuffers();
@@ -149,14 +183,23 @@ private:
   void dumpGrads();
   void finalLines();
   StepIO makeIO(int64_t step);
+  bool isRoot() const { return rank_ == 0; }
+  /// Whether any rank was asked to stop (every rank leaves the loop after
+  /// the same step).
+  bool stopRequested();
 
   const ModelDesc &model_;
   Options opt_;
+  Communicator *comm_;
+  int rank_, world_;
+  const DeviceOps *device_;
 
   DataKind kind_ = DataKind::None;
   int tokensInput_ = -1, targetsInput_ = -1, positionsInput_ = -1;
   int featuresInput_ = -1, labelsInput_ = -1;
-  int64_t micro_ = 1, microBatches_ = 1, seqLen_ = 0;
+  /// The compiled micro-batch; micro-batches per step over all ranks, and
+  /// on this rank.
+  int64_t micro_ = 1, globalMicroBatches_ = 1, microBatches_ = 1, seqLen_ = 0;
   int64_t vocabSize_ = 0, numClasses_ = 0, numFeatures_ = 0;
 
   std::unique_ptr<TokenLoader> trainTokens_, valTokens_;
@@ -164,9 +207,12 @@ private:
   // The validation batch (for accuracy against the logits).
   const ClassBatch *lastClassBatch_ = nullptr;
 
-  std::vector<Buffer> params_, state_, inputs_, outputs_, grads_;
+  std::vector<Tensor> params_, state_, inputs_, outputs_, grads_;
+  // What StepIO points at: device memory on a device, else host memory.
   std::vector<void *> paramPtrs_, statePtrs_, outputPtrs_, gradPtrs_;
   std::vector<const void *> inputPtrs_;
+  // Host copies of the parameters and state, for init and checkpoints.
+  std::vector<void *> hostParams_, hostState_;
 
   int64_t startStep_ = 0;
   float firstLoss_ = NAN, lastLoss_ = NAN;
@@ -175,7 +221,74 @@ private:
   float lastStepLr_ = NAN, lastGradNorm_ = NAN;
   MetricsLog log_;
   std::unique_ptr<ProgressReporter> progress_;
+  std::unique_ptr<Trace> trace_;
 };
+
+Trainer::~Trainer() {
+  if (!device_)
+    return;
+  for (auto *list : {&params_, &state_, &inputs_, &outputs_, &grads_})
+    for (Tensor &t : *list)
+      if (t.device)
+        device_->release(t.device);
+}
+
+Tensor Trainer::makeTensor(const TensorDesc &desc) {
+  Tensor t;
+  t.host = allocate(desc);
+  t.bytes = numElements(desc) * dtypeSize(desc.dtype);
+  if (device_)
+    t.device = device_->alloc(std::max<int64_t>(t.bytes, 1));
+  return t;
+}
+
+void Trainer::upload(Tensor &t) {
+  if (device_ && t.bytes)
+    device_->upload(t.device, t.host.get(), t.bytes);
+}
+
+void Trainer::download(Tensor &t) {
+  if (device_ && t.bytes)
+    device_->download(t.host.get(), t.device, t.bytes);
+}
+
+void Trainer::uploadModelState() {
+  for (Tensor &t : params_)
+    upload(t);
+  for (Tensor &t : state_)
+    upload(t);
+}
+
+void Trainer::downloadModelState() {
+  if (!device_)
+    return;
+  device_->synchronize();
+  for (Tensor &t : params_)
+    download(t);
+  for (Tensor &t : state_)
+    download(t);
+}
+
+void Trainer::selectDevice() {
+  if (!device_)
+    return;
+  int ordinal = opt_.device >= 0 ? static_cast<int>(opt_.device)
+                : comm_       ? comm::deviceOrdinal(comm_)
+                              : 0;
+  if (ordinal < 0)
+    ordinal = 0;
+  const char *description = device_->select(ordinal);
+  if (isRoot() && !opt_.quiet)
+    std::printf("device: %s (%s)%s\n", description, device_->kind,
+                world_ > 1 ? (", " + comm::describe(comm_)).c_str() : "");
+}
+
+bool Trainer::stopRequested() {
+  bool stop = stopSignal != 0;
+  if (comm_)
+    stop = comm::allReduceSum(comm_, stop ? 1.0 : 0.0) > 0;
+  return stop;
+}
 
 StepIO Trainer::makeIO(int64_t step) {
   StepIO io;
@@ -190,6 +303,9 @@ StepIO Trainer::makeIO(int64_t step) {
   io.baseLr = static_cast<float>(opt_.lr);
   io.lr = io.baseLr;
   io.threads = threads_;
+  io.comm = comm_;
+  io.trace = trace_.get();
+  io.captureGraph = opt_.cudaGraph ? 1 : 0;
   return io;
 }
 
@@ -255,20 +371,30 @@ void Trainer::checkModel() {
     throw Error("--seq-len " + std::to_string(opt_.seqLen) +
                 " differs from the compiled sequence length " +
                 std::to_string(seqLen_) + " of model '" + model_.name + "'");
-  // The batch is a whole number of compiled micro-batches.
+  // The batch (over all ranks) is a whole number of compiled micro-batches,
+  // and each rank takes the same number of them.
   if (opt_.batchSize <= 0 || opt_.batchSize % micro_ != 0)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) +
                 " is not a positive multiple of the compiled micro-batch " +
                 std::to_string(micro_));
-  microBatches_ = opt_.batchSize / micro_;
+  globalMicroBatches_ = opt_.batchSize / micro_;
+  if (globalMicroBatches_ % world_ != 0)
+    throw Error("--batch-size " + std::to_string(opt_.batchSize) + " is " +
+                std::to_string(globalMicroBatches_) + " micro-batches of " +
+                std::to_string(micro_) + ", which " + std::to_string(world_) +
+                " processes cannot share evenly; use a multiple of " +
+                std::to_string(micro_ * world_));
+  microBatches_ = globalMicroBatches_ / world_;
   if (microBatches_ > 1 && !model_.accumulate)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) + " needs " +
                 std::to_string(microBatches_) + " micro-batches of " +
-                std::to_string(micro_) + " per step, but model '" +
+                std::to_string(micro_) + " per step on each of " +
+                std::to_string(world_) + " process(es), but model '" +
                 model_.name +
                 "' was compiled without gradient accumulation; use "
                 "--batch-size " +
-                std::to_string(micro_) + " or compile with grad_accum");
+                std::to_string(micro_ * world_) +
+                " or compile with grad_accum (tgc --grad-accum N)");
 
   // What the data must fit: the vocabulary, the classes.
   if (kind_ == DataKind::Tokens) {
@@ -349,39 +475,42 @@ void Trainer::setUpData() {
 
 void Trainer::setUpBuffers() {
   for (int i = 0; i < model_.numParams; ++i) {
-    params_.push_back(allocate(model_.params[i].tensor));
-    paramPtrs_.push_back(params_.back().get());
+    params_.push_back(makeTensor(model_.params[i].tensor));
+    paramPtrs_.push_back(params_.back().step());
+    hostParams_.push_back(params_.back().host.get());
   }
   for (int i = 0; i < model_.numState; ++i) {
-    state_.push_back(allocate(model_.state[i].tensor));
-    statePtrs_.push_back(state_.back().get());
+    state_.push_back(makeTensor(model_.state[i].tensor));
+    statePtrs_.push_back(state_.back().step());
+    hostState_.push_back(state_.back().host.get());
   }
   for (int i = 0; i < model_.numInputs; ++i) {
-    inputs_.push_back(allocate(model_.inputs[i].tensor));
-    inputPtrs_.push_back(inputs_.back().get());
+    inputs_.push_back(makeTensor(model_.inputs[i].tensor));
+    inputPtrs_.push_back(inputs_.back().step());
   }
   for (int i = 0; i < model_.numOutputs; ++i) {
-    outputs_.push_back(allocate(model_.outputs[i]));
-    outputPtrs_.push_back(outputs_.back().get());
+    outputs_.push_back(makeTensor(model_.outputs[i]));
+    outputPtrs_.push_back(outputs_.back().step());
   }
   // Gradient accumulators, summed by accumulate and read by trainStep; they
   // stay zero when a step has one micro-batch.
   if (model_.accumulate)
     for (int i = 0; i < model_.numParams; ++i)
       if (model_.params[i].trainable) {
-        grads_.push_back(allocate(model_.params[i].tensor));
-        gradPtrs_.push_back(grads_.back().get());
+        grads_.push_back(makeTensor(model_.params[i].tensor));
+        gradPtrs_.push_back(grads_.back().step());
       }
   // Positions are the same for every batch.
   if (positionsInput_ >= 0) {
     const TensorDesc &t = model_.inputs[positionsInput_].tensor;
     for (int64_t p = 0; p < t.shape[0]; ++p) {
       if (t.dtype == DType::I32)
-        static_cast<int32_t *>(inputs_[positionsInput_].get())[p] =
+        static_cast<int32_t *>(inputs_[positionsInput_].host.get())[p] =
             static_cast<int32_t>(p);
       else
-        static_cast<int64_t *>(inputs_[positionsInput_].get())[p] = p;
+        static_cast<int64_t *>(inputs_[positionsInput_].host.get())[p] = p;
     }
+    upload(inputs_[positionsInput_]);
   }
 }
 
@@ -390,7 +519,7 @@ void Trainer::initialise() {
   if (!opt_.resume.empty()) {
     std::string path = resolveResumePath(opt_.resume);
     Metadata meta =
-        loadCheckpoint(path, model_, paramPtrs_.data(), statePtrs_.data());
+        loadCheckpoint(path, model_, hostParams_.data(), hostState_.data());
     auto get = [&](const char *key) -> std::string {
       auto it = meta.find(key);
       if (it == meta.end())
@@ -427,17 +556,17 @@ void Trainer::initialise() {
       if (trainClasses_)
         trainClasses_->setPosition(position);
     }
-    if (!opt_.quiet)
+    if (!opt_.quiet && isRoot())
       std::printf("resumed from %s at step %lld\n", path.c_str(),
                   static_cast<long long>(startStep_));
     return;
   }
   for (int i = 0; i < model_.numParams; ++i)
-    initParam(model_.params[i], paramPtrs_[i], seed);
+    initParam(model_.params[i], hostParams_[i], seed);
   if (!opt_.initFrom.empty()) {
     std::string ignored;
-    loadParams(opt_.initFrom, model_, paramPtrs_.data(), &ignored);
-    if (!ignored.empty() && !opt_.quiet)
+    loadParams(opt_.initFrom, model_, hostParams_.data(), &ignored);
+    if (!ignored.empty() && !opt_.quiet && isRoot())
       std::fprintf(stderr, "warning: %s: ignored tensors the model lacks: %s\n",
                    opt_.initFrom.c_str(), ignored.c_str());
   }
@@ -459,23 +588,29 @@ static void storeInts(const T *src, int64_t count, DType dtype, void *dst) {
 void Trainer::fillTokenInputs(const TokenBatch &batch) {
   const TensorDesc &tokens = model_.inputs[tokensInput_].tensor;
   storeInts(batch.tokens.data(), micro_ * seqLen_, tokens.dtype,
-            inputs_[tokensInput_].get());
-  if (targetsInput_ >= 0)
+            inputs_[tokensInput_].host.get());
+  upload(inputs_[tokensInput_]);
+  if (targetsInput_ >= 0) {
     storeInts(batch.targets.data(), micro_ * seqLen_,
               model_.inputs[targetsInput_].tensor.dtype,
-              inputs_[targetsInput_].get());
+              inputs_[targetsInput_].host.get());
+    upload(inputs_[targetsInput_]);
+  }
 }
 
 void Trainer::fillClassInputs(const ClassBatch &batch) {
   storeFloats(batch.features.data(), micro_ * numFeatures_,
               model_.inputs[featuresInput_].tensor.dtype,
-              inputs_[featuresInput_].get());
+              inputs_[featuresInput_].host.get());
+  upload(inputs_[featuresInput_]);
   storeInts(batch.labels.data(), micro_,
             model_.inputs[labelsInput_].tensor.dtype,
-            inputs_[labelsInput_].get());
+            inputs_[labelsInput_].host.get());
+  upload(inputs_[labelsInput_]);
 }
 
 void Trainer::fillInputs(bool train) {
+  TraceScope scope(trace_.get(), "batch", "data");
   if (kind_ == DataKind::Tokens)
     fillTokenInputs(train ? trainTokens_->next() : valTokens_->next());
   else if (kind_ == DataKind::Classes)
@@ -485,16 +620,30 @@ void Trainer::fillInputs(bool train) {
 float Trainer::trainStep(int64_t step) {
   double lossSum = 0;
   StepIO io = makeIO(step);
-  for (int64_t m = 0; m < microBatches_; ++m) {
-    io.microBatch = static_cast<int32_t>(m);
+  int64_t local = 0;
+  for (int64_t m = 0; m < globalMicroBatches_; ++m) {
+    // Every rank draws every micro-batch, so the loaders stay in step; rank
+    // r computes micro-batches r, r + W, ...
+    if (m % world_ != rank_) {
+      if (trainTokens_)
+        trainTokens_->next();
+      else if (trainClasses_)
+        trainClasses_->next();
+      continue;
+    }
+    io.microBatch = static_cast<int32_t>(local);
     fillInputs(/*train=*/true);
-    if (m + 1 < microBatches_)
+    if (++local < microBatches_)
       model_.accumulate(io);
     else
       model_.trainStep(io);
     lossSum += io.loss;
   }
-  float loss = static_cast<float>(lossSum / microBatches_);
+  // The mean over this rank's micro-batches, then over the ranks.
+  double mean = lossSum / microBatches_;
+  if (comm_)
+    mean = comm::allReduceSum(comm_, mean) / world_;
+  float loss = static_cast<float>(mean);
   if (!std::isfinite(loss))
     throw Error("the training loss is " + formatFloat(loss) + " at step " +
                 std::to_string(step) + " (lower --lr?)");
@@ -517,11 +666,20 @@ EvalResult Trainer::evaluate() {
                   model_.outputs[0].dtype == DType::F32 &&
                   model_.outputs[0].rank == 2 &&
                   model_.outputs[0].shape[0] == micro_;
+  TraceScope scope(trace_.get(), "evaluation", "eval");
   double lossSum = 0;
   int64_t rows = 0, correct = 0;
   StepIO io = makeIO(startStep_);
   for (int64_t b = 0; b < batches; ++b) {
     int64_t valid;
+    // The batches are split over the ranks; each reads its own.
+    if (b % world_ != rank_) {
+      if (valTokens_)
+        valTokens_->next();
+      else
+        valClasses_->next();
+      continue;
+    }
     const ClassBatch *classBatch = nullptr;
     if (kind_ == DataKind::Tokens) {
       const TokenBatch &batch = valTokens_->next();
@@ -536,7 +694,8 @@ EvalResult Trainer::evaluate() {
     lossSum += static_cast<double>(io.loss) * valid;
     rows += valid;
     if (accuracy) {
-      const float *logits = static_cast<const float *>(outputPtrs_[0]);
+      download(outputs_[0]);
+      const float *logits = static_cast<const float *>(outputs_[0].host.get());
       int64_t classes = model_.outputs[0].shape[1];
       for (int64_t r = 0; r < valid; ++r) {
         const float *row = logits + r * classes;
@@ -544,6 +703,11 @@ EvalResult Trainer::evaluate() {
         correct += best == classBatch->labels[r];
       }
     }
+  }
+  if (comm_) {
+    lossSum = comm::allReduceSum(comm_, lossSum);
+    rows = static_cast<int64_t>(comm::allReduceSum(comm_, double(rows)));
+    correct = static_cast<int64_t>(comm::allReduceSum(comm_, double(correct)));
   }
   result.loss = rows ? lossSum / rows : NAN;
   if (accuracy && rows)
@@ -561,7 +725,6 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
   meta["step"] = std::to_string(step);
   meta["seed"] = std::to_string(opt_.seed);
   meta["batch_size"] = std::to_string(opt_.batchSize);
-  meta["sharding"] = "{\"world_size\":1,\"rank\":0,\"layout\":\"replicated\"}";
   if (trainTokens_)
     meta["data_position"] = trainTokens_->position().toJson();
   if (trainClasses_)
@@ -570,11 +733,18 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
     meta["first_loss"] = formatFloat(firstLoss_);
   if (std::isfinite(firstValLoss_))
     meta["first_val_loss"] = formatDouble(firstValLoss_);
-  tgc::saveCheckpoint(path, model_, paramPtrs_.data(), statePtrs_.data(),
+  meta["sharding"] = "{\"world_size\":" + std::to_string(world_) +
+                     ",\"rank\":0,\"layout\":\"replicated\"}";
+  downloadModelState();
+  tgc::saveCheckpoint(path, model_, hostParams_.data(), hostState_.data(),
                       meta);
 }
 
 void Trainer::saveCheckpoint(int64_t step) {
+  // The parameters and state are the same on every rank: rank 0 writes.
+  if (!isRoot())
+    return;
+  TraceScope scope(trace_.get(), "checkpoint", "checkpoint");
   std::string path = checkpointPath(opt_.checkpointDir, step);
   saveTo(path, step);
   JsonValue entry = JsonValue::object();
@@ -609,26 +779,34 @@ void Trainer::pruneCheckpoints() {
 /// --dump-grads: the loss and every trainable parameter's gradient on the
 /// first training batch, as safetensors ("loss" and the parameter names).
 void Trainer::dumpGrads() {
-  std::vector<Buffer> grads;
+  if (world_ > 1)
+    throw Error("--dump-grads computes one process's gradients; run it "
+                "without a launcher");
+  std::vector<Tensor> grads;
   std::vector<TensorToWrite> tensors;
   gradPtrs_.clear();
   for (int i = 0; i < model_.numParams; ++i) {
     const ParamDesc &param = model_.params[i];
     if (!param.trainable)
       continue;
-    grads.push_back(allocate(param.tensor));
-    gradPtrs_.push_back(grads.back().get());
+    grads.push_back(makeTensor(param.tensor));
+    gradPtrs_.push_back(grads.back().step());
     tensors.push_back({param.tensor.name, param.tensor.dtype,
                        std::vector<int64_t>(param.tensor.shape,
                                             param.tensor.shape +
                                                 param.tensor.rank),
-                       grads.back().get()});
+                       grads.back().host.get()});
   }
   fillInputs(/*train=*/true);
   StepIO io = makeIO(startStep_ + 1);
   io.grads = gradPtrs_.data();
   io.microBatch = 0;
   model_.gradStep(io);
+  if (device_) {
+    device_->synchronize();
+    for (Tensor &t : grads)
+      download(t);
+  }
   float loss = io.loss;
   tensors.insert(tensors.begin(), {"loss", DType::F32, {}, &loss});
   Metadata meta;
@@ -636,6 +814,9 @@ void Trainer::dumpGrads() {
   meta["step"] = std::to_string(startStep_);
   writeSafetensors(opt_.dumpGrads, tensors, meta);
   gradPtrs_.clear();
+  if (device_)
+    for (Tensor &t : grads)
+      device_->release(t.device);
 }
 
 //===----------------------------------------------------------------------===//
@@ -643,6 +824,8 @@ void Trainer::dumpGrads() {
 //===----------------------------------------------------------------------===//
 
 void Trainer::finalLines() {
+  if (!isRoot())
+    return;
   if (!std::isnan(lastValLoss_) && !opt_.quiet) {
     if (lastAccuracy_ >= 0)
       std::printf("accuracy: %.3f\n", lastAccuracy_);
@@ -657,30 +840,34 @@ int Trainer::run() {
   threads_ = static_cast<int32_t>(opt_.threads > 0 ? opt_.threads
                                                    : omp_get_max_threads());
   omp_set_num_threads(threads_);
+  if (!opt_.profile.empty())
+    trace_ = std::make_unique<Trace>(rank_);
+  selectDevice();
   checkModel();
   setUpData();
   setUpBuffers();
-  if (!opt_.checkpointDir.empty())
+  if (!opt_.checkpointDir.empty() && isRoot())
     prepareCheckpointDir(opt_.checkpointDir);
   initialise();
+  uploadModelState();
   if (!opt_.dumpGrads.empty()) {
     dumpGrads();
     return 0;
   }
   if (startStep_ >= opt_.steps) {
-    if (!opt_.quiet)
+    if (!opt_.quiet && isRoot())
       std::printf("nothing to do: the run is at step %lld of --steps %lld\n",
                   static_cast<long long>(startStep_),
                   static_cast<long long>(opt_.steps));
-    if (!opt_.saveFinal.empty())
+    if (!opt_.saveFinal.empty() && isRoot())
       saveTo(opt_.saveFinal, startStep_);
     return 0;
   }
-  if (!opt_.log.empty())
+  if (!opt_.log.empty() && isRoot())
     log_.open(opt_.log, /*append=*/startStep_ > 0);
   bool tokens = kind_ == DataKind::Tokens;
   progress_ = std::make_unique<ProgressReporter>(
-      opt_.steps, startStep_ + 1, opt_.quiet, opt_.printEvery,
+      opt_.steps, startStep_ + 1, opt_.quiet || !isRoot(), opt_.printEvery,
       tokens ? "tok/s" : "samples/s");
   bool validate = valTokens_ || valClasses_;
   auto runEval = [&](int64_t step) {
@@ -706,14 +893,27 @@ int Trainer::run() {
   if (validate && startStep_ == 0)
     runEval(0);
 
+  // Model FLOP utilisation on a device: the model's FLOPs per micro-batch
+  // over this device's share of the step time and its peak.
+  double peak = device_ ? device_->peakFlops() : 0;
+  bool mfu = peak > 0 && model_.flopsPerStep > 0;
   StopSignalScope signals;
   int64_t perStep = opt_.batchSize * (tokens ? seqLen_ : 1);
   auto start = std::chrono::steady_clock::now();
   auto last = start;
   int64_t step = startStep_;
-  while (step < opt_.steps && !stopSignal) {
+  bool stopped = false;
+  while (step < opt_.steps) {
+    if (stopRequested()) {
+      stopped = true;
+      break;
+    }
     ++step;
-    float loss = trainStep(step);
+    float loss;
+    {
+      TraceScope scope(trace_.get(), "train step", "step");
+      loss = trainStep(step);
+    }
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - last).count();
     double elapsed = std::chrono::duration<double>(now - start).count();
@@ -729,6 +929,9 @@ int Trainer::run() {
       entry.set("lr", JsonValue::fromFloat(lastStepLr_));
       entry.set("grad_norm", JsonValue::fromFloat(lastGradNorm_));
       entry.set(tokens ? "tokens_per_s" : "samples_per_s", throughput);
+      if (mfu && stepSeconds > 0)
+        entry.set("mfu", model_.flopsPerStep * microBatches_ / stepSeconds /
+                             peak);
       entry.set("step_ms", stepSeconds * 1e3);
       entry.set("time", elapsed);
       log_.write(entry);
@@ -741,25 +944,35 @@ int Trainer::run() {
         step % opt_.checkpointEvery == 0 && step < opt_.steps)
       saveCheckpoint(step);
   }
-  if (stopSignal) {
+  if (stopped) {
     progress_->message(std::string("stopping at step ") +
                        std::to_string(step) + " on " +
-                       (stopSignal == SIGINT ? "SIGINT" : "SIGTERM"));
+                       (stopSignal == SIGINT    ? "SIGINT"
+                        : stopSignal == SIGTERM ? "SIGTERM"
+                                                : "another rank's signal"));
     if (!opt_.checkpointDir.empty())
       saveCheckpoint(step);
     else
       progress_->message("no --checkpoint-dir: the run's state is not saved");
-    progress_->finish();
-    return 0;
+  } else {
+    if (validate)
+      runEval(step);
+    if (!opt_.checkpointDir.empty())
+      saveCheckpoint(step);
+    if (!opt_.saveFinal.empty() && isRoot())
+      saveTo(opt_.saveFinal, step);
   }
-  if (validate)
-    runEval(step);
-  if (!opt_.checkpointDir.empty())
-    saveCheckpoint(step);
-  if (!opt_.saveFinal.empty())
-    saveTo(opt_.saveFinal, step);
   progress_->finish();
-  finalLines();
+  if (trace_) {
+    std::string path = opt_.profile;
+    if (rank_ > 0)
+      path += ".rank" + std::to_string(rank_);
+    trace_->write(path);
+    if (!opt_.quiet)
+      std::printf("profile: %s (%zu events)\n", path.c_str(), trace_->size());
+  }
+  if (!stopped)
+    finalLines();
   return 0;
 }
 
@@ -776,6 +989,8 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
   opt.seed = model.defaults.seed;
   opt.lr = model.defaults.lr;
   opt.evalBatches = 0;
+  Communicator *comm = nullptr;
+  std::string failure;
   FlagParser flags(argv[0]);
   flags.addString("data", &opt.data, "PATH",
                   "training data: token shards (.bin; a glob or a comma list) "
@@ -819,6 +1034,19 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                 "train on the data in file order (windows of --seq-len "
                 "tokens, or rows) instead of a seeded shuffle");
   flags.addInt("threads", &opt.threads, "CPU threads (0: all cores)");
+  if (model.device) {
+    flags.addInt("device", &opt.device,
+                 "GPU to train on (-1: the local rank's, or 0)");
+    flags.addBool("cuda-graph", &opt.cudaGraph,
+                  "capture the step in a CUDA graph and replay it");
+  }
+  flags.addString("rendezvous", &opt.rendezvous, "FILE",
+                  "with RANK/WORLD_SIZE set (torchrun style): the file on a "
+                  "shared file system through which the processes meet "
+                  "(default: $TGC_RENDEZVOUS)");
+  flags.addString("profile", &opt.profile, "FILE",
+                  "write a Chrome trace (chrome://tracing, Perfetto) of the "
+                  "run's ops, collectives and phases");
   flags.addInt("print-every", &opt.printEvery,
                "progress line every N steps when not on a terminal (0: about "
                "20 lines per run)");
@@ -840,17 +1068,29 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                   std::to_string(opt.threads));
     if (!(opt.lr >= 0))
       throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
-    Trainer trainer(model, opt);
-    return trainer.run();
+    // The process group first: everything after may need the others (and
+    // a failure after it must take them down too).
+    comm = comm::initFromEnvironment(
+        model.device ? CommBackend::Nccl : CommBackend::Mpi, opt.rendezvous,
+        static_cast<int>(opt.device));
+    int status;
+    {
+      Trainer trainer(model, opt, comm);
+      status = trainer.run();
+    }
+    comm::finalize(comm);
+    return status;
   } catch (const Error &e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: %s\n", argv[0], e.what());
-    return 1;
+    failure = e.what();
   } catch (const std::bad_alloc &) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: error: out of memory\n", argv[0]);
-    return 1;
+    failure = "out of memory";
   }
+  std::fflush(stdout);
+  // With several processes the others would wait for this one forever.
+  if (comm)
+    comm::abortAll(comm, failure);
+  std::fprintf(stderr, "%s: error: %s\n", argv[0], failure.c_str());
+  return 1;
 }
 
 } // namespace tgc
