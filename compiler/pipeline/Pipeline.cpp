@@ -4,6 +4,7 @@
 
 #include "passes/autodiff/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/precision/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -15,6 +16,7 @@ using namespace mlir::tg;
 std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
   return llvm::StringSwitch<std::optional<Phase>>(name)
       .Case("import", Phase::Import)
+      .Case("precision", Phase::Precision)
       .Case("autodiff", Phase::Autodiff)
       .Case("optimizer", Phase::Optimizer)
       .Case("source", Phase::Source)
@@ -26,6 +28,8 @@ StringRef mlir::tg::phaseName(Phase phase) {
   switch (phase) {
   case Phase::Import:
     return "import";
+  case Phase::Precision:
+    return "precision";
   case Phase::Autodiff:
     return "autodiff";
   case Phase::Optimizer:
@@ -41,6 +45,16 @@ StringRef mlir::tg::phaseName(Phase phase) {
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const PipelineOptions &options,
                                      Phase from, Phase to) {
+  if (from < Phase::Precision && to >= Phase::Precision) {
+    // Before tg-autodiff: reverse mode then differentiates through the casts
+    // to bf16, so the backward computes in bf16 as well and each parameter's
+    // gradient comes back through its cast as f32 for the f32 optimizer.
+    // Always added: under fp32 (the option, else the training table's
+    // precision, else the default) it changes nothing.
+    PrecisionPassOptions opt;
+    opt.policy = options.precision;
+    pm.addPass(createPrecisionPass(opt));
+  }
   if (from < Phase::Autodiff && to >= Phase::Autodiff) {
     // Fold the model file's identities first so autodiff sees less.
     pm.addPass(createCanonicalizerPass());
@@ -68,7 +82,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
 void mlir::tg::registerTrainingPipeline() {
   PassPipelineRegistration<>(
       "tgc-training",
-      "Model IR to @train_step: canonicalize, tg-autodiff, cse, tg-optimizer",
+      "Model IR to @train_step: tg-precision, canonicalize, tg-autodiff, "
+      "cse, tg-optimizer",
       [](OpPassManager &pm) {
         buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
                               Phase::Optimizer);

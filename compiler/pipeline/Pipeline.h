@@ -19,6 +19,7 @@ namespace mlir::tg {
 
 enum class Phase {
   Import,    ///< the model file as tg IR: @forward
+  Precision, ///< @forward computing in the precision policy's types
   Autodiff,  ///< + @forward_backward
   Optimizer, ///< + @train_step
   Source,    ///< emitted C++ source
@@ -39,6 +40,10 @@ struct PipelineOptions {
   double clipGradNorm = -1.0;
   int64_t gradAccum = 0;
   bool dataParallel = true;
+  /// The precision policy: "fp32" (nothing changes) or "bf16" (bf16
+  /// compute, fp32 master weights, optimizer state and loss); empty: the
+  /// training table's `precision`, else fp32.
+  std::string precision;
 };
 
 /// Adds the passes that take IR from after `from` to after `to` (both

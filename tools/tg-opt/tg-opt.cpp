@@ -9,6 +9,7 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/precision/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::tg::registerAutodiffPasses();
   mlir::tg::registerOptimizerPasses();
+  mlir::tg::registerPrecisionPasses();
   mlir::tg::registerTrainingPipeline();
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();

@@ -2,7 +2,8 @@
 //
 // Registers the ops and attributes and checks the discardable attributes the
 // dialect owns: parameter and input markers on function arguments, output
-// names on results, and the model and training tables on the module.
+// names on results, and the model name, training table and precision policy
+// on the module.
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,7 +194,9 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
 LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if ((name == kModelAttr || name == kTrainingAttr) && !isa<ModuleOp>(op))
+  if ((name == kModelAttr || name == kTrainingAttr ||
+       name == kPrecisionAttr) &&
+      !isa<ModuleOp>(op))
     return op->emitError() << "'" << name << "' belongs on the module, not on '"
                            << op->getName() << "'";
   if (name == kModelAttr)
@@ -201,6 +204,15 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   if (name == kTrainingAttr) {
     if (!isa<DictionaryAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a dictionary";
+    return success();
+  }
+  if (name == kPrecisionAttr) {
+    // The policies tg-precision can apply; fp16 and fp8 join when it can.
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    if (!str || !llvm::is_contained({"fp32", "bf16"}, str.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be \"fp32\" or \"bf16\", got "
+                             << attr.getValue();
     return success();
   }
   // Parameter and input markers belong on function arguments.

@@ -46,8 +46,10 @@ def Tg_Dialect : Dialect {
     "base_lr" | "micro_batches"`, and
     result attributes `tg.update = "name"` (the new value of a parameter or
     state argument) and `tg.metric = "loss" | "grad_norm" | "lr"`.
-    Module attributes: `tg.model` (the model's name) and `tg.training` (the
-    model file's training table as a dictionary).
+    Module attributes: `tg.model` (the model's name), `tg.training` (the
+    model file's training table as a dictionary) and `tg.precision`, the
+    precision policy tg-precision applied (`"bf16"`; absent, or `"fp32"`,
+    when everything computes in f32).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -73,6 +75,7 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMetricAttr = "tg.metric";
     static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
     static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
+    static constexpr ::llvm::StringLiteral kPrecisionAttr = "tg.precision";
   }];
 }
 

@@ -92,10 +92,12 @@ LogicalResult CrossEntropyGradOp::verify() {
                          << " without its last dim";
   StringRef reduction = getReduction();
   auto grad = getGrad().getType();
-  if (grad.getElementType() != logits.getElementType())
-    return emitOpError() << "element types differ: grad has "
-                         << grad.getElementType() << ", logits has "
-                         << logits.getElementType();
+  // The gradient of the loss, which tg.cross_entropy makes f32 whatever the
+  // logits' type; the result is the logits' gradient in the logits' type.
+  if (!grad.getElementType().isF32())
+    return emitOpError() << "grad must have element type f32 (the loss's), "
+                            "got "
+                         << grad.getElementType();
   if (reduction == "none") {
     if (grad.getShape() != labelsShape)
       return emitOpError() << "grad shape " << formatShape(grad.getShape())

@@ -87,11 +87,12 @@ def Tg_CrossEntropyGradOp : Tg_GradOp<"cross_entropy_grad"> {
   let summary = "Gradient of tg.cross_entropy with respect to the logits";
   let description = [{
     `grad` is the gradient of the loss (a scalar, or shaped like the labels for
-    `reduction = "none"`).
+    `reduction = "none"`), f32 as the loss is; the result has the logits'
+    type.
 
     ```mlir
     %dlogits = tg.cross_entropy_grad %g, %logits, %y
-        : tensor<f32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
+        : tensor<f32>, tensor<32x10xbf16>, tensor<32xi64> -> tensor<32x10xbf16>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$grad, Tg_FloatTensor:$logits,

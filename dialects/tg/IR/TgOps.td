@@ -350,9 +350,13 @@ def Tg_CrossEntropyOp : Tg_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
     `ignore_index` add nothing and do not count toward the mean.
     `reduction` is `mean` (a scalar over the counted labels, the default),
     `sum` (a scalar), or `none` (the per-label losses, shaped like `labels`).
+    The loss is f32 whatever the logits' float type: the softmax and the sums
+    accumulate in f32, and bf16 logits are read as they are (a fused
+    classifier) rather than widened to an f32 copy.
 
     ```mlir
     %l = tg.cross_entropy %logits, %y : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+    %m = tg.cross_entropy %h, %t : tensor<8x64x256xbf16>, tensor<8x64xi64> -> tensor<f32>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IntTensor:$labels,

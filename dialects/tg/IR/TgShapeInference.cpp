@@ -306,8 +306,11 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+// The loss is f32 whatever the logits' float type: the softmax and the sums
+// over classes and labels accumulate in f32, and bf16 logits are read as they
+// are (a fused classifier), never widened to an f32 copy of the logits.
 LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   OpDiag diag{loc, getOperationName()};
   if (failed(requireTensors(diag, adaptor.getOperands(), {"logits", "labels"})))
@@ -321,11 +324,11 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
         "labels shape {0} must be the logits shape {1} without its last dim",
         formatShape(labels.getShape()), formatShape(logits.getShape())));
   StringRef reduction = adaptor.getReduction();
+  Type f32 = Float32Type::get(context);
   if (reduction == "none")
-    inferred.push_back(
-        RankedTensorType::get(labels.getShape(), logits.getElementType()));
+    inferred.push_back(RankedTensorType::get(labels.getShape(), f32));
   else if (reduction == "mean" || reduction == "sum")
-    inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
+    inferred.push_back(RankedTensorType::get({}, f32));
   else
     return diag("reduction must be \"mean\", \"sum\" or \"none\", got \"" +
                 reduction + "\"");

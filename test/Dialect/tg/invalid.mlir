@@ -359,6 +359,16 @@ func.func @cross_entropy_reduction_must_be_known(%l: tensor<32x10xf32>, %y: tens
 
 // -----
 
+// A bf16 loss would be rounded to 3 significant digits: the loss is f32.
+func.func @cross_entropy_loss_is_f32_for_bf16_logits(%l: tensor<4x10xbf16>, %y: tensor<4xi64>) {
+  // expected-error @+2 {{'tg.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<bf16>'}}
+  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
+  %0 = tg.cross_entropy %l, %y : tensor<4x10xbf16>, tensor<4xi64> -> tensor<bf16>
+  return
+}
+
+// -----
+
 func.func @attention_operands_are_four_dimensional(%q: tensor<4x16x32xf32>) {
   // expected-error @+2 {{'tg.attention' op query, key and value must have rank 4 [B, H, T, D], got ranks 3, 3 and 3}}
   // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
@@ -872,9 +882,18 @@ func.func @cross_entropy_grad_labels_match_the_leading_dims(%g: tensor<f32>, %l:
 
 // -----
 
-func.func @cross_entropy_grad_keeps_the_element_type(%g: tensor<bf16>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
-  // expected-error @+1 {{'tg.cross_entropy_grad' op element types differ: grad has 'bf16', logits has 'f32'}}
-  %0 = tg.cross_entropy_grad %g, %l, %y : tensor<bf16>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+// The loss is f32 whatever the logits' type, and so is its gradient.
+func.func @cross_entropy_grad_takes_the_f32_loss_gradient(%g: tensor<bf16>, %l: tensor<4x10xbf16>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op grad must have element type f32 (the loss's), got 'bf16'}}
+  %0 = tg.cross_entropy_grad %g, %l, %y : tensor<bf16>, tensor<4x10xbf16>, tensor<4xi64> -> tensor<4x10xbf16>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_result_keeps_the_logits_type(%g: tensor<f32>, %l: tensor<4x10xbf16>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy_grad' op result must have type 'tensor<4x10xbf16>', got 'tensor<4x10xf32>'}}
+  %0 = tg.cross_entropy_grad %g, %l, %y : tensor<f32>, tensor<4x10xbf16>, tensor<4xi64> -> tensor<4x10xf32>
   return
 }
 
@@ -1328,6 +1347,27 @@ module attributes {tg.model = ""} {
 
 // expected-error @+1 {{'tg.training' must be a dictionary}}
 module attributes {tg.model = "mlp", tg.training = [32]} {
+}
+
+// -----
+
+// The precision policy tg-precision applied: one it knows.
+// expected-error @+1 {{'tg.precision' must be "fp32" or "bf16", got "fp16"}}
+module attributes {tg.precision = "fp16"} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.precision' must be "fp32" or "bf16", got 16 : i64}}
+module attributes {tg.precision = 16} {
+}
+
+// -----
+
+func.func @precision_belongs_on_the_module(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.precision' belongs on the module, not on 'tg.relu'}}
+  %0 = tg.relu %x {tg.precision = "bf16"} : tensor<4xf32>
+  return
 }
 
 // -----

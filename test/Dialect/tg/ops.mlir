@@ -3,8 +3,8 @@
 // Every tg op and attribute survives printing and parsing again. Default-valued
 // attributes are left out of the printed form; given values are kept.
 
-// CHECK: module attributes {tg.model = "mlp", tg.training = {batch_size = 32 : i64, lr = 1.000000e-03 : f64}}
-module attributes {tg.model = "mlp", tg.training = {batch_size = 32 : i64, lr = 1.0e-3 : f64}} {
+// CHECK: module attributes {tg.model = "mlp", tg.precision = "bf16", tg.training = {batch_size = 32 : i64, lr = 1.000000e-03 : f64}}
+module attributes {tg.model = "mlp", tg.precision = "bf16", tg.training = {batch_size = 32 : i64, lr = 1.0e-3 : f64}} {
 
 //===----------------------------------------------------------------------===//
 // Function argument and result attributes
@@ -326,6 +326,18 @@ func.func @cross_entropy_reductions(%logits: tensor<32x10xf32>, %y: tensor<32xi6
   %0 = tg.cross_entropy %logits, %y {reduction = "mean", ignore_index = -100} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
   %1 = tg.cross_entropy %logits, %y {reduction = "sum", ignore_index = 0} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
   %2 = tg.cross_entropy %logits, %y {reduction = "none"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
+  return
+}
+
+// bf16 logits give an f32 loss; the loss gradient is f32, the logits' bf16.
+// CHECK-LABEL: func.func @cross_entropy_on_bf16_logits
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<f32>
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {reduction = "none"} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<32xf32>
+// CHECK: tg.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<32x10xbf16>, tensor<32xi64> -> tensor<32x10xbf16>
+func.func @cross_entropy_on_bf16_logits(%logits: tensor<32x10xbf16>, %y: tensor<32xi64>, %g: tensor<f32>) {
+  %0 = tg.cross_entropy %logits, %y : tensor<32x10xbf16>, tensor<32xi64> -> tensor<f32>
+  %1 = tg.cross_entropy %logits, %y {reduction = "none"} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<32xf32>
+  %2 = tg.cross_entropy_grad %g, %logits, %y : tensor<f32>, tensor<32x10xbf16>, tensor<32xi64> -> tensor<32x10xbf16>
   return
 }
 

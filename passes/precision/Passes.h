@@ -1,0 +1,21 @@
+//===- Passes.h - Precision passes --------------------------------*- C++ -*-===//
+
+#ifndef TGC_PASSES_PRECISION_PASSES_H
+#define TGC_PASSES_PRECISION_PASSES_H
+
+#include "dialects/tg/IR/TgDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tg {
+
+#define GEN_PASS_DECL
+#include "passes/precision/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/precision/Passes.h.inc"
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_PRECISION_PASSES_H
