@@ -27,6 +27,18 @@
 
 using namespace mlir;
 
+#if LLVM_ADDRESS_SANITIZER_BUILD
+// With TGC_SANITIZE, this tool is instrumented but Debian's LLVM and MLIR
+// libraries are not. The allocators' inline code in LLVM's headers then comes
+// in two copies: the instrumented one poisons a new slab, the library's never
+// unpoisons what it hands out, and ASan reports a use-after-poison inside
+// MLIRContext's constructor. Manual poisoning is off; ASan still checks every
+// access against the heap, stack and globals it tracks itself.
+extern "C" const char *__asan_default_options() {
+  return "allow_user_poisoning=0";
+}
+#endif
+
 namespace {
 
 enum class Action { None, ImportModel, ExportModel };

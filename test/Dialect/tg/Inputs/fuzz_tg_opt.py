@@ -27,8 +27,8 @@ import is accepted, exporting it and importing the result must give the
 same IR.
 
 Either way a tool may accept an input (exit 0) or reject it with a diagnostic
-(exit 1 and "error:" on stderr); any other exit, a signal, or a hang is a
-failure. The mutations are drawn from a seeded generator, so a run is
+(exit 1 and "error:" on stderr); any other exit, a signal, a sanitizer report
+or a hang is a failure. The mutations are drawn from a seeded generator, so a run is
 reproducible; a failing input is kept in the work directory and named in the
 report.
 """
@@ -274,12 +274,16 @@ def json_semantic(data, rng):
     graph: an op swapped for another, an input rewired, a shape or attribute
     value changed, a node dropped or moved, an attribute of another kind."""
     try:
-        model = json.loads(data)
-        nodes = model["nodes"]
-    except (ValueError, KeyError, TypeError):
+        return rewire(json.loads(data), rng)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        # Not a model any more (an earlier mutation broke it).
         return json_tree(data, rng)
+
+
+def rewire(model, rng):
+    nodes = model["nodes"]
     if not isinstance(nodes, list) or not nodes:
-        return json_tree(data, rng)
+        raise ValueError("no nodes")
     tensors = [p.get("name", "") for p in model.get("params", [])] + \
         [i.get("name", "") for i in model.get("inputs", [])] + \
         [o for n in nodes for o in n.get("outputs", [])]
@@ -393,6 +397,10 @@ def bad_exit(code, err):
     """Why a run failed the fuzz test, or None when it behaved."""
     if code is None:
         return "hang"
+    # Sanitizers exit with 1 by default, and UBSan's "runtime error:" would
+    # pass for a diagnostic.
+    if b"Sanitizer" in err or b"runtime error:" in err:
+        return "sanitizer report (exit %s)" % code
     if code == 0:
         return None
     if code == 1:
