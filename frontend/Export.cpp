@@ -1,4 +1,5 @@
-//===- Export.cpp - tg IR to model files --------------------------*- C++ -*-===//
+//===- Export.cpp - tg IR to model files --------------------------*- C++
+//-*-===//
 //
 // Writes a module as the importer produces it (@forward with tg.param and
 // tg.input arguments, tg.output results, tg.model and tg.training on the
@@ -48,7 +49,9 @@ private:
 
   using StringOffset = flatbuffers::Offset<flatbuffers::String>;
 
-  StringOffset string(StringRef s) { return fbb.CreateString(s.data(), s.size()); }
+  StringOffset string(StringRef s) {
+    return fbb.CreateString(s.data(), s.size());
+  }
 
   flatbuffers::Offset<flatbuffers::Vector<StringOffset>>
   strings(ArrayRef<std::string> list) {
@@ -107,12 +110,10 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
   // Arguments are named by their markers; returned values by tg.output;
   // the rest by their node's name, made unique.
   for (BlockArgument arg : forward.getArguments()) {
-    auto param =
-        forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                             TgDialect::kParamAttr);
-    auto input =
-        forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                             TgDialect::kInputAttr);
+    auto param = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      TgDialect::kParamAttr);
+    auto input = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      TgDialect::kInputAttr);
     if (!param == !input)
       return emitError(forward.getLoc())
              << "argument " << arg.getArgNumber() << " of @forward needs "
@@ -120,8 +121,8 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
              << "model file";
     StringRef name = (param ? param : input).getValue();
     if (!usedNames.insert(name).second)
-      return emitError(forward.getLoc()) << "tensor name '" << name
-                                 << "' is used by two arguments";
+      return emitError(forward.getLoc())
+             << "tensor name '" << name << "' is used by two arguments";
     tensorNames[arg] = name.str();
   }
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
@@ -129,8 +130,9 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
     auto output =
         forward.getResultAttrOfType<StringAttr>(r, TgDialect::kOutputAttr);
     if (!output)
-      return emitError(forward.getLoc()) << "result " << r << " of @forward has no "
-                                 << "tg.output name";
+      return emitError(forward.getLoc())
+             << "result " << r << " of @forward has no "
+             << "tg.output name";
     auto it = tensorNames.find(value);
     if (it != tensorNames.end()) {
       if (it->second != output.getValue())
@@ -142,8 +144,8 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
       continue;
     }
     if (!usedNames.insert(output.getValue()).second)
-      return emitError(forward.getLoc()) << "tensor name '" << output.getValue()
-                                 << "' is used twice";
+      return emitError(forward.getLoc())
+             << "tensor name '" << output.getValue() << "' is used twice";
     tensorNames[value] = output.getValue().str();
   }
   unsigned counter = 0;
@@ -364,8 +366,8 @@ ModelExporter::writeNode(Operation *op) {
 
   // Operands, positionally: an absent optional operand can only be left off
   // at the end.
-  if (auto norm = dyn_cast<LayerNormOp>(op); norm && norm.getBias() &&
-                                             !norm.getWeight())
+  if (auto norm = dyn_cast<LayerNormOp>(op);
+      norm && norm.getBias() && !norm.getWeight())
     return LogicalResult(emitError(op->getLoc())
                          << "a layer_norm with a bias but no weight cannot be "
                          << "written to a model file (its inputs are "
@@ -399,12 +401,10 @@ ModelExporter::writeNode(Operation *op) {
   }
   if (!op->getDiscardableAttrDictionary().empty())
     return LogicalResult(
-        emitError(op->getLoc()) << "attribute '"
-                        << op->getDiscardableAttrDictionary()
-                               .begin()
-                               ->getName()
-                               .getValue()
-                        << "' cannot be written to a model file");
+        emitError(op->getLoc())
+        << "attribute '"
+        << op->getDiscardableAttrDictionary().begin()->getName().getValue()
+        << "' cannot be written to a model file");
 
   StringRef nodeName = nodeNameOf(op->getLoc());
   StringOffset name = nodeName.empty() ? StringOffset() : string(nodeName);
@@ -437,8 +437,9 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   if (!modelName || modelName.getValue().empty())
     return emitError(module.getLoc()) << "the module has no tg.model name";
   if (forward.getNumResults() == 0)
-    return emitError(forward.getLoc()) << "@forward returns nothing; result 0 must "
-                               << "be the loss";
+    return emitError(forward.getLoc())
+           << "@forward returns nothing; result 0 must "
+           << "be the loss";
   if (failed(nameTensors(forward)))
     return failure();
 
@@ -452,8 +453,8 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   std::vector<flatbuffers::Offset<fbs::Input>> inputs;
   for (BlockArgument arg : forward.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto type = staticTensor(forward, arg.getType(),
-                             "argument " + std::to_string(i));
+    auto type =
+        staticTensor(forward, arg.getType(), "argument " + std::to_string(i));
     if (failed(type))
       return failure();
     fbs::DType dtype = *getModelDType(type->getElementType());
@@ -514,7 +515,8 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   auto outputs = strings(outputNames);
 
   flatbuffers::Offset<fbs::Training> training;
-  if (auto dict = module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)) {
+  if (auto dict =
+          module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)) {
     auto table = buildTableFromDictionary(
         fbb, dict, *lookupModelTable(*schema, "Training"), "tg.training",
         [&] { return emitError(module.getLoc()); });

@@ -1,4 +1,5 @@
-//===- Import.cpp - Model files to tg IR --------------------------*- C++ -*-===//
+//===- Import.cpp - Model files to tg IR --------------------------*- C++
+//-*-===//
 //
 // Reads a model file (binary .tgm checked by the FlatBuffers verifier, or its
 // JSON text form parsed against the embedded schema) and builds
@@ -67,8 +68,8 @@ closestMatch(StringRef word, ArrayRef<std::string> candidates) {
   std::optional<std::string> best;
   unsigned bestDistance = std::max<unsigned>(2, word.size() / 3) + 1;
   for (const std::string &candidate : candidates) {
-    unsigned distance = word.edit_distance(candidate, /*AllowReplacements=*/true,
-                                           bestDistance);
+    unsigned distance =
+        word.edit_distance(candidate, /*AllowReplacements=*/true, bestDistance);
     if (distance < bestDistance) {
       bestDistance = distance;
       best = candidate;
@@ -77,7 +78,7 @@ closestMatch(StringRef word, ArrayRef<std::string> candidates) {
   return best;
 }
 
-static std::string quoteList(ArrayRef<std::string> names) {
+static std::string joinNames(ArrayRef<std::string> names) {
   std::string out;
   for (auto [i, name] : llvm::enumerate(names))
     out += (i ? ", " : "") + name;
@@ -104,9 +105,9 @@ namespace {
 /// The value fields of a node attribute (`{"name": "axis", "i": 1}`).
 enum class AttrKind { Int, Float, Bool, String, Ints, Floats };
 
-constexpr AttrKind kAllAttrKinds[] = {AttrKind::Int,    AttrKind::Float,
-                                      AttrKind::Bool,   AttrKind::String,
-                                      AttrKind::Ints,   AttrKind::Floats};
+constexpr AttrKind kAllAttrKinds[] = {AttrKind::Int,  AttrKind::Float,
+                                      AttrKind::Bool, AttrKind::String,
+                                      AttrKind::Ints, AttrKind::Floats};
 
 StringRef describe(AttrKind kind) {
   switch (kind) {
@@ -284,7 +285,8 @@ private:
   FailureOr<DictionaryAttr> importInput(unsigned index, Type &type);
   FailureOr<Attribute> importInit(unsigned index, const fbs::Initializer &init);
   LogicalResult buildNode(unsigned index);
-  FailureOr<Value> lookupInput(unsigned index, unsigned operand, StringRef name);
+  FailureOr<Value> lookupInput(unsigned index, unsigned operand,
+                               StringRef name);
   FailureOr<SmallVector<NodeAttr>> readNodeAttrs(unsigned index);
   FailureOr<Attribute> convertNodeAttr(unsigned index,
                                        RegisteredOperationName opName,
@@ -322,8 +324,8 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
     if (value >= min)
       return success();
     std::string where = ("training." + key).str();
-    return LogicalResult(error(where, where) << "must be at least " << min << ", got "
-                                       << value);
+    return LogicalResult(error(where, where)
+                         << "must be at least " << min << ", got " << value);
   };
   if (failed(atLeast("batch_size", training.batch_size(), 0)) ||
       failed(atLeast("seq_len", training.seq_len(), 0)) ||
@@ -341,7 +343,7 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
     std::string where = ("training." + key).str();
     InFlightDiagnostic diag = error(where, where);
     diag << "unknown value '" << v << "'; expected one of "
-         << quoteList(allowed);
+         << joinNames(allowed);
     if (auto best = closestMatch(v, allowed))
       diag << "; did you mean '" << *best << "'?";
     return failure();
@@ -351,16 +353,16 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
       return success();
     std::string where = ("training." + key).str();
     return LogicalResult(error(where, where)
-                   << "must be a finite number >= " << formatDouble(min)
-                   << ", got " << formatDouble(value));
+                         << "must be a finite number >= " << formatDouble(min)
+                         << ", got " << formatDouble(value));
   };
   if (failed(oneOf("precision", training.precision(),
                    {"fp32", "bf16", "fp16", "fp8"})))
     return failure();
   if (const fbs::Optimizer *opt = training.optimizer()) {
-    if (failed(oneOf("optimizer.kind", opt->kind(),
-                     {"sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb",
-                      "lion"})) ||
+    if (failed(oneOf(
+            "optimizer.kind", opt->kind(),
+            {"sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb", "lion"})) ||
         failed(finite("optimizer.lr", opt->lr(), 0)) ||
         failed(finite("optimizer.beta1", opt->beta1(), 0)) ||
         failed(finite("optimizer.beta2", opt->beta2(), 0)) ||
@@ -372,9 +374,9 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
       return failure();
   }
   if (const fbs::Schedule *sched = training.schedule()) {
-    if (failed(oneOf("schedule.kind", sched->kind(),
-                     {"constant", "cosine", "linear", "step", "cyclic",
-                      "wsd"})) ||
+    if (failed(
+            oneOf("schedule.kind", sched->kind(),
+                  {"constant", "cosine", "linear", "step", "cyclic", "wsd"})) ||
         failed(atLeast("schedule.warmup_steps", sched->warmup_steps(), 0)) ||
         failed(atLeast("schedule.total_steps", sched->total_steps(), 0)) ||
         failed(atLeast("schedule.step_size", sched->step_size(), 0)) ||
@@ -397,9 +399,9 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
                << "size must be at least 1, got " << axis->size();
       auto [it, inserted] = seen.try_emplace(name, i);
       if (!inserted)
-        return error(where, where) << "mesh axis '" << name
-                                   << "' is also training.mesh["
-                                   << it->second << "]";
+        return error(where, where)
+               << "mesh axis '" << name << "' is also training.mesh["
+               << it->second << "]";
     }
   }
   return success();
@@ -415,13 +417,13 @@ ModelImporter::importParamShape(const std::string &where, const Twine &place,
   int64_t elements = 1;
   for (auto [d, size] : llvm::enumerate(shape)) {
     if (size < 1)
-      return LogicalResult(error(where + ".shape[" + std::to_string(d) + "]", place)
-                     << "dim " << d << " is " << size
-                     << "; dims must be at least 1");
+      return LogicalResult(
+          error(where + ".shape[" + std::to_string(d) + "]", place)
+          << "dim " << d << " is " << size << "; dims must be at least 1");
     std::optional<int64_t> product = llvm::checkedMul(elements, size);
     if (!product)
       return LogicalResult(error(where + ".shape", place)
-                     << "the shape has more than 2^63 elements");
+                           << "the shape has more than 2^63 elements");
     elements = *product;
   }
   return SmallVector<int64_t>(shape);
@@ -433,8 +435,8 @@ FailureOr<Type> ModelImporter::importDType(const std::string &where,
   Type type = getElementType(context, dtype);
   if (!type)
     return LogicalResult(error(where + ".dtype", place)
-                   << "unknown dtype " << (int)dtype << "; the schema has "
-                   << listDTypeNames());
+                         << "unknown dtype " << (int)dtype
+                         << "; the schema has " << listDTypeNames());
   return type;
 }
 
@@ -464,7 +466,7 @@ FailureOr<Attribute> ModelImporter::importInit(unsigned index,
   std::optional<InitKind> kind = getInitKind(init.kind());
   if (!kind)
     return LogicalResult(error(where + ".kind", place)
-                   << "unknown init kind " << (int)init.kind());
+                         << "unknown init kind " << (int)init.kind());
   std::string file = stringOf(init.file()).str();
   if (*kind == InitKind::file && !file.empty()) {
     // The file is relative to the model file; the IR holds the absolute path
@@ -481,9 +483,10 @@ FailureOr<Attribute> ModelImporter::importInit(unsigned index,
     llvm::sys::path::remove_dots(resolved, /*remove_dot_dot=*/true);
     if (!llvm::sys::fs::exists(resolved))
       return LogicalResult(error(where + ".file", place)
-                     << "init file '" << file << "' not found (looked for '"
-                     << resolved << "'; the path is relative to the model "
-                     << "file)");
+                           << "init file '" << file
+                           << "' not found (looked for '" << resolved
+                           << "'; the path is relative to the model "
+                           << "file)");
     file = resolved.str().str();
   }
   auto emit = [&] { return error(where, place); };
@@ -504,8 +507,7 @@ FailureOr<DictionaryAttr> ModelImporter::importParam(unsigned index,
   std::string place = where + " '" + name.str() + "'";
   if (failed(defineTensor(name, {TensorDef::Param, index}, where, place)))
     return failure();
-  auto shape = importParamShape(where, place,
-                                readScalarVector(param->shape()));
+  auto shape = importParamShape(where, place, readScalarVector(param->shape()));
   auto elementType = importDType(where, place, param->dtype());
   if (failed(shape) || failed(elementType))
     return failure();
@@ -543,16 +545,17 @@ FailureOr<DictionaryAttr> ModelImporter::importInput(unsigned index,
     for (unsigned d = 0; d < names->size(); ++d) {
       StringRef dimName = stringOf(names->Get(d));
       if (!dimName.empty() && dimName != "batch" && dimName != "seq")
-        return LogicalResult(error(where + ".dim_names[" + std::to_string(d) + "]",
-                             place)
-                       << "dim name '" << dimName
-                       << "' is not \"batch\", \"seq\" or \"\"");
+        return LogicalResult(
+            error(where + ".dim_names[" + std::to_string(d) + "]", place)
+            << "dim name '" << dimName
+            << "' is not \"batch\", \"seq\" or \"\"");
       dimNames.push_back(dimName);
     }
     if (dimNames.size() != shape.size())
       return LogicalResult(error(where + ".dim_names", place)
-                     << "has " << dimNames.size()
-                     << " dim_names for a shape of rank " << shape.size());
+                           << "has " << dimNames.size()
+                           << " dim_names for a shape of rank "
+                           << shape.size());
   }
 
   // A named dim takes its size from the training table when the table sets
@@ -568,25 +571,27 @@ FailureOr<DictionaryAttr> ModelImporter::importInput(unsigned index,
     if (!dimName.empty() && tableSize > 0) {
       if (size != -1 && size != tableSize)
         return LogicalResult(error(dimWhere, place)
-                       << "dim " << d << " is named \"" << dimName
-                       << "\" and is " << size << ", but training."
-                       << tableKey << " is " << tableSize
-                       << " (write -1 or " << tableSize << ")");
+                             << "dim " << d << " is named \"" << dimName
+                             << "\" and is " << size << ", but training."
+                             << tableKey << " is " << tableSize
+                             << " (write -1 or " << tableSize << ")");
       size = tableSize;
     } else if (size == -1 && !dimName.empty()) {
       return LogicalResult(error(dimWhere, place)
-                     << "dim " << d << " is -1 (\"" << dimName
-                     << "\"), but the training table sets no " << tableKey);
+                           << "dim " << d << " is -1 (\"" << dimName
+                           << "\"), but the training table sets no "
+                           << tableKey);
     } else if (size < 1) {
-      return LogicalResult(error(dimWhere, place)
-                     << "dim " << d << " is " << size
-                     << "; dims must be at least 1 (-1 only for dims named "
-                     << "\"batch\" or \"seq\")");
+      return LogicalResult(
+          error(dimWhere, place)
+          << "dim " << d << " is " << size
+          << "; dims must be at least 1 (-1 only for dims named "
+          << "\"batch\" or \"seq\")");
     }
     std::optional<int64_t> product = llvm::checkedMul(elements, size);
     if (!product)
       return LogicalResult(error(where + ".shape", place)
-                     << "the shape has more than 2^63 elements");
+                           << "the shape has more than 2^63 elements");
     elements = *product;
   }
   type = RankedTensorType::get(shape, *elementType);
@@ -594,9 +599,9 @@ FailureOr<DictionaryAttr> ModelImporter::importInput(unsigned index,
   NamedAttrList attrs;
   attrs.append(TgDialect::kInputAttr, builder.getStringAttr(name));
   if (input->dim_names())
-    attrs.append(TgDialect::kDimNamesAttr,
-                 builder.getStrArrayAttr(
-                     llvm::to_vector_of<StringRef>(dimNames)));
+    attrs.append(
+        TgDialect::kDimNamesAttr,
+        builder.getStrArrayAttr(llvm::to_vector_of<StringRef>(dimNames)));
   return attrs.getDictionary(context);
 }
 
@@ -613,16 +618,17 @@ FailureOr<Value> ModelImporter::lookupInput(unsigned index, unsigned operand,
   auto it = defs.find(name);
   if (it == defs.end())
     return LogicalResult(error(where, nodePlace(index))
-                   << "input '" << name
-                   << "' is not defined by any param, input or node"
-                   << didYouMean(name));
+                         << "input '" << name
+                         << "' is not defined by any param, input or node"
+                         << didYouMean(name));
   // Defined by this node or a later one: either the nodes are out of order
   // or the graph has a cycle through this node.
   unsigned later = it->second.index;
   if (later == index)
-    return LogicalResult(error(where, nodePlace(index))
-                   << "input '" << name
-                   << "' is this node's own output: the graph has a cycle");
+    return LogicalResult(
+        error(where, nodePlace(index))
+        << "input '" << name
+        << "' is this node's own output: the graph has a cycle");
   // Does the defining node depend on this one? Walk its inputs back.
   SmallVector<unsigned> stack = {later};
   llvm::DenseSet<unsigned> seen;
@@ -648,8 +654,8 @@ FailureOr<Value> ModelImporter::lookupInput(unsigned index, unsigned operand,
     diag << ", which depends on this node: the graph has a cycle";
   else
     diag << "; nodes must be listed in topological order";
-  diag.attachNote(locate(nodePath(later))) << "'" << name
-                                           << "' is defined here";
+  diag.attachNote(locate(nodePath(later)))
+      << "'" << name << "' is defined here";
   return failure();
 }
 
@@ -681,8 +687,9 @@ FailureOr<SmallVector<NodeAttr>> ModelImporter::readNodeAttrs(unsigned index) {
       InFlightDiagnostic diag = error(out.path, nodePlace(index));
       diag << "attribute '" << out.name << "' ";
       if (set.empty())
-        return LogicalResult(diag << "has no value; set one of i, f, b, s, ints, "
-                            << "floats");
+        return LogicalResult(diag
+                             << "has no value; set one of i, f, b, s, ints, "
+                             << "floats");
       diag << "sets " << set.size() << " value fields (";
       llvm::interleaveComma(set, diag, [&](auto &p) { diag << p.second; });
       return LogicalResult(diag << "); set exactly one");
@@ -690,8 +697,9 @@ FailureOr<SmallVector<NodeAttr>> ModelImporter::readNodeAttrs(unsigned index) {
     auto [it, inserted] = seen.try_emplace(out.name, k);
     if (!inserted)
       return LogicalResult(error(out.path, nodePlace(index))
-                     << "attribute '" << out.name << "' is given twice (also "
-                     << "attrs[" << it->second << "])");
+                           << "attribute '" << out.name
+                           << "' is given twice (also "
+                           << "attrs[" << it->second << "])");
     out.kind = set.front().first;
     out.i = attr->i().value_or(0);
     out.f = attr->f().value_or(0);
@@ -768,8 +776,8 @@ ModelImporter::convertNodeAttr(unsigned index, RegisteredOperationName opName,
   InFlightDiagnostic diag = error(attr.path, nodePlace(index));
   diag << "attribute '" << attr.name << "' ";
   if (expected.empty())
-    return LogicalResult(diag << "is not accepted by '" << opName << "': "
-                        << message);
+    return LogicalResult(diag << "is not accepted by '" << opName
+                              << "': " << message);
   diag << "takes ";
   llvm::interleave(expected, diag, " or ");
   return LogicalResult(diag << ", got " << describe(attr.kind));
@@ -786,28 +794,30 @@ resolveShapeAttr(ArrayRef<int64_t> shape, std::optional<int64_t> elements,
   for (auto [d, size] : llvm::enumerate(shape)) {
     if (size == -1 && elements) {
       if (inferred)
-        return LogicalResult(emitError() << "attribute 'shape' has more than one -1 "
-                                   << "(dims " << *inferred << " and " << d
-                                   << ")");
+        return LogicalResult(emitError()
+                             << "attribute 'shape' has more than one -1 "
+                             << "(dims " << *inferred << " and " << d << ")");
       inferred = d;
       continue;
     }
     if (size < 0)
-      return LogicalResult(emitError() << "attribute 'shape' has dim " << d << " = "
-                                 << size << (elements ? "; only one dim may be "
-                                                        "-1, the others >= 0"
-                                                      : "; dims must be >= 0"));
+      return LogicalResult(emitError()
+                           << "attribute 'shape' has dim " << d << " = " << size
+                           << (elements ? "; only one dim may be "
+                                          "-1, the others >= 0"
+                                        : "; dims must be >= 0"));
     std::optional<int64_t> product = llvm::checkedMul(known, size);
     if (!product)
       return LogicalResult(emitError()
-                     << "attribute 'shape' has more than 2^63 elements");
+                           << "attribute 'shape' has more than 2^63 elements");
     known = *product;
   }
   if (inferred) {
     if (known == 0 || *elements % known != 0)
       return LogicalResult(emitError()
-                     << "attribute 'shape' cannot take " << *elements
-                     << " elements: the dims other than the -1 hold " << known);
+                           << "attribute 'shape' cannot take " << *elements
+                           << " elements: the dims other than the -1 hold "
+                           << known);
     out[*inferred] = *elements / known;
   }
   return out;
@@ -837,9 +847,9 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
       return Type(builder.getF32Type());
     std::optional<fbs::DType> dtype = parseDTypeName(attr->s);
     if (!dtype)
-      return LogicalResult(emitAt(attr)() << "attribute 'dtype' is '" << attr->s
-                                    << "'; expected one of "
-                                    << listDTypeNames());
+      return LogicalResult(emitAt(attr)()
+                           << "attribute 'dtype' is '" << attr->s
+                           << "'; expected one of " << listDTypeNames());
     return getElementType(context, *dtype);
   };
 
@@ -847,7 +857,7 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
     RankedTensorType input = operandType();
     if (!input)
       return LogicalResult(error(nodePath(index), nodePlace(index))
-                     << "expects 1 input, got " << operands.size());
+                           << "expects 1 input, got " << operands.size());
     const NodeAttr *shapeAttr = find("shape");
     std::optional<int64_t> elements;
     if (op == "reshape")
@@ -861,7 +871,7 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
     RankedTensorType input = operandType();
     if (!input)
       return LogicalResult(error(nodePath(index), nodePlace(index))
-                     << "expects 1 input, got " << operands.size());
+                           << "expects 1 input, got " << operands.size());
     FailureOr<Type> element = dtypeOf(find("dtype"));
     if (failed(element))
       return failure();
@@ -874,8 +884,8 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
     return failure();
   SmallVector<int64_t> shape;
   if (const NodeAttr *shapeAttr = find("shape")) {
-    auto resolved = resolveShapeAttr(shapeAttr->ints, std::nullopt,
-                                     emitAt(shapeAttr));
+    auto resolved =
+        resolveShapeAttr(shapeAttr->ints, std::nullopt, emitAt(shapeAttr));
     if (failed(resolved))
       return failure();
     shape = *resolved;
@@ -884,21 +894,23 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
   const NodeAttr *value = find("value");
   auto bad = [&]() { return emitAt(value)() << "attribute 'value' "; };
   int64_t count = type.getNumElements();
-  bool splat = value->kind == AttrKind::Int ||
-               value->kind == AttrKind::Float || value->kind == AttrKind::Bool;
-  size_t given = value->kind == AttrKind::Ints ? value->ints.size()
-                                                : value->floats.size();
+  bool splat = value->kind == AttrKind::Int || value->kind == AttrKind::Float ||
+               value->kind == AttrKind::Bool;
+  size_t given =
+      value->kind == AttrKind::Ints ? value->ints.size() : value->floats.size();
   if (!splat && (int64_t)given != count)
-    return LogicalResult(bad() << "has " << given << " elements for a tensor of "
-                         << count);
+    return LogicalResult(bad() << "has " << given
+                               << " elements for a tensor of " << count);
   if (!splat && count > (int64_t(1) << 24))
-    return LogicalResult(bad() << "has " << count << " elements; constants over "
+    return LogicalResult(bad()
+                         << "has " << count << " elements; constants over "
                          << (1 << 24) << " elements belong in an init file");
   size_t n = splat ? 1 : given;
   DenseElementsAttr data;
   if (auto floatType = dyn_cast<FloatType>(*element)) {
     if (value->kind == AttrKind::Bool)
-      return LogicalResult(bad() << "is a bool for a " << *element << " constant");
+      return LogicalResult(bad()
+                           << "is a bool for a " << *element << " constant");
     SmallVector<APFloat> elements;
     for (size_t k = 0; k < n; ++k) {
       double d = value->kind == AttrKind::Float    ? value->f
@@ -916,7 +928,7 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
     unsigned width = element->getIntOrFloatBitWidth();
     if (value->kind == AttrKind::Float || value->kind == AttrKind::Floats)
       return LogicalResult(bad() << "holds floats for a " << *element
-                           << " constant; use 'i' or 'ints'");
+                                 << " constant; use 'i' or 'ints'");
     SmallVector<APInt> elements;
     for (size_t k = 0; k < n; ++k) {
       int64_t v = value->kind == AttrKind::Int    ? value->i
@@ -927,7 +939,7 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
                                 : true;
       if (!fits)
         return LogicalResult(bad() << "holds " << v << ", which does not fit "
-                             << *element);
+                                   << *element);
       elements.push_back(APInt(width, (uint64_t)v, /*isSigned=*/width > 1));
     }
     data = DenseElementsAttr::get(type, elements);
@@ -969,8 +981,8 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
   StringRef op = stringOf(node->op());
   StringRef name = stringOf(node->name());
   const auto *outputs = node->outputs();
-  StringRef output = outputs && outputs->size() ? stringOf(outputs->Get(0))
-                                                : StringRef();
+  StringRef output =
+      outputs && outputs->size() ? stringOf(outputs->Get(0)) : StringRef();
 
   // The op. An internal op names the pass that creates it; anything else
   // gets the closest op a model file may use.
@@ -1058,7 +1070,7 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
       diag << "unknown attribute '" << attr.name << "'";
       if (names.empty())
         return diag << "; " << op << " takes no attributes";
-      diag << "; " << op << " takes " << quoteList(names);
+      diag << "; " << op << " takes " << joinNames(names);
       if (auto best = closestMatch(attr.name, names))
         diag << " (did you mean '" << *best << "'?)";
       return failure();
@@ -1087,9 +1099,8 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
   // Result type: from the model-file attributes, from the op's shape
   // inference, or (for the ops that keep their operand's type: unary math,
   // softmax, the norms, dropout) the first operand's type.
-  Location loc = NameLoc::get(builder.getStringAttr(name.empty() ? output
-                                                                 : name),
-                              locate(where));
+  Location loc = NameLoc::get(
+      builder.getStringAttr(name.empty() ? output : name), locate(where));
   bool infers = opName->hasInterface<InferTypeOpInterface>();
   Type resultType;
   if (hasModelFileAttrs) {
@@ -1199,11 +1210,10 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
   for (unsigned n = 0; n < numNodes; ++n) {
     const auto *outputs = root.nodes()->Get(n)->outputs();
     for (unsigned j = 0; outputs && j < outputs->size(); ++j)
-      if (failed(defineTensor(stringOf(outputs->Get(j)),
-                              {TensorDef::Node, n},
-                              nodePath(n) + ".outputs[" + std::to_string(j) +
-                                  "]",
-                              nodePlace(n))))
+      if (failed(
+              defineTensor(stringOf(outputs->Get(j)), {TensorDef::Node, n},
+                           nodePath(n) + ".outputs[" + std::to_string(j) + "]",
+                           nodePlace(n))))
         return nullptr;
   }
 
@@ -1239,9 +1249,9 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
       return error(where, place) << "names no tensor";
     Value value = values.lookup(name);
     if (!value)
-      return error(where, place) << "'" << name
-                                 << "' is not defined by any param, input or "
-                                 << "node" << didYouMean(name);
+      return error(where, place)
+             << "'" << name << "' is not defined by any param, input or "
+             << "node" << didYouMean(name);
     if (llvm::is_contained(resultNames, name.str()))
       return error(where, place)
              << "'" << name << "' is already "
@@ -1270,7 +1280,8 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
         return nullptr;
     }
   func::ReturnOp::create(builder, locate("loss"), results);
-  func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func.setType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (auto [r, name] : llvm::enumerate(resultNames))
     func.setResultAttr(r, TgDialect::kOutputAttr, builder.getStringAttr(name));
 
@@ -1324,9 +1335,9 @@ static OwningOpRef<ModuleOp> importBinary(StringRef path, StringRef contents,
   if (contents.substr(4, 4) != tgc::model::ModelIdentifier()) {
     std::string found;
     for (char c : contents.substr(4, 4))
-      found += llvm::isPrint(c) ? std::string(1, c)
-                                : llvm::formatv("\\x{0:x-2}", (unsigned char)c)
-                                      .str();
+      found += llvm::isPrint(c)
+                   ? std::string(1, c)
+                   : llvm::formatv("\\x{0:x-2}", (unsigned char)c).str();
     emitError(loc) << "not a tgm model file: the file identifier at offset 4 "
                    << "is '" << found << "', expected 'TGM1'";
     return nullptr;
@@ -1348,10 +1359,10 @@ static OwningOpRef<ModuleOp> importBinary(StringRef path, StringRef contents,
     return nullptr;
   }
   auto schema = createModelSchemaParser(/*forceDefaults=*/true);
-  if (auto bad = findNonUtf8String(
-          *reinterpret_cast<const flatbuffers::Table *>(
-              tgc::model::GetModel(data)),
-          *lookupModelTable(*schema, "Model"))) {
+  if (auto bad =
+          findNonUtf8String(*reinterpret_cast<const flatbuffers::Table *>(
+                                tgc::model::GetModel(data)),
+                            *lookupModelTable(*schema, "Model"))) {
     emitError(loc) << "corrupt tgm model file: " << *bad
                    << " is not a UTF-8 string";
     return nullptr;
@@ -1381,8 +1392,8 @@ static OwningOpRef<ModuleOp> importJson(StringRef path, StringRef contents,
     StringRef report = schema->error_;
     SmallVector<StringRef> lines;
     report.split(lines, '\n', -1, /*KeepEmpty=*/false);
-    StringRef last = lines.empty() ? StringRef("error: unknown error")
-                                   : lines.back();
+    StringRef last =
+        lines.empty() ? StringRef("error: unknown error") : lines.back();
     unsigned line = 0, col = 0;
     StringRef message = last;
     auto [lineText, rest] = last.split(':');

@@ -1,4 +1,5 @@
-//===- JsonLocator.cpp - Where each value of a JSON text starts ---*- C++ -*-===//
+//===- JsonLocator.cpp - Where each value of a JSON text starts ---*- C++
+//-*-===//
 //
 // A small recursive-descent scanner over the JSON dialect FlatBuffers reads.
 // It only runs on text the FlatBuffers parser accepted, so it can be lenient:
@@ -101,9 +102,9 @@ private:
       return token;
     }
     size_t begin = pos;
-    while (!atEnd() && (llvm::isAlnum(text[pos]) || text[pos] == '_' ||
-                        text[pos] == '-' || text[pos] == '+' ||
-                        text[pos] == '.'))
+    while (!atEnd() &&
+           (llvm::isAlnum(text[pos]) || text[pos] == '_' || text[pos] == '-' ||
+            text[pos] == '+' || text[pos] == '.'))
       advance();
     if (pos == begin)
       failed = true;
@@ -130,8 +131,7 @@ private:
         llvm::StringRef key = scanToken();
         if (failed || !expect(':'))
           return;
-        scanValue(path.empty() ? key.str() : path + "." + key.str(),
-                  depth + 1);
+        scanValue(path.empty() ? key.str() : path + "." + key.str(), depth + 1);
         skipSpace();
         if (peek() == ',') {
           advance();

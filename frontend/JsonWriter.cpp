@@ -1,4 +1,5 @@
-//===- JsonWriter.cpp - Model files as readable JSON --------------*- C++ -*-===//
+//===- JsonWriter.cpp - Model files as readable JSON --------------*- C++
+//-*-===//
 //
 // The layout follows the nesting level: the root's fields go one per line; a
 // vector of tables under the root gets one element per line; a table under
@@ -36,8 +37,8 @@ private:
   llvm::raw_ostream &os;
 
   static bool isTable(const flatbuffers::Type &type) {
-    return type.base_type == flatbuffers::BASE_TYPE_STRUCT &&
-           type.struct_def && !type.struct_def->fixed;
+    return type.base_type == flatbuffers::BASE_TYPE_STRUCT && type.struct_def &&
+           !type.struct_def->fixed;
   }
 
   static bool present(const flatbuffers::Table &table, const FieldDef &field) {
@@ -158,7 +159,8 @@ void JsonWriter::writeScalar(flatbuffers::BaseType type, const uint8_t *data,
     break;
   }
   if (enumDef)
-    if (const flatbuffers::EnumVal *val = enumDef->ReverseLookup(integer, false)) {
+    if (const flatbuffers::EnumVal *val =
+            enumDef->ReverseLookup(integer, false)) {
       writeString(val->name);
       return;
     }
@@ -168,7 +170,8 @@ void JsonWriter::writeScalar(flatbuffers::BaseType type, const uint8_t *data,
 void JsonWriter::writeVector(const uint8_t *vectorPtr,
                              const flatbuffers::Type &type, bool onePerLine,
                              unsigned indent) {
-  auto *vector = reinterpret_cast<const flatbuffers::Vector<uint8_t> *>(vectorPtr);
+  auto *vector =
+      reinterpret_cast<const flatbuffers::Vector<uint8_t> *>(vectorPtr);
   uint32_t size = vector->size();
   flatbuffers::Type element = type.VectorType();
   if (size == 0) {
@@ -184,8 +187,9 @@ void JsonWriter::writeVector(const uint8_t *vectorPtr,
           flatbuffers::Offset<flatbuffers::String>> *>(vectorPtr);
       writeString(strings->Get(i)->string_view());
     } else if (isTable(element)) {
-      auto *tables = reinterpret_cast<const flatbuffers::Vector<
-          flatbuffers::Offset<flatbuffers::Table>> *>(vectorPtr);
+      auto *tables = reinterpret_cast<
+          const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::Table>> *>(
+          vectorPtr);
       writeCompactTable(*tables->Get(i), *element.struct_def);
     } else {
       size_t width = flatbuffers::SizeOf(element.base_type);
@@ -210,8 +214,8 @@ void JsonWriter::writeField(const flatbuffers::Table &table,
                  table.GetOptionalFieldOffset(offset);
     writeScalar(type.base_type, data, type.enum_def);
   } else if (type.base_type == flatbuffers::BASE_TYPE_STRING) {
-    writeString(table.GetPointer<const flatbuffers::String *>(offset)
-                    ->string_view());
+    writeString(
+        table.GetPointer<const flatbuffers::String *>(offset)->string_view());
   } else if (isTable(type)) {
     auto *sub = table.GetPointer<const flatbuffers::Table *>(offset);
     if (level == 1)

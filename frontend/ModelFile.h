@@ -1,4 +1,5 @@
-//===- ModelFile.h - Model files to tg IR and back ----------------*- C++ -*-===//
+//===- ModelFile.h - Model files to tg IR and back ----------------*- C++
+//-*-===//
 //
 // The model file format is frontend/schema/model.fbs. Two encodings hold the
 // same data: binary `.tgm` (FlatBuffers, file identifier "TGM1", checked with
@@ -40,8 +41,7 @@ ModelFileFormat guessModelFileFormat(llvm::StringRef path,
 /// Returns null after emitting diagnostics on `context`'s handler.
 OwningOpRef<ModuleOp> importModel(llvm::StringRef path,
                                   llvm::StringRef contents,
-                                  ModelFileFormat format,
-                                  MLIRContext *context);
+                                  ModelFileFormat format, MLIRContext *context);
 
 /// Reads `path` and imports it; a missing or unreadable file is a diagnostic
 /// too.

@@ -1,4 +1,5 @@
-//===- ModelSchema.cpp - The model schema at run time -------------*- C++ -*-===//
+//===- ModelSchema.cpp - The model schema at run time -------------*- C++
+//-*-===//
 //
 // The embedded schema text and the enum mappings. The two enums mirror each
 // other by value (model.fbs's InitKind and TgAttrs.td's InitKind list the same
@@ -108,7 +109,8 @@ std::string mlir::tg::listDTypeNames() {
 // The schema and the dialect number the initializer kinds alike.
 static_assert((int)fbs::InitKind::zeros == (int)InitKind::zeros);
 static_assert((int)fbs::InitKind::normal == (int)InitKind::normal);
-static_assert((int)fbs::InitKind::kaiming_normal == (int)InitKind::kaiming_normal);
+static_assert((int)fbs::InitKind::kaiming_normal ==
+              (int)InitKind::kaiming_normal);
 static_assert((int)fbs::InitKind::file == (int)InitKind::file);
 static_assert((int)fbs::InitKind::MAX == (int)InitKind::file);
 

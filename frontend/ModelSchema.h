@@ -1,4 +1,5 @@
-//===- ModelSchema.h - The model schema at run time ---------------*- C++ -*-===//
+//===- ModelSchema.h - The model schema at run time ---------------*- C++
+//-*-===//
 //
 // What import and export share about frontend/schema/model.fbs: the schema
 // text compiled into the library (the JSON form is parsed against it, and its
@@ -33,7 +34,8 @@ llvm::StringRef getModelSchemaText();
 /// `forceDefaults`, JSON parsed by it keeps every scalar the text spells out,
 /// even one equal to its default, so presence in the buffer means presence in
 /// the text. Never null: the embedded schema is checked by the tests.
-std::unique_ptr<flatbuffers::Parser> createModelSchemaParser(bool forceDefaults);
+std::unique_ptr<flatbuffers::Parser>
+createModelSchemaParser(bool forceDefaults);
 
 /// The schema's definition of table `name` ("Training"), or null.
 const flatbuffers::StructDef *

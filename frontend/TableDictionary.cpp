@@ -1,4 +1,5 @@
-//===- TableDictionary.cpp - Schema tables as MLIR dictionaries ---*- C++ -*-===//
+//===- TableDictionary.cpp - Schema tables as MLIR dictionaries ---*- C++
+//-*-===//
 //
 // Both directions walk flatbuffers::StructDef::fields in declaration order.
 // The buffers they read have passed the typed FlatBuffers verifier, so every
@@ -89,7 +90,8 @@ static Attribute scalarAttr(Builder &b, BaseType type, const uint8_t *data,
     return {};
   }
   if (enumDef)
-    if (const flatbuffers::EnumVal *val = enumDef->ReverseLookup(integer, false))
+    if (const flatbuffers::EnumVal *val =
+            enumDef->ReverseLookup(integer, false))
       return b.getStringAttr(val->name);
   return b.getI64IntegerAttr(integer);
 }
@@ -102,7 +104,8 @@ static Attribute convertVector(const uint8_t *vectorPtr,
                                const flatbuffers::Type &type,
                                MLIRContext *context) {
   Builder b(context);
-  auto *vector = reinterpret_cast<const flatbuffers::Vector<uint8_t> *>(vectorPtr);
+  auto *vector =
+      reinterpret_cast<const flatbuffers::Vector<uint8_t> *>(vectorPtr);
   uint32_t size = vector->size();
   const uint8_t *data = vector->Data();
   SmallVector<Attribute> elements;
@@ -110,20 +113,20 @@ static Attribute convertVector(const uint8_t *vectorPtr,
   flatbuffers::Type element = type.VectorType();
   for (uint32_t i = 0; i < size; ++i) {
     if (element.base_type == flatbuffers::BASE_TYPE_STRING) {
-      auto *strings =
-          reinterpret_cast<const flatbuffers::Vector<
-              flatbuffers::Offset<flatbuffers::String>> *>(vectorPtr);
+      auto *strings = reinterpret_cast<const flatbuffers::Vector<
+          flatbuffers::Offset<flatbuffers::String>> *>(vectorPtr);
       const flatbuffers::String *s = strings->Get(i);
       elements.push_back(b.getStringAttr(s ? s->string_view() : ""));
     } else if (isTable(element)) {
-      auto *tables = reinterpret_cast<const flatbuffers::Vector<
-          flatbuffers::Offset<flatbuffers::Table>> *>(vectorPtr);
+      auto *tables = reinterpret_cast<
+          const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::Table>> *>(
+          vectorPtr);
       elements.push_back(convertTable(*tables->Get(i), *element.struct_def,
                                       context, /*withDefaults=*/true));
     } else if (flatbuffers::IsScalar(element.base_type)) {
       size_t width = flatbuffers::SizeOf(element.base_type);
-      elements.push_back(scalarAttr(b, element.base_type, data + i * width,
-                                    element.enum_def));
+      elements.push_back(
+          scalarAttr(b, element.base_type, data + i * width, element.enum_def));
     } else {
       return {};
     }
@@ -175,9 +178,9 @@ static DictionaryAttr convertTable(const flatbuffers::Table &table,
   return entries.getDictionary(context);
 }
 
-DictionaryAttr mlir::tg::convertTableToDictionary(const flatbuffers::Table &table,
-                                                  const StructDef &def,
-                                                  MLIRContext *context) {
+DictionaryAttr
+mlir::tg::convertTableToDictionary(const flatbuffers::Table &table,
+                                   const StructDef &def, MLIRContext *context) {
   return convertTable(table, def, context, /*withDefaults=*/false);
 }
 
@@ -205,9 +208,9 @@ static std::optional<std::string> findNonUtf8(const flatbuffers::Table &table,
       if (!isUtf8(table.GetPointer<const flatbuffers::String *>(offset)))
         return here;
     } else if (isTable(type)) {
-      if (auto found = findNonUtf8(
-              *table.GetPointer<const flatbuffers::Table *>(offset),
-              *type.struct_def, here))
+      if (auto found =
+              findNonUtf8(*table.GetPointer<const flatbuffers::Table *>(offset),
+                          *type.struct_def, here))
         return found;
     } else if (type.base_type == flatbuffers::BASE_TYPE_VECTOR) {
       flatbuffers::Type element = type.VectorType();
@@ -263,9 +266,8 @@ private:
     return diag;
   }
 
-  FailureOr<flatbuffers::uoffset_t> writeVector(Attribute value,
-                                                const FieldDef &field,
-                                                StringRef path);
+  FailureOr<flatbuffers::uoffset_t>
+  writeVector(Attribute value, const FieldDef &field, StringRef path);
   /// A checked scalar, ready to add once its table is started.
   struct Scalar {
     const FieldDef *field;
@@ -330,9 +332,9 @@ static const char *kindName(BaseType type) {
   return "an integer";
 }
 
-FailureOr<TableWriter::Scalar>
-TableWriter::convertScalar(const FieldDef &field, Attribute value,
-                           StringRef path) {
+FailureOr<TableWriter::Scalar> TableWriter::convertScalar(const FieldDef &field,
+                                                          Attribute value,
+                                                          StringRef path) {
   BaseType type = field.value.type.base_type;
   Scalar scalar{&field, 0, 0};
   if (flatbuffers::IsBool(type)) {

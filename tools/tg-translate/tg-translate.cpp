@@ -1,4 +1,5 @@
-//===- tg-translate.cpp - Model files to tg IR and back -----------*- C++ -*-===//
+//===- tg-translate.cpp - Model files to tg IR and back -----------*- C++
+//-*-===//
 //
 // tg-translate --import-model FILE prints the tg IR of a model file (JSON or
 // binary .tgm); tg-translate --export-model FILE.mlir writes tg IR back as a
@@ -45,8 +46,8 @@ enum class Action { None, ImportModel, ExportModel };
 enum class FormatOption { Auto, Json, Tgm };
 
 llvm::cl::OptionCategory toolCategory("tg-translate options");
-llvm::cl::OptionCategory printingCategory(
-    "IR printing options (of --import-model)");
+llvm::cl::OptionCategory
+    printingCategory("IR printing options (of --import-model)");
 
 llvm::cl::opt<Action> action(
     llvm::cl::desc("What to do (one is required):"),
@@ -67,10 +68,10 @@ llvm::cl::opt<FormatOption> modelFormat(
                    "identifier; --export-model writes tgm when -o ends in "
                    ".tgm, else json)"),
     llvm::cl::init(FormatOption::Auto),
-    llvm::cl::values(
-        clEnumValN(FormatOption::Auto, "auto", "Guess"),
-        clEnumValN(FormatOption::Json, "json", "JSON text"),
-        clEnumValN(FormatOption::Tgm, "tgm", "Binary FlatBuffers (.tgm)")),
+    llvm::cl::values(clEnumValN(FormatOption::Auto, "auto", "Guess"),
+                     clEnumValN(FormatOption::Json, "json", "JSON text"),
+                     clEnumValN(FormatOption::Tgm, "tgm",
+                                "Binary FlatBuffers (.tgm)")),
     llvm::cl::cat(toolCategory));
 
 llvm::cl::opt<std::string> inputFilename(llvm::cl::Positional,
@@ -111,11 +112,11 @@ static LogicalResult translate(std::unique_ptr<llvm::MemoryBuffer> buffer,
   StringRef contents = input->getBuffer();
 
   if (action == Action::ImportModel) {
-    tg::ModelFileFormat format =
-        modelFormat == FormatOption::Json ? tg::ModelFileFormat::Json
-        : modelFormat == FormatOption::Tgm
-            ? tg::ModelFileFormat::Binary
-            : tg::guessModelFileFormat(name, contents);
+    tg::ModelFileFormat format = modelFormat == FormatOption::Json
+                                     ? tg::ModelFileFormat::Json
+                                 : modelFormat == FormatOption::Tgm
+                                     ? tg::ModelFileFormat::Binary
+                                     : tg::guessModelFileFormat(name, contents);
     OwningOpRef<ModuleOp> module =
         tg::importModel(name, contents, format, &context);
     if (!module)
