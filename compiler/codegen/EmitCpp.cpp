@@ -10,6 +10,7 @@
 
 #include "compiler/codegen/EmitCpp.h"
 #include "compiler/codegen/ArenaPlan.h"
+#include "compiler/codegen/ModelDescription.h"
 
 #include "dialects/tg/IR/TgOps.h"
 
@@ -46,45 +47,11 @@ RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()
 int64_t numel(Value v) { return tensorType(v).getNumElements(); }
 StringRef cTypeOf(Value v) { return cType(tensorType(v).getElementType()); }
 
-std::string floatLiteral(double v) {
-  if (std::isinf(v))
-    return v > 0 ? "INFINITY" : "-INFINITY";
-  if (std::isnan(v))
-    return "NAN";
-  return llvm::formatv("{0:e9}f", v).str();
-}
-
-std::string intList(ArrayRef<int64_t> values) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "{";
-  llvm::interleaveComma(values, os);
-  if (values.empty())
-    os << "0";
-  os << "}";
-  return s;
-}
-
 int64_t product(ArrayRef<int64_t> dims) {
   int64_t p = 1;
   for (int64_t d : dims)
     p *= d;
   return p;
-}
-
-/// Where an op came from, for the comment above its code.
-std::string describeLoc(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return llvm::formatv("{0}:{1}", file.getFilename(), file.getLine()).str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations()) {
-      std::string s = describeLoc(inner);
-      if (!s.empty())
-        return s;
-    }
-  return "";
 }
 
 //===----------------------------------------------------------------------===//
@@ -247,13 +214,57 @@ std::string FunctionEmitter::indexExpr(Value operand, Value result,
       .str();
 }
 
+/// The element count of `operand` when it broadcasts against `result` by
+/// repeating along leading dims only (a bias [N] against [M, N]), else 0.
+static int64_t suffixBroadcastSize(Value operand, Value result) {
+  ArrayRef<int64_t> in = tensorType(operand).getShape();
+  ArrayRef<int64_t> out = tensorType(result).getShape();
+  while (!in.empty() && in.front() == 1)
+    in = in.drop_front();
+  if (in.empty() || in.size() >= out.size() || out.take_back(in.size()) != in)
+    return 0;
+  return product(in);
+}
+
 void FunctionEmitter::emitElementwise(
     Value result, ValueRange operands,
     llvm::function_ref<std::string(ArrayRef<std::string>)> body) {
+  // The common broadcast (every operand full-sized, a scalar, or repeating
+  // along leading dims with one inner size) is a loop nest whose inner loop
+  // vectorizes, instead of a modulo per element.
+  int64_t n = numel(result), inner = 0;
+  bool nest = true;
+  for (Value v : operands) {
+    int64_t count = numel(v);
+    if (count == n || count == 1)
+      continue;
+    int64_t k = suffixBroadcastSize(v, result);
+    if (k == 0 || (inner != 0 && k != inner)) {
+      nest = false;
+      break;
+    }
+    inner = k;
+  }
+  if (nest && inner > 1) {
+    SmallVector<std::string> args;
+    for (Value v : operands) {
+      int64_t count = numel(v);
+      args.push_back(buf(v) + (count == n   ? "[o * " + std::to_string(inner) +
+                                                  " + j]"
+                               : count == 1 ? "[0]"
+                                            : "[j]"));
+    }
+    os << "  #pragma omp parallel for if(" << n << " > 32768)\n"
+       << "  for (int64_t o = 0; o < " << n / inner << "; ++o) {\n"
+       << "    #pragma omp simd\n"
+       << "    for (int64_t j = 0; j < " << inner << "; ++j)\n"
+       << "      " << buf(result) << "[o * " << inner << " + j] = "
+       << body(args) << ";\n  }\n";
+    return;
+  }
   SmallVector<std::string> args;
   for (Value v : operands)
     args.push_back(buf(v) + "[" + indexExpr(v, result, "i") + "]");
-  int64_t n = numel(result);
   os << "  #pragma omp parallel for if(" << n << " > 32768)\n"
      << "  for (int64_t i = 0; i < " << n << "; ++i)\n"
      << "    " << buf(result) << "[i] = " << body(args) << ";\n";
@@ -436,10 +447,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       })
       .Case([&](SiluOp) { return unary("{0} / (1.0f + std::exp(-{0}))"); })
       .Case([&](GeluOp g) {
-        if (g.getApproximate() == "tanh")
-          return unary("0.5f * {0} * (1.0f + std::tanh(0.7978845608f * "
-                       "({0} + 0.044715f * {0} * {0} * {0})))");
-        return unary("0.5f * {0} * (1.0f + std::erf({0} * 0.70710678118f))");
+        // The runtime's GELU vectorizes (and keeps accuracy for large
+        // negative inputs); see runtime/cpu/Activation.cpp.
+        os << "  tgc::cpu::gelu(" << buf(g.getX()) << ", " << buf(g.getResult())
+           << ", " << numel(g.getX()) << ", "
+           << (g.getApproximate() == "tanh" ? "true" : "false") << ");\n";
+        return success();
       })
       .Case([&](GeluGradOp g) {
         os << "  tgc::cpu::gelu_grad(" << buf(g.getGrad()) << ", "
@@ -837,191 +850,28 @@ LogicalResult FunctionEmitter::emit(
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// Model description
-//===----------------------------------------------------------------------===//
-
-struct TableNumbers {
-  DictionaryAttr dict;
-  double get(StringRef key, double fallback) const {
-    Attribute a = dict ? dict.get(key) : Attribute();
-    if (auto f = dyn_cast_or_null<FloatAttr>(a))
-      return f.getValueAsDouble();
-    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
-      return (double)i.getValue().getSExtValue();
-    return fallback;
-  }
-  TableNumbers sub(StringRef key) const {
-    return {dict ? dict.getAs<DictionaryAttr>(key) : DictionaryAttr()};
-  }
-};
-
-std::string dtypeName(Type t) {
-  if (t.isF32())
-    return "tgc::DType::F32";
-  if (t.isBF16())
-    return "tgc::DType::BF16";
-  if (t.isF16())
-    return "tgc::DType::F16";
-  if (t.isInteger(32))
-    return "tgc::DType::I32";
-  if (t.isInteger(64))
-    return "tgc::DType::I64";
-  if (t.isInteger(1))
-    return "tgc::DType::I1";
-  return "tgc::DType::F32";
-}
-
-std::string tensorDesc(StringRef name, Type type) {
-  auto t = cast<RankedTensorType>(type);
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "{\"" << name << "\", " << dtypeName(t.getElementType()) << ", "
-     << t.getRank() << ", " << intList(t.getShape()) << "}";
-  return s;
-}
-
-std::string initSpec(InitializerAttr init) {
-  if (!init)
-    return "{tgc::InitKind::Zeros, 0, 1, -1, 1, 1, 0, \"\", \"\"}";
-  static const char *kinds[] = {"Zeros",         "Ones",          "Constant",
-                                "Normal",        "Uniform",       "XavierUniform",
-                                "XavierNormal",  "KaimingUniform", "KaimingNormal",
-                                "File"};
-  auto quote = [](StringRef s) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\')
-        q += '\\';
-      q += c;
-    }
-    return q + "\"";
-  };
-  return llvm::formatv("{tgc::InitKind::{0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-                       "{7}, {8}}",
-                       kinds[(int)init.getKind()],
-                       init.getMean().convertToDouble(),
-                       init.getStd().convertToDouble(),
-                       init.getLow().convertToDouble(),
-                       init.getHigh().convertToDouble(),
-                       init.getGain().convertToDouble(),
-                       init.getValue().convertToDouble(), quote(init.getFile()),
-                       quote(init.getKey()))
-      .str();
-}
-
-/// The data role of each batch input (see InputRole in Model.h).
-FailureOr<SmallVector<std::string>> assignRoles(func::FuncOp forward) {
-  SmallVector<std::string> roles;
-  int tokenInputs = 0;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
-    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
-    if (!name)
-      continue;
-    auto type = cast<RankedTensorType>(forward.getArgument(i).getType());
-    SmallVector<StringRef> dims;
-    if (auto names =
-            forward.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr))
-      for (Attribute a : names)
-        dims.push_back(cast<StringAttr>(a).getValue());
-    bool isInt = type.getElementType().isInteger(32) ||
-                 type.getElementType().isInteger(64);
-    bool seqOnly = dims.size() == 1 && dims[0] == "seq";
-    bool batchSeq = dims.size() == 2 && dims[0] == "batch" && dims[1] == "seq";
-    if (isInt && seqOnly) {
-      roles.push_back("Positions");
-    } else if (isInt && (batchSeq || (dims.empty() && type.getRank() == 2))) {
-      if (tokenInputs >= 2)
-        return forward.emitError("cannot tell what data feeds input '")
-               << name.getValue() << "': a third [batch, seq] integer input";
-      roles.push_back(tokenInputs++ == 0 ? "Tokens" : "Targets");
-    } else if (isInt && type.getRank() == 1) {
-      roles.push_back("Labels");
-    } else if (isa<FloatType>(type.getElementType())) {
-      roles.push_back("Features");
-    } else {
-      return forward.emitError("cannot tell what data feeds input '")
-             << name.getValue() << "' of type " << type;
-    }
-  }
-  return roles;
-}
-
 } // namespace
 
 LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
                                 const CppEmitOptions &options) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!forward || !step)
-    return module.emitError("cpu backend: the module needs @forward and "
-                            "@train_step (run tg-autodiff and tg-optimizer)");
-  auto roles = assignRoles(forward);
-  if (failed(roles))
+  auto analyzed = StepSignature::analyze(module, "cpu backend");
+  if (failed(analyzed))
     return failure();
-  auto modelName = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
-  std::string model = modelName ? modelName.getValue().str() : "model";
+  const StepSignature &sig = *analyzed;
+  func::FuncOp forward = sig.forward, step = sig.trainStep;
+  const std::string &model = sig.modelName;
 
   // The body first, into a string: the arena size goes above it.
   std::string body;
   llvm::raw_string_ostream bodyOs(body);
 
   // @train_step: params, state, inputs, step, base_lr.
-  SmallVector<unsigned> paramArgs, stateArgs, inputArgs, accumArgs;
-  DenseMap<unsigned, StringRef> scalarArgs;
-  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    if (step.getArgAttr(i, TgDialect::kParamAttr))
-      paramArgs.push_back(i);
-    else if (step.getArgAttr(i, TgDialect::kStateAttr))
-      stateArgs.push_back(i);
-    else if (step.getArgAttr(i, TgDialect::kInputAttr))
-      inputArgs.push_back(i);
-    else if (step.getArgAttr(i, TgDialect::kAccumAttr))
-      accumArgs.push_back(i);
-    else if (auto s = step.getArgAttrOfType<StringAttr>(i, TgDialect::kScalarAttr))
-      scalarArgs[i] = s.getValue();
-    else
-      return step.emitError("cpu backend: argument ")
-             << i << " of @train_step has no tg role attribute";
-  }
-  // io.grads holds one buffer per trainable parameter, in @forward's order.
-  DenseMap<StringRef, unsigned> gradIndex;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    if (auto name =
-            forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr))
-      if (!forward.getArgAttr(i, TgDialect::kFrozenAttr))
-        gradIndex.try_emplace(name.getValue(), gradIndex.size());
-  for (unsigned i : accumArgs) {
-    StringRef name =
-        step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr).getValue();
-    if (!gradIndex.count(name))
-      return step.emitError("cpu backend: accumulated gradient of '")
-             << name << "', which is not a trainable parameter";
-  }
-  DenseMap<StringRef, unsigned> paramIndex, stateIndex;
-  for (auto [k, i] : llvm::enumerate(paramArgs))
-    paramIndex[step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr)
-                   .getValue()] = k;
-  for (auto [k, i] : llvm::enumerate(stateArgs))
-    stateIndex[step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr)
-                   .getValue()] = k;
-
   FunctionEmitter trainEmitter(step, bodyOs);
   auto bindTrainArg = [&](unsigned i) -> std::string {
-    if (auto it = llvm::find(paramArgs, i); it != paramArgs.end())
-      return llvm::formatv("io.params[{0}]", it - paramArgs.begin()).str();
-    if (auto it = llvm::find(stateArgs, i); it != stateArgs.end())
-      return llvm::formatv("io.state[{0}]", it - stateArgs.begin()).str();
-    if (auto it = llvm::find(inputArgs, i); it != inputArgs.end())
-      return llvm::formatv("io.inputs[{0}]", it - inputArgs.begin()).str();
-    if (llvm::is_contained(accumArgs, i))
-      return llvm::formatv(
-                 "io.grads[{0}]",
-                 gradIndex.lookup(
-                     step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr)
-                         .getValue()))
-          .str();
-    StringRef scalar = scalarArgs.lookup(i);
+    std::string buffer = sig.trainArgument(i);
+    if (!buffer.empty())
+      return buffer;
+    StringRef scalar = sig.scalarArgs.lookup(i);
     return scalar == "step"      ? "&io.step"
            : scalar == "base_lr" ? "&io.baseLr"
                                  : "&io.microBatches";
@@ -1029,32 +879,17 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   auto bindTrainResults = [&](FunctionEmitter &e,
                               func::ReturnOp ret) -> LogicalResult {
     for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
-      if (auto metric =
-              step.getResultAttrOfType<StringAttr>(r, TgDialect::kMetricAttr)) {
-        StringRef field = llvm::StringSwitch<StringRef>(metric.getValue())
-                              .Case("loss", "loss")
-                              .Case("grad_norm", "gradNorm")
-                              .Default("lr");
+      StringRef field = sig.metricField(r);
+      if (!field.empty()) {
         e.out() << "  io." << field << " = " << e.buf(v) << "[0];\n";
         continue;
       }
-      auto update =
-          step.getResultAttrOfType<StringAttr>(r, TgDialect::kUpdateAttr);
-      if (!update)
-        return step.emitError("cpu backend: result ")
-               << r << " of @train_step is neither an update nor a metric";
-      std::string target;
-      if (paramIndex.count(update.getValue()))
-        target = llvm::formatv("io.params[{0}]",
-                               paramIndex[update.getValue()]);
-      else if (stateIndex.count(update.getValue()))
-        target = llvm::formatv("io.state[{0}]", stateIndex[update.getValue()]);
-      else
-        return step.emitError("cpu backend: update of unknown '")
-               << update.getValue() << "'";
+      auto target = sig.updateTarget(r, "cpu backend");
+      if (failed(target))
+        return failure();
       // In-place updates already wrote there.
-      e.out() << "  if ((void *)" << e.buf(v) << " != " << target << ")\n"
-              << "    std::memcpy(" << target << ", " << e.buf(v) << ", "
+      e.out() << "  if ((void *)" << e.buf(v) << " != " << *target << ")\n"
+              << "    std::memcpy(" << *target << ", " << e.buf(v) << ", "
               << numel(v) << " * sizeof(*" << e.buf(v) << "));\n";
     }
     return success();
@@ -1066,15 +901,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
 
   // @forward: params and inputs in order.
   FunctionEmitter evalEmitter(forward, bodyOs);
-  SmallVector<unsigned> fwdParams, fwdInputs;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    (forward.getArgAttr(i, TgDialect::kParamAttr) ? fwdParams : fwdInputs)
-        .push_back(i);
   auto bindEvalArg = [&](unsigned i) -> std::string {
-    if (auto it = llvm::find(fwdParams, i); it != fwdParams.end())
-      return llvm::formatv("io.params[{0}]", it - fwdParams.begin()).str();
-    auto it = llvm::find(fwdInputs, i);
-    return llvm::formatv("io.inputs[{0}]", it - fwdInputs.begin()).str();
+    return sig.forwardArgument(i);
   };
   auto bindEvalResults = [&](FunctionEmitter &e,
                              func::ReturnOp ret) -> LogicalResult {
@@ -1103,15 +931,13 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
                              func::ReturnOp ret) -> LogicalResult {
     e.out() << "  io.loss = " << e.buf(ret.getOperand(0)) << "[0];\n";
     for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
-      auto grad = fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr);
-      if (!grad)
+      auto index = sig.gradResultIndex(fb, r, "cpu backend");
+      if (failed(index))
+        return failure();
+      if (*index < 0)
         continue;
-      auto it = gradIndex.find(grad.getValue());
-      if (it == gradIndex.end())
-        return fb.emitError("cpu backend: gradient of '")
-               << grad.getValue() << "', which is not a trainable parameter";
       Value v = ret.getOperand(r);
-      e.out() << "  {\n    float *g = (float *)io.grads[" << it->second
+      e.out() << "  {\n    float *g = (float *)io.grads[" << *index
               << "];\n    if (io.microBatch == 0)\n      std::memcpy(g, "
               << e.buf(v) << ", " << numel(v) << " * sizeof(float));\n"
               << "    else\n"
@@ -1154,66 +980,19 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   os << body;
 
   // The model description.
-  os << "\nconst tgc::ParamDesc kParams[] = {\n";
-  for (unsigned i : fwdParams) {
-    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
-    auto init =
-        forward.getArgAttrOfType<InitializerAttr>(i, TgDialect::kInitAttr);
-    bool trainable = !forward.getArgAttr(i, TgDialect::kFrozenAttr);
-    os << "    {" << tensorDesc(name.getValue(), forward.getArgument(i).getType())
-       << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
-       << "},\n";
-  }
-  os << "};\n\nconst tgc::StateDesc kState[] = {\n";
-  for (unsigned i : stateArgs) {
-    StringRef full =
-        step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr).getValue();
-    auto [param, slot] = full.rsplit('.');
-    os << "    {" << tensorDesc(full, step.getArgument(i).getType()) << ", \""
-       << param << "\", \"" << slot << "\"},\n";
-  }
-  if (stateArgs.empty())
-    os << "    {{\"\", tgc::DType::F32, 0, {0}}, \"\", \"\"},\n";
-  os << "};\n\nconst tgc::InputDesc kInputs[] = {\n";
-  for (auto [k, i] : llvm::enumerate(fwdInputs)) {
-    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
-    os << "    {" << tensorDesc(name ? name.getValue() : "input",
-                                forward.getArgument(i).getType())
-       << ", tgc::InputRole::" << (*roles)[k] << "},\n";
-  }
-  os << "};\n\nconst tgc::TensorDesc kOutputs[] = {\n";
-  FunctionType fwdType = forward.getFunctionType();
-  for (unsigned r = 1; r < fwdType.getNumResults(); ++r) {
-    auto name = forward.getResultAttrOfType<StringAttr>(r, TgDialect::kOutputAttr);
-    os << "    " << tensorDesc(name ? name.getValue() : "output",
-                               fwdType.getResult(r))
-       << ",\n";
-  }
-  if (fwdType.getNumResults() <= 1)
-    os << "    {\"\", tgc::DType::F32, 0, {0}},\n";
-  os << "};\n\n} // namespace\n\n";
+  emitModelTables(sig, os);
+  os << "\n} // namespace\n\n";
 
-  TableNumbers table{
-      module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)};
-  int64_t batch = (int64_t)table.get("batch_size", 0);
-  int64_t seq = (int64_t)table.get("seq_len", 0);
-  if (!fwdInputs.empty() && batch == 0) {
-    auto t = cast<RankedTensorType>(forward.getArgument(fwdInputs[0]).getType());
-    batch = t.getRank() ? t.getDimSize(0) : 1;
-  }
   os << "const tgc::ModelDesc kModel = {\n"
      << "    \"" << model << "\",\n"
-     << "    " << fwdParams.size() << ", kParams,\n"
-     << "    " << stateArgs.size() << ", kState,\n"
-     << "    " << fwdInputs.size() << ", kInputs,\n"
-     << "    " << (fwdType.getNumResults() - 1) << ", kOutputs,\n"
-     << "    {/*batchSize=*/" << batch << ", /*seqLen=*/" << seq
-     << ", /*steps=*/" << (int64_t)table.get("steps", 100)
-     << ", /*seed=*/" << (int64_t)table.get("seed", 0)
-     << ", /*lr=*/" << floatLiteral(table.sub("optimizer").get("lr", 1e-3))
-     << ", /*gradAccum=*/" << (int64_t)table.get("grad_accum", 1) << "},\n"
+     << "    " << sig.fwdParams.size() << ", kParams,\n"
+     << "    " << sig.stateArgs.size() << ", kState,\n"
+     << "    " << sig.fwdInputs.size() << ", kInputs,\n"
+     << "    " << (forward.getFunctionType().getNumResults() - 1)
+     << ", kOutputs,\n"
+     << "    " << trainingDefaults(sig, module) << ",\n"
      << "    train_step,\n    /*accumulate=*/"
-     << (accumArgs.empty() ? "nullptr" : "grad_step")
+     << (sig.accumArgs.empty() ? "nullptr" : "grad_step")
      << ",\n    eval_step,\n    grad_step,\n};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";

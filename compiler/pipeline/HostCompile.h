@@ -1,7 +1,9 @@
-//===- HostCompile.h - Emitted C++ to a training executable -------*- C++ -*-===//
+//===- HostCompile.h - Emitted source to a training executable ----*- C++ -*-===//
 //
-// Runs the host C++ compiler on an emitted source and links it with the
-// runtime (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP, MPI).
+// Runs the host C++ compiler on an emitted C++ source and links it with the
+// CPU runtime (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP, MPI),
+// or nvcc on an emitted CUDA source and links it with the GPU runtime
+// (libtgc_runtime_cuda, libtgc_runtime, the NCCL backend, cuBLASLt, MPI).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,30 @@ std::vector<std::string> hostCompileCommand(llvm::StringRef source,
 llvm::Error compileExecutable(llvm::StringRef source,
                               llvm::StringRef executable,
                               const HostCompileOptions &options);
+
+struct CudaCompileOptions {
+  /// Host-code optimization (nvcc always optimizes device code).
+  std::string optimization = "-O3";
+  /// The GPU to compile for, as nvcc's -arch takes it.
+  std::string arch = "sm_90";
+  bool verbose = false;
+};
+
+/// nvcc: $NVCC, else `nvcc` on PATH, else /usr/local/cuda/bin/nvcc, else
+/// the one CMake found when tgc was built; an error saying where it looked
+/// when there is none.
+llvm::Expected<std::string> findNvcc();
+
+/// The nvcc command line for `source` -> `executable` (argv[0] is `nvcc`).
+std::vector<std::string> cudaCompileCommand(llvm::StringRef nvcc,
+                                            llvm::StringRef source,
+                                            llvm::StringRef executable,
+                                            const CudaCompileOptions &options);
+
+/// Compiles and links with nvcc; the error carries nvcc's exit status.
+llvm::Error compileCudaExecutable(llvm::StringRef source,
+                                  llvm::StringRef executable,
+                                  const CudaCompileOptions &options);
 
 } // namespace mlir::tg
 

@@ -10,10 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/codegen/EmitCpp.h"
+#include "compiler/codegen/EmitCuda.h"
+#include "compiler/pipeline/Config.h"
 #include "compiler/pipeline/HostCompile.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "frontend/ModelFile.h"
+#include "passes/precision/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -24,6 +27,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -48,41 +52,68 @@ cl::opt<std::string> inputFile(cl::Positional, cl::Required,
 cl::opt<std::string> outputFile(
     "o",
     cl::desc("Output: the executable (default: the model file's name "
-             "without extension), the source, or the IR (default: stdout)"),
+             "without extension), the source, the IR (default: stdout), or "
+             "with --emit=cuda a directory (default: NAME-cuda)"),
     cl::value_desc("file"), cl::cat(tgcCategory));
 
-enum class EmitKind { Mlir, Cpp, Exe };
+enum class EmitKind { Mlir, Cpp, Cuda, Exe };
 cl::opt<EmitKind> emit(
     "emit", cl::desc("What to write"), cl::init(EmitKind::Exe),
     cl::values(clEnumValN(EmitKind::Mlir, "mlir",
                           "tg IR (after --compile-to, default: import)"),
                clEnumValN(EmitKind::Cpp, "cpp",
                           "the generated C++ source of the training step"),
+               clEnumValN(EmitKind::Cuda, "cuda",
+                          "a directory that builds the CUDA executable "
+                          "without tgc: NAME.cu, CMakeLists.txt (runtime from "
+                          "source) and NAME.manifest.json"),
                clEnumValN(EmitKind::Exe, "exe",
                           "the training executable (default)")),
     cl::cat(tgcCategory));
 cl::opt<std::string> compileTo(
     "compile-to",
-    cl::desc("Stop after this phase and print its IR: import, autodiff, "
-             "optimizer (source and executable as --emit=cpp and exe)"),
+    cl::desc("Stop after this phase and print its IR: import, precision, "
+             "autodiff, optimizer (source and executable as --emit=cpp and "
+             "exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
 cl::opt<std::string> compileFrom(
     "compile-from",
     cl::desc("The phase a .mlir input has been through (default: import, or "
              "what its functions show)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
-cl::opt<std::string> target("target",
-                            cl::desc("Where the step runs: cpu (default)"),
-                            cl::init("cpu"), cl::cat(tgcCategory));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("Where the step runs: cpu (default; C++ with OpenMP and "
+             "OpenBLAS) or cuda (NVIDIA GPUs; built with nvcc)"),
+    cl::cat(tgcCategory));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32 or bf16 (bf16 compute, fp32 master weights, optimizer "
+             "state and loss). cuda: default the model file's training "
+             "precision, else bf16; cpu: fp32 only"),
+    cl::value_desc("policy"), cl::cat(tgcCategory));
+cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    cl::desc("GPU architecture for --target=cuda (nvcc's -arch; default "
+             "sm_90: H100/H200)"),
+    cl::init("sm_90"), cl::value_desc("sm_XX"), cl::cat(tgcCategory));
+cl::opt<double> bucketMiB(
+    "allreduce-bucket-mb",
+    cl::desc("--target=cuda: gradients are all-reduced in buckets of about "
+             "this many MiB, each as soon as the backward has written it "
+             "(default 25)"),
+    cl::init(25.0), cl::value_desc("MiB"), cl::cat(tgcCategory));
 cl::opt<unsigned> optLevel(
     "opt-level",
     cl::desc("Host compiler optimization level for the executable (0-3)"),
     cl::init(3), cl::cat(tgcCategory));
 cl::opt<bool> saveTemps(
     "save-temps",
-    cl::desc("Keep the generated source next to the executable (EXE.cpp)"),
+    cl::desc("Keep the generated source next to the executable (EXE.cpp, "
+             "EXE.cu)"),
     cl::cat(tgcCategory));
-cl::opt<bool> verbose("v", cl::desc("Print the host compiler command"),
+cl::opt<bool> verbose("v",
+                      cl::desc("Print the host compiler (or nvcc) command"),
                       cl::cat(tgcCategory));
 
 cl::opt<std::string> optimizer(
@@ -119,7 +150,26 @@ Phase phaseOf(ModuleOp module) {
     return Phase::Optimizer;
   if (module.lookupSymbol("forward_backward"))
     return Phase::Autodiff;
+  if (module->hasAttr("tg.precision"))
+    return Phase::Precision;
   return Phase::Import;
+}
+
+/// The model's training-table precision ("" when it has none).
+std::string tablePrecision(ModuleOp module) {
+  auto table = module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
+  auto value = table ? table.getAs<StringAttr>("precision") : StringAttr();
+  return value ? value.getValue().str() : "";
+}
+
+/// "sm_90" -> "90", "90a" -> "90a"; "" for what is not an architecture.
+std::string archNumber(StringRef arch) {
+  arch.consume_front("sm_");
+  arch.consume_front("compute_");
+  if (arch.empty() || !llvm::isDigit(arch.front()) ||
+      !llvm::all_of(arch, [](char c) { return llvm::isAlnum(c); }))
+    return "";
+  return arch.str();
 }
 
 LogicalResult fail(const Twine &message) {
@@ -143,6 +193,82 @@ LogicalResult writeText(StringRef path, llvm::function_ref<LogicalResult(
   return success();
 }
 
+/// The executable's path (-o, else the model file's stem) and where its
+/// generated source goes (EXE.EXT with --save-temps, else a temporary file).
+LogicalResult prepareExecutable(StringRef extension, std::string &executable,
+                                std::string &source) {
+  executable = outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+  if (llvm::sys::fs::is_directory(executable))
+    return fail("output '" + executable + "' is a directory");
+  if (saveTemps) {
+    source = executable + "." + extension.str();
+    return success();
+  }
+  SmallString<128> temp;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "tgc-" + stemOf(inputFile), extension, temp))
+    return fail("cannot create a temporary source file: " + ec.message());
+  source = temp.str().str();
+  return success();
+}
+
+/// --target=cuda after the passes: the .cu source (--emit=cuda: with its
+/// CMakeLists.txt and manifest, in a directory), or the executable built
+/// with nvcc.
+LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
+                          StringRef policy, StringRef arch, Phase last) {
+  CudaEmitOptions options;
+  options.sourceName = sourceName.str();
+  options.precision = policy.str();
+  options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
+  if (last == Phase::Source) {
+    std::string dir =
+        outputFile.empty() ? stemOf(inputFile) + "-cuda" : outputFile.getValue();
+    if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
+      return fail("--emit=cuda writes a directory, and '" + dir +
+                  "' is a file");
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+      return fail("cannot create '" + dir + "': " + ec.message());
+    std::string name = stemOf(inputFile);
+    SmallString<256> cu(dir), cmake(dir), manifest(dir);
+    llvm::sys::path::append(cu, name + ".cu");
+    llvm::sys::path::append(cmake, "CMakeLists.txt");
+    llvm::sys::path::append(manifest, name + ".manifest.json");
+    CudaEmitSummary summary;
+    if (failed(writeText(cu, [&](llvm::raw_ostream &os) {
+          return emitCuda(module, os, options, &summary);
+        })))
+      return failure();
+    if (failed(writeText(cmake, [&](llvm::raw_ostream &os) {
+          os << cudaCMakeLists(name, name + ".cu", TGC_SOURCE_DIR, arch);
+          return success();
+        })))
+      return failure();
+    return writeText(manifest, [&](llvm::raw_ostream &os) {
+      return writeCudaManifest(module, summary, name + ".cu", os);
+    });
+  }
+  std::string executable, source;
+  if (failed(prepareExecutable("cu", executable, source)))
+    return failure();
+  llvm::scope_exit removeSource([&] {
+    if (!saveTemps)
+      llvm::sys::fs::remove(source);
+  });
+  if (failed(writeText(source, [&](llvm::raw_ostream &os) {
+        return emitCuda(module, os, options);
+      })))
+    return failure();
+  CudaCompileOptions compileOptions;
+  compileOptions.optimization = "-O" + std::to_string(optLevel);
+  compileOptions.arch = "sm_" + arch.str();
+  compileOptions.verbose = verbose;
+  if (llvm::Error error =
+          compileCudaExecutable(source, executable, compileOptions))
+    return fail(llvm::toString(std::move(error)));
+  return success();
+}
+
 LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   // What to do.
   std::optional<Phase> stopAfter;
@@ -150,23 +276,47 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     stopAfter = parsePhase(compileTo);
     if (!stopAfter)
       return fail("unknown phase '" + compileTo +
-                  "' for --compile-to; expected import, autodiff, optimizer, "
-                  "source or executable");
+                  "' for --compile-to; expected import, precision, autodiff, "
+                  "optimizer, source or executable");
   }
   Phase last = Phase::Executable;
   if (emit == EmitKind::Mlir)
     last = stopAfter.value_or(Phase::Import);
-  else if (emit == EmitKind::Cpp)
+  else if (emit == EmitKind::Cpp || emit == EmitKind::Cuda)
     last = Phase::Source;
   else if (stopAfter)
     last = *stopAfter;
   if (emit == EmitKind::Mlir && last > Phase::Optimizer)
     return fail("--emit=mlir writes IR: --compile-to must be import, "
-                "autodiff or optimizer");
-  if (target != "cpu")
-    return fail("unknown --target '" + target + "'; expected cpu");
+                "precision, autodiff or optimizer");
+  // The target: --emit=cuda implies cuda.
+  std::string where = target.empty()
+                          ? (emit == EmitKind::Cuda ? "cuda" : "cpu")
+                          : target.getValue();
+  if (where != "cpu" && where != "cuda")
+    return fail("unknown --target '" + where + "'; expected cpu or cuda");
+  bool cuda = where == "cuda";
+  if (emit == EmitKind::Cuda && !cuda)
+    return fail("--emit=cuda writes the CUDA sources: it needs --target=cuda "
+                "(or no --target)");
+  if (emit == EmitKind::Cpp && cuda)
+    return fail("--emit=cpp writes the CPU source; for --target=cuda use "
+                "--emit=cuda");
+  if (!precision.empty() && precision != "fp32" && precision != "bf16")
+    return fail("unknown --precision '" + precision +
+                "'; expected fp32 or bf16");
+  if (!cuda && !precision.empty() && precision != "fp32")
+    return fail("--target=cpu computes in fp32 only: --precision=" +
+                precision + " needs --target=cuda");
+  std::string arch = archNumber(cudaArch);
+  if (arch.empty())
+    return fail("--cuda-arch takes an architecture like sm_90, got '" +
+                cudaArch + "'");
   if (optLevel > 3)
     return fail("--opt-level must be 0 to 3, got " + Twine(optLevel));
+  if (!(bucketMiB > 0))
+    return fail("--allreduce-bucket-mb must be positive, got " +
+                std::to_string(bucketMiB.getValue()));
 
   // The input: a model file or tg IR.
   OwningOpRef<ModuleOp> module;
@@ -185,8 +335,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       auto given = parsePhase(compileFrom);
       if (!given || *given > Phase::Optimizer)
         return fail("unknown phase '" + compileFrom +
-                    "' for --compile-from; expected import, autodiff or "
-                    "optimizer");
+                    "' for --compile-from; expected import, precision, "
+                    "autodiff or optimizer");
       if (*given != from)
         return fail("--compile-from=" + compileFrom + " but " + inputFile +
                     " holds IR after phase '" + phaseName(from) + "'");
@@ -202,6 +352,18 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail(inputFile + " is already past phase '" + phaseName(last) +
                 "'");
 
+  // The precision policy: the flag; else for cuda the training table's,
+  // else bf16; the CPU computes in fp32 whatever the table says.
+  std::string policy = precision;
+  if (policy.empty())
+    policy = !cuda ? "fp32"
+                   : (tablePrecision(*module).empty() ? "bf16"
+                                                      : tablePrecision(*module));
+  if (auto applied = (*module)->getAttrOfType<StringAttr>("tg.precision"))
+    if (!precision.empty() && applied.getValue() != precision)
+      return fail(inputFile + " was compiled for precision '" +
+                  applied.getValue() + "', not --precision=" + precision);
+
   // The passes.
   if (std::min(last, Phase::Optimizer) > from) {
     PassManager pm(&context);
@@ -216,7 +378,21 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.clipGradNorm = clipGradNorm;
     options.gradAccum = gradAccum;
     options.dataParallel = !noDataParallel;
-    buildTrainingPipeline(pm, options, from, std::min(last, Phase::Optimizer));
+    options.precision = policy;
+    Phase to = std::min(last, Phase::Optimizer);
+    if (cuda && from < Phase::Precision && to >= Phase::Precision) {
+      // runtime/cuda has f32 kernels only for convolution and pooling: under
+      // bf16 those ops (and so their gradients) stay in f32. The rest of the
+      // pipeline is the usual one.
+      PrecisionPassOptions precisionOptions;
+      precisionOptions.policy = policy;
+      precisionOptions.fp32Ops = {"tg.conv2d", "tg.max_pool2d",
+                                  "tg.avg_pool2d"};
+      pm.addPass(createPrecisionPass(precisionOptions));
+      buildTrainingPipeline(pm, options, Phase::Precision, to);
+    } else {
+      buildTrainingPipeline(pm, options, from, to);
+    }
     if (failed(pm.run(*module)))
       return failure();
   }
@@ -227,29 +403,23 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return success();
     });
 
+  std::string sourceName = llvm::sys::path::filename(inputFile).str();
+  if (cuda)
+    return emitForCuda(*module, sourceName, policy, arch, last);
+
   // The source.
   CppEmitOptions emitOptions;
-  emitOptions.sourceName = llvm::sys::path::filename(inputFile).str();
+  emitOptions.sourceName = sourceName;
   if (last == Phase::Source)
     return writeText(outputFile, [&](llvm::raw_ostream &os) {
       return emitCpp(*module, os, emitOptions);
     });
 
   // The executable.
-  std::string executable =
-      outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
-  if (llvm::sys::fs::is_directory(executable))
-    return fail("output '" + executable + "' is a directory");
+  std::string executable;
   std::string source;
-  if (saveTemps) {
-    source = executable + ".cpp";
-  } else {
-    SmallString<128> temp;
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "tgc-" + stemOf(inputFile), "cpp", temp))
-      return fail("cannot create a temporary source file: " + ec.message());
-    source = temp.str().str();
-  }
+  if (failed(prepareExecutable("cpp", executable, source)))
+    return failure();
   // The temporary source goes whatever happens.
   llvm::scope_exit removeSource([&] {
     if (!saveTemps)
@@ -281,6 +451,12 @@ int main(int argc, char **argv) {
       argc, argv,
       "tgc: compiles a model file into a training executable\n\n"
       "  tgc model.json -o model            the training executable (CPU)\n"
+      "  tgc model.json --target=cuda -o model   the training executable "
+      "(GPU, nvcc)\n"
+      "  tgc model.json --emit=cuda -o dir  the CUDA sources, CMakeLists.txt "
+      "and\n"
+      "                                     manifest, to build on a GPU "
+      "machine\n"
       "  tgc model.json --emit=mlir         the tg IR after import\n"
       "  tgc model.json --compile-to=optimizer   the IR of @train_step\n"
       "  tgc model.json --emit=cpp -o step.cpp   the generated C++\n"

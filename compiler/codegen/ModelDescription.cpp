@@ -1,0 +1,380 @@
+//===- ModelDescription.cpp - What both emitters tell the runtime -*- C++ -*-===//
+//
+// The argument roles of @train_step, the data roles of @forward's inputs and
+// the ModelDesc tables, shared by EmitCpp.cpp and EmitCuda.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/ModelDescription.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+//===----------------------------------------------------------------------===//
+// C++ spellings
+//===----------------------------------------------------------------------===//
+
+std::string mlir::tg::floatLiteral(double v) {
+  if (std::isinf(v))
+    return v > 0 ? "INFINITY" : "-INFINITY";
+  if (std::isnan(v))
+    return "NAN";
+  return llvm::formatv("{0:e9}f", v).str();
+}
+
+std::string mlir::tg::intList(ArrayRef<int64_t> values) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{";
+  llvm::interleaveComma(values, os);
+  if (values.empty())
+    os << "0";
+  os << "}";
+  return s;
+}
+
+std::string mlir::tg::describeLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return llvm::formatv("{0}:{1}", file.getFilename(), file.getLine()).str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string s = describeLoc(inner);
+      if (!s.empty())
+        return s;
+    }
+  return "";
+}
+
+std::string mlir::tg::dtypeName(Type t) {
+  if (t.isF32())
+    return "tgc::DType::F32";
+  if (t.isBF16())
+    return "tgc::DType::BF16";
+  if (t.isF16())
+    return "tgc::DType::F16";
+  if (t.isInteger(32))
+    return "tgc::DType::I32";
+  if (t.isInteger(64))
+    return "tgc::DType::I64";
+  if (t.isInteger(1))
+    return "tgc::DType::I1";
+  return "tgc::DType::F32";
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Tables
+//===----------------------------------------------------------------------===//
+
+struct TableNumbers {
+  DictionaryAttr dict;
+  double get(StringRef key, double fallback) const {
+    Attribute a = dict ? dict.get(key) : Attribute();
+    if (auto f = dyn_cast_or_null<FloatAttr>(a))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
+      return (double)i.getValue().getSExtValue();
+    return fallback;
+  }
+  TableNumbers sub(StringRef key) const {
+    return {dict ? dict.getAs<DictionaryAttr>(key) : DictionaryAttr()};
+  }
+};
+
+std::string tensorDesc(StringRef name, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "{\"" << name << "\", " << dtypeName(t.getElementType()) << ", "
+     << t.getRank() << ", " << intList(t.getShape()) << "}";
+  return s;
+}
+
+std::string initSpec(InitializerAttr init) {
+  if (!init)
+    return "{tgc::InitKind::Zeros, 0, 1, -1, 1, 1, 0, \"\", \"\"}";
+  static const char *kinds[] = {"Zeros",         "Ones",          "Constant",
+                                "Normal",        "Uniform",       "XavierUniform",
+                                "XavierNormal",  "KaimingUniform", "KaimingNormal",
+                                "File"};
+  auto quote = [](StringRef s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        q += '\\';
+      q += c;
+    }
+    return q + "\"";
+  };
+  return llvm::formatv("{tgc::InitKind::{0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                       "{7}, {8}}",
+                       kinds[(int)init.getKind()],
+                       init.getMean().convertToDouble(),
+                       init.getStd().convertToDouble(),
+                       init.getLow().convertToDouble(),
+                       init.getHigh().convertToDouble(),
+                       init.getGain().convertToDouble(),
+                       init.getValue().convertToDouble(), quote(init.getFile()),
+                       quote(init.getKey()))
+      .str();
+}
+
+/// The data role of each batch input (see InputRole in Model.h).
+FailureOr<SmallVector<std::string>> assignRoles(func::FuncOp forward) {
+  SmallVector<std::string> roles;
+  int tokenInputs = 0;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
+    if (!name)
+      continue;
+    auto type = cast<RankedTensorType>(forward.getArgument(i).getType());
+    SmallVector<StringRef> dims;
+    if (auto names =
+            forward.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr))
+      for (Attribute a : names)
+        dims.push_back(cast<StringAttr>(a).getValue());
+    bool isInt = type.getElementType().isInteger(32) ||
+                 type.getElementType().isInteger(64);
+    bool seqOnly = dims.size() == 1 && dims[0] == "seq";
+    bool batchSeq = dims.size() == 2 && dims[0] == "batch" && dims[1] == "seq";
+    if (isInt && seqOnly) {
+      roles.push_back("Positions");
+    } else if (isInt && (batchSeq || (dims.empty() && type.getRank() == 2))) {
+      if (tokenInputs >= 2)
+        return forward.emitError("cannot tell what data feeds input '")
+               << name.getValue() << "': a third [batch, seq] integer input";
+      roles.push_back(tokenInputs++ == 0 ? "Tokens" : "Targets");
+    } else if (isInt && type.getRank() == 1) {
+      roles.push_back("Labels");
+    } else if (isa<FloatType>(type.getElementType())) {
+      roles.push_back("Features");
+    } else {
+      return forward.emitError("cannot tell what data feeds input '")
+             << name.getValue() << "' of type " << type;
+    }
+  }
+  return roles;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// StepSignature
+//===----------------------------------------------------------------------===//
+
+FailureOr<StepSignature> StepSignature::analyze(ModuleOp module,
+                                                StringRef backend) {
+  StepSignature sig;
+  sig.forward = module.lookupSymbol<func::FuncOp>("forward");
+  sig.trainStep = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!sig.forward || !sig.trainStep)
+    return module.emitError(backend)
+           << ": the module needs @forward and @train_step (run tg-autodiff "
+              "and tg-optimizer)";
+  func::FuncOp forward = sig.forward, step = sig.trainStep;
+  auto roles = assignRoles(forward);
+  if (failed(roles))
+    return failure();
+  sig.roles = std::move(*roles);
+  auto modelName = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
+  sig.modelName = modelName ? modelName.getValue().str() : "model";
+
+  // @train_step: params, state, inputs, accumulated gradients, scalars.
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    if (step.getArgAttr(i, TgDialect::kParamAttr))
+      sig.paramArgs.push_back(i);
+    else if (step.getArgAttr(i, TgDialect::kStateAttr))
+      sig.stateArgs.push_back(i);
+    else if (step.getArgAttr(i, TgDialect::kInputAttr))
+      sig.inputArgs.push_back(i);
+    else if (step.getArgAttr(i, TgDialect::kAccumAttr))
+      sig.accumArgs.push_back(i);
+    else if (auto s =
+                 step.getArgAttrOfType<StringAttr>(i, TgDialect::kScalarAttr))
+      sig.scalarArgs[i] = s.getValue();
+    else
+      return step.emitError(backend)
+             << ": argument " << i << " of @train_step has no tg role attribute";
+  }
+  // io.grads holds one buffer per trainable parameter, in @forward's order.
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (auto name =
+            forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr))
+      if (!forward.getArgAttr(i, TgDialect::kFrozenAttr))
+        sig.gradIndex.try_emplace(name.getValue(), sig.gradIndex.size());
+  for (unsigned i : sig.accumArgs) {
+    StringRef name =
+        step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr).getValue();
+    if (!sig.gradIndex.count(name))
+      return step.emitError(backend) << ": accumulated gradient of '" << name
+                                     << "', which is not a trainable parameter";
+  }
+  for (auto [k, i] : llvm::enumerate(sig.paramArgs))
+    sig.paramIndex[step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr)
+                       .getValue()] = k;
+  for (auto [k, i] : llvm::enumerate(sig.stateArgs))
+    sig.stateIndex[step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr)
+                       .getValue()] = k;
+
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    (forward.getArgAttr(i, TgDialect::kParamAttr) ? sig.fwdParams
+                                                  : sig.fwdInputs)
+        .push_back(i);
+  return sig;
+}
+
+std::string StepSignature::trainArgument(unsigned i) const {
+  if (auto it = llvm::find(paramArgs, i); it != paramArgs.end())
+    return llvm::formatv("io.params[{0}]", it - paramArgs.begin()).str();
+  if (auto it = llvm::find(stateArgs, i); it != stateArgs.end())
+    return llvm::formatv("io.state[{0}]", it - stateArgs.begin()).str();
+  if (auto it = llvm::find(inputArgs, i); it != inputArgs.end())
+    return llvm::formatv("io.inputs[{0}]", it - inputArgs.begin()).str();
+  if (llvm::is_contained(accumArgs, i))
+    return llvm::formatv(
+               "io.grads[{0}]",
+               gradIndex.lookup(
+                   trainStep.getArgAttrOfType<StringAttr>(i,
+                                                          TgDialect::kAccumAttr)
+                       .getValue()))
+        .str();
+  return "";
+}
+
+std::string StepSignature::forwardArgument(unsigned i) const {
+  if (auto it = llvm::find(fwdParams, i); it != fwdParams.end())
+    return llvm::formatv("io.params[{0}]", it - fwdParams.begin()).str();
+  auto it = llvm::find(fwdInputs, i);
+  return llvm::formatv("io.inputs[{0}]", it - fwdInputs.begin()).str();
+}
+
+StringRef StepSignature::metricField(unsigned r) const {
+  auto metric =
+      trainStep.getResultAttrOfType<StringAttr>(r, TgDialect::kMetricAttr);
+  if (!metric)
+    return "";
+  return llvm::StringSwitch<StringRef>(metric.getValue())
+      .Case("loss", "loss")
+      .Case("grad_norm", "gradNorm")
+      .Default("lr");
+}
+
+FailureOr<std::string> StepSignature::updateTarget(unsigned r,
+                                                   StringRef backend) const {
+  auto update =
+      trainStep.getResultAttrOfType<StringAttr>(r, TgDialect::kUpdateAttr);
+  if (!update)
+    return trainStep.emitError(backend)
+           << ": result " << r
+           << " of @train_step is neither an update nor a metric";
+  if (paramIndex.count(update.getValue()))
+    return llvm::formatv("io.params[{0}]", paramIndex.lookup(update.getValue()))
+        .str();
+  if (stateIndex.count(update.getValue()))
+    return llvm::formatv("io.state[{0}]", stateIndex.lookup(update.getValue()))
+        .str();
+  return trainStep.emitError(backend)
+         << ": update of unknown '" << update.getValue() << "'";
+}
+
+FailureOr<int> StepSignature::gradResultIndex(func::FuncOp forwardBackward,
+                                              unsigned r,
+                                              StringRef backend) const {
+  auto grad =
+      forwardBackward.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr);
+  if (!grad)
+    return -1;
+  auto it = gradIndex.find(grad.getValue());
+  if (it == gradIndex.end())
+    return forwardBackward.emitError(backend)
+           << ": gradient of '" << grad.getValue()
+           << "', which is not a trainable parameter";
+  return (int)it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// The tables
+//===----------------------------------------------------------------------===//
+
+void mlir::tg::emitModelTables(const StepSignature &sig,
+                               llvm::raw_ostream &os) {
+  func::FuncOp forward = sig.forward, step = sig.trainStep;
+  os << "\nconst tgc::ParamDesc kParams[] = {\n";
+  for (unsigned i : sig.fwdParams) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+    auto init =
+        forward.getArgAttrOfType<InitializerAttr>(i, TgDialect::kInitAttr);
+    bool trainable = !forward.getArgAttr(i, TgDialect::kFrozenAttr);
+    os << "    {" << tensorDesc(name.getValue(), forward.getArgument(i).getType())
+       << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
+       << "},\n";
+  }
+  os << "};\n\nconst tgc::StateDesc kState[] = {\n";
+  for (unsigned i : sig.stateArgs) {
+    StringRef full =
+        step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr).getValue();
+    auto [param, slot] = full.rsplit('.');
+    os << "    {" << tensorDesc(full, step.getArgument(i).getType()) << ", \""
+       << param << "\", \"" << slot << "\"},\n";
+  }
+  if (sig.stateArgs.empty())
+    os << "    {{\"\", tgc::DType::F32, 0, {0}}, \"\", \"\"},\n";
+  os << "};\n\nconst tgc::InputDesc kInputs[] = {\n";
+  for (auto [k, i] : llvm::enumerate(sig.fwdInputs)) {
+    auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
+    os << "    {" << tensorDesc(name ? name.getValue() : "input",
+                                forward.getArgument(i).getType())
+       << ", tgc::InputRole::" << sig.roles[k] << "},\n";
+  }
+  os << "};\n\nconst tgc::TensorDesc kOutputs[] = {\n";
+  FunctionType fwdType = forward.getFunctionType();
+  for (unsigned r = 1; r < fwdType.getNumResults(); ++r) {
+    auto name =
+        forward.getResultAttrOfType<StringAttr>(r, TgDialect::kOutputAttr);
+    os << "    " << tensorDesc(name ? name.getValue() : "output",
+                               fwdType.getResult(r))
+       << ",\n";
+  }
+  if (fwdType.getNumResults() <= 1)
+    os << "    {\"\", tgc::DType::F32, 0, {0}},\n";
+  os << "};\n";
+}
+
+double mlir::tg::trainingNumber(ModuleOp module, ArrayRef<StringRef> path,
+                                double fallback) {
+  TableNumbers table{
+      module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)};
+  for (StringRef key : path.drop_back())
+    table = table.sub(key);
+  return table.get(path.back(), fallback);
+}
+
+std::string mlir::tg::trainingDefaults(const StepSignature &sig,
+                                       ModuleOp module) {
+  TableNumbers table{
+      module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)};
+  int64_t batch = (int64_t)table.get("batch_size", 0);
+  int64_t seq = (int64_t)table.get("seq_len", 0);
+  if (!sig.fwdInputs.empty() && batch == 0) {
+    auto t = cast<RankedTensorType>(
+        sig.forward.getArgument(sig.fwdInputs[0]).getType());
+    batch = t.getRank() ? t.getDimSize(0) : 1;
+  }
+  return llvm::formatv("{{/*batchSize=*/{0}, /*seqLen=*/{1}, /*steps=*/{2}, "
+                       "/*seed=*/{3}, /*lr=*/{4}, /*gradAccum=*/{5}}",
+                       batch, seq, (int64_t)table.get("steps", 100),
+                       (int64_t)table.get("seed", 0),
+                       floatLiteral(table.sub("optimizer").get("lr", 1e-3)),
+                       (int64_t)table.get("grad_accum", 1))
+      .str();
+}

@@ -1,0 +1,65 @@
+// Elementwise ops become generated kernels named after their ops, each with a
+// comment naming the tg op and its model-file node; a chain of same-shaped
+// ops whose values have one use each becomes one kernel; broadcast operands
+// are indexed with constant strides; one-value constants are literals.
+// RUN: tgc %s --emit=cuda --precision=fp32 -o %t
+// RUN: FileCheck %s --input-file=%t/elementwise.cu
+
+module attributes {tg.model = "elementwise", tg.training = {batch_size = 4 : i64, optimizer = {kind = "sgd", lr = 1.0e-01 : f64}, schedule = {kind = "constant"}}} {
+  func.func @forward(%w: tensor<8x6xf32> {tg.param = "w", tg.init = #tg.init<normal, std = 2.0e-02>},
+                     %b: tensor<6xf32> {tg.param = "b", tg.init = #tg.init<ones>},
+                     %x: tensor<4x8xf32> {tg.input = "x", tg.dim_names = ["batch", ""]},
+                     %y: tensor<4xi64> {tg.input = "y", tg.dim_names = ["batch"]})
+      -> (tensor<f32> {tg.output = "loss"}) {
+    %h = tg.matmul %x, %w : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32> loc("proj")
+    %t = tg.tanh %h : tensor<4x6xf32> loc("squash")
+    %s = tg.mul %t, %b : tensor<4x6xf32>, tensor<6xf32> -> tensor<4x6xf32> loc("scale")
+    %e = tg.exp %s : tensor<4x6xf32> loc("grow")
+    %loss = tg.cross_entropy %e, %y : tensor<4x6xf32>, tensor<4xi64> -> tensor<f32> loc("loss")
+    return %loss : tensor<f32>
+  }
+}
+
+// A single op: its own kernel, named after it, with its comment.
+// CHECK-LABEL: // Generated kernels
+// CHECK:      /// tg.tanh (squash)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$TANH:tanh_k[0-9]+]](const float *__restrict__ x0, float *__restrict__ y, int64_t n) {
+// CHECK:        float t0 = tanhf(x0_i);
+// CHECK-NEXT:   y[i] = fromFloat<float>(t0);
+
+// The bias [6] broadcasts over [4, 6]: index i % 6.
+// CHECK:      /// tg.mul (scale) + tg.exp (grow)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$MULEXP:fused_mul_exp_k[0-9]+]](const float *__restrict__ x0, const float *__restrict__ x1, float *__restrict__ y, int64_t n) {
+// CHECK:        float x1_i = toFloat(x1[(i % 6)]);
+// CHECK-NEXT:   float t0 = x0_i * x1_i;
+// CHECK-NEXT:   float t1 = expf(t0);
+// CHECK-NEXT:   y[i] = fromFloat<float>(t1);
+
+// One kernel serves every op with the same code.
+// CHECK:      /// tg.mul (grow)
+// CHECK-NEXT: /// also tg.mul (scale)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) mul_k{{[0-9]+}}(
+
+// The constant 1 of tanh's derivative is a literal.
+// CHECK:      float t2 = 1.000000000e+00f - t1;
+
+// @forward alone: tanh has one use, so the whole chain is one kernel.
+// CHECK:      /// tg.tanh (squash) + tg.mul (scale) + tg.exp (grow)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$CHAIN:fused_tanh_mul_exp_k[0-9]+]](
+
+// The launches: one block of 256 threads for 24 elements, on the compute
+// stream, each between its profiling events.
+// CHECK-LABEL: static void train_step_launches(
+// CHECK:      // tg.tanh (squash)
+// CHECK:      t.begin([[T:[0-9]+]], stream);
+// CHECK-NEXT: [[$TANH]]<<<1, 256, 0, stream>>>(v{{[0-9]+}}, v{{[0-9]+}}, 24);
+// CHECK-NEXT: TGC_CUDA_CHECK_LAUNCH();
+// CHECK-NEXT: t.end([[T]], stream);
+// CHECK:      // tg.mul (scale)
+// CHECK-NEXT: // tg.exp (grow)
+// CHECK:      [[$MULEXP]]<<<1, 256, 0, stream>>>(
+// CHECK-LABEL: static void eval_step_launches(
+// CHECK:      // tg.tanh (squash)
+// CHECK-NEXT: // tg.mul (scale)
+// CHECK-NEXT: // tg.exp (grow)
+// CHECK:      [[$CHAIN]]<<<1, 256, 0, stream>>>(
