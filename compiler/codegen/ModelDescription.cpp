@@ -13,6 +13,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -116,15 +117,19 @@ std::string initSpec(InitializerAttr init) {
     }
     return q + "\"";
   };
+  // Every digit of the doubles: a std of 0.02 / sqrt(2 * 12) must not come
+  // out as 0.00.
+  auto number = [](APFloat f) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), "%.17g", f.convertToDouble());
+    return std::string(buffer);
+  };
   return llvm::formatv("{tgc::InitKind::{0}, {1}, {2}, {3}, {4}, {5}, {6}, "
                        "{7}, {8}}",
-                       kinds[(int)init.getKind()],
-                       init.getMean().convertToDouble(),
-                       init.getStd().convertToDouble(),
-                       init.getLow().convertToDouble(),
-                       init.getHigh().convertToDouble(),
-                       init.getGain().convertToDouble(),
-                       init.getValue().convertToDouble(), quote(init.getFile()),
+                       kinds[(int)init.getKind()], number(init.getMean()),
+                       number(init.getStd()), number(init.getLow()),
+                       number(init.getHigh()), number(init.getGain()),
+                       number(init.getValue()), quote(init.getFile()),
                        quote(init.getKey()))
       .str();
 }
