@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Builds a tgc-generated .cu as a host executable (see prelude.h):
+
+    emulate.py GENERATED.cu MODEL OUT_EXE CPU_EXE
+
+Turns each `kernel<<<grid, block, 0, stream>>>(args)` into `kernel(args)`,
+compiles the result as C++ with prelude.h and emulate.cpp, and links it like
+the CPU executable tgc builds for MODEL (CPU_EXE, built here with `tgc -v` to
+learn the host compiler, the include root and the runtime's link line).
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    source, model, exe, cpu_exe = sys.argv[1:5]
+    tgc = shutil.which("tgc")
+    if not tgc:
+        sys.exit("emulate.py: tgc is not on PATH")
+    # The CPU executable, and the command that built it.
+    built = subprocess.run([tgc, model, "-o", cpu_exe, "-v", "--opt-level=1"],
+                           check=True, stderr=subprocess.PIPE, text=True)
+    command = shlex.split(built.stderr.strip().splitlines()[0])
+    compiler = command[0]
+    include = [a for a in command if a.startswith("-I")]
+    link = command[next(i for i, a in enumerate(command)
+                        if a.startswith("-L")):]
+
+    text = open(source).read()
+    text, launches = re.subn(r"\b(\w+)<<<[^;]*?>>>\(", r"\1(", text)
+    if not launches:
+        sys.exit("emulate.py: no kernel launch in %s" % source)
+    host = exe + ".cpp"
+    with open(host, "w") as f:
+        f.write(text)
+
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    cuda_include = os.path.join(os.path.dirname(os.path.dirname(nvcc)),
+                                "include")
+    cmd = [compiler, "-std=c++17", "-O1", "-fopenmp", "-w",
+           "-include", os.path.join(HERE, "prelude.h")] + include + [
+        "-I" + cuda_include, host, os.path.join(HERE, "emulate.cpp"),
+        "-o", exe] + link
+    subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    main()
