@@ -203,6 +203,8 @@ def Tg_SliceGradOp : Tg_GradOp<"slice_grad"> {
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
   let hasVerifier = 1;
+  // A slice_grad that covers its whole result is its operand.
+  let hasFolder = 1;
 }
 
 #endif // TG_GRAD_OPS_TD

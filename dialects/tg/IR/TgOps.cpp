@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -88,6 +89,88 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
       return r;
   if (isSplatZero(adaptor.getLhs(), /*negative=*/true))
     return sameTypeOrNull(getRhs(), getType());
+  return {};
+}
+
+namespace {
+/// add(slice_grad(a), slice_grad(b)) -> slice_grad(concat(a, b)) when the
+/// two unit-stride slices are the same box but for one axis, along which
+/// they are adjacent: the zeros are written once and the add disappears.
+/// Repeated, it turns the backward of a fused QKV projection (three
+/// slice_grads and two full-size adds) into one concat (SliceGradOp's
+/// folder drops the slice_grad that then covers everything).
+struct MergeAdjacentSliceGrads : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    auto lhs = add.getLhs().getDefiningOp<SliceGradOp>();
+    auto rhs = add.getRhs().getDefiningOp<SliceGradOp>();
+    if (!lhs || !rhs || lhs == rhs || !lhs->hasOneUse() || !rhs->hasOneUse())
+      return failure();
+    if (lhs.getType() != add.getType() || rhs.getType() != add.getType())
+      return failure();
+    auto unitStride = [](SliceGradOp op) {
+      return !op.getStride() ||
+             llvm::all_of(*op.getStride(), [](int64_t s) { return s == 1; });
+    };
+    if (!unitStride(lhs) || !unitStride(rhs))
+      return failure();
+    ArrayRef<int64_t> ls = lhs.getStart(), ll = lhs.getLimit();
+    ArrayRef<int64_t> rs = rhs.getStart(), rl = rhs.getLimit();
+    int axis = -1;
+    for (size_t d = 0; d < ls.size(); ++d) {
+      if (ls[d] == rs[d] && ll[d] == rl[d])
+        continue;
+      if (axis >= 0)
+        return failure();
+      axis = static_cast<int>(d);
+    }
+    if (axis < 0)
+      return failure();
+    // First the slice that comes first along the axis.
+    SliceGradOp first = lhs, second = rhs;
+    if (rs[axis] < ls[axis])
+      std::swap(first, second);
+    if (first.getLimit()[axis] != second.getStart()[axis])
+      return failure();
+    // A gradient that is itself a concat along the axis (an earlier merge)
+    // contributes its inputs: one concat, not a nest.
+    SmallVector<Value> parts;
+    for (Value grad : {first.getGrad(), second.getGrad()}) {
+      auto concat = grad.getDefiningOp<ConcatOp>();
+      if (concat && concat->hasOneUse() &&
+          normalizeAxis(concat.getAxis(), concat.getType().getRank()) ==
+              axis)
+        llvm::append_range(parts, concat.getInputs());
+      else
+        parts.push_back(grad);
+    }
+    Location loc = rewriter.getFusedLoc({lhs.getLoc(), rhs.getLoc()});
+    Value joined = ConcatOp::create(rewriter, loc, parts, axis);
+    SmallVector<int64_t> start(first.getStart()), limit(first.getLimit());
+    limit[axis] = second.getLimit()[axis];
+    rewriter.replaceOpWithNewOp<SliceGradOp>(
+        add, add.getType(), joined, rewriter.getDenseI64ArrayAttr(start),
+        rewriter.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
+    return success();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<MergeAdjacentSliceGrads>(context);
+}
+
+OpFoldResult SliceGradOp::fold(FoldAdaptor) {
+  auto in = cast<RankedTensorType>(getGrad().getType());
+  bool unitStride =
+      !getStride() ||
+      llvm::all_of(*getStride(), [](int64_t s) { return s == 1; });
+  if (in == getType() && unitStride &&
+      llvm::all_of(getStart(), [](int64_t s) { return s == 0; }))
+    return getGrad();
   return {};
 }
 

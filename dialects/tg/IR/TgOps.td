@@ -80,6 +80,9 @@ class Tg_BinaryOp<string mnemonic, string what, list<Trait> traits = []> :
 
 def Tg_AddOp : Tg_BinaryOp<"add", "addition", [Commutative]> {
   let hasFolder = 1;
+  // add(slice_grad(a), slice_grad(b)) of adjacent slices is one slice_grad
+  // of their concatenation (the backward of a fused QKV projection).
+  let hasCanonicalizer = 1;
 }
 def Tg_SubOp : Tg_BinaryOp<"sub", "subtraction"> { let hasFolder = 1; }
 def Tg_MulOp : Tg_BinaryOp<"mul", "multiplication", [Commutative]> {

@@ -455,3 +455,43 @@ func.func @unused_ops_are_erased(%x: tensor<4x8xf32>) {
   %2 = tg.dropout %1 {p = 0.5 : f64, seed = 3 : i64} : tensor<4x8xf32>
   return
 }
+
+// -----
+
+// The backward of a fused QKV projection: three slice_grads of adjacent
+// slices and two full-size adds become one concat; the slice_grad that
+// then covers the whole tensor folds away.
+// CHECK-LABEL: func.func @adjacent_slice_grads_become_a_concat
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x4xf32>, %[[K:[^:]+]]: tensor<2x4xf32>, %[[V:[^:]+]]: tensor<2x4xf32>)
+// CHECK-NOT: tg.add
+// CHECK-NOT: tg.slice_grad
+// CHECK: %[[QKV:.+]] = tg.concat %[[Q]], %[[K]], %[[V]] {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x12xf32>
+// CHECK: return %[[QKV]]
+func.func @adjacent_slice_grads_become_a_concat(%q: tensor<2x4xf32>, %k: tensor<2x4xf32>, %v: tensor<2x4xf32>) -> tensor<2x12xf32> {
+  %dv = tg.slice_grad %v {start = array<i64: 0, 8>, limit = array<i64: 2, 12>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %dk = tg.slice_grad %k {start = array<i64: 0, 4>, limit = array<i64: 2, 8>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %dq = tg.slice_grad %q {start = array<i64: 0, 0>, limit = array<i64: 2, 4>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %0 = tg.add %dv, %dk : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %1 = tg.add %0, %dq : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  return %1 : tensor<2x12xf32>
+}
+
+// -----
+
+// Slices that are not adjacent, overlap, stride, or differ in more than
+// one axis keep their adds.
+// CHECK-LABEL: func.func @other_slice_grads_stay
+// CHECK-COUNT-3: tg.add
+// CHECK-NOT: tg.concat
+func.func @other_slice_grads_stay(%a: tensor<2x4xf32>, %b: tensor<1x4xf32>, %c: tensor<2x2xf32>) -> (tensor<2x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>) {
+  %gap0 = tg.slice_grad %a {start = array<i64: 0, 0>, limit = array<i64: 2, 4>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %gap1 = tg.slice_grad %a {start = array<i64: 0, 8>, limit = array<i64: 2, 12>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %0 = tg.add %gap0, %gap1 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %two0 = tg.slice_grad %a {start = array<i64: 0, 0>, limit = array<i64: 2, 4>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %two1 = tg.slice_grad %b {start = array<i64: 1, 4>, limit = array<i64: 2, 8>} : tensor<1x4xf32> -> tensor<2x12xf32>
+  %1 = tg.add %two0, %two1 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %st0 = tg.slice_grad %c {start = array<i64: 0, 0>, limit = array<i64: 2, 4>, stride = array<i64: 1, 2>} : tensor<2x2xf32> -> tensor<2x12xf32>
+  %st1 = tg.slice_grad %a {start = array<i64: 0, 4>, limit = array<i64: 2, 8>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %2 = tg.add %st0, %st1 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  return %0, %1, %2 : tensor<2x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>
+}
