@@ -30,6 +30,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -127,6 +128,13 @@ std::string escape(StringRef s) {
 }
 
 bool isView(Operation *op) { return isa<ReshapeOp, FlattenOp>(op); }
+
+/// Ops that only move elements: a generated kernel reads their operand at
+/// remapped indices.
+bool isDataMovement(Operation *op) {
+  return isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, ReshapeOp,
+             FlattenOp>(op);
+}
 
 /// Ops whose result element i depends on operand elements at i only (with
 /// numpy broadcasting): the generated kernels.
@@ -664,25 +672,46 @@ LogicalResult StepEmitter::planFusion() {
 
 void StepEmitter::formElementwiseGroups() {
   // A producer joins its consumer's kernel when the consumer is its only
-  // user and has its shape (so both index their operands alike).
+  // user and either computes on it elementwise at the same shape (so both
+  // index alike), or only moves its elements (transpose, slice, slice_grad,
+  // reshape: the kernel reads the producer at remapped indices, and nothing
+  // is computed twice).
+  auto fusable = [&](Operation *op) {
+    return (isElementwise(op) || isDataMovement(op)) &&
+           !absorbed.contains(op) && !anchored.count(op) && opIndex.count(op);
+  };
   DenseMap<Operation *, Operation *> fusedInto;
   for (Operation *op : ops) {
-    if (!isElementwise(op) || absorbed.contains(op) || anchored.count(op))
+    if (!fusable(op))
       continue;
     Value r = op->getResult(0);
     if (!r.hasOneUse())
       continue;
     Operation *user = *r.getUsers().begin();
-    if (!isElementwise(user) || absorbed.contains(user) ||
-        anchored.count(user) || !opIndex.count(user) ||
+    if (!fusable(user))
+      continue;
+    if (!isDataMovement(user) &&
         tensorType(user->getResult(0)).getShape() != tensorType(r).getShape())
       continue;
     fusedInto[op] = user;
   }
-  // Roots in op order; each tree lists its ops producers first.
+  // A view is never a kernel's root (it has no buffer of its own): a chain
+  // that ends in one stops before it.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation *op : ops) {
+      auto it = fusedInto.find(op);
+      if (it != fusedInto.end() && isView(it->second) &&
+          !fusedInto.count(it->second)) {
+        fusedInto.erase(it);
+        changed = true;
+      }
+    }
+  }
+  // Roots in op order; each tree lists its ops producers first. A lone data
+  // movement op stays a runtime/cuda launcher (its transposes are tiled).
   for (Operation *op : ops) {
-    if (!isElementwise(op) || absorbed.contains(op) || anchored.count(op) ||
-        fusedInto.count(op))
+    if (!fusable(op) || isView(op) || fusedInto.count(op))
       continue;
     SmallVector<Operation *> tree;
     std::function<void(Operation *)> collect = [&](Operation *o) {
@@ -693,6 +722,9 @@ void StepEmitter::formElementwiseGroups() {
       tree.push_back(o);
     };
     collect(op);
+    if (isDataMovement(op) &&
+        llvm::count_if(tree, [](Operation *o) { return !isView(o); }) == 1)
+      continue;
     for (Operation *o : tree)
       if (o != op)
         absorbed.insert(o);
@@ -1340,14 +1372,228 @@ static StringRef operandMath(Operation *op, unsigned i) {
   return mathType(elementType(op->getResult(0)));
 }
 
+namespace {
+
+/// The body of one generated kernel: the value of the root at element `i`,
+/// built from its tree by asking each op for its value at an index (an
+/// elementwise op at the broadcast index of each operand, a transpose or
+/// slice at the remapped one), down to loads of the kernel's parameters.
+class KernelBody {
+public:
+  KernelBody(ArrayRef<Operation *> tree, const DenseMap<Value, std::string> &params)
+      : inside(tree.begin(), tree.end()), params(params) {}
+
+  /// A local holding `v` at linear index `idx` (in `v`'s shape), in the
+  /// math type of its element type.
+  FailureOr<std::string> value(Value v, const std::string &idx);
+  std::string text;
+
+private:
+  std::string local(StringRef type, StringRef prefix, const std::string &expr) {
+    std::string name = (prefix + Twine(counter++)).str();
+    text += llvm::formatv("    {0} {1} = {2};\n", type, name, expr).str();
+    return name;
+  }
+  /// `idx` as a local when it is more than a name.
+  std::string indexLocal(const std::string &expr) {
+    if (llvm::all_of(expr, [](char c) { return isalnum((unsigned char)c) || c == '_'; }))
+      return expr;
+    return local("const int64_t", "j", expr);
+  }
+
+  llvm::SmallPtrSet<Operation *, 8> inside;
+  const DenseMap<Value, std::string> &params;
+  std::map<std::pair<const void *, std::string>, std::string> memo;
+  unsigned counter = 0;
+};
+
+/// The multi-index of `idx` over `shape`: one expression per dim.
+SmallVector<std::string> unravel(const std::string &idx,
+                                 ArrayRef<int64_t> shape) {
+  SmallVector<std::string> dims(shape.size());
+  int64_t inner = 1;
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    if (shape[d] == 1)
+      dims[d] = "0";
+    else if (d == 0)
+      dims[d] = inner == 1 ? idx : llvm::formatv("({0} / {1})", idx, inner).str();
+    else if (inner == 1)
+      dims[d] = llvm::formatv("({0} % {1})", idx, shape[d]).str();
+    else
+      dims[d] =
+          llvm::formatv("(({0} / {1}) % {2})", idx, inner, shape[d]).str();
+    inner *= shape[d];
+  }
+  return dims;
+}
+
+/// The linear index of a multi-index over `shape`.
+std::string ravel(ArrayRef<std::string> dims, ArrayRef<int64_t> shape) {
+  std::string expr;
+  int64_t stride = 1;
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    if (dims[d] != "0") {
+      std::string term =
+          stride == 1 ? dims[d] : llvm::formatv("{0} * {1}", dims[d], stride).str();
+      expr = expr.empty() ? term : term + " + " + expr;
+    }
+    stride *= shape[d];
+  }
+  return expr.empty() ? "0" : "(" + expr + ")";
+}
+
+FailureOr<std::string> KernelBody::value(Value v, const std::string &idx) {
+  auto key = std::make_pair(v.getAsOpaquePointer(), idx);
+  if (auto it = memo.find(key); it != memo.end())
+    return it->second;
+  Type elem = elementType(v);
+  StringRef math = mathType(elem);
+  std::string result;
+  Operation *def = v.getDefiningOp();
+  if (auto splat = splatValue(v)) {
+    result = literalOf(*splat, math);
+  } else if (!def || !inside.contains(def)) {
+    // A parameter of the kernel.
+    std::string load = params.lookup(v) + "[" + idx + "]";
+    if (isa<FloatType>(elem))
+      load = "toFloat(" + load + ")";
+    else if (elem.isInteger(1))
+      load = "(" + load + " != 0)";
+    result = local(math, "l", load);
+  } else if (isView(def)) {
+    auto r = value(def->getOperand(0), idx);
+    if (failed(r))
+      return failure();
+    result = *r;
+  } else if (auto t = dyn_cast<TransposeOp>(def)) {
+    ArrayRef<int64_t> out = tensorType(v).getShape(),
+                      in = tensorType(t.getX()).getShape();
+    SmallVector<std::string> o = unravel(idx, out), from(in.size());
+    for (auto [d, p] : llvm::enumerate(t.getPerm()))
+      from[p] = o[d];
+    auto r = value(t.getX(), indexLocal(ravel(from, in)));
+    if (failed(r))
+      return failure();
+    result = *r;
+  } else if (auto sl = dyn_cast<SliceOp>(def)) {
+    ArrayRef<int64_t> out = tensorType(v).getShape(),
+                      in = tensorType(sl.getX()).getShape();
+    SmallVector<int64_t> start = llvm::to_vector(sl.getStart()),
+                         stride = sl.getEffectiveStride();
+    SmallVector<std::string> o = unravel(idx, out), from(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+      std::string scaled =
+          stride[d] == 1 ? o[d] : llvm::formatv("{0} * {1}", o[d], stride[d]).str();
+      from[d] = start[d] == 0 ? scaled
+                              : llvm::formatv("({0} + {1})", scaled, start[d]).str();
+      if (out[d] == 1)
+        from[d] = std::to_string(start[d]);
+    }
+    auto r = value(sl.getX(), indexLocal(ravel(from, in)));
+    if (failed(r))
+      return failure();
+    result = *r;
+  } else if (auto cat = dyn_cast<ConcatOp>(def)) {
+    // The input that holds the element, in one branch each.
+    ArrayRef<int64_t> out = tensorType(v).getShape();
+    int64_t axis = *normalizeAxis(cat.getAxis(), out.size());
+    SmallVector<std::string> o = unravel(idx, out);
+    std::string at = local("const int64_t", "j", o[axis]);
+    result = "t" + std::to_string(counter++);
+    text += llvm::formatv("    {0} {1};\n", math, result).str();
+    int64_t offset = 0;
+    auto inputs = cat.getInputs();
+    for (auto [k, input] : llvm::enumerate(inputs)) {
+      int64_t size = tensorType(input).getShape()[axis];
+      if (k == 0)
+        text += llvm::formatv("    if ({0} < {1}) {{\n", at, offset + size);
+      else if (k + 1 < inputs.size())
+        text += llvm::formatv("    } else if ({0} < {1}) {{\n", at,
+                              offset + size);
+      else
+        text += "    } else {\n";
+      // A branch's locals stay in it.
+      std::string outer = std::move(text);
+      auto savedMemo = memo;
+      text.clear();
+      SmallVector<std::string> in(o.begin(), o.end());
+      in[axis] = offset ? llvm::formatv("({0} - {1})", at, offset).str() : at;
+      auto r = value(input, indexLocal(ravel(in, tensorType(input).getShape())));
+      if (failed(r))
+        return failure();
+      std::string branch = std::move(text);
+      text = std::move(outer);
+      memo = std::move(savedMemo);
+      for (StringRef line : llvm::split(StringRef(branch).rtrim('\n'), '\n'))
+        text += "  " + line.str() + "\n";
+      text += llvm::formatv("      {0} = {1};\n", result, *r).str();
+      offset += size;
+    }
+    text += "    }\n";
+  } else if (auto sg = dyn_cast<SliceGradOp>(def)) {
+    // Zero outside the slice; inside, the gradient at the slice's index.
+    ArrayRef<int64_t> out = tensorType(v).getShape(),
+                      g = tensorType(sg.getGrad()).getShape();
+    SmallVector<int64_t> start = llvm::to_vector(sg.getStart());
+    SmallVector<int64_t> stride =
+        sg.getStride() ? llvm::to_vector(*sg.getStride())
+                       : SmallVector<int64_t>(start.size(), 1);
+    SmallVector<std::string> o = unravel(idx, out), at(g.size()), hits;
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (g[d] == out[d] && start[d] == 0 && stride[d] == 1) {
+        at[d] = o[d];
+        continue;
+      }
+      std::string rel = start[d] == 0
+                            ? o[d]
+                            : llvm::formatv("({0} - {1})", o[d], start[d]).str();
+      std::string lo = start[d] == 0 ? "" : llvm::formatv("{0} >= 0", rel).str();
+      at[d] = stride[d] == 1 ? rel : llvm::formatv("({0} / {1})", rel, stride[d]).str();
+      if (!lo.empty())
+        hits.push_back(lo);
+      if (stride[d] != 1)
+        hits.push_back(llvm::formatv("{0} % {1} == 0", rel, stride[d]).str());
+      hits.push_back(llvm::formatv("{0} < {1}", at[d], g[d]).str());
+    }
+    std::string hit = local("const bool", "h",
+                            hits.empty() ? "true" : llvm::join(hits.begin(), hits.end(), " && "));
+    std::string j = local("const int64_t", "j",
+                          llvm::formatv("{0} ? {1} : 0", hit, ravel(at, g)).str());
+    auto r = value(sg.getGrad(), j);
+    if (failed(r))
+      return failure();
+    result = local(math, "t",
+                   llvm::formatv("{0} ? {1} : ({2})0", hit, *r, math).str());
+  } else {
+    // Elementwise: each operand at its broadcast index.
+    ArrayRef<int64_t> out = tensorType(v).getShape();
+    SmallVector<std::string> a;
+    for (auto [i, operand] : llvm::enumerate(def->getOperands())) {
+      std::string operandIdx =
+          indexLocal(indexExpr(tensorType(operand).getShape(), out, idx));
+      auto r = value(operand, operandIdx);
+      if (failed(r))
+        return failure();
+      StringRef want = operandMath(def, i);
+      StringRef have = mathType(elementType(operand));
+      a.push_back(have == want ? *r : "(" + want.str() + ")(" + *r + ")");
+    }
+    auto expr = elementwiseExpr(def, a);
+    if (failed(expr))
+      return failure();
+    result = local(math, "t", *expr);
+  }
+  memo[key] = result;
+  return result;
+}
+
+} // namespace
+
 LogicalResult StepEmitter::emitElementwise(Launch &launch) {
   Operation *rootOp = launch.op;
   Value result = rootOp->getResult(0);
-  ArrayRef<int64_t> outShape = tensorType(result).getShape();
-  llvm::SmallPtrSet<Operation *, 8> inside(launch.covered.begin(),
-                                           launch.covered.end());
   // Parameters: the external operands, then the result.
-  std::string params, body, args;
+  std::string params, args;
   DenseMap<Value, std::string> param;
   for (Value v : launch.reads) {
     std::string p = "x" + std::to_string(param.size());
@@ -1357,59 +1603,19 @@ LogicalResult StepEmitter::emitElementwise(Launch &launch) {
   }
   params += llvm::formatv("{0} *__restrict__ y, int64_t n", storageOf(result));
   std::string out = ptr(result);
-  DenseMap<Value, std::string> temps, loads;
-  for (Operation *op : launch.covered) {
-    SmallVector<std::string> a;
-    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      StringRef want = operandMath(op, i);
-      std::string value;
-      if (auto it = temps.find(operand); it != temps.end()) {
-        value = it->second;
-        StringRef have = mathType(elementType(operand));
-        if (have != want)
-          value = "(" + want.str() + ")(" + value + ")";
-      } else if (auto splat = splatValue(operand)) {
-        value = literalOf(*splat, want);
-      } else {
-        // Each operand is loaded once, into a local of its math type.
-        Type elem = elementType(operand);
-        StringRef have = mathType(elem);
-        auto it = loads.find(operand);
-        if (it == loads.end()) {
-          std::string index =
-              indexExpr(tensorType(operand).getShape(), outShape, "i");
-          std::string load = param.lookup(operand) + "[" + index + "]";
-          if (isa<FloatType>(elem))
-            load = "toFloat(" + load + ")";
-          else if (elem.isInteger(1))
-            load = "(" + load + " != 0)";
-          std::string local = param.lookup(operand) + "_i";
-          body += llvm::formatv("    {0} {1} = {2};\n", have, local, load);
-          it = loads.insert({operand, local}).first;
-        }
-        value = it->second;
-        if (have != want)
-          value = "(" + want.str() + ")(" + value + ")";
-      }
-      a.push_back(value);
-    }
-    auto expr = elementwiseExpr(op, a);
-    if (failed(expr))
-      return failure();
-    std::string t = "t" + std::to_string(temps.size());
-    StringRef math = mathType(elementType(op->getResult(0)));
-    body += llvm::formatv("    {0} {1} = {2};\n", math, t, *expr).str();
-    temps[op->getResult(0)] = t;
-  }
+  KernelBody kernelBody(launch.covered, param);
+  auto value = kernelBody.value(result, "i");
+  if (failed(value))
+    return failure();
+  std::string body = kernelBody.text;
   Type resultElem = elementType(result);
-  std::string finalValue = temps.lookup(result);
   if (isa<FloatType>(resultElem))
     body += llvm::formatv("    y[i] = fromFloat<{0}>({1});\n",
-                          storageType(resultElem), finalValue)
+                          storageType(resultElem), *value)
                 .str();
   else
     body += llvm::formatv("    y[i] = ({0})({1});\n", storageType(resultElem),
-                          finalValue)
+                          *value)
                 .str();
   std::string text =
       "(" + params + ") {\n  for (int64_t i = (int64_t)blockIdx.x * " +
@@ -1417,9 +1623,14 @@ LogicalResult StepEmitter::emitElementwise(Launch &launch) {
       "blockDim.x) {\n" + body + "  }\n}\n";
   std::string baseName;
   if (launch.covered.size() > 1) {
+    // Named after the kinds of op it computes, each once, views left out.
     baseName = "fused";
+    SmallVector<std::string> kinds;
     for (Operation *op : launch.covered)
-      baseName += "_" + opLabel(op);
+      if (!isView(op) && !llvm::is_contained(kinds, opLabel(op)))
+        kinds.push_back(opLabel(op));
+    for (const std::string &kind : kinds)
+      baseName += "_" + kind;
   } else {
     baseName = opLabel(rootOp);
   }

@@ -24,24 +24,31 @@ module attributes {tg.model = "elementwise", tg.training = {batch_size = 4 : i64
 // CHECK-LABEL: // Generated kernels
 // CHECK:      /// tg.tanh (squash)
 // CHECK-NEXT: __global__ void __launch_bounds__(256) [[$TANH:tanh_k[0-9]+]](const float *__restrict__ x0, float *__restrict__ y, int64_t n) {
-// CHECK:        float t0 = tanhf(x0_i);
-// CHECK-NEXT:   y[i] = fromFloat<float>(t0);
+// CHECK:        float [[X:l[0-9]+]] = toFloat(x0[i]);
+// CHECK-NEXT:   float [[T:t[0-9]+]] = tanhf([[X]]);
+// CHECK-NEXT:   y[i] = fromFloat<float>([[T]]);
 
 // The bias [6] broadcasts over [4, 6]: index i % 6.
 // CHECK:      /// tg.mul (scale) + tg.exp (grow)
 // CHECK-NEXT: __global__ void __launch_bounds__(256) [[$MULEXP:fused_mul_exp_k[0-9]+]](const float *__restrict__ x0, const float *__restrict__ x1, float *__restrict__ y, int64_t n) {
-// CHECK:        float x1_i = toFloat(x1[(i % 6)]);
-// CHECK-NEXT:   float t0 = x0_i * x1_i;
-// CHECK-NEXT:   float t1 = expf(t0);
-// CHECK-NEXT:   y[i] = fromFloat<float>(t1);
+// CHECK:        float [[A:l[0-9]+]] = toFloat(x0[i]);
+// CHECK-NEXT:   const int64_t [[J:j[0-9]+]] = (i % 6);
+// CHECK-NEXT:   float [[B:l[0-9]+]] = toFloat(x1[[[J]]]);
+// CHECK-NEXT:   float [[P:t[0-9]+]] = [[A]] * [[B]];
+// CHECK-NEXT:   float [[E:t[0-9]+]] = expf([[P]]);
+// CHECK-NEXT:   y[i] = fromFloat<float>([[E]]);
 
 // One kernel serves every op with the same code.
 // CHECK:      /// tg.mul (grow)
 // CHECK-NEXT: /// also tg.mul (scale)
 // CHECK-NEXT: __global__ void __launch_bounds__(256) mul_k{{[0-9]+}}(
 
-// The constant 1 of tanh's derivative is a literal.
-// CHECK:      float t2 = 1.000000000e+00f - t1;
+// The constant 1 of tanh's derivative is a literal; the kernel is named
+// after the kinds of op it computes.
+// CHECK:      /// tg.mul (scale) + tg.mul (squash) + tg.sub (squash) + tg.mul (squash)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) fused_mul_sub_k{{[0-9]+}}(
+// CHECK:        float [[SQ:t[0-9]+]] = [[T2:l[0-9]+]] * [[T2]];
+// CHECK-NEXT:   float t{{[0-9]+}} = 1.000000000e+00f - [[SQ]];
 
 // @forward alone: tanh has one use, so the whole chain is one kernel.
 // CHECK:      /// tg.tanh (squash) + tg.mul (scale) + tg.exp (grow)
