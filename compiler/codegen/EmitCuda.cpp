@@ -1721,15 +1721,28 @@ void StepEmitter::emitClassifier(Launch &launch) {
 
 void StepEmitter::emitBucket(Launch &launch) {
   Bucket &b = buckets[launch.bucket];
-  std::string names;
-  for (unsigned m : b.members) {
+  // Each gradient by the parameter the optimizer updates with it.
+  auto parameterOf = [&](unsigned m) -> std::string {
+    SmallVector<Value> worklist = {allReduce.getResults()[m]};
+    for (size_t i = 0; i < worklist.size() && i < 8; ++i)
+      for (Operation *user : worklist[i].getUsers()) {
+        if (auto update = dyn_cast<OptimizerUpdateOp>(user)) {
+          if (auto arg = dyn_cast<BlockArgument>(update.getParam()))
+            if (auto name = func.getArgAttrOfType<StringAttr>(
+                    arg.getArgNumber(), TgDialect::kParamAttr))
+              return name.getValue().str();
+        } else if (user->getNumResults() == 1) {
+          worklist.push_back(user->getResult(0));
+        }
+      }
     Value v = allReduce.getInputs()[m];
-    std::string where = v.getDefiningOp()
-                            ? describeLoc(v.getDefiningOp()->getLoc())
-                            : std::string();
-    names += (names.empty() ? "" : ", ") +
-             (where.empty() ? "#" + std::to_string(m) : where);
-  }
+    std::string where =
+        v.getDefiningOp() ? describeLoc(v.getDefiningOp()->getLoc()) : "";
+    return where.empty() ? "#" + std::to_string(m) : where;
+  };
+  std::string names;
+  for (unsigned m : b.members)
+    names += (names.empty() ? "" : ", ") + parameterOf(m);
   int64_t count = b.bytes / elementBytes(b.elementType);
   os << llvm::formatv("  // Bucket {0} of the gradient all-reduce: {1} "
                       "tensors, {2:f2} MB, ready now\n  //   ({3})\n",
