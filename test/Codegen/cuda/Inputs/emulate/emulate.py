@@ -18,6 +18,25 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def cuda_include_dir():
+    """Where nvcc finds cuda_bf16.h: asked of nvcc itself, since the nvcc on
+    PATH may be a wrapper script far from the toolkit (/usr/local/bin/nvcc)."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    dry = subprocess.run([nvcc, "--dryrun", "-x", "cu", "-c", os.devnull,
+                          "-o", os.devnull], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    for line in dry.stdout.splitlines():
+        match = re.search(r'INCLUDES="-I([^"]+)"', line)
+        if match and os.path.exists(os.path.join(match.group(1),
+                                                 "cuda_bf16.h")):
+            return match.group(1)
+    fallback = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.realpath(nvcc))), "include")
+    if not os.path.exists(os.path.join(fallback, "cuda_bf16.h")):
+        sys.exit("emulate.py: %s does not say where cuda_bf16.h is" % nvcc)
+    return fallback
+
+
 def main():
     source, model, exe, cpu_exe = sys.argv[1:5]
     tgc = shutil.which("tgc")
@@ -40,9 +59,7 @@ def main():
     with open(host, "w") as f:
         f.write(text)
 
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    cuda_include = os.path.join(os.path.dirname(os.path.dirname(nvcc)),
-                                "include")
+    cuda_include = cuda_include_dir()
     cmd = [compiler, "-std=c++17", "-O1", "-fopenmp", "-w",
            "-include", os.path.join(HERE, "prelude.h")] + include + [
         "-I" + cuda_include, host, os.path.join(HERE, "emulate.cpp"),
