@@ -2497,6 +2497,7 @@ struct HostBlock {
 struct Device {
   cudaStream_t compute = nullptr, comm = nullptr;
   /// One cudaMalloc: [scalars | constants | intermediates | workspace].
+  tgc::cuda::DeviceArena *arenaMemory = nullptr;
   char *arena = nullptr;
   Scalars *scalars = nullptr;
   char *constants = nullptr, *work = nullptr;
@@ -2518,8 +2519,8 @@ Device &device() {
     d->compute = context.computeStream();
     d->comm = context.commStream();
     int64_t workspace = (workspaceBytes() + 255) / 256 * 256;
-    auto *arena = new tgc::cuda::DeviceArena(kArenaBytes + workspace);
-    d->arena = arena->base();
+    d->arenaMemory = new tgc::cuda::DeviceArena(kArenaBytes + workspace);
+    d->arena = d->arenaMemory->base();
     d->scalars = reinterpret_cast<Scalars *>(d->arena);
     d->constants = d->arena + kConstantsOffset;
     d->work = d->arena + kWorkOffset;

@@ -58,6 +58,7 @@ mlir::tg::hostCompileCommand(StringRef source, StringRef executable,
                                   options.optimization};
   if (options.nativeArch)
     cmd.push_back("-march=native");
+  appendFlags(cmd, TGC_SANITIZE_FLAGS);
   cmd.insert(cmd.end(), {"-fopenmp", "-I" + root, source.str(), "-o",
                          executable.str(), "-L" + lib, "-ltgc_runtime",
                          "-ltgc_cpu_kernels", "-lopenblas"});
@@ -128,6 +129,13 @@ mlir::tg::cudaCompileCommand(StringRef nvcc, StringRef source,
   // The training loop sets OpenMP threads (omp_set_num_threads).
   cmd.insert(cmd.end(), {"-lcublasLt", "-lcublas", "-lcudart", "-Xcompiler",
                          "-fopenmp", "-lgomp", "-lpthread"});
+  // A sanitizer build's runtime needs the sanitizers' libraries.
+  SmallVector<StringRef> sanitize;
+  StringRef(TGC_SANITIZE_FLAGS).split(sanitize, ' ', -1, false);
+  for (StringRef flag : sanitize)
+    cmd.push_back(("-Xcompiler=" + flag).str());
+  if (!sanitize.empty())
+    cmd.insert(cmd.end(), {"-lasan", "-lubsan"});
   return cmd;
 }
 

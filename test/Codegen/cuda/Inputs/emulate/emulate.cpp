@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -126,7 +127,11 @@ cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int) {
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaEventCreate(cudaEvent_t *event) {
-  *event = reinterpret_cast<cudaEvent_t>(new int);
+  // Events carry nothing here; the generated code keeps its handles until
+  // exit, as CUDA frees them with the context, so they live in one pool.
+  static std::deque<int> events;
+  events.emplace_back();
+  *event = reinterpret_cast<cudaEvent_t>(&events.back());
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int) {

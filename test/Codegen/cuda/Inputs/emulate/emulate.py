@@ -48,6 +48,9 @@ def main():
     command = shlex.split(built.stderr.strip().splitlines()[0])
     compiler = command[0]
     include = [a for a in command if a.startswith("-I")]
+    # A sanitizer build's runtime (make sanitize) needs them here too.
+    sanitize = [a for a in command if a.startswith("-fsanitize")
+                or a == "-fno-omit-frame-pointer"]
     link = command[next(i for i, a in enumerate(command)
                         if a.startswith("-L")):]
 
@@ -60,7 +63,7 @@ def main():
         f.write(text)
 
     cuda_include = cuda_include_dir()
-    cmd = [compiler, "-std=c++17", "-O1", "-fopenmp", "-w",
+    cmd = [compiler, "-std=c++17", "-O1", "-fopenmp", "-w"] + sanitize + [
            "-include", os.path.join(HERE, "prelude.h")] + include + [
         "-I" + cuda_include, host, os.path.join(HERE, "emulate.cpp"),
         "-o", exe] + link
