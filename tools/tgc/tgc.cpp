@@ -447,6 +447,22 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
+  // --help shows ours and mlir-opt's IR printing and timing flags, not the
+  // hundreds of options libLLVM registers (they still parse).
+  cl::OptionCategory irCategory("IR printing and timing (as in mlir-opt)");
+  for (StringRef name :
+       {"mlir-print-ir-after-all", "mlir-print-ir-before-all",
+        "mlir-print-ir-after", "mlir-print-ir-before",
+        "mlir-print-ir-after-change", "mlir-print-ir-after-failure",
+        "mlir-print-ir-module-scope", "mlir-print-ir-tree-dir", "mlir-timing",
+        "mlir-timing-display", "mlir-print-debuginfo",
+        "mlir-print-local-scope", "mlir-print-op-generic",
+        "mlir-elide-elementsattrs-if-larger", "mlir-pass-statistics"}) {
+    auto it = cl::getRegisteredOptions().find(name);
+    if (it != cl::getRegisteredOptions().end())
+      it->second->addCategory(irCategory);
+  }
+  cl::HideUnrelatedOptions({&tgcCategory, &trainingCategory, &irCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compiles a model file into a training executable\n\n"
