@@ -9,7 +9,9 @@
 #      trained on them;
 #   3. the Python standard library's sources (real text from the python3.11
 #      package) become byte-level token shards (tg-data text), and
-#      examples/gpt2-tiny.json is compiled and trained on them;
+#      examples/gpt2-tiny.json is compiled and trained on them: on the GPU
+#      (bf16, --target=cuda) when nvidia-smi sees one and nvcc is here, else
+#      on the CPU (TGC_DEMO_TARGET=cpu|cuda chooses);
 #   4. it ends with the MLP's held-out accuracy and gpt2-tiny's first and
 #      last validation loss.
 # Everything it writes goes to $TGC_DEMO_DIR (default build/demo).
@@ -52,10 +54,18 @@ section "MLP on the 8x8 digits"
   --steps 300 --eval-every 100 --threads "$threads" --log "$work/mlp.jsonl" \
   | tee "$work/mlp.out"
 
-section "gpt2-tiny on the Python standard library's sources"
+target=${TGC_DEMO_TARGET:-}
+if [[ -z $target ]]; then
+  target=cpu
+  if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 &&
+     { command -v nvcc > /dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; }; then
+    target=cuda
+  fi
+fi
+section "gpt2-tiny on the Python standard library's sources ($target)"
 "$bin/tg-data" text "$text" --glob '*.py' --max-bytes 4000000 \
   --val-fraction 0.05 -o "$work/pytext"
-"$bin/tgc" "$root/examples/gpt2-tiny.json" -o "$work/gpt2-tiny"
+"$bin/tgc" "$root/examples/gpt2-tiny.json" --target="$target" -o "$work/gpt2-tiny"
 "$work/gpt2-tiny" --data "$work/pytext_train.bin" --val-data "$work/pytext_val.bin" \
   --steps 400 --eval-every 100 --eval-batches 32 --threads "$threads" \
   --log "$work/gpt2-tiny.jsonl" | tee "$work/gpt2-tiny.out"
