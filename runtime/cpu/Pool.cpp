@@ -36,20 +36,55 @@ bool worthThreads(const Pool2dDims &d) {
   return d.n * d.c > 1 && d.n * d.c * d.oh * d.ow * d.kh * d.kw > 16384;
 }
 
+/// Whether v replaces best as the running maximum: larger, or the first NaN
+/// (NaN counts as the maximum, as in torch). Branch-free, as pooled data
+/// gives the branch predictor nothing to learn.
+inline bool takes(float v, float best) {
+  return (v > best) | ((v != v) & (best == best));
+}
+
 /// The flat index in the plane of the window's first maximum, or -1 for an
-/// empty window. NaN counts as the maximum, as in torch.
+/// empty window.
 int64_t argMax(const float *plane, const Pool2dDims &d, const Window &win) {
-  int64_t best = -1;
-  float bestVal = -std::numeric_limits<float>::infinity();
+  if (win.count() == 0)
+    return -1;
+  int64_t best = win.y0 * d.w + win.x0;
+  float bestVal = plane[best];
   for (int64_t y = win.y0; y < win.y1; ++y)
     for (int64_t x = win.x0; x < win.x1; ++x) {
       float v = plane[y * d.w + x];
-      if (best < 0 || v > bestVal || (v != v && bestVal == bestVal)) {
-        best = y * d.w + x;
-        bestVal = v;
-      }
+      bool take = takes(v, bestVal);
+      best = take ? y * d.w + x : best;
+      bestVal = take ? v : bestVal;
     }
   return best;
+}
+
+/// argMax of the common 2x2 window that lies inside the plane, at `at`.
+inline int64_t argMax2x2(const float *plane, int64_t w, int64_t at) {
+  int64_t best = at;
+  float bestVal = plane[at];
+  for (int64_t k : {at + 1, at + w, at + w + 1}) {
+    float v = plane[k];
+    bool take = takes(v, bestVal);
+    best = take ? k : best;
+    bestVal = take ? v : bestVal;
+  }
+  return best;
+}
+
+/// Calls fn(outputIndex, argMaxInPlane) for each output of one plane.
+template <typename Fn>
+void forEachArgMax(const float *plane, const Pool2dDims &d, Fn fn) {
+  bool unpadded2x2 = d.kh == 2 && d.kw == 2 && d.padH == 0 && d.padW == 0 &&
+                     (d.oh - 1) * d.strideH + 2 <= d.h &&
+                     (d.ow - 1) * d.strideW + 2 <= d.w;
+  for (int64_t oy = 0; oy < d.oh; ++oy)
+    for (int64_t ox = 0; ox < d.ow; ++ox)
+      fn(oy * d.ow + ox,
+         unpadded2x2
+             ? argMax2x2(plane, d.w, oy * d.strideH * d.w + ox * d.strideW)
+             : argMax(plane, d, window(d, oy, ox)));
 }
 
 } // namespace
@@ -59,12 +94,9 @@ void max_pool2d(const float *x, float *y, const Pool2dDims &d) {
   for (int64_t p = 0; p < d.n * d.c; ++p) {
     const float *plane = x + p * d.h * d.w;
     float *out = y + p * d.oh * d.ow;
-    for (int64_t oy = 0; oy < d.oh; ++oy)
-      for (int64_t ox = 0; ox < d.ow; ++ox) {
-        int64_t at = argMax(plane, d, window(d, oy, ox));
-        out[oy * d.ow + ox] =
-            at < 0 ? -std::numeric_limits<float>::infinity() : plane[at];
-      }
+    forEachArgMax(plane, d, [&](int64_t o, int64_t at) {
+      out[o] = at < 0 ? -std::numeric_limits<float>::infinity() : plane[at];
+    });
   }
 }
 
@@ -76,12 +108,10 @@ void max_pool2d_grad(const float *g, const float *x, float *dx,
     const float *gp = g + p * d.oh * d.ow;
     float *dp = dx + p * d.h * d.w;
     std::memset(dp, 0, sizeof(float) * d.h * d.w);
-    for (int64_t oy = 0; oy < d.oh; ++oy)
-      for (int64_t ox = 0; ox < d.ow; ++ox) {
-        int64_t at = argMax(plane, d, window(d, oy, ox));
-        if (at >= 0)
-          dp[at] += gp[oy * d.ow + ox];
-      }
+    forEachArgMax(plane, d, [&](int64_t o, int64_t at) {
+      if (at >= 0)
+        dp[at] += gp[o];
+    });
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
+#include <limits>
 #include <omp.h>
 
 using namespace tgc::cpu;
@@ -212,6 +213,47 @@ void checkPools(const Pool2dDims &d, uint32_t seed,
 }
 
 } // namespace
+
+/// Ties go to the window's first maximum in row-major order; a NaN is the
+/// maximum (the first NaN, as in torch), both in unpadded 2x2 windows and in
+/// general ones.
+TEST(Pool2d, TiesAndNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // 4x4 plane: window (0,0) ties at 5, window (0,1) holds a NaN after its
+  // maximum, window (1,0) two NaNs, window (1,1) plain.
+  std::vector<float> x = {1,   5,   2,   9, //
+                          5,   3,   nan, 4, //
+                          nan, 0,   1,   2, //
+                          7,   nan, 3,   8};
+  for (const Pool2dDims &d : {poolDims(1, 1, 4, 4, 2, 2, 0),
+                              Pool2dDims{1, 1, 4, 4, 2, 2, 3, 3, 2, 2, 1, 1}}) {
+    std::vector<float> y(d.oh * d.ow), g(d.oh * d.ow, 1.0f), dx(16);
+    max_pool2d(x.data(), y.data(), d);
+    max_pool2d_grad(g.data(), x.data(), dx.data(), d);
+    std::vector<int64_t> hits;
+    for (int64_t i = 0; i < 16; ++i)
+      if (dx[i] != 0)
+        hits.push_back(i);
+    if (d.kh == 2) {
+      EXPECT_EQ(y[0], 5.0f);
+      EXPECT_TRUE(std::isnan(y[1]) && std::isnan(y[2]));
+      EXPECT_EQ(y[3], 8.0f);
+      // 1 (first 5), 6 (NaN), 8 (first NaN), 15 (8).
+      EXPECT_EQ(hits, (std::vector<int64_t>{1, 6, 8, 15}));
+    } else {
+      // 3x3 windows over a padded plane, stride 2: 2x2 outputs; window
+      // (0,0) covers rows 0-1 and columns 0-1, (0,1) rows 0-1 and columns
+      // 1-3 (NaN at 6), (1,0) rows 1-3 and columns 0-1 (first NaN at 8),
+      // (1,1) rows 1-3 and columns 1-3 (first NaN at 6).
+      EXPECT_EQ(y[0], 5.0f);
+      EXPECT_TRUE(std::isnan(y[1]) && std::isnan(y[2]) && std::isnan(y[3]));
+      EXPECT_EQ(dx[1], 1.0f);
+      EXPECT_EQ(dx[6], 2.0f);
+      EXPECT_EQ(dx[8], 1.0f);
+      EXPECT_EQ(hits, (std::vector<int64_t>{1, 6, 8}));
+    }
+  }
+}
 
 TEST(Pool2d, NonOverlapping) { checkPools(poolDims(2, 3, 6, 6, 2, 2, 0), 1); }
 
