@@ -1,4 +1,5 @@
-//===- Attention.cpp - Scaled dot-product attention, fwd and bwd ---*- C++ -*-===//
+//===- Attention.cpp - Scaled dot-product attention, fwd and bwd ---*- C++
+//-*-===//
 //
 // Per (batch, head), queries go in blocks of 64 rows: the block's scores
 // Q_b K^T are one GEMM into a per-thread scratch, softmax runs in place on
@@ -9,8 +10,8 @@
 //   dQ_b = scale dS K,  dK += scale dS^T Q_b.
 // The forward runs (head, block) tasks in parallel, the backward whole heads
 // (dK and dV of a head collect every block); with too few tasks for the
-// threads (fewer than half), the tasks run in turn and OpenBLAS uses the
-// threads instead.
+// threads (fewer than half), the tasks run in turn and their GEMMs are
+// split over the threads instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +22,6 @@
 #include "runtime/cpu/ThreadScratch.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <cstring>
 #include <limits>
 
@@ -51,8 +51,8 @@ void blockProbabilities(const float *qb, const float *k,
                         const AttentionShape &s, int64_t t0, int64_t tb,
                         int64_t sl, float *p) {
   int64_t ld = std::max<int64_t>(1, s.D);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tb, sl, s.D, s.scale,
-              qb, ld, k, ld, 0.0f, p, sl);
+  gemm(CblasNoTrans, CblasTrans, tb, sl, s.D, s.scale, qb, ld, k, ld, 0.0f, p,
+       sl);
   for (int64_t i = 0; i < tb; ++i) {
     float *row = p + i * sl;
     int64_t visible = std::min(sl, s.visibleKeys(t0 + i));
@@ -86,9 +86,8 @@ void forwardBlock(const float *q, const float *k, const float *v, float *out,
   }
   float *p = threadScratch(0, (size_t)tb * sl);
   blockProbabilities(q + t0 * s.D, k, s, t0, tb, sl, p);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tb, s.Dv, sl, 1.0f,
-              p, sl, v, std::max<int64_t>(1, s.Dv), 0.0f, ob,
-              std::max<int64_t>(1, s.Dv));
+  gemm(CblasNoTrans, CblasNoTrans, tb, s.Dv, sl, 1.0f, p, sl, v,
+       std::max<int64_t>(1, s.Dv), 0.0f, ob, std::max<int64_t>(1, s.Dv));
 }
 
 void backwardHead(const float *g, const float *q, const float *k,
@@ -109,10 +108,10 @@ void backwardHead(const float *g, const float *q, const float *k,
     float *p = threadScratch(0, (size_t)tb * sl);
     float *dp = threadScratch(1, (size_t)tb * sl);
     blockProbabilities(qb, k, s, t0, tb, sl, p);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sl, s.Dv, tb, 1.0f,
-                p, sl, gb, ldv, 1.0f, dv, ldv);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, tb, sl, s.Dv, 1.0f,
-                gb, ldv, v, ldv, 0.0f, dp, sl);
+    gemm(CblasTrans, CblasNoTrans, sl, s.Dv, tb, 1.0f, p, sl, gb, ldv, 1.0f, dv,
+         ldv);
+    gemm(CblasNoTrans, CblasTrans, tb, sl, s.Dv, 1.0f, gb, ldv, v, ldv, 0.0f,
+         dp, sl);
     for (int64_t i = 0; i < tb; ++i) {
       const float *pr = p + i * sl;
       float *dr = dp + i * sl;
@@ -125,10 +124,10 @@ void backwardHead(const float *g, const float *q, const float *k,
       for (int64_t j = 0; j < sl; ++j)
         dr[j] = pr[j] * (dr[j] - dl);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, tb, s.D, sl,
-                s.scale, dp, sl, k, ldk, 0.0f, dqb, ldk);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, sl, s.D, tb, s.scale,
-                dp, sl, qb, ldk, 1.0f, dk, ldk);
+    gemm(CblasNoTrans, CblasNoTrans, tb, s.D, sl, s.scale, dp, sl, k, ldk, 0.0f,
+         dqb, ldk);
+    gemm(CblasTrans, CblasNoTrans, sl, s.D, tb, s.scale, dp, sl, qb, ldk, 1.0f,
+         dk, ldk);
   }
 }
 
@@ -149,13 +148,11 @@ void attention(const float *q, const float *k, const float *v, float *out,
   };
   int threads = maxThreads();
   if (threads > 1 && tasks > 1 && 2 * tasks >= threads) {
-    SerialBlasScope serial;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task)
       run(task);
     return;
   }
-  syncBlasThreads();
   for (int64_t task = 0; task < tasks; ++task)
     run(task);
 }
@@ -173,13 +170,11 @@ void attention_grad(const float *g, const float *q, const float *k,
   };
   int threads = maxThreads();
   if (threads > 1 && heads > 1 && 2 * heads >= threads) {
-    SerialBlasScope serial;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < heads; ++bh)
       run(bh);
     return;
   }
-  syncBlasThreads();
   for (int64_t bh = 0; bh < heads; ++bh)
     run(bh);
 }

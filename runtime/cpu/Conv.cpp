@@ -1,4 +1,5 @@
-//===- Conv.cpp - 2-D convolution by im2col and GEMM ---------------*- C++ -*-===//
+//===- Conv.cpp - 2-D convolution by im2col and GEMM ---------------*- C++
+//-*-===//
 //
 // Per image and group, the input patches are unrolled into a column matrix
 // col [C/g * KH * KW, OH * OW] (a 1x1, stride-1, unpadded convolution uses the
@@ -6,9 +7,9 @@
 //   forward      y_ng  = w_g · col
 //   grad input   dx_ng = col2im(w_gᵀ · g_ng)
 //   grad weight  dw_g  = Σ_n g_ng · colᵀ
-// Images x groups run in parallel with OpenBLAS on one thread each (the
-// weight gradient sums per-thread partials in thread order); a single image
-// runs its GEMMs on OpenBLAS's threads.
+// Images x groups run in parallel, a GEMM each (the weight gradient sums
+// per-thread partials in thread order); a single image splits its GEMMs over
+// the threads (BlasThreads.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +19,6 @@
 #include "runtime/cpu/ThreadScratch.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <cstring>
 #include <omp.h>
 #include <vector>
@@ -103,20 +103,18 @@ void col2im(const float *col, const ConvGeometry &geo, float *x) {
       }
 }
 
-/// Runs fn(task) for tasks [0, count): in parallel with OpenBLAS on one
-/// thread when there are enough tasks, else in turn with OpenBLAS threaded.
+/// Runs fn(task) for tasks [0, count): in parallel when there are enough
+/// tasks, else in turn with each GEMM split over the threads.
 /// Returns whether it ran in parallel.
 template <typename Fn>
 bool forEachTask(int64_t count, Fn fn) {
   int threads = maxThreads();
   if (threads > 1 && count > 1 && 2 * count >= threads) {
-    SerialBlasScope serial;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t t = 0; t < count; ++t)
       fn(t);
     return true;
   }
-  syncBlasThreads();
   for (int64_t t = 0; t < count; ++t)
     fn(t);
   return false;
@@ -142,9 +140,9 @@ void conv2d(const float *x, const float *w, const float *bias, float *y,
     if (geo.rows == 0)
       std::memset(yg, 0, sizeof(float) * geo.og * geo.ohw);
     else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, geo.og, geo.ohw,
-                  geo.rows, 1.0f, w + gi * geo.og * geo.rows, geo.rows, col,
-                  geo.ohw, 0.0f, yg, geo.ohw);
+      gemm(CblasNoTrans, CblasNoTrans, geo.og, geo.ohw, geo.rows, 1.0f,
+           w + gi * geo.og * geo.rows, geo.rows, col, geo.ohw, 0.0f, yg,
+           geo.ohw);
     if (bias)
       for (int64_t o = 0; o < geo.og; ++o) {
         float b = bias[gi * geo.og + o];
@@ -171,9 +169,9 @@ void conv2d_grad_input(const float *g, const float *w, float *dx,
     }
     bool direct = geo.isPointwise();
     float *dcol = direct ? dxg : threadScratch(2, (size_t)geo.rows * geo.ohw);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, geo.rows, geo.ohw,
-                geo.og, 1.0f, w + gi * geo.og * geo.rows, geo.rows, gg,
-                geo.ohw, 0.0f, dcol, geo.ohw);
+    gemm(CblasTrans, CblasNoTrans, geo.rows, geo.ohw, geo.og, 1.0f,
+         w + gi * geo.og * geo.rows, geo.rows, gg, geo.ohw, 0.0f, dcol,
+         geo.ohw);
     if (!direct)
       col2im(dcol, geo, dxg);
   });
@@ -205,19 +203,16 @@ void conv2d_grad_weight(const float *g, const float *x, float *dw,
       im2col(xg, geo, buf);
       col = buf;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, geo.og, geo.rows,
-                geo.ohw, 1.0f, gg, geo.ohw, col, geo.ohw, 1.0f,
-                target + gi * geo.og * geo.rows, geo.rows);
+    gemm(CblasNoTrans, CblasTrans, geo.og, geo.rows, geo.ohw, 1.0f, gg, geo.ohw,
+         col, geo.ohw, 1.0f, target + gi * geo.og * geo.rows, geo.rows);
   };
   if (!parallel) {
-    syncBlasThreads();
     for (int64_t t = 0; t < d.n * d.groups; ++t)
       accumulate(t, dw);
     return;
   }
   int teamSize = 1;
   {
-    SerialBlasScope serial;
 #pragma omp parallel
     {
 #pragma omp single

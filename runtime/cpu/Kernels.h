@@ -1,4 +1,5 @@
-//===- Kernels.h - CPU kernels called by generated C++ ------------*- C++ -*-===//
+//===- Kernels.h - CPU kernels called by generated C++ ------------*- C++
+//-*-===//
 //
 // The CPU half of the runtime's compute: one function per tg op (or gradient
 // op) that the C++ emitter does not inline as an elementwise OpenMP loop.
@@ -6,9 +7,10 @@
 // caller-provided output; the semantics are those of the op descriptions in
 // dialects/tg/IR/TgOps.td, TgGradOps.td and TgOptimizerOps.td.
 //
-// All kernels run with OpenMP over the threads omp_get_max_threads() allows,
-// and keep OpenBLAS at that thread count too, so omp_set_num_threads() rules
-// both. Kernels are called from one host thread at a time.
+// All kernels run with OpenMP over the threads omp_get_max_threads() allows;
+// OpenBLAS runs on the calling thread, its large GEMMs split over the same
+// OpenMP threads (BlasThreads.h), so omp_set_num_threads() rules both.
+// Kernels are called from one host thread at a time.
 //
 // Plain C++17: nothing here may include LLVM or MLIR.
 //

@@ -1,10 +1,10 @@
-//===- Matmul.cpp - Batched, broadcasting matrix product ----------*- C++ -*-===//
+//===- Matmul.cpp - Batched, broadcasting matrix product ----------*- C++
+//-*-===//
 //
-// tg.matmul on OpenBLAS: one cblas_sgemm per batch matrix. A weight shared by
-// every batch (a linear layer on [B, T, K]) folds the batches into the rows
-// of one GEMM; many small GEMMs run side by side on OpenMP threads with
-// OpenBLAS held to one thread; large ones run one after another and let
-// OpenBLAS use the threads.
+// tg.matmul on OpenBLAS: one GEMM per batch matrix. A weight shared by every
+// batch (a linear layer on [B, T, K]) folds the batches into the rows of one
+// GEMM; many small GEMMs run side by side on OpenMP threads; large ones run
+// one after another, each split over the threads (BlasThreads.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +13,6 @@
 #include "runtime/cpu/BlasThreads.h"
 
 #include <algorithm>
-#include <cblas.h>
 #include <cstring>
 #include <vector>
 
@@ -42,9 +41,7 @@ void matmul(const float *a, const float *b, float *c, int64_t m, int64_t n,
 
   // [batch..., M, K] · [K, N]: the batches are just more rows.
   if (bShared && aFull && !transA) {
-    syncBlasThreads();
-    cblas_sgemm(CblasRowMajor, ta, tb, batch * m, n, k, 1.0f, a, lda, b, ldb,
-                0.0f, c, n);
+    gemm(ta, tb, batch * m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
     return;
   }
 
@@ -57,7 +54,7 @@ void matmul(const float *a, const float *b, float *c, int64_t m, int64_t n,
     as *= aBatch[i];
     bs *= bBatch[i];
   }
-  auto gemm = [&](int64_t bi) {
+  auto gemmOf = [&](int64_t bi) {
     int64_t ao = 0, bo = 0, rest = bi;
     for (int i = batchRank - 1; i >= 0; --i) {
       int64_t idx = rest % cBatch[i];
@@ -65,24 +62,22 @@ void matmul(const float *a, const float *b, float *c, int64_t m, int64_t n,
       ao += idx * aStride[i];
       bo += idx * bStride[i];
     }
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a + ao, lda, b + bo, ldb,
-                0.0f, c + bi * m * n, n);
+    gemm(ta, tb, m, n, k, 1.0f, a + ao, lda, b + bo, ldb, 0.0f, c + bi * m * n,
+         n);
   };
 
-  // OpenBLAS itself stays on one thread below m*n*k = 2^18; above it, enough
-  // batches still keep every thread busy with whole GEMMs.
+  // gemm() stays on one thread below m*n*k = 2^18; above it, enough batches
+  // still keep every thread busy with whole GEMMs.
   int threads = maxThreads();
   double mnk = (double)m * n * k;
   if (batch > 1 && threads > 1 && (batch >= threads || mnk <= (1 << 20))) {
-    SerialBlasScope serial;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t bi = 0; bi < batch; ++bi)
-      gemm(bi);
+      gemmOf(bi);
     return;
   }
-  syncBlasThreads();
   for (int64_t bi = 0; bi < batch; ++bi)
-    gemm(bi);
+    gemmOf(bi);
 }
 
 } // namespace tgc::cpu

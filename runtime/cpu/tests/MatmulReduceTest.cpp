@@ -6,8 +6,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
+
+#include "runtime/cpu/BlasThreads.h"
 #include "runtime/cpu/tests/TestUtil.h"
 
+#include <array>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
@@ -92,6 +95,33 @@ TEST(Matmul, SharedWeightFoldsBatches) {
 TEST(Matmul, LargeEnoughForThreadedBlas) {
   checkMatmul({96, 80, 130, false, false, {2}, {2}, {2}}, 7);
   checkMatmul({200, 150, 64, true, true, {}, {}, {}}, 8);
+}
+
+/// gemm() splits a large GEMM into blocks of rows (or of columns, when C is
+/// wider than tall) over the OpenMP threads; every transpose and both
+/// splits, with blocks that do not divide evenly, give what one thread gives.
+TEST(Matmul, ThreadedGemmMatchesOneThread) {
+  int saved = omp_get_max_threads();
+  for (auto [m, n, k] : {std::array<int64_t, 3>{301, 67, 45},
+                         std::array<int64_t, 3>{53, 290, 61}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        std::vector<float> a = randomVector(m * k, 21),
+                           b = randomVector(k * n, 22);
+        std::vector<float> one(m * n, 1.0f), split(m * n, 1.0f);
+        int64_t lda = ta ? m : k, ldb = tb ? k : n;
+        CBLAS_TRANSPOSE opA = ta ? CblasTrans : CblasNoTrans;
+        CBLAS_TRANSPOSE opB = tb ? CblasTrans : CblasNoTrans;
+        omp_set_num_threads(1);
+        gemm(opA, opB, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f,
+             one.data(), n);
+        omp_set_num_threads(3);
+        gemm(opA, opB, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f,
+             split.data(), n);
+        omp_set_num_threads(saved);
+        EXPECT_EQ(one, split)
+            << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb;
+      }
 }
 
 TEST(Matmul, EmptyContractionGivesZeros) {
