@@ -10,6 +10,8 @@
 
 #include "frontend/JsonWriter.h"
 
+#include "frontend/FlatScalar.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Format.h"
@@ -116,55 +118,28 @@ void JsonWriter::writeDouble(double value) {
 
 void JsonWriter::writeScalar(flatbuffers::BaseType type, const uint8_t *data,
                              const flatbuffers::EnumDef *enumDef) {
-  auto load = [&](auto zero) {
-    decltype(zero) value;
-    std::memcpy(&value, data, sizeof(value));
-    return value;
-  };
-  int64_t integer;
-  switch (type) {
-  case flatbuffers::BASE_TYPE_BOOL:
-    os << (load(uint8_t()) ? "true" : "false");
+  FlatScalar value = readFlatScalar(type, data);
+  switch (value.kind) {
+  case FlatScalar::Bool:
+    os << (value.integer ? "true" : "false");
     return;
-  case flatbuffers::BASE_TYPE_FLOAT:
-    writeDouble(load(float()));
+  case FlatScalar::Real:
+    writeDouble(value.real);
     return;
-  case flatbuffers::BASE_TYPE_DOUBLE:
-    writeDouble(load(double()));
+  case FlatScalar::Unsigned:
+    os << static_cast<uint64_t>(value.integer);
     return;
-  case flatbuffers::BASE_TYPE_CHAR:
-    integer = load(int8_t());
-    break;
-  case flatbuffers::BASE_TYPE_UCHAR:
-  case flatbuffers::BASE_TYPE_UTYPE:
-    integer = load(uint8_t());
-    break;
-  case flatbuffers::BASE_TYPE_SHORT:
-    integer = load(int16_t());
-    break;
-  case flatbuffers::BASE_TYPE_USHORT:
-    integer = load(uint16_t());
-    break;
-  case flatbuffers::BASE_TYPE_INT:
-    integer = load(int32_t());
-    break;
-  case flatbuffers::BASE_TYPE_UINT:
-    integer = load(uint32_t());
-    break;
-  case flatbuffers::BASE_TYPE_ULONG:
-    os << load(uint64_t());
-    return;
-  default:
-    integer = load(int64_t());
+  case FlatScalar::Signed:
+  case FlatScalar::NotScalar:
     break;
   }
   if (enumDef)
     if (const flatbuffers::EnumVal *val =
-            enumDef->ReverseLookup(integer, false)) {
+            enumDef->ReverseLookup(value.integer, false)) {
       writeString(val->name);
       return;
     }
-  os << integer;
+  os << value.integer;
 }
 
 void JsonWriter::writeVector(const uint8_t *vectorPtr,

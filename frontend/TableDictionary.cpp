@@ -10,6 +10,8 @@
 
 #include "frontend/TableDictionary.h"
 
+#include "frontend/FlatScalar.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -50,50 +52,23 @@ static double defaultDouble(const FieldDef &field) {
 /// A scalar of base type `type` stored at `data` (already bounds-checked).
 static Attribute scalarAttr(Builder &b, BaseType type, const uint8_t *data,
                             const flatbuffers::EnumDef *enumDef) {
-  auto load = [&](auto zero) {
-    decltype(zero) value;
-    std::memcpy(&value, data, sizeof(value));
-    return value;
-  };
-  int64_t integer = 0;
-  switch (type) {
-  case flatbuffers::BASE_TYPE_BOOL:
-    return b.getBoolAttr(load(uint8_t()) != 0);
-  case flatbuffers::BASE_TYPE_FLOAT:
-    return b.getF64FloatAttr(load(float()));
-  case flatbuffers::BASE_TYPE_DOUBLE:
-    return b.getF64FloatAttr(load(double()));
-  case flatbuffers::BASE_TYPE_CHAR:
-    integer = load(int8_t());
-    break;
-  case flatbuffers::BASE_TYPE_UCHAR:
-  case flatbuffers::BASE_TYPE_UTYPE:
-    integer = load(uint8_t());
-    break;
-  case flatbuffers::BASE_TYPE_SHORT:
-    integer = load(int16_t());
-    break;
-  case flatbuffers::BASE_TYPE_USHORT:
-    integer = load(uint16_t());
-    break;
-  case flatbuffers::BASE_TYPE_INT:
-    integer = load(int32_t());
-    break;
-  case flatbuffers::BASE_TYPE_UINT:
-    integer = load(uint32_t());
-    break;
-  case flatbuffers::BASE_TYPE_LONG:
-  case flatbuffers::BASE_TYPE_ULONG:
-    integer = load(int64_t());
-    break;
-  default:
+  FlatScalar value = readFlatScalar(type, data);
+  switch (value.kind) {
+  case FlatScalar::Bool:
+    return b.getBoolAttr(value.integer != 0);
+  case FlatScalar::Real:
+    return b.getF64FloatAttr(value.real);
+  case FlatScalar::NotScalar:
     return {};
+  case FlatScalar::Signed:
+  case FlatScalar::Unsigned:
+    break;
   }
   if (enumDef)
     if (const flatbuffers::EnumVal *val =
-            enumDef->ReverseLookup(integer, false))
+            enumDef->ReverseLookup(value.integer, false))
       return b.getStringAttr(val->name);
-  return b.getI64IntegerAttr(integer);
+  return b.getI64IntegerAttr(value.integer);
 }
 
 static DictionaryAttr convertTable(const flatbuffers::Table &table,
