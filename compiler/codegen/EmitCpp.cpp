@@ -541,7 +541,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         os << "  tgc::cpu::dropout(" << buf(d.getX()) << ", "
            << buf(d.getResult()) << ", " << numel(d.getX()) << ", "
            << floatLiteral(d.getP().convertToDouble()) << ", "
-           << (uint64_t)d.getSeed() << "ull, io.step);\n";
+           << (uint64_t)d.getSeed() << "ull, io.step, io.randomStream);\n";
         return success();
       })
       .Case([&](EmbeddingOp e) {

@@ -1996,7 +1996,8 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         os << begin << "  tgc::cuda::dropout(" << x << ", " << y << ", "
            << numel(dr.getX()) << ", "
            << floatLiteral(dr.getP().convertToDouble()) << ", "
-           << (uint64_t)dr.getSeed() << "ull, &d.scalars->step, stream);\n"
+           << (uint64_t)dr.getSeed()
+           << "ull, &d.scalars->step, &d.scalars->randomStream, stream);\n"
            << end;
         return success();
       })
@@ -2475,6 +2476,7 @@ const char *kPreamble = R"cu(
 /// replayed CUDA graph reads this step's values.
 struct Scalars {
   int64_t step;
+  int64_t randomStream;
   float baseLr;
   int32_t microBatches;
   int32_t microBatch;
@@ -2666,7 +2668,8 @@ void reportTimes(const StepProgram &p, tgc::Trace &trace) {
 /// metrics.
 void runStep(StepProgram &p, tgc::StepIO &io) {
   Device &d = device();
-  d.host->scalars = {io.step, io.baseLr, io.microBatches, io.microBatch};
+  d.host->scalars = {io.step, io.randomStream, io.baseLr, io.microBatches,
+                     io.microBatch};
   if (io.trace)
     runProfiled(p, io, d);
   else if (io.captureGraph)

@@ -74,6 +74,9 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.gradAccum = options.gradAccum;
     opt.dataParallel = options.dataParallel;
     pm.addPass(createBuildTrainStepPass(opt));
+    // After tg-autodiff too: @forward is then only the evaluation step,
+    // which runs in inference mode (no dropout).
+    pm.addPass(createInferenceForwardPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -83,7 +86,7 @@ void mlir::tg::registerTrainingPipeline() {
   PassPipelineRegistration<>(
       "tgc-training",
       "Model IR to @train_step: tg-precision, canonicalize, tg-autodiff, "
-      "cse, tg-optimizer",
+      "cse, tg-optimizer, tg-inference-forward",
       [](OpPassManager &pm) {
         buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
                               Phase::Optimizer);

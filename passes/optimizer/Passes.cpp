@@ -1,6 +1,8 @@
 //===- Passes.cpp - Optimizer stage registration ------------------*- C++ -*-===//
 //
-// The optimizer stage has one pass; its registration comes from Passes.td.
+// The optimizer stage: tg-optimizer builds @train_step, tg-inference-forward
+// turns @forward into the evaluation function; registration comes from
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 

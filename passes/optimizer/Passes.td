@@ -66,4 +66,33 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
   ];
 }
 
+def InferenceForwardPass : Pass<"tg-inference-forward", "ModuleOp"> {
+  let summary = "Puts @forward in inference mode for evaluation";
+  let description = [{
+    After tg-autodiff has differentiated `@forward` (with its dropout) into
+    `@forward_backward`, `@forward` is only what evaluation runs: the
+    training executable's validation loss and outputs, on the CPU and the
+    GPU. Evaluation runs a model in inference mode, as PyTorch's
+    `model.eval()` does, so this pass removes the ops that only training
+    applies: each `tg.dropout` becomes the identity.
+
+    ```mlir
+    // Before
+    func.func @forward(%x: tensor<8x64xf32>, ...) -> tensor<f32> {
+      %d = tg.dropout %x {p = 1.0e-01 : f64, seed = 7 : i64} : tensor<8x64xf32>
+      ...
+    // After
+    func.func @forward(%x: tensor<8x64xf32>, ...) -> tensor<f32> {
+      ... (uses of %d now use %x)
+    ```
+
+    It fails when the module has no `@forward_backward` yet: running it
+    before tg-autodiff would train without dropout.
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numDropouts", "dropouts", "Dropouts removed from @forward">,
+  ];
+}
+
 #endif // TG_PASSES_OPTIMIZER_TD

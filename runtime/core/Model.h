@@ -123,6 +123,12 @@ struct StepIO {
   /// Which micro-batch of the step this call computes, from 0: accumulate
   /// (and gradStep) write io.grads on micro-batch 0 and add to them after.
   int32_t microBatch;
+  /// The micro-batch's index in the global batch (rank r computes the
+  /// global micro-batches r, r + W, ...). Random ops draw from (their seed,
+  /// step, randomStream, element): every micro-batch of every process gets
+  /// its own dropout mask, the same one for any process count, after a
+  /// resume, and when the op is recomputed.
+  int64_t randomStream;
   float baseLr;        ///< the schedule scales this
   int32_t threads;     ///< OpenMP threads to use
   Communicator *comm;  ///< null with one process

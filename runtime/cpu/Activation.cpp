@@ -63,11 +63,11 @@ void gelu_grad(const float *g, const float *x, float *dx, int64_t n,
 }
 
 void dropout(const float *x, float *y, int64_t n, float p, uint64_t seed,
-             int64_t step) {
+             int64_t step, int64_t stream) {
   float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i)
-    y[i] = dropout_keep(seed, step, i, p) ? x[i] * scale : 0.0f;
+    y[i] = dropout_keep(seed, step, stream, i, p) ? x[i] * scale : 0.0f;
 }
 
 } // namespace tgc::cpu

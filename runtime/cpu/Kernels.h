@@ -91,25 +91,33 @@ void gelu(const float *x, float *y, int64_t n, bool tanhApprox);
 void gelu_grad(const float *g, const float *x, float *dx, int64_t n,
                bool tanhApprox);
 
-/// The dropout mask as a pure function of (seed, step, index): element `i`
-/// is kept when the top 24 bits of a splitmix64 hash, read as a uniform
-/// number in [0, 1), are >= p. Inline so that generated code (and the GPU
-/// runtime) can draw the very same mask.
-inline bool dropout_keep(uint64_t seed, int64_t step, int64_t i, float p) {
+/// The dropout mask as a pure function of (seed, step, stream, index):
+/// element `i` is kept when the top 24 bits of a splitmix64 hash, read as a
+/// uniform number in [0, 1), are >= p. `seed` is the op's (the model file
+/// gives each dropout its own), `step` the training step and `stream` the
+/// micro-batch's index in the global batch (StepIO::randomStream), so every
+/// micro-batch of every process draws its own mask, the same for any number
+/// of processes and after a resume, and recomputing the op replays it.
+/// Inline so that generated code (and the GPU runtime) can draw the very
+/// same mask.
+inline bool dropout_keep(uint64_t seed, int64_t step, int64_t stream,
+                         int64_t i, float p) {
   auto mix = [](uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   };
-  uint64_t key = mix(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(step + 1));
+  uint64_t key = mix(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(step + 1) +
+                     0xD1B54A32D192ED03ull * (uint64_t)stream);
   uint64_t h = mix(key + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
   return (float)(h >> 40) * (1.0f / 16777216.0f) >= p;
 }
 
 /// y = x * keep / (1 - p) with the mask of dropout_keep. The gradient of
-/// dropout is dropout of the output gradient with the same seed and step.
+/// dropout is dropout of the output gradient with the same seed, step and
+/// stream.
 void dropout(const float *x, float *y, int64_t n, float p, uint64_t seed,
-             int64_t step);
+             int64_t step, int64_t stream);
 
 //===----------------------------------------------------------------------===//
 // Embedding and loss (IDX: int32_t or int64_t indices)

@@ -39,16 +39,17 @@ __global__ void geluGradKernel(const T *g, const T *x, T *dx, int64_t n,
   }
 }
 
-/// The step is read on the device, so a captured graph replays with the
-/// current step's mask.
+/// The step and stream are read on the device, so a captured graph replays
+/// with the current micro-batch's mask.
 template <typename T>
 __global__ void dropoutKernel(const T *x, T *y, int64_t n, float p,
-                              uint64_t seed, const int64_t *step) {
-  int64_t s = *step;
+                              uint64_t seed, const int64_t *step,
+                              const int64_t *randomStream) {
+  int64_t s = *step, r = *randomStream;
   float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    y[i] = dropout_keep(seed, s, i, p) ? fromFloat<T>(toFloat(x[i]) * scale)
+    y[i] = dropout_keep(seed, s, r, i, p) ? fromFloat<T>(toFloat(x[i]) * scale)
                                        : fromFloat<T>(0.0f);
 }
 
@@ -81,11 +82,12 @@ void geluGradImpl(const T *g, const T *x, T *dx, int64_t n, bool tanhApprox,
 
 template <typename T>
 void dropoutImpl(const T *x, T *y, int64_t n, float p, uint64_t seed,
-                 const int64_t *step, cudaStream_t stream) {
+                 const int64_t *step, const int64_t *randomStream,
+                 cudaStream_t stream) {
   if (n <= 0)
     return;
   dropoutKernel<T><<<gridStrideBlocks(n, kThreads), kThreads, 0, stream>>>(
-      x, y, n, p, seed, step);
+      x, y, n, p, seed, step, randomStream);
   TGC_CUDA_CHECK_LAUNCH();
 }
 
@@ -117,12 +119,14 @@ void gelu_grad(const bf16 *g, const bf16 *x, bf16 *dx, int64_t n,
   geluGradImpl(g, x, dx, n, tanhApprox, stream);
 }
 void dropout(const float *x, float *y, int64_t n, float p, uint64_t seed,
-             const int64_t *step, cudaStream_t stream) {
-  dropoutImpl(x, y, n, p, seed, step, stream);
+             const int64_t *step, const int64_t *randomStream,
+             cudaStream_t stream) {
+  dropoutImpl(x, y, n, p, seed, step, randomStream, stream);
 }
 void dropout(const bf16 *x, bf16 *y, int64_t n, float p, uint64_t seed,
-             const int64_t *step, cudaStream_t stream) {
-  dropoutImpl(x, y, n, p, seed, step, stream);
+             const int64_t *step, const int64_t *randomStream,
+             cudaStream_t stream) {
+  dropoutImpl(x, y, n, p, seed, step, randomStream, stream);
 }
 void cast(const float *x, bf16 *y, int64_t n, cudaStream_t stream) {
   castImpl(x, y, n, stream);

@@ -35,12 +35,15 @@ __host__ __device__ inline uint64_t splitmix64Mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/// tgc::cpu::dropout_keep: element `i` of step `step` is kept when the top 24
-/// bits of its hash, read as a uniform number in [0, 1), are >= p.
+/// tgc::cpu::dropout_keep: element `i` of step `step` and micro-batch
+/// stream `stream` is kept when the top 24 bits of its hash, read as a
+/// uniform number in [0, 1), are >= p.
 __host__ __device__ inline bool dropout_keep(uint64_t seed, int64_t step,
-                                             int64_t i, float p) {
+                                             int64_t stream, int64_t i,
+                                             float p) {
   uint64_t key =
-      splitmix64Mix(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(step + 1));
+      splitmix64Mix(seed + 0x9E3779B97F4A7C15ull * (uint64_t)(step + 1) +
+                    0xD1B54A32D192ED03ull * (uint64_t)stream);
   uint64_t h = splitmix64Mix(key + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
   return (float)(h >> 40) * (1.0f / 16777216.0f) >= p;
 }

@@ -218,11 +218,15 @@ void gelu_grad(const bf16 *g, const bf16 *x, bf16 *dx, int64_t n,
                bool tanhApprox, cudaStream_t stream);
 
 /// y = x * keep / (1 - p) with tgc::cpu::dropout_keep's mask for
-/// (seed, *step, i): the same mask as the CPU's. `step` is device memory.
+/// (seed, *step, *randomStream, i): the same mask as the CPU's. `step` and
+/// `randomStream` are device memory (a replayed CUDA graph reads the
+/// current values).
 void dropout(const float *x, float *y, int64_t n, float p, uint64_t seed,
-             const int64_t *step, cudaStream_t stream);
+             const int64_t *step, const int64_t *randomStream,
+             cudaStream_t stream);
 void dropout(const bf16 *x, bf16 *y, int64_t n, float p, uint64_t seed,
-             const int64_t *step, cudaStream_t stream);
+             const int64_t *step, const int64_t *randomStream,
+             cudaStream_t stream);
 
 /// Round-to-nearest-even fp32 -> bf16, and exact bf16 -> fp32.
 void cast(const float *x, bf16 *y, int64_t n, cudaStream_t stream);

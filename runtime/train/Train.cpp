@@ -632,6 +632,7 @@ float Trainer::trainStep(int64_t step) {
       continue;
     }
     io.microBatch = static_cast<int32_t>(local);
+    io.randomStream = m;
     fillInputs(/*train=*/true);
     if (++local < microBatches_)
       model_.accumulate(io);

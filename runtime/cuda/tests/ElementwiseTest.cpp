@@ -15,11 +15,13 @@ namespace {
 TEST(CudaDeviceMath, DropoutMaskIsTheCpus) {
   for (uint64_t seed : {0ull, 7ull, 0x123456789ull})
     for (int64_t step : {1, 2, 1000})
-      for (float p : {0.0f, 0.1f, 0.5f, 0.9f})
-        for (int64_t i = 0; i < 4096; ++i)
-          ASSERT_EQ(tgc::cuda::dropout_keep(seed, step, i, p),
-                    tgc::cpu::dropout_keep(seed, step, i, p))
-              << "seed " << seed << " step " << step << " i " << i;
+      for (int64_t stream : {0, 1, 7})
+        for (float p : {0.0f, 0.1f, 0.5f, 0.9f})
+          for (int64_t i = 0; i < 4096; ++i)
+            ASSERT_EQ(tgc::cuda::dropout_keep(seed, step, stream, i, p),
+                      tgc::cpu::dropout_keep(seed, step, stream, i, p))
+                << "seed " << seed << " step " << step << " stream " << stream
+                << " i " << i;
 }
 
 TEST(CudaActivation, GeluFloat) {
@@ -60,18 +62,20 @@ TEST(CudaActivation, DropoutMatchesCpuExactly) {
   std::vector<float> x = randomVector(n, 5);
   DeviceBuffer<float> dx(x), dy(n);
   DeviceBuffer<int64_t> step(std::vector<int64_t>{42});
+  DeviceBuffer<int64_t> stream(std::vector<int64_t>{3});
   for (float p : {0.0f, 0.1f, 0.5f}) {
     std::vector<float> y(n);
-    tgc::cpu::dropout(x.data(), y.data(), n, p, 1234, 42);
-    dropout(dx.get(), dy.get(), n, p, 1234, step.get(), nullptr);
+    tgc::cpu::dropout(x.data(), y.data(), n, p, 1234, 42, 3);
+    dropout(dx.get(), dy.get(), n, p, 1234, step.get(), stream.get(),
+            nullptr);
     EXPECT_EQ(dy.toHost(), y) << "p " << p;
   }
   // bf16: the same mask, the kept values scaled and rounded.
   std::vector<float> xb = roundToBf16(x);
   DeviceBuffer<bf16> bx(toBf16(xb)), by(n);
   std::vector<float> y(n);
-  tgc::cpu::dropout(xb.data(), y.data(), n, 0.25f, 99, 42);
-  dropout(bx.get(), by.get(), n, 0.25f, 99, step.get(), nullptr);
+  tgc::cpu::dropout(xb.data(), y.data(), n, 0.25f, 99, 42, 3);
+  dropout(bx.get(), by.get(), n, 0.25f, 99, step.get(), stream.get(), nullptr);
   EXPECT_EQ(toFloat(by.toHost()), roundToBf16(y));
 }
 

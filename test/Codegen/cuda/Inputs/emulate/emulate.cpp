@@ -436,8 +436,8 @@ void attention_grad(const float *g, const float *q, const float *k,
 }
 
 void dropout(const float *x, float *y, int64_t n, float p, uint64_t seed,
-             const int64_t *step, cudaStream_t) {
-  cpu::dropout(x, y, n, p, seed, step[0]);
+             const int64_t *step, const int64_t *randomStream, cudaStream_t) {
+  cpu::dropout(x, y, n, p, seed, step[0], randomStream[0]);
 }
 
 void transpose_bytes(const void *x, int64_t elemSize, const int64_t *shape,
