@@ -318,6 +318,13 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail("--allreduce-bucket-mb must be positive, got " +
                 std::to_string(bucketMiB.getValue()));
 
+  // --mlir-timing: the whole run, from the import to the host compiler, with
+  // each pass nested under "passes" (as mlir-opt reports them).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+  TimingScope importTiming = rootTiming.nest("import");
+
   // The input: a model file or tg IR.
   OwningOpRef<ModuleOp> module;
   Phase from = Phase::Import;
@@ -351,6 +358,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (last < from)
     return fail(inputFile + " is already past phase '" + phaseName(last) +
                 "'");
+  importTiming.stop();
 
   // The precision policy: the flag; else for cuda the training table's,
   // else bf16; the CPU computes in fp32 whatever the table says.
@@ -369,6 +377,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    TimingScope passTiming = rootTiming.nest("passes");
+    pm.enableTiming(passTiming);
     PipelineOptions options;
     options.optimizer = optimizer;
     options.schedule = schedule;
@@ -404,8 +414,11 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     });
 
   std::string sourceName = llvm::sys::path::filename(inputFile).str();
-  if (cuda)
+  if (cuda) {
+    TimingScope emitTiming = rootTiming.nest("emit CUDA (and nvcc)");
     return emitForCuda(*module, sourceName, policy, arch, last);
+  }
+  TimingScope emitTiming = rootTiming.nest("emit C++");
 
   // The source.
   CppEmitOptions emitOptions;
@@ -429,6 +442,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         return emitCpp(*module, os, emitOptions);
       })))
     return failure();
+  emitTiming.stop();
+  TimingScope compileTiming = rootTiming.nest("host compiler");
   HostCompileOptions compileOptions;
   compileOptions.optimization = "-O" + std::to_string(optLevel);
   compileOptions.nativeArch = optLevel >= 2;
@@ -448,7 +463,9 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
   // --help shows ours and mlir-opt's IR printing and timing flags, not the
-  // hundreds of options libLLVM registers (they still parse).
+  // hundreds of options libLLVM registers (they still parse). Not
+  // --mlir-pass-statistics: Debian's LLVM is built without statistics, so
+  // its report would always be empty.
   cl::OptionCategory irCategory("IR printing and timing (as in mlir-opt)");
   for (StringRef name :
        {"mlir-print-ir-after-all", "mlir-print-ir-before-all",
@@ -457,7 +474,7 @@ int main(int argc, char **argv) {
         "mlir-print-ir-module-scope", "mlir-print-ir-tree-dir", "mlir-timing",
         "mlir-timing-display", "mlir-print-debuginfo",
         "mlir-print-local-scope", "mlir-print-op-generic",
-        "mlir-elide-elementsattrs-if-larger", "mlir-pass-statistics"}) {
+        "mlir-elide-elementsattrs-if-larger"}) {
     auto it = cl::getRegisteredOptions().find(name);
     if (it != cl::getRegisteredOptions().end())
       it->second->addCategory(irCategory);
