@@ -106,9 +106,12 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (file.empty() || key.empty())
       return emitError() << "file initializer needs both 'file' and 'key'";
     break;
+  case InitKind::constant:
+    if (failed(requireFinite({{"value", valueF.convertToDouble()}})))
+      return failure();
+    break;
   case InitKind::zeros:
   case InitKind::ones:
-  case InitKind::constant:
     break;
   }
   return success();

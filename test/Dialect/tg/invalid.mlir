@@ -1223,6 +1223,13 @@ func.func @init_gain_is_finite(%w: tensor<4x4xf32> {tg.param = "w", tg.init = #t
 
 // -----
 
+// expected-error @+1 {{constant initializer needs a finite value, got nan}}
+func.func @init_constant_is_finite(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<constant, value = 0x7FF8000000000000>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{file initializer needs both 'file' and 'key'}}
 func.func @init_file_names_file_and_key(%w: tensor<4xf32> {tg.param = "w", tg.init = #tg.init<file, file = "gpt2.safetensors">}) {
   return
