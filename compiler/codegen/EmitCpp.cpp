@@ -20,6 +20,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <optional>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -52,6 +54,33 @@ int64_t product(ArrayRef<int64_t> dims) {
   for (int64_t d : dims)
     p *= d;
   return p;
+}
+
+/// The C literal of a splat constant's value, else nothing.
+std::optional<std::string> splatLiteral(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto attr = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                       : DenseElementsAttr();
+  if (!attr || !attr.isSplat())
+    return std::nullopt;
+  Type elem = attr.getElementType();
+  std::string value;
+  if (isa<FloatType>(elem))
+    value = floatLiteral(attr.getSplatValue<APFloat>().convertToDouble());
+  else if (elem.isInteger(1))
+    value = std::to_string(attr.getSplatValue<APInt>().getZExtValue());
+  else
+    value = std::to_string(attr.getSplatValue<APInt>().getSExtValue());
+  return ("(" + cType(elem) + ")" + value).str();
+}
+
+/// Ops printed as one loop by emitElementwise: they read a splat constant
+/// as its literal, so it needs no storage.
+bool isLoopOp(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp,
+             CompareOp, SelectOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
+             TanhOp, ReluOp, SigmoidOp, SiluOp, GeluOp, GeluGradOp, CastOp,
+             BroadcastToOp>(op);
 }
 
 //===----------------------------------------------------------------------===//
@@ -249,6 +278,10 @@ void FunctionEmitter::emitElementwise(
     SmallVector<std::string> args;
     for (Value v : operands) {
       int64_t count = numel(v);
+      if (auto literal = splatLiteral(v)) {
+        args.push_back(*literal);
+        continue;
+      }
       args.push_back(buf(v) + (count == n   ? "[o * " + std::to_string(inner) +
                                                   " + j]"
                                : count == 1 ? "[0]"
@@ -263,8 +296,11 @@ void FunctionEmitter::emitElementwise(
     return;
   }
   SmallVector<std::string> args;
-  for (Value v : operands)
-    args.push_back(buf(v) + "[" + indexExpr(v, result, "i") + "]");
+  for (Value v : operands) {
+    auto literal = splatLiteral(v);
+    args.push_back(literal ? *literal
+                           : buf(v) + "[" + indexExpr(v, result, "i") + "]");
+  }
   os << "  #pragma omp parallel for if(" << n << " > 32768)\n"
      << "  for (int64_t i = 0; i < " << n << "; ++i)\n"
      << "    " << buf(result) << "[i] = " << body(args) << ";\n";
@@ -297,11 +333,14 @@ LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
   };
   int64_t n = numel(v);
   if (attr.isSplat() && n > 1) {
-    // A large splat is filled once into its own static buffer.
-    os << "  static " << cTypeOf(v) << " " << name << "[" << n << "];\n"
-       << "  static bool " << name << "_ready = (std::fill_n(" << name << ", "
-       << n << ", (" << cTypeOf(v) << ")" << literal(0) << "), true);\n"
-       << "  (void)" << name << "_ready;\n";
+    // Loops read a splat as its literal; an op that needs it in memory gets
+    // it filled once on the heap (never a static array of its size).
+    if (llvm::all_of(v.getUsers(), isLoopOp)) {
+      os << "  // (a splat of " << n << ", read as " << literal(0) << ")\n";
+      return success();
+    }
+    os << "  static " << cTypeOf(v) << " *" << name << " = tgc_splat<"
+       << cTypeOf(v) << ">(" << n << ", " << literal(0) << ");\n";
     return success();
   }
   os << "  static const " << cTypeOf(v) << " " << name << "[" << n << "] = {";
@@ -857,6 +896,14 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   auto analyzed = StepSignature::analyze(module, "cpu backend");
   if (failed(analyzed))
     return failure();
+  // The executable runs on this machine (it is built with -march=native).
+  int64_t memory = (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGE_SIZE);
+  if (failed(checkTensorSizes(
+          module, memory,
+          llvm::formatv("this machine's memory ({0:f1} GiB)",
+                        memory / double(1ll << 30))
+              .str())))
+    return failure();
   const StepSignature &sig = *analyzed;
   func::FuncOp forward = sig.forward, step = sig.trainStep;
   const std::string &model = sig.modelName;
@@ -958,11 +1005,13 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
         "the op and the model-file node it came from.\n//\n"
      << "//===---===//\n\n"
      << "#include \"runtime/comm/Comm.h\"\n"
+     << "#include \"runtime/core/Error.h\"\n"
      << "#include \"runtime/core/Model.h\"\n"
      << "#include \"runtime/core/Trace.h\"\n"
      << "#include \"runtime/cpu/Kernels.h\"\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
-     << "#include <cstdlib>\n#include <cstring>\n\nnamespace {\n\n";
+     << "#include <cstdlib>\n#include <cstring>\n#include <string>\n\n"
+     << "namespace {\n\n";
   int64_t arena = std::max({trainEmitter.arenaBytes(), evalEmitter.arenaBytes(),
                             gradEmitter.arenaBytes()});
   os << "/// Every intermediate of both steps lives in this one arena, placed "
@@ -971,6 +1020,13 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
      << "  static char *arena = static_cast<char *>(std::aligned_alloc(64, "
      << "kArenaBytes > 0 ? (kArenaBytes + 63) / 64 * 64 : 64));\n"
      << "  return arena;\n}\n\n"
+     << "/// A splat constant an op needs in memory, filled once.\n"
+        "template <typename T> T *tgc_splat(int64_t n, T value) {\n"
+        "  T *p = static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) "
+        "/ 64 * 64));\n"
+        "  if (!p)\n    throw tgc::Error(\"out of memory for a constant of \" + "
+        "std::to_string(n) + \" elements\");\n"
+        "  std::fill_n(p, n, value);\n  return p;\n}\n\n"
      << "/// Index into a broadcast operand: `strides` is 0 along broadcast "
         "dims.\ninline int64_t tgc_bcast_index(int64_t i, int rank, const "
         "int64_t *shape,\n                               const int64_t "

@@ -2747,6 +2747,12 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
   auto analyzed = StepSignature::analyze(module, kBackend);
   if (failed(analyzed))
     return failure();
+  if (failed(checkTensorSizes(
+          module, options.deviceMemoryBytes,
+          llvm::formatv("a GPU's memory ({0:f1} GB)",
+                        options.deviceMemoryBytes / 1e9)
+              .str())))
+    return failure();
   const StepSignature &sig = *analyzed;
   func::FuncOp forward = sig.forward, step = sig.trainStep;
   auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");

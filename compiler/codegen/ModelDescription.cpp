@@ -9,8 +9,10 @@
 
 #include "dialects/tg/IR/TgOps.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <cstdio>
@@ -362,6 +364,44 @@ double mlir::tg::trainingNumber(ModuleOp module, ArrayRef<StringRef> path,
   for (StringRef key : path.drop_back())
     table = table.sub(key);
   return table.get(path.back(), fallback);
+}
+
+LogicalResult mlir::tg::checkTensorSizes(ModuleOp module, int64_t limitBytes,
+                                         StringRef target) {
+  // Saturating: a [1e12, 1e12] tensor's byte count does not fit int64_t.
+  auto bytesOf = [](RankedTensorType t) -> uint64_t {
+    uint64_t elem = t.getElementType().isIntOrFloat()
+                        ? (t.getElementType().getIntOrFloatBitWidth() + 7) / 8
+                        : 8;
+    uint64_t bytes = elem;
+    for (int64_t d : t.getShape()) {
+      bool overflow = false;
+      bytes = llvm::SaturatingMultiply(bytes, (uint64_t)std::max<int64_t>(d, 0),
+                                       &overflow);
+    }
+    return bytes;
+  };
+  auto tooBig = [&](Operation *op, Value v) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || bytesOf(t) <= (uint64_t)limitBytes)
+      return success();
+    return op->emitError() << "a tensor of " << bytesOf(t) << " bytes ("
+                           << t << ") does not fit " << target;
+  };
+  for (auto func : module.getOps<func::FuncOp>()) {
+    for (BlockArgument arg : func.getArguments())
+      if (failed(tooBig(func, arg)))
+        return failure();
+    WalkResult walk = func.walk([&](Operation *op) {
+      for (Value r : op->getResults())
+        if (failed(tooBig(op, r)))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
 }
 
 std::string mlir::tg::trainingDefaults(const StepSignature &sig,

@@ -94,6 +94,12 @@ struct StepSignature {
 /// runtime/core/Model.h.
 void emitModelTables(const StepSignature &signature, llvm::raw_ostream &os);
 
+/// Fails with a diagnostic at the op (its model-file node) when one tensor
+/// of `module`'s step functions needs more than `limitBytes`, the memory the
+/// target can hold (`target` names it: "this machine's 23.4 GiB of memory").
+LogicalResult checkTensorSizes(ModuleOp module, int64_t limitBytes,
+                               StringRef target);
+
 /// The TrainingDefaults initializer of ModelDesc, from the module's training
 /// table ("{/*batchSize=*/32, ...}").
 std::string trainingDefaults(const StepSignature &signature, ModuleOp module);
