@@ -173,6 +173,39 @@ FailureOr<SmallVector<std::string>> assignRoles(func::FuncOp forward) {
   return roles;
 }
 
+/// The bound every value of the integer input `input` must stay under: the
+/// rows of each embedding table it indexes and the classes of each loss it
+/// labels, followed through the ops that only move values around; 0 when
+/// it indexes nothing.
+int64_t indexLimit(Value input) {
+  int64_t limit = 0;
+  auto tighten = [&](int64_t bound) {
+    limit = limit == 0 ? bound : std::min(limit, bound);
+  };
+  SmallVector<Value> work{input};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (Operation *user : v.getUsers()) {
+      if (auto e = dyn_cast<EmbeddingOp>(user)) {
+        if (e.getIndices() == v)
+          tighten(cast<RankedTensorType>(e.getTable().getType()).getDimSize(0));
+      } else if (auto ce = dyn_cast<CrossEntropyOp>(user)) {
+        if (ce.getLabels() == v)
+          tighten(cast<RankedTensorType>(ce.getLogits().getType())
+                      .getShape()
+                      .back());
+      } else if (isa<ReshapeOp, FlattenOp, SliceOp, TransposeOp,
+                     BroadcastToOp, ConcatOp>(user)) {
+        work.push_back(user->getResult(0));
+      }
+    }
+  }
+  return limit;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -237,6 +270,8 @@ FailureOr<StepSignature> StepSignature::analyze(ModuleOp module,
     (forward.getArgAttr(i, TgDialect::kParamAttr) ? sig.fwdParams
                                                   : sig.fwdInputs)
         .push_back(i);
+  for (unsigned i : sig.fwdInputs)
+    sig.valueLimits.push_back(indexLimit(forward.getArgument(i)));
   return sig;
 }
 
@@ -341,7 +376,8 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
     auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
     os << "    {" << tensorDesc(name ? name.getValue() : "input",
                                 forward.getArgument(i).getType())
-       << ", tgc::InputRole::" << sig.roles[k] << "},\n";
+       << ", tgc::InputRole::" << sig.roles[k] << ", " << sig.valueLimits[k]
+       << "},\n";
   }
   os << "};\n\nconst tgc::TensorDesc kOutputs[] = {\n";
   FunctionType fwdType = forward.getFunctionType();

@@ -66,6 +66,11 @@ struct StepSignature {
   SmallVector<unsigned> fwdParams, fwdInputs;
   /// The InputRole enumerator of each of fwdInputs ("Tokens", ...).
   SmallVector<std::string> roles;
+  /// For each of fwdInputs, the bound its values must stay under: the rows
+  /// of the embedding tables it indexes and the classes of the losses it
+  /// labels, read from the graph (never from names); 0 when it indexes
+  /// nothing.
+  SmallVector<int64_t> valueLimits;
 
   /// Reads the module; `backend` ("cpu backend") prefixes the diagnostics.
   static FailureOr<StepSignature> analyze(ModuleOp module, StringRef backend);

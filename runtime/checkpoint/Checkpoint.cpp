@@ -8,6 +8,7 @@
 #include "runtime/core/Error.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -71,6 +72,43 @@ static void checkTensor(const SafetensorsFile &file,
                 dtypeName(want.dtype));
 }
 
+/// Throws when a float tensor read from `path` holds a NaN or an infinity:
+/// training from it would only fail steps later with a loss of nan that
+/// names neither the file nor the tensor.
+static void checkFinite(const std::string &path, const SafetensorsTensor &found,
+                        const std::string &name) {
+  if (found.dtype != DType::F32 && found.dtype != DType::BF16 &&
+      found.dtype != DType::F16)
+    return;
+  int64_t size = dtypeSize(found.dtype);
+  int64_t count = (found.end - found.begin) / size, bad = 0, first = -1;
+  float firstValue = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    float v;
+    if (found.dtype == DType::F32) {
+      std::memcpy(&v, found.data + 4 * i, 4);
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, found.data + 2 * i, 2);
+      v = found.dtype == DType::BF16 ? bf16ToFloat(bits) : halfToFloat(bits);
+    }
+    if (std::isfinite(v))
+      continue;
+    if (bad++ == 0) {
+      first = i;
+      firstValue = v;
+    }
+  }
+  if (bad)
+    throw Error(path + ": tensor " + name + " holds " + std::to_string(bad) +
+                " non-finite value" + (bad == 1 ? "" : "s") + " (the first, " +
+                (std::isnan(firstValue) ? std::string("nan")
+                 : firstValue > 0       ? std::string("inf")
+                                        : std::string("-inf")) +
+                ", at element " + std::to_string(first) + " of " +
+                std::to_string(count) + ")");
+}
+
 static void copyTensor(const SafetensorsTensor &found, const TensorDesc &want,
                        void *dst) {
   int64_t count = numElements(want);
@@ -111,6 +149,7 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                   model.name + "' needs");
     }
     checkTensor(file, *found, want, name, /*convert=*/false);
+    checkFinite("checkpoint " + path, *found, name);
     copyTensor(*found, want, dst);
   };
   for (int i = 0; i < model.numParams; ++i)
@@ -137,6 +176,7 @@ void loadParams(const std::string &path, const ModelDesc &model, void **params,
                   shapeString(want) + "), which model '" + model.name +
                   "' needs");
     checkTensor(file, *found, want, want.name, /*convert=*/true);
+    checkFinite(path, *found, want.name);
     copyTensor(*found, want, params[i]);
   }
   if (ignored) {
@@ -159,6 +199,7 @@ void loadTensor(const std::string &path, const std::string &key,
     throw Error(path + " has no tensor " + key + " (to initialise " +
                 tensor.name + ")");
   checkTensor(file, *found, tensor, key, /*convert=*/true);
+  checkFinite(path, *found, key);
   copyTensor(*found, tensor, dst);
 }
 

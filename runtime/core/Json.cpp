@@ -452,6 +452,10 @@ std::string formatDouble(double value) {
 }
 
 std::string formatFloat(float value) {
+  // printf spells a NaN with its sign bit as "-nan"; a NaN has no sign to
+  // tell a reader.
+  if (std::isnan(value))
+    return "nan";
   char buffer[40];
   for (int precision = 1; precision <= 9; ++precision) {
     std::snprintf(buffer, sizeof(buffer), "%.*g", precision,

@@ -76,6 +76,11 @@ struct StateDesc {
 struct InputDesc {
   TensorDesc tensor;
   InputRole role;
+  /// Integer inputs: every value must be < valueLimit, the rows of the
+  /// embedding tables the input indexes and the classes of the losses it
+  /// labels, as the compiler read them from the graph; 0 when it indexes
+  /// nothing (then nothing is checked).
+  int64_t valueLimit;
 };
 
 /// The processes that train one model together (data parallel): defined by
@@ -152,9 +157,6 @@ struct TrainingDefaults {
   int64_t seed;
   float lr;
   int64_t gradAccum;
-  /// Token models: every token must be < vocabSize (0: the runtime takes the
-  /// logits' last dim or the rows of the "wte" table).
-  int64_t vocabSize;
 };
 
 struct ModelDesc {

@@ -396,20 +396,20 @@ void Trainer::checkModel() {
                 std::to_string(micro_ * world_) +
                 " or compile with grad_accum (tgc --grad-accum N)");
 
-  // What the data must fit: the vocabulary, the classes.
-  if (kind_ == DataKind::Tokens) {
-    vocabSize_ = model_.defaults.vocabSize;
-    if (vocabSize_ <= 0 && model_.numOutputs > 0 &&
-        model_.outputs[0].rank >= 1)
-      vocabSize_ = model_.outputs[0].shape[model_.outputs[0].rank - 1];
-    for (int i = 0; vocabSize_ <= 0 && i < model_.numParams; ++i)
-      if (std::strstr(model_.params[i].tensor.name, "wte") &&
-          model_.params[i].tensor.rank == 2)
-        vocabSize_ = model_.params[i].tensor.shape[0];
+  // What the data must fit: the vocabulary (tokens feed embeddings and
+  // label the loss), the classes. The compiler read each input's bound from
+  // the graph: the rows of the tables it indexes, the logits it labels.
+  auto tighten = [](int64_t &limit, int64_t bound) {
+    if (bound > 0)
+      limit = limit == 0 ? bound : std::min(limit, bound);
+  };
+  for (int i = 0; i < model_.numInputs; ++i) {
+    const InputDesc &input = model_.inputs[i];
+    if (input.role == InputRole::Tokens || input.role == InputRole::Targets)
+      tighten(vocabSize_, input.valueLimit);
+    if (input.role == InputRole::Labels)
+      tighten(numClasses_, input.valueLimit);
   }
-  if (kind_ == DataKind::Classes && model_.numOutputs > 0 &&
-      model_.outputs[0].rank >= 1)
-    numClasses_ = model_.outputs[0].shape[model_.outputs[0].rank - 1];
 }
 
 void Trainer::setUpData() {
@@ -460,11 +460,17 @@ void Trainer::setUpData() {
                   " features per row, but model '" + model_.name +
                   "' input " + model_.inputs[featuresInput_].tensor.name +
                   " takes " + std::to_string(numFeatures_));
+    // The file's header may count more classes than its rows use; a label
+    // the model has no logit for is the error.
     if (numClasses_ > 0 && data.numClasses() > numClasses_)
-      throw Error(path + ": " + std::to_string(data.numClasses()) +
-                  " classes, but model '" + model_.name + "' output " +
-                  model_.outputs[0].name + " has " +
-                  std::to_string(numClasses_));
+      for (int64_t row = 0; row < data.numRows(); ++row)
+        if (data.label(row) >= numClasses_)
+          throw Error(path + ": row " + std::to_string(row) + " has label " +
+                      std::to_string(data.label(row)) + ", but model '" +
+                      model_.name + "' has " + std::to_string(numClasses_) +
+                      " classes (labels 0.." +
+                      std::to_string(numClasses_ - 1) + "; the file declares " +
+                      std::to_string(data.numClasses()) + ")");
     return loader;
   };
   if (!opt_.data.empty())
@@ -873,6 +879,13 @@ int Trainer::run() {
   bool validate = valTokens_ || valClasses_;
   auto runEval = [&](int64_t step) {
     EvalResult r = evaluate();
+    if (!std::isfinite(r.loss))
+      throw Error("the validation loss on " + opt_.valData + " is " +
+                  formatFloat(static_cast<float>(r.loss)) + " at step " +
+                  std::to_string(step) +
+                  (step == 0 ? " (before training: check the data and the "
+                               "initial weights)"
+                             : " (lower --lr?)"));
     if (std::isnan(firstValLoss_))
       firstValLoss_ = r.loss;
     lastValLoss_ = r.loss;
@@ -945,16 +958,26 @@ int Trainer::run() {
         step % opt_.checkpointEvery == 0 && step < opt_.steps)
       saveCheckpoint(step);
   }
+  // Interrupted runs exit with 128 + the signal, as a shell reports a
+  // process the signal killed, so a scheduler can tell them from finished
+  // ones (another rank's signal counts as SIGTERM).
+  int interruptedBy = stopSignal == SIGINT ? SIGINT : SIGTERM;
+  std::string interruption;
   if (stopped) {
-    progress_->message(std::string("stopping at step ") +
-                       std::to_string(step) + " on " +
-                       (stopSignal == SIGINT    ? "SIGINT"
-                        : stopSignal == SIGTERM ? "SIGTERM"
-                                                : "another rank's signal"));
-    if (!opt_.checkpointDir.empty())
+    interruption = std::string("interrupted by ") +
+                   (stopSignal == SIGINT    ? "SIGINT"
+                    : stopSignal == SIGTERM ? "SIGTERM"
+                                            : "another rank's signal") +
+                   " at step " + std::to_string(step) + " of " +
+                   std::to_string(opt_.steps) + "; ";
+    if (!opt_.checkpointDir.empty()) {
       saveCheckpoint(step);
-    else
-      progress_->message("no --checkpoint-dir: the run's state is not saved");
+      interruption += "checkpoint " +
+                      checkpointPath(opt_.checkpointDir, step) +
+                      " (continue with --resume " + opt_.checkpointDir + ")";
+    } else {
+      interruption += "no --checkpoint-dir: the run's state is not saved";
+    }
   } else {
     if (validate)
       runEval(step);
@@ -972,8 +995,12 @@ int Trainer::run() {
     if (!opt_.quiet)
       std::printf("profile: %s (%zu events)\n", path.c_str(), trace_->size());
   }
-  if (!stopped)
-    finalLines();
+  if (stopped) {
+    if (isRoot())
+      std::fprintf(stderr, "%s\n", interruption.c_str());
+    return 128 + interruptedBy;
+  }
+  finalLines();
   return 0;
 }
 
@@ -1062,11 +1089,18 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                             .c_str());
       return 0;
     }
-    if (opt.steps < 0)
-      throw Error("--steps must be >= 0, got " + std::to_string(opt.steps));
-    if (opt.threads < 0)
-      throw Error("--threads must be >= 0, got " +
-                  std::to_string(opt.threads));
+    // Counts where 0 means "off" or "all": a negative one is a typo.
+    for (auto [flag, value] :
+         {std::pair<const char *, int64_t>{"steps", opt.steps},
+          {"threads", opt.threads},
+          {"eval-every", opt.evalEvery},
+          {"eval-batches", opt.evalBatches},
+          {"checkpoint-every", opt.checkpointEvery},
+          {"keep-checkpoints", opt.keepCheckpoints},
+          {"print-every", opt.printEvery}})
+      if (value < 0)
+        throw Error(std::string("--") + flag + " must be >= 0, got " +
+                    std::to_string(value));
     if (!(opt.lr >= 0))
       throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
     // The process group first: everything after may need the others (and
