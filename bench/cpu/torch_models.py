@@ -1,6 +1,9 @@
-"""PyTorch versions of the example models, written the way a PyTorch user
+"""PyTorch versions of the benchmark models, written the way a PyTorch user
 would (nn.Module, fused torch ops), for the CPU speed comparison.
-Shapes follow examples/*.json."""
+
+Module names follow the parameter names of our model files (examples/*.json,
+examples/gen_gpt2.py), so a safetensors file of our initial weights loads
+into them (load_tgc_weights): the two sides start from the same weights."""
 
 import math
 
@@ -10,7 +13,7 @@ import torch.nn.functional as F
 
 
 class MLP(nn.Module):
-    def __init__(self):
+    def __init__(self, spec):
         super().__init__()
         self.fc1 = nn.Linear(64, 128)
         self.fc2 = nn.Linear(128, 10)
@@ -20,7 +23,7 @@ class MLP(nn.Module):
 
 
 class CNN(nn.Module):
-    def __init__(self):
+    def __init__(self, spec):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
         self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
@@ -32,60 +35,88 @@ class CNN(nn.Module):
         return F.cross_entropy(self.fc(torch.flatten(h, 1)), y)
 
 
-class Block(nn.Module):
+class Attention(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
         self.heads = heads
-        self.ln_1 = nn.LayerNorm(d)
         self.c_attn = nn.Linear(d, 3 * d)
         self.c_proj = nn.Linear(d, d)
-        self.ln_2 = nn.LayerNorm(d)
-        self.c_fc = nn.Linear(d, 4 * d)
-        self.mlp_proj = nn.Linear(4 * d, d)
 
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = self.c_attn(x).split(C, dim=2)
         shape = (B, T, self.heads, C // self.heads)
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        # PyTorch 1.13 has no scaled_dot_product_attention: the masked
+        # softmax a user of it writes.
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         mask = torch.ones(T, T, dtype=torch.bool).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)
-        x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)),
-                                        approximate="tanh"))
+        return self.c_proj((att @ v).transpose(1, 2).reshape(B, T, C))
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.c_proj = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = MLPBlock(d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
 
 
 class GPT2(nn.Module):
-    def __init__(self, vocab=256, ctx=64, d=128, layers=2, heads=4):
+    """Shapes from the model file: vocab and width from wte, context from
+    wpe, depth from the h.N blocks; the head count is the file's."""
+
+    def __init__(self, spec):
         super().__init__()
+        shapes = {p["name"]: p["shape"] for p in spec["params"]}
+        vocab, d = shapes["wte.weight"]
+        ctx = shapes["wpe.weight"][0]
+        layers = len({n.split(".")[1] for n in shapes if n.startswith("h.")})
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.h = nn.ModuleList(Block(d, spec["heads"]) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d)
 
     def forward(self, idx, targets):
         T = idx.shape[1]
         x = self.wte(idx) + self.wpe(torch.arange(T))
-        for block in self.blocks:
+        for block in self.h:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()
         return F.cross_entropy(logits.view(-1, logits.size(-1)),
                                targets.view(-1))
 
 
-def batch(name, batch_size, seq_len=64):
-    g = torch.Generator().manual_seed(0)
-    if name == "mlp":
-        return (torch.rand(batch_size, 64, generator=g),
-                torch.randint(0, 10, (batch_size,), generator=g))
-    if name == "cnn":
-        return (torch.rand(batch_size, 1, 8, 8, generator=g),
-                torch.randint(0, 10, (batch_size,), generator=g))
-    return (torch.randint(0, 256, (batch_size, seq_len), generator=g),
-            torch.randint(0, 256, (batch_size, seq_len), generator=g))
+def make(kind, spec):
+    return {"mlp": MLP, "cnn": CNN, "gpt2": GPT2}[kind](spec)
 
 
-def make(name):
-    return {"mlp": MLP, "cnn": CNN, "gpt2-tiny": GPT2}[name]()
+def load_tgc_weights(model, tensors):
+    """Copies our parameters in: x @ W weights ([in, out]) become
+    nn.Linear's [out, in]; everything else has the same layout."""
+    linear = {name + ".weight" for name, m in model.named_modules()
+              if isinstance(m, nn.Linear)}
+    state = model.state_dict()
+    missing = set(state) - set(tensors)
+    if missing:
+        raise SystemExit("weights lack %s" % sorted(missing))
+    with torch.no_grad():
+        for name, value in state.items():
+            w = torch.from_numpy(tensors[name])
+            value.copy_(w.t() if name in linear else w)
