@@ -74,13 +74,77 @@ std::optional<std::string> splatLiteral(Value v) {
   return ("(" + cType(elem) + ")" + value).str();
 }
 
-/// Ops printed as one loop by emitElementwise: they read a splat constant
-/// as its literal, so it needs no storage.
+/// Ops printed as one loop (emitLoop): they read a splat constant as its
+/// literal, so it needs no storage. Alone, GELU and its gradient call the
+/// runtime's vectorized loops instead.
 bool isLoopOp(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp,
-             CompareOp, SelectOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-             TanhOp, ReluOp, SigmoidOp, SiluOp, GeluOp, GeluGradOp, CastOp,
-             BroadcastToOp>(op);
+  return isa<KernelOp>(op) ||
+         (isElementwiseOp(op) && !isa<GeluOp, GeluGradOp>(op));
+}
+
+std::string castExpr(StringRef expr, Type to) {
+  if (to.isInteger(1))
+    return ("(uint8_t)(" + expr + " != 0)").str();
+  return ("(" + cType(to) + ")(" + expr + ")").str();
+}
+
+/// The C expression of one element of an elementwise op's result, from its
+/// operands' elements `a`.
+std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
+  auto format = [&](const char *fmt) {
+    return a.size() == 1   ? llvm::formatv(fmt, a[0]).str()
+           : a.size() == 2 ? llvm::formatv(fmt, a[0], a[1]).str()
+                           : llvm::formatv(fmt, a[0], a[1], a[2]).str();
+  };
+  Type elem = tensorType(op->getResult(0)).getElementType();
+  return llvm::TypeSwitch<Operation *, std::string>(op)
+      .Case([&](AddOp) { return format("{0} + {1}"); })
+      .Case([&](SubOp) { return format("{0} - {1}"); })
+      .Case([&](MulOp) { return format("{0} * {1}"); })
+      .Case([&](DivOp) { return format("{0} / {1}"); })
+      .Case([&](PowOp) { return format("std::pow({0}, {1})"); })
+      .Case([&](MaximumOp) { return format("({0} >= {1} ? {0} : {1})"); })
+      .Case([&](MinimumOp) { return format("({0} <= {1} ? {0} : {1})"); })
+      .Case([&](CompareOp c) {
+        StringRef sym = llvm::StringSwitch<StringRef>(c.getPredicate())
+                            .Case("eq", "==")
+                            .Case("ne", "!=")
+                            .Case("lt", "<")
+                            .Case("le", "<=")
+                            .Case("gt", ">")
+                            .Default(">=");
+        return format(("(uint8_t)({0} " + sym + " {1})").str().c_str());
+      })
+      .Case([&](SelectOp) { return format("({0} ? {1} : {2})"); })
+      .Case([&](NegOp) { return format("-{0}"); })
+      .Case([&](AbsOp) {
+        return format(isa<FloatType>(elem) ? "std::fabs({0})"
+                                           : "std::abs({0})");
+      })
+      .Case([&](ExpOp) { return format("std::exp({0})"); })
+      .Case([&](LogOp) { return format("std::log({0})"); })
+      .Case([&](SqrtOp) { return format("std::sqrt({0})"); })
+      .Case([&](RsqrtOp) { return format("1.0f / std::sqrt({0})"); })
+      .Case([&](TanhOp) { return format("std::tanh({0})"); })
+      .Case([&](ReluOp) { return format("({0} > 0.0f ? {0} : 0.0f)"); })
+      .Case([&](SigmoidOp) { return format("1.0f / (1.0f + std::exp(-{0}))"); })
+      .Case([&](SiluOp) { return format("{0} / (1.0f + std::exp(-{0}))"); })
+      .Case([&](GeluOp g) {
+        return llvm::formatv("tgc::cpu::gelu_scalar({0}, {1})", a[0],
+                             g.getApproximate() == "tanh" ? "true" : "false")
+            .str();
+      })
+      .Case([&](GeluGradOp g) {
+        return llvm::formatv("tgc::cpu::gelu_grad_scalar({0}, {1}, {2})", a[0],
+                             a[1],
+                             g.getApproximate() == "tanh" ? "true" : "false")
+            .str();
+      })
+      .Case([&](CastOp) { return castExpr(a[0], elem); })
+      .Case([&](BroadcastToOp) { return a[0]; })
+      .Default([&](Operation *) -> std::string {
+        llvm_unreachable("scalarExpr: not an elementwise op");
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -112,10 +176,17 @@ private:
 
   // Elementwise loops.
   std::string indexExpr(Value operand, Value result, StringRef i);
+  /// Prints one loop over `space`'s elements; `body` prints its
+  /// statements given each operand's read (broadcast into the loop, or a
+  /// splat's literal), the index of the element and the indentation.
+  void emitLoop(Value space, ValueRange operands,
+                llvm::function_ref<void(ArrayRef<std::string>, StringRef,
+                                        StringRef)>
+                    body);
   void emitElementwise(Value result, ValueRange operands,
                        llvm::function_ref<std::string(ArrayRef<std::string>)>
-                           body);
-  std::string castExpr(StringRef expr, Type from, Type to);
+                           expr);
+  LogicalResult emitKernel(KernelOp kernel);
 
   LogicalResult emitMatmul(MatmulOp op);
   LogicalResult emitConstant(ConstantOp op);
@@ -255,19 +326,20 @@ static int64_t suffixBroadcastSize(Value operand, Value result) {
   return product(in);
 }
 
-void FunctionEmitter::emitElementwise(
-    Value result, ValueRange operands,
-    llvm::function_ref<std::string(ArrayRef<std::string>)> body) {
+void FunctionEmitter::emitLoop(
+    Value space, ValueRange operands,
+    llvm::function_ref<void(ArrayRef<std::string>, StringRef, StringRef)>
+        body) {
   // The common broadcast (every operand full-sized, a scalar, or repeating
   // along leading dims with one inner size) is a loop nest whose inner loop
   // vectorizes, instead of a modulo per element.
-  int64_t n = numel(result), inner = 0;
+  int64_t n = numel(space), inner = 0;
   bool nest = true;
   for (Value v : operands) {
     int64_t count = numel(v);
     if (count == n || count == 1)
       continue;
-    int64_t k = suffixBroadcastSize(v, result);
+    int64_t k = suffixBroadcastSize(v, space);
     if (k == 0 || (inner != 0 && k != inner)) {
       nest = false;
       break;
@@ -275,6 +347,7 @@ void FunctionEmitter::emitElementwise(
     inner = k;
   }
   if (nest && inner > 1) {
+    std::string index = "o * " + std::to_string(inner) + " + j";
     SmallVector<std::string> args;
     for (Value v : operands) {
       int64_t count = numel(v);
@@ -282,34 +355,69 @@ void FunctionEmitter::emitElementwise(
         args.push_back(*literal);
         continue;
       }
-      args.push_back(buf(v) + (count == n   ? "[o * " + std::to_string(inner) +
-                                                  " + j]"
+      args.push_back(buf(v) + (count == n   ? "[" + index + "]"
                                : count == 1 ? "[0]"
                                             : "[j]"));
     }
     os << "  #pragma omp parallel for if(" << n << " > 32768)\n"
        << "  for (int64_t o = 0; o < " << n / inner << "; ++o) {\n"
        << "    #pragma omp simd\n"
-       << "    for (int64_t j = 0; j < " << inner << "; ++j)\n"
-       << "      " << buf(result) << "[o * " << inner << " + j] = "
-       << body(args) << ";\n  }\n";
+       << "    for (int64_t j = 0; j < " << inner << "; ++j) {\n";
+    body(args, index, "      ");
+    os << "    }\n  }\n";
     return;
   }
   SmallVector<std::string> args;
   for (Value v : operands) {
     auto literal = splatLiteral(v);
     args.push_back(literal ? *literal
-                           : buf(v) + "[" + indexExpr(v, result, "i") + "]");
+                           : buf(v) + "[" + indexExpr(v, space, "i") + "]");
   }
   os << "  #pragma omp parallel for if(" << n << " > 32768)\n"
-     << "  for (int64_t i = 0; i < " << n << "; ++i)\n"
-     << "    " << buf(result) << "[i] = " << body(args) << ";\n";
+     << "  for (int64_t i = 0; i < " << n << "; ++i) {\n";
+  body(args, "i", "    ");
+  os << "  }\n";
 }
 
-std::string FunctionEmitter::castExpr(StringRef expr, Type from, Type to) {
-  if (to.isInteger(1))
-    return ("(uint8_t)(" + expr + " != 0)").str();
-  return ("(" + cType(to) + ")(" + expr + ")").str();
+void FunctionEmitter::emitElementwise(
+    Value result, ValueRange operands,
+    llvm::function_ref<std::string(ArrayRef<std::string>)> expr) {
+  emitLoop(result, operands,
+           [&](ArrayRef<std::string> args, StringRef index, StringRef indent) {
+             os << indent << buf(result) << "[" << index
+                << "] = " << expr(args) << ";\n";
+           });
+}
+
+LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
+  // One loop over the kernel's iteration space: each body op becomes a
+  // local of the loop body, only the yielded values are stored.
+  Block &body = kernel.getBody().front();
+  Value space = kernel.getResult(0);
+  emitLoop(space, kernel.getInputs(),
+           [&](ArrayRef<std::string> reads, StringRef index,
+               StringRef indent) {
+             DenseMap<Value, std::string> exprs;
+             for (auto [arg, read] : llvm::zip(body.getArguments(), reads))
+               exprs[arg] = read;
+             unsigned local = 0;
+             for (Operation &op : body.without_terminator()) {
+               SmallVector<std::string> args;
+               for (Value v : op.getOperands())
+                 args.push_back(exprs.lookup(v));
+               Value r = op.getResult(0);
+               std::string name = "t" + std::to_string(local++);
+               os << indent << cTypeOf(r) << " " << name << " = "
+                  << scalarExpr(&op, args) << ";\n";
+               exprs[r] = name;
+             }
+             for (auto [result, yielded] :
+                  llvm::zip(kernel.getResults(),
+                            kernel.getYield().getValues()))
+               os << indent << buf(result) << "[" << index
+                  << "] = " << exprs.lookup(yielded) << ";\n";
+           });
+  return success();
 }
 
 LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
@@ -415,6 +523,8 @@ std::string nullable(FunctionEmitter &e, Value v) {
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
   std::string where = describeLoc(op->getLoc());
   os << "  // " << op->getName();
+  if (auto kernel = dyn_cast<KernelOp>(op); kernel && kernel.getName())
+    os << " " << *kernel.getName();
   if (!where.empty())
     os << " (" << where << ")";
   os << "\n";
@@ -426,65 +536,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       !isa<OptimizerUpdateOp>(op))
     return success(); // a view: no code
 
-  auto binary = [&](StringRef fmt) {
-    Value r = op->getResult(0);
-    emitElementwise(r, op->getOperands(), [&](ArrayRef<std::string> a) {
-      return llvm::formatv(fmt.data(), a[0], a[1]).str();
-    });
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    return emitKernel(kernel);
+  if (isLoopOp(op)) {
+    emitElementwise(op->getResult(0), op->getOperands(),
+                    [&](ArrayRef<std::string> a) { return scalarExpr(op, a); });
     return success();
-  };
-  auto unary = [&](StringRef fmt) {
-    Value r = op->getResult(0);
-    emitElementwise(r, op->getOperands(), [&](ArrayRef<std::string> a) {
-      return llvm::formatv(fmt.data(), a[0]).str();
-    });
-    return success();
-  };
-  bool isFloat = isa<FloatType>(
-      tensorType(op->getResult(0)).getElementType());
+  }
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](AddOp) { return binary("{0} + {1}"); })
-      .Case([&](SubOp) { return binary("{0} - {1}"); })
-      .Case([&](MulOp) { return binary("{0} * {1}"); })
-      .Case([&](DivOp) { return binary("{0} / {1}"); })
-      .Case([&](PowOp) { return binary("std::pow({0}, {1})"); })
-      .Case([&](MaximumOp) { return binary("({0} >= {1} ? {0} : {1})"); })
-      .Case([&](MinimumOp) { return binary("({0} <= {1} ? {0} : {1})"); })
-      .Case([&](CompareOp c) {
-        StringRef p = c.getPredicate();
-        StringRef sym = llvm::StringSwitch<StringRef>(p)
-                            .Case("eq", "==")
-                            .Case("ne", "!=")
-                            .Case("lt", "<")
-                            .Case("le", "<=")
-                            .Case("gt", ">")
-                            .Default(">=");
-        return binary(("(uint8_t)({0} " + sym + " {1})").str());
-      })
-      .Case([&](SelectOp s) {
-        emitElementwise(s.getResult(), s->getOperands(),
-                        [&](ArrayRef<std::string> a) {
-                          return llvm::formatv("({0} ? {1} : {2})", a[0], a[1],
-                                               a[2])
-                              .str();
-                        });
-        return success();
-      })
-      .Case([&](NegOp) { return unary("-{0}"); })
-      .Case([&](AbsOp) {
-        return unary(isFloat ? "std::fabs({0})" : "std::abs({0})");
-      })
-      .Case([&](ExpOp) { return unary("std::exp({0})"); })
-      .Case([&](LogOp) { return unary("std::log({0})"); })
-      .Case([&](SqrtOp) { return unary("std::sqrt({0})"); })
-      .Case([&](RsqrtOp) { return unary("1.0f / std::sqrt({0})"); })
-      .Case([&](TanhOp) { return unary("std::tanh({0})"); })
-      .Case([&](ReluOp) { return unary("({0} > 0.0f ? {0} : 0.0f)"); })
-      .Case([&](SigmoidOp) {
-        return unary("1.0f / (1.0f + std::exp(-{0}))");
-      })
-      .Case([&](SiluOp) { return unary("{0} / (1.0f + std::exp(-{0}))"); })
       .Case([&](GeluOp g) {
         // The runtime's GELU vectorizes (and keeps accuracy for large
         // negative inputs); see runtime/cpu/Activation.cpp.
@@ -498,20 +558,6 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
            << buf(g.getX()) << ", " << buf(g.getResult()) << ", "
            << numel(g.getX()) << ", "
            << (g.getApproximate() == "tanh" ? "true" : "false") << ");\n";
-        return success();
-      })
-      .Case([&](CastOp c) {
-        Type from = tensorType(c.getX()).getElementType();
-        Type to = tensorType(c.getResult()).getElementType();
-        emitElementwise(c.getResult(), {c.getX()},
-                        [&](ArrayRef<std::string> a) {
-                          return castExpr(a[0], from, to);
-                        });
-        return success();
-      })
-      .Case([&](BroadcastToOp b) {
-        emitElementwise(b.getResult(), {b.getX()},
-                        [&](ArrayRef<std::string> a) { return a[0]; });
         return success();
       })
       .Case([&](MatmulOp m) { return emitMatmul(m); })
@@ -870,7 +916,10 @@ LogicalResult FunctionEmitter::emit(
     if (failed(emitOp(&op)))
       return failure();
     if (timed) {
-      std::string label = op.getName().stripDialect().str();
+      auto kernel = dyn_cast<KernelOp>(op);
+      std::string label = kernel && kernel.getName()
+                              ? kernel.getName()->str()
+                              : op.getName().stripDialect().str();
       std::string where = describeLoc(op.getLoc());
       if (!where.empty())
         label += " " + where;

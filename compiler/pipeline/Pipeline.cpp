@@ -3,6 +3,7 @@
 #include "compiler/pipeline/Pipeline.h"
 
 #include "passes/autodiff/Passes.h"
+#include "passes/fusion/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
 
@@ -19,6 +20,7 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Case("precision", Phase::Precision)
       .Case("autodiff", Phase::Autodiff)
       .Case("optimizer", Phase::Optimizer)
+      .Case("fusion", Phase::Fusion)
       .Case("source", Phase::Source)
       .Case("executable", Phase::Executable)
       .Default(std::nullopt);
@@ -34,6 +36,8 @@ StringRef mlir::tg::phaseName(Phase phase) {
     return "autodiff";
   case Phase::Optimizer:
     return "optimizer";
+  case Phase::Fusion:
+    return "fusion";
   case Phase::Source:
     return "source";
   case Phase::Executable:
@@ -80,15 +84,23 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (from < Phase::Fusion && to >= Phase::Fusion) {
+    // After tg-optimizer and its clean-up: groups the ops of @train_step,
+    // @forward_backward and @forward as they will run.
+    FusePassOptions opt;
+    opt.fusion = options.fusion;
+    pm.addNestedPass<func::FuncOp>(createFusePass(opt));
+  }
 }
 
 void mlir::tg::registerTrainingPipeline() {
   PassPipelineRegistration<>(
       "tgc-training",
-      "Model IR to @train_step: tg-precision, canonicalize, tg-autodiff, "
-      "cse, tg-optimizer, tg-inference-forward",
+      "Model IR to @train_step in kernels: tg-precision, canonicalize, "
+      "tg-autodiff, cse, tg-optimizer, tg-inference-forward, canonicalize, "
+      "cse, tg-fuse",
       [](OpPassManager &pm) {
         buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
-                              Phase::Optimizer);
+                              Phase::Fusion);
       });
 }

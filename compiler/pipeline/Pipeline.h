@@ -22,6 +22,7 @@ enum class Phase {
   Precision, ///< @forward computing in the precision policy's types
   Autodiff,  ///< + @forward_backward
   Optimizer, ///< + @train_step
+  Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
   Source,    ///< emitted C++ source
   Executable ///< the training executable, built by the host compiler
 };
@@ -44,14 +45,19 @@ struct PipelineOptions {
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.
   std::string precision;
+  /// tg-fuse's rules: "none", "elementwise" or "all".
+  std::string fusion = "all";
 };
 
+/// The last phase whose output is IR.
+constexpr Phase kLastIRPhase = Phase::Fusion;
+
 /// Adds the passes that take IR from after `from` to after `to` (both
-/// between Import and Optimizer).
+/// between Import and Fusion).
 void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
                            Phase from, Phase to);
 
-/// Registers `tgc-training` with tg-opt: import -> optimizer in one go.
+/// Registers `tgc-training` with tg-opt: import -> fusion in one go.
 void registerTrainingPipeline();
 
 } // namespace mlir::tg

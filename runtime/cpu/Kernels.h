@@ -19,6 +19,9 @@
 #ifndef TGC_RUNTIME_CPU_KERNELS_H
 #define TGC_RUNTIME_CPU_KERNELS_H
 
+#include "runtime/cpu/FastExp.h"
+
+#include <cmath>
 #include <cstdint>
 
 namespace tgc::cpu {
@@ -84,8 +87,34 @@ void rms_norm_grad(const float *g, const float *x, const float *w, float *dx,
 // Activations and dropout
 //===----------------------------------------------------------------------===//
 
-/// GELU: x * Phi(x) exactly, or with tanhApprox
-/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+/// GELU of one element: x * Phi(x) exactly (through erfc, which keeps its
+/// relative accuracy for large negative x), or with tanhApprox
+/// 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), written as
+/// x * sigmoid(2u) (no cancellation near -1; vectorizes through fastExp).
+/// Inline so that generated fused loops compute what gelu() does.
+inline float gelu_scalar(float x, bool tanhApprox) {
+  if (tanhApprox) {
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + fastExp(-2.0f * u));
+  }
+  return x * 0.5f * std::erfc(-x * 0.7071067811865476f);
+}
+/// g * gelu'(x) for one element.
+inline float gelu_grad_scalar(float g, float x, bool tanhApprox) {
+  if (tanhApprox) {
+    // d/dx [x s(2u)] = s + x s (1 - s) 2 u'.
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+    float s = 1.0f / (1.0f + fastExp(-2.0f * u));
+    return g * (s + x * s * (1.0f - s) * 2.0f * du);
+  }
+  // d/dx [x Phi(x)] = Phi(x) + x phi(x).
+  float cdf = 0.5f * std::erfc(-x * 0.7071067811865476f);
+  float pdf = 0.3989422804014327f * std::exp(-0.5f * x * x);
+  return g * (cdf + x * pdf);
+}
+
+/// GELU: gelu_scalar over n elements.
 void gelu(const float *x, float *y, int64_t n, bool tanhApprox);
 /// dx = g * gelu'(x).
 void gelu_grad(const float *g, const float *x, float *dx, int64_t n,

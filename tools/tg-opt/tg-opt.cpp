@@ -8,6 +8,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "passes/autodiff/Passes.h"
+#include "passes/fusion/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
 
@@ -19,6 +20,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::tg::registerAutodiffPasses();
+  mlir::tg::registerFusionPasses();
   mlir::tg::registerOptimizerPasses();
   mlir::tg::registerPrecisionPasses();
   mlir::tg::registerTrainingPipeline();

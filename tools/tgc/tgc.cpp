@@ -73,14 +73,20 @@ cl::opt<EmitKind> emit(
 cl::opt<std::string> compileTo(
     "compile-to",
     cl::desc("Stop after this phase and print its IR: import, precision, "
-             "autodiff, optimizer (source and executable as --emit=cpp and "
-             "exe)"),
+             "autodiff, optimizer, fusion (source and executable as "
+             "--emit=cpp and exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
 cl::opt<std::string> compileFrom(
     "compile-from",
     cl::desc("The phase a .mlir input has been through (default: import, or "
              "what its functions show)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
+cl::opt<std::string> fusionRules(
+    "fusion",
+    cl::desc("tg-fuse's rules: none, elementwise or all (default). "
+             "--target=cuda groups ops in its emitter for now and ignores "
+             "this"),
+    cl::init("all"), cl::value_desc("rules"), cl::cat(tgcCategory));
 cl::opt<std::string> target(
     "target",
     cl::desc("Where the step runs: cpu (default; C++ with OpenMP and "
@@ -146,6 +152,12 @@ cl::opt<bool> noDataParallel(
 
 /// The last phase whose output `module` shows.
 Phase phaseOf(ModuleOp module) {
+  // tgc records the phase of the IR it writes; IR from elsewhere is read
+  // from its functions.
+  if (auto recorded =
+          module->getAttrOfType<StringAttr>(TgDialect::kPhaseAttr))
+    if (auto phase = parsePhase(recorded.getValue()))
+      return *phase;
   if (module.lookupSymbol("train_step"))
     return Phase::Optimizer;
   if (module.lookupSymbol("forward_backward"))
@@ -277,7 +289,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (!stopAfter)
       return fail("unknown phase '" + compileTo +
                   "' for --compile-to; expected import, precision, autodiff, "
-                  "optimizer, source or executable");
+                  "optimizer, fusion, source or executable");
   }
   Phase last = Phase::Executable;
   if (emit == EmitKind::Mlir)
@@ -286,9 +298,13 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     last = Phase::Source;
   else if (stopAfter)
     last = *stopAfter;
-  if (emit == EmitKind::Mlir && last > Phase::Optimizer)
+  if (emit == EmitKind::Mlir && last > kLastIRPhase)
     return fail("--emit=mlir writes IR: --compile-to must be import, "
-                "precision, autodiff or optimizer");
+                "precision, autodiff, optimizer or fusion");
+  if (fusionRules != "none" && fusionRules != "elementwise" &&
+      fusionRules != "all")
+    return fail("unknown --fusion '" + fusionRules +
+                "'; expected none, elementwise or all");
   // The target: --emit=cuda implies cuda.
   std::string where = target.empty()
                           ? (emit == EmitKind::Cuda ? "cuda" : "cpu")
@@ -340,10 +356,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     from = phaseOf(*module);
     if (!compileFrom.empty()) {
       auto given = parsePhase(compileFrom);
-      if (!given || *given > Phase::Optimizer)
+      if (!given || *given > kLastIRPhase)
         return fail("unknown phase '" + compileFrom +
                     "' for --compile-from; expected import, precision, "
-                    "autodiff or optimizer");
+                    "autodiff, optimizer or fusion");
       if (*given != from)
         return fail("--compile-from=" + compileFrom + " but " + inputFile +
                     " holds IR after phase '" + phaseName(from) + "'");
@@ -373,7 +389,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   applied.getValue() + "', not --precision=" + precision);
 
   // The passes.
-  if (std::min(last, Phase::Optimizer) > from) {
+  if (std::min(last, kLastIRPhase) > from) {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
@@ -389,7 +405,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.gradAccum = gradAccum;
     options.dataParallel = !noDataParallel;
     options.precision = policy;
-    Phase to = std::min(last, Phase::Optimizer);
+    // The CUDA emitter still groups ops itself (it does not print tg.kernel
+    // yet).
+    options.fusion = cuda ? "none" : fusionRules.getValue();
+    Phase to = std::min(last, kLastIRPhase);
     if (cuda && from < Phase::Precision && to >= Phase::Precision) {
       // runtime/cuda has f32 kernels only for convolution and pooling: under
       // bf16 those ops (and so their gradients) stay in f32. The rest of the
@@ -406,7 +425,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (failed(pm.run(*module)))
       return failure();
   }
-  if (last <= Phase::Optimizer)
+  (*module)->setAttr(TgDialect::kPhaseAttr,
+                     StringAttr::get(&context, phaseName(std::min(
+                                                   last, kLastIRPhase))));
+  if (last <= kLastIRPhase)
     return writeText(outputFile, [&](llvm::raw_ostream &os) {
       module->print(os);
       os << "\n";

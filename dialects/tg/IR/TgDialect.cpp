@@ -198,7 +198,7 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if ((name == kModelAttr || name == kTrainingAttr ||
-       name == kPrecisionAttr) &&
+       name == kPrecisionAttr || name == kPhaseAttr) &&
       !isa<ModuleOp>(op))
     return op->emitError() << "'" << name << "' belongs on the module, not on '"
                            << op->getName() << "'";
@@ -215,6 +215,18 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
     if (!str || !llvm::is_contained({"fp32", "bf16"}, str.getValue()))
       return op->emitError() << "'" << name
                              << "' must be \"fp32\" or \"bf16\", got "
+                             << attr.getValue();
+    return success();
+  }
+  if (name == kPhaseAttr) {
+    // The pipeline phase tgc ran the module through (compiler/pipeline).
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    if (!str || !llvm::is_contained({"import", "precision", "autodiff",
+                                     "optimizer", "fusion"},
+                                    str.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be import, precision, autodiff, "
+                                "optimizer or fusion, got "
                              << attr.getValue();
     return success();
   }

@@ -49,7 +49,9 @@ def Tg_Dialect : Dialect {
     Module attributes: `tg.model` (the model's name), `tg.training` (the
     model file's training table as a dictionary) and `tg.precision`, the
     precision policy tg-precision applied (`"bf16"`; absent, or `"fp32"`,
-    when everything computes in f32).
+    when everything computes in f32), and `tg.phase`, the last pipeline
+    phase tgc ran the module through (`"optimizer"`, `"fusion"`, ...), which
+    `tgc --compile-from` reads.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -76,6 +78,7 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
     static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
     static constexpr ::llvm::StringLiteral kPrecisionAttr = "tg.precision";
+    static constexpr ::llvm::StringLiteral kPhaseAttr = "tg.phase";
   }];
 }
 

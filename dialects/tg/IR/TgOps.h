@@ -27,6 +27,11 @@ namespace mlir::tg {
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                 ArrayRef<int64_t> b);
 
+/// Whether `op` computes each element of its result from the elements of
+/// its operands at the same (broadcast) position alone: what a tg.kernel of
+/// kind `elementwise` may hold and tg-fuse groups.
+bool isElementwiseOp(Operation *op);
+
 /// `axis` counted from the back when negative; failure when out of range.
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 

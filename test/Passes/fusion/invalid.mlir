@@ -1,0 +1,6 @@
+// RUN: tg-opt %s -tg-fuse=fusion=greedy -verify-diagnostics
+
+// expected-error @+1 {{tg-fuse: unknown fusion 'greedy'; expected none, elementwise or all}}
+func.func @bad_option(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
