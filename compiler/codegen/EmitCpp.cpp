@@ -2,14 +2,13 @@
 //
 // One pass over @train_step and @forward. Every SSA value becomes a typed
 // pointer: arguments point into the runtime's buffers, intermediates into a
-// static arena planned by liveness (ArenaPlan), reshapes and in-place
+// static arena at the offsets tg-plan-memory chose, reshapes and in-place
 // optimizer updates into the buffer they view. Elementwise ops become OpenMP
 // loops with their broadcasting spelled out; the rest call runtime/cpu.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/codegen/EmitCpp.h"
-#include "compiler/codegen/ArenaPlan.h"
 #include "compiler/codegen/ModelDescription.h"
 
 #include "dialects/tg/IR/TgOps.h"
@@ -166,11 +165,14 @@ public:
 
   std::string buf(Value v) { return names.lookup(v); }
   llvm::raw_ostream &out() { return os; }
-  int64_t arenaBytes() const { return plan.peakBytes; }
+  int64_t arenaBytes() const { return arenaBytes_; }
 
 private:
   LogicalResult checkTypes();
-  void planBuffers();
+  /// Reads tg-plan-memory's plan; fails where it is missing.
+  LogicalResult readPlan();
+  /// The operand whose buffer `v` shares (tg.views), or null.
+  Value viewOf(Value v);
   LogicalResult emitOp(Operation *op);
   void declareResult(Value v);
 
@@ -193,7 +195,7 @@ private:
 
   func::FuncOp func;
   llvm::raw_ostream &os;
-  ArenaPlan plan;
+  int64_t arenaBytes_ = 0;
   DenseMap<Value, std::string> names;
   unsigned counter = 0;
   unsigned shapeCounter = 0;
@@ -224,48 +226,43 @@ LogicalResult FunctionEmitter::checkTypes() {
   return failure(walk.wasInterrupted());
 }
 
-void FunctionEmitter::planBuffers() {
-  auto aliasOf = [](OpResult r) -> Value {
-    Operation *op = r.getOwner();
-    if (isa<ReshapeOp, FlattenOp>(op))
-      return op->getOperand(0);
-    // In place when nothing else reads the operand.
-    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
-      Value input = reduce.getInputs()[r.getResultNumber()];
-      return input.hasOneUse() ? input : Value();
-    }
-    // In place: the new param and state overwrite the old ones.
-    if (auto update = dyn_cast<OptimizerUpdateOp>(op)) {
-      if (r.getResultNumber() == 0)
-        return update.getParam();
-      return update.getState()[r.getResultNumber() - 1];
-    }
+LogicalResult FunctionEmitter::readPlan() {
+  auto arena = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+  if (!arena)
+    return func.emitError("cpu backend: @")
+           << func.getName() << " has no memory plan (run tg-plan-memory)";
+  arenaBytes_ = arena.getInt();
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (op.getNumResults() > 0 && !isa<ConstantOp>(op) &&
+        !op.hasAttr(TgDialect::kOffsetsAttr))
+      return op.emitError("cpu backend: no arena offsets (tg.offsets): the "
+                          "memory plan is stale; run tg-plan-memory last");
+  return success();
+}
+
+Value FunctionEmitter::viewOf(Value v) {
+  auto r = dyn_cast<OpResult>(v);
+  auto views = r ? r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
+                       TgDialect::kViewsAttr)
+                 : DenseI64ArrayAttr();
+  if (!views || views[r.getResultNumber()] < 0)
     return {};
-  };
-  auto needsArena = [](Value v) {
-    return !isa_and_nonnull<ConstantOp>(v.getDefiningOp());
-  };
-  auto bytesOf = [](Value v) {
-    auto t = tensorType(v);
-    int64_t elem = t.getElementType().isInteger(1)
-                       ? 1
-                       : (t.getElementType().getIntOrFloatBitWidth() + 7) / 8;
-    return t.getNumElements() * elem;
-  };
-  plan = planArena(func, aliasOf, needsArena, bytesOf);
+  return r.getOwner()->getOperand(views[r.getResultNumber()]);
 }
 
 void FunctionEmitter::declareResult(Value v) {
   std::string name = "v" + std::to_string(counter++);
   names[v] = name;
-  auto it = plan.aliases.find(v);
-  if (it != plan.aliases.end()) {
+  if (Value viewed = viewOf(v)) {
     os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v) << " *)"
-       << buf(it->second) << ";\n";
+       << buf(viewed) << ";\n";
     return;
   }
+  auto r = cast<OpResult>(v);
+  int64_t offset = r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
+      TgDialect::kOffsetsAttr)[r.getResultNumber()];
   os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v)
-     << " *)(arena + " << plan.offsets.lookup(v) << ");\n";
+     << " *)(arena + " << offset << ");\n";
 }
 
 std::string FunctionEmitter::indexExpr(Value operand, Value result,
@@ -815,7 +812,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         StringRef fn = r.getReduction() == "mean" ? "allReduceMean"
                                                   : "allReduceSum";
         for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults())) {
-          if (buf(in) != buf(out) && plan.root(out) != plan.root(in))
+          if (viewOf(out) != in)
             os << "  std::memcpy(" << buf(out) << ", " << buf(in) << ", "
                << numel(in) << " * sizeof(float));\n";
           os << "  tgc::comm::" << fn << "(io.comm, " << buf(out) << ", "
@@ -895,8 +892,9 @@ LogicalResult FunctionEmitter::emit(
            << func.getName() << " must have a single block";
   if (failed(checkTypes()))
     return failure();
-  planBuffers();
-  os << "\n/// @" << func.getName() << ": " << plan.peakBytes
+  if (failed(readPlan()))
+    return failure();
+  os << "\n/// @" << func.getName() << ": " << arenaBytes_
      << " bytes of arena.\nstatic void " << name << "(tgc::StepIO &io) {\n"
      << "  char *arena = tgc_arena();\n  (void)arena;\n";
   for (BlockArgument arg : func.getArguments()) {

@@ -1,7 +1,8 @@
 //===- LaunchArena.h - Arena placement over a schedule of launches -*- C++ -*-===//
 //
-// The CUDA emitter places buffers by liveness like ArenaPlan does for the
-// CPU, but over its own schedule rather than the function's op order: a
+// The CUDA emitter places buffers by liveness like tg-plan-memory does for
+// the CPU (passes/memory), but over its own schedule rather than the
+// function's op order (until it prints the planned IR): a
 // fused launch (a GEMM with its bias and GELU epilogue, the fused
 // classifier, an elementwise chain) writes several values at one position,
 // gradient chains are hoisted next to their producers so that all-reduce

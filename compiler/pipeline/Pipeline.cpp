@@ -4,6 +4,7 @@
 
 #include "passes/autodiff/Passes.h"
 #include "passes/fusion/Passes.h"
+#include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
 
@@ -21,6 +22,7 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Case("autodiff", Phase::Autodiff)
       .Case("optimizer", Phase::Optimizer)
       .Case("fusion", Phase::Fusion)
+      .Case("memory", Phase::Memory)
       .Case("source", Phase::Source)
       .Case("executable", Phase::Executable)
       .Default(std::nullopt);
@@ -38,6 +40,8 @@ StringRef mlir::tg::phaseName(Phase phase) {
     return "optimizer";
   case Phase::Fusion:
     return "fusion";
+  case Phase::Memory:
+    return "memory";
   case Phase::Source:
     return "source";
   case Phase::Executable:
@@ -91,16 +95,22 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.fusion = options.fusion;
     pm.addNestedPass<func::FuncOp>(createFusePass(opt));
   }
+  if (from < Phase::Memory && to >= Phase::Memory && options.planMemory) {
+    // After tg-fuse: a kernel's intermediates need no buffers, its results
+    // do. Checked right away: a plan that overlaps live buffers is a bug.
+    pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
+    pm.addNestedPass<func::FuncOp>(createVerifyMemoryPass());
+  }
 }
 
 void mlir::tg::registerTrainingPipeline() {
   PassPipelineRegistration<>(
       "tgc-training",
-      "Model IR to @train_step in kernels: tg-precision, canonicalize, "
-      "tg-autodiff, cse, tg-optimizer, tg-inference-forward, canonicalize, "
-      "cse, tg-fuse",
+      "Model IR to @train_step in planned kernels: tg-precision, "
+      "canonicalize, tg-autodiff, cse, tg-optimizer, tg-inference-forward, "
+      "canonicalize, cse, tg-fuse, tg-plan-memory, tg-verify-memory",
       [](OpPassManager &pm) {
         buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
-                              Phase::Fusion);
+                              Phase::Memory);
       });
 }

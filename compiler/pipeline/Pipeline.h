@@ -23,6 +23,7 @@ enum class Phase {
   Autodiff,  ///< + @forward_backward
   Optimizer, ///< + @train_step
   Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
+  Memory,    ///< every buffer at an arena offset (tg-plan-memory)
   Source,    ///< emitted C++ source
   Executable ///< the training executable, built by the host compiler
 };
@@ -47,17 +48,20 @@ struct PipelineOptions {
   std::string precision;
   /// tg-fuse's rules: "none", "elementwise" or "all".
   std::string fusion = "all";
+  /// Plan the arena in IR (tg-plan-memory); the CUDA emitter still plans
+  /// its launches itself.
+  bool planMemory = true;
 };
 
 /// The last phase whose output is IR.
-constexpr Phase kLastIRPhase = Phase::Fusion;
+constexpr Phase kLastIRPhase = Phase::Memory;
 
 /// Adds the passes that take IR from after `from` to after `to` (both
-/// between Import and Fusion).
+/// between Import and Memory).
 void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
                            Phase from, Phase to);
 
-/// Registers `tgc-training` with tg-opt: import -> fusion in one go.
+/// Registers `tgc-training` with tg-opt: import -> memory in one go.
 void registerTrainingPipeline();
 
 } // namespace mlir::tg

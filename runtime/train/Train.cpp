@@ -567,8 +567,11 @@ void Trainer::initialise() {
                   static_cast<long long>(startStep_));
     return;
   }
-  for (int i = 0; i < model_.numParams; ++i)
-    initParam(model_.params[i], hostParams_[i], seed);
+  // --init-from holds every parameter (loadParams checks): drawing them
+  // first would be wasted work (seconds at GPT-2 124M).
+  if (opt_.initFrom.empty())
+    for (int i = 0; i < model_.numParams; ++i)
+      initParam(model_.params[i], hostParams_[i], seed);
   if (!opt_.initFrom.empty()) {
     std::string ignored;
     loadParams(opt_.initFrom, model_, hostParams_.data(), &ignored);

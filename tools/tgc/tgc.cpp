@@ -13,6 +13,7 @@
 #include "compiler/codegen/EmitCuda.h"
 #include "compiler/pipeline/Config.h"
 #include "compiler/pipeline/HostCompile.h"
+#include "compiler/pipeline/MemoryReport.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "frontend/ModelFile.h"
@@ -73,14 +74,25 @@ cl::opt<EmitKind> emit(
 cl::opt<std::string> compileTo(
     "compile-to",
     cl::desc("Stop after this phase and print its IR: import, precision, "
-             "autodiff, optimizer, fusion (source and executable as "
-             "--emit=cpp and exe)"),
+             "autodiff, optimizer, fusion, memory (source and executable "
+             "as --emit=cpp and exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
 cl::opt<std::string> compileFrom(
     "compile-from",
     cl::desc("The phase a .mlir input has been through (default: import, or "
              "what its functions show)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
+cl::opt<std::string> report(
+    "report",
+    cl::desc("memory: compile to the memory phase and print the plan: the "
+             "arena's peak beside its lower bound, and bytes by category "
+             "(--target=cpu)"),
+    cl::value_desc("kind"), cl::cat(tgcCategory));
+cl::opt<std::string> reportPlot(
+    "report-plot",
+    cl::desc("with --report=memory: draw the bytes live over @train_step "
+             "as an SVG picture in this file"),
+    cl::value_desc("file.svg"), cl::cat(tgcCategory));
 cl::opt<std::string> fusionRules(
     "fusion",
     cl::desc("tg-fuse's rules: none, elementwise or all (default). "
@@ -289,7 +301,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (!stopAfter)
       return fail("unknown phase '" + compileTo +
                   "' for --compile-to; expected import, precision, autodiff, "
-                  "optimizer, fusion, source or executable");
+                  "optimizer, fusion, memory, source or executable");
   }
   Phase last = Phase::Executable;
   if (emit == EmitKind::Mlir)
@@ -300,7 +312,17 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     last = *stopAfter;
   if (emit == EmitKind::Mlir && last > kLastIRPhase)
     return fail("--emit=mlir writes IR: --compile-to must be import, "
-                "precision, autodiff, optimizer or fusion");
+                "precision, autodiff, optimizer, fusion or memory");
+  if (!report.empty() && report != "memory")
+    return fail("unknown --report '" + report + "'; expected memory");
+  if (!reportPlot.empty() && report.empty())
+    return fail("--report-plot draws the memory report: add --report=memory");
+  if (!report.empty()) {
+    if (!compileTo.empty() || emit != EmitKind::Exe)
+      return fail("--report=memory compiles to the memory phase and prints "
+                  "the plan; drop --compile-to and --emit");
+    last = Phase::Memory;
+  }
   if (fusionRules != "none" && fusionRules != "elementwise" &&
       fusionRules != "all")
     return fail("unknown --fusion '" + fusionRules +
@@ -359,7 +381,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       if (!given || *given > kLastIRPhase)
         return fail("unknown phase '" + compileFrom +
                     "' for --compile-from; expected import, precision, "
-                    "autodiff, optimizer or fusion");
+                    "autodiff, optimizer, fusion or memory");
       if (*given != from)
         return fail("--compile-from=" + compileFrom + " but " + inputFile +
                     " holds IR after phase '" + phaseName(from) + "'");
@@ -408,6 +430,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     // The CUDA emitter still groups ops itself (it does not print tg.kernel
     // yet).
     options.fusion = cuda ? "none" : fusionRules.getValue();
+    options.planMemory = !cuda;
     Phase to = std::min(last, kLastIRPhase);
     if (cuda && from < Phase::Precision && to >= Phase::Precision) {
       // runtime/cuda has f32 kernels only for convolution and pooling: under
@@ -424,6 +447,19 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     }
     if (failed(pm.run(*module)))
       return failure();
+  }
+  if (!report.empty()) {
+    if (cuda)
+      return fail("--report=memory reads tg-plan-memory's plan, which "
+                  "--target=cuda does not use yet (its arena is planned in "
+                  "the emitter); use --target=cpu");
+    if (failed(printMemoryReport(*module, llvm::outs())))
+      return failure();
+    if (reportPlot.empty())
+      return success();
+    return writeText(reportPlot, [&](llvm::raw_ostream &os) {
+      return writeMemoryPlot(*module, os);
+    });
   }
   (*module)->setAttr(TgDialect::kPhaseAttr,
                      StringAttr::get(&context, phaseName(std::min(

@@ -218,15 +218,35 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == kOffsetsAttr || name == kViewsAttr) {
+    auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!values || values.size() != (int64_t)op->getNumResults())
+      return op->emitError() << "'" << name << "' must hold one i64 per result ("
+                             << op->getNumResults() << ")";
+    for (int64_t v : values.asArrayRef())
+      if (v < -1 || (name == kViewsAttr && v >= (int64_t)op->getNumOperands()))
+        return op->emitError() << "'" << name << "' holds " << v
+                               << (name == kViewsAttr
+                                       ? ", which is no operand number or -1"
+                                       : ", which is no offset or -1");
+    return success();
+  }
+  if (name == kArenaBytesAttr || name == kLiveBytesAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() < 0)
+      return op->emitError() << "'" << name
+                             << "' must be a byte count on a function";
+    return success();
+  }
   if (name == kPhaseAttr) {
     // The pipeline phase tgc ran the module through (compiler/pipeline).
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || !llvm::is_contained({"import", "precision", "autodiff",
-                                     "optimizer", "fusion"},
+                                     "optimizer", "fusion", "memory"},
                                     str.getValue()))
       return op->emitError() << "'" << name
                              << "' must be import, precision, autodiff, "
-                                "optimizer or fusion, got "
+                                "optimizer, fusion or memory, got "
                              << attr.getValue();
     return success();
   }

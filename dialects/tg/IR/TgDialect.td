@@ -52,6 +52,10 @@ def Tg_Dialect : Dialect {
     when everything computes in f32), and `tg.phase`, the last pipeline
     phase tgc ran the module through (`"optimizer"`, `"fusion"`, ...), which
     `tgc --compile-from` reads.
+    The memory plan (tg-plan-memory): op attributes `tg.offsets` (per
+    result, its arena offset or -1) and `tg.views` (per result, the operand
+    whose buffer it shares or -1); function attributes `tg.arena_bytes` and
+    `tg.live_bytes` (the peak and its lower bound).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -79,6 +83,11 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
     static constexpr ::llvm::StringLiteral kPrecisionAttr = "tg.precision";
     static constexpr ::llvm::StringLiteral kPhaseAttr = "tg.phase";
+    // The memory plan (tg-plan-memory).
+    static constexpr ::llvm::StringLiteral kOffsetsAttr = "tg.offsets";
+    static constexpr ::llvm::StringLiteral kViewsAttr = "tg.views";
+    static constexpr ::llvm::StringLiteral kArenaBytesAttr = "tg.arena_bytes";
+    static constexpr ::llvm::StringLiteral kLiveBytesAttr = "tg.live_bytes";
   }];
 }
 

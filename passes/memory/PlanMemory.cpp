@@ -1,0 +1,214 @@
+//===- PlanMemory.cpp - Arena offsets for every buffer -------------*- C++ -*-===//
+//
+// Two placements, the smaller peak kept:
+// - in op order: each op's results take the free block that fits them best
+//   (the arena grows when none does), and a buffer's block is given back,
+//   merged with its free neighbours, after its last reader; the free blocks
+//   by size and by offset are ordered sets, O(log n) per buffer;
+// - by size, largest first, each buffer at the lowest offset where it fits
+//   among the buffers already placed whose lives overlap its own (as
+//   TFLite's greedy-by-size arena): usually tighter, O(n^2), so only for
+//   steps of up to kMaxBuffersBySize buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/memory/Liveness.h"
+#include "passes/memory/Passes.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+#include <map>
+#include <set>
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "passes/memory/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// Free blocks below the arena's top, best fit, merged when given back.
+class BestFitArena {
+public:
+  int64_t allocate(int64_t bytes) {
+    auto fit = bySize.lower_bound({bytes, 0});
+    if (fit == bySize.end()) {
+      // Nothing fits: grow, reusing a free block that ends at the top.
+      int64_t offset = top;
+      if (auto last = byOffset.empty() ? byOffset.end()
+                                       : std::prev(byOffset.end());
+          last != byOffset.end() && last->first + last->second == top) {
+        offset = last->first;
+        take(last->first, last->second);
+      }
+      top = offset + bytes;
+      peak = std::max(peak, top);
+      return offset;
+    }
+    auto [size, offset] = *fit;
+    take(offset, size);
+    if (size > bytes)
+      give(offset + bytes, size - bytes);
+    return offset;
+  }
+
+  void release(int64_t offset, int64_t bytes) {
+    // Merge with the free blocks on either side.
+    auto next = byOffset.lower_bound(offset);
+    if (next != byOffset.end() && next->first == offset + bytes) {
+      bytes += next->second;
+      take(next->first, next->second);
+    }
+    auto prev = byOffset.lower_bound(offset);
+    if (prev != byOffset.begin()) {
+      --prev;
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        bytes += prev->second;
+        take(prev->first, prev->second);
+      }
+    }
+    give(offset, bytes);
+  }
+
+  int64_t peak = 0;
+
+private:
+  void give(int64_t offset, int64_t bytes) {
+    byOffset[offset] = bytes;
+    bySize.insert({bytes, offset});
+  }
+  void take(int64_t offset, int64_t bytes) {
+    byOffset.erase(offset);
+    bySize.erase({bytes, offset});
+  }
+
+  std::map<int64_t, int64_t> byOffset;
+  std::set<std::pair<int64_t, int64_t>> bySize;
+  int64_t top = 0;
+};
+
+/// Offsets and the peak they need.
+struct Placement {
+  SmallVector<int64_t> offsets;
+  int64_t peak = 0;
+};
+
+Placement placeInOrder(const StepLiveness &live) {
+  // Given back after the op at each position.
+  SmallVector<SmallVector<unsigned>> releases(live.ops.size());
+  for (auto [i, b] : llvm::enumerate(live.buffers))
+    releases[b.lastUse].push_back(i);
+  BestFitArena arena;
+  Placement placement;
+  placement.offsets.assign(live.buffers.size(), -1);
+  unsigned next = 0; // buffers are listed in the order they are defined
+  for (size_t at = 0; at < live.ops.size(); ++at) {
+    for (; next < live.buffers.size() && live.buffers[next].def == (int64_t)at;
+         ++next)
+      placement.offsets[next] = arena.allocate(live.buffers[next].bytes);
+    for (unsigned b : releases[at])
+      arena.release(placement.offsets[b], live.buffers[b].bytes);
+  }
+  placement.peak = arena.peak;
+  return placement;
+}
+
+constexpr size_t kMaxBuffersBySize = 4096;
+
+Placement placeBySize(const StepLiveness &live) {
+  SmallVector<unsigned> order(live.buffers.size());
+  for (unsigned i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return live.buffers[a].bytes > live.buffers[b].bytes;
+  });
+  Placement placement;
+  placement.offsets.assign(live.buffers.size(), -1);
+  SmallVector<unsigned> placed;
+  SmallVector<std::pair<int64_t, int64_t>> taken; // [offset, end)
+  for (unsigned i : order) {
+    const Buffer &b = live.buffers[i];
+    taken.clear();
+    for (unsigned j : placed) {
+      const Buffer &o = live.buffers[j];
+      if (o.def <= b.lastUse && b.def <= o.lastUse)
+        taken.push_back({placement.offsets[j], placement.offsets[j] + o.bytes});
+    }
+    llvm::sort(taken);
+    // The smallest gap that holds it, else above everything.
+    int64_t best = -1, bestGap = 0, cursor = 0;
+    for (auto [start, end] : taken) {
+      int64_t gap = start - cursor;
+      if (gap >= b.bytes && (best < 0 || gap < bestGap)) {
+        best = cursor;
+        bestGap = gap;
+      }
+      cursor = std::max(cursor, end);
+    }
+    if (best < 0)
+      best = cursor;
+    placement.offsets[i] = best;
+    placement.peak = std::max(placement.peak, best + b.bytes);
+    placed.push_back(i);
+  }
+  return placement;
+}
+
+struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using PlanMemoryPassBase::PlanMemoryPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("tg-plan-memory: @")
+          << func.getName() << " must have a single block";
+      return signalPassFailure();
+    }
+    StepLiveness live = StepLiveness::analyze(func);
+    Placement placement = placeInOrder(live);
+    if (live.buffers.size() <= kMaxBuffersBySize) {
+      Placement bySize = placeBySize(live);
+      if (bySize.peak < placement.peak)
+        placement = std::move(bySize);
+    }
+
+    Builder builder(func.getContext());
+    for (Operation *op : live.ops) {
+      if (op->getNumResults() == 0)
+        continue;
+      SmallVector<int64_t> offsets, views;
+      bool anyView = false;
+      for (OpResult r : op->getResults()) {
+        auto it = live.bufferOf.find(r);
+        int64_t offset = -1, view = -1;
+        if (it != live.bufferOf.end()) {
+          offset = placement.offsets[it->second];
+          ++numBuffers;
+        } else if (Value viewed = viewedOperand(r)) {
+          for (OpOperand &operand : op->getOpOperands())
+            if (operand.get() == viewed) {
+              view = operand.getOperandNumber();
+              break;
+            }
+          anyView = true;
+          ++numViews;
+        }
+        offsets.push_back(offset);
+        views.push_back(view);
+      }
+      op->setAttr(TgDialect::kOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
+      if (anyView)
+        op->setAttr(TgDialect::kViewsAttr, builder.getDenseI64ArrayAttr(views));
+    }
+    func->setAttr(TgDialect::kArenaBytesAttr,
+                  builder.getI64IntegerAttr(placement.peak));
+    func->setAttr(TgDialect::kLiveBytesAttr,
+                  builder.getI64IntegerAttr(live.liveBound));
+  }
+};
+
+} // namespace

@@ -1,0 +1,35 @@
+// RUN: tg-opt %s -split-input-file -tg-verify-memory -verify-diagnostics
+
+// Two buffers live at once at the same bytes.
+func.func @overlap(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64} {
+  // expected-note @+1 {{the other buffer}}
+  %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<8x64xf32>
+  // expected-error @+1 {{tg-verify-memory: this result's bytes [1024, 3072) overlap those of a buffer live at the same time, at [0, 2048)}}
+  %b = tg.neg %x {tg.offsets = array<i64: 1024>} : tensor<8x64xf32>
+  %c = tg.add %a, %b {tg.offsets = array<i64: 2048>} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32>
+  return %c : tensor<8x64xf32>
+}
+
+// -----
+
+// A pass after planning added an op: the plan is stale.
+func.func @stale(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena_bytes = 2048 : i64, tg.live_bytes = 2048 : i64} {
+  // expected-error @+1 {{tg-verify-memory: result 0 needs arena memory but has no offset}}
+  %a = tg.exp %x : tensor<8x64xf32>
+  return %a : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @outside(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena_bytes = 2048 : i64, tg.live_bytes = 2048 : i64} {
+  // expected-error @+1 {{tg-verify-memory: result 0 at bytes [64, 2112) is misaligned or outside the arena of 2048 bytes}}
+  %a = tg.exp %x {tg.offsets = array<i64: 64>} : tensor<8x64xf32>
+  return %a : tensor<8x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{tg-verify-memory: @unplanned has no memory plan (run tg-plan-memory)}}
+func.func @unplanned(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  return %x : tensor<8x64xf32>
+}
