@@ -1096,7 +1096,9 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
      << "    " << trainingDefaults(sig, module) << ",\n"
      << "    train_step,\n    /*accumulate=*/"
      << (sig.accumArgs.empty() ? "nullptr" : "grad_step")
-     << ",\n    eval_step,\n    grad_step,\n};\n\n"
+     << ",\n    eval_step,\n    grad_step,\n"
+     << "    /*device=*/nullptr,\n    /*flopsPerStep=*/0,\n"
+     << "    /*arenaBytes=*/kArenaBytes,\n};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";
   return success();

@@ -2995,7 +2995,8 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
      << ",\n    eval_step,\n    grad_step,\n"
      << "    /*device=*/tgc::cuda::deviceOps(tgc::cuda::Precision::"
      << (precision == "bf16" ? "BF16" : "FP32") << "),\n"
-     << "    /*flopsPerStep=*/kFlopsPerStep,\n};\n\n"
+     << "    /*flopsPerStep=*/kFlopsPerStep,\n"
+     << "    /*arenaBytes=*/kArenaBytes,\n};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";
 

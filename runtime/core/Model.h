@@ -189,6 +189,10 @@ struct ModelDesc {
   /// Model FLOPs of one micro-batch's training step (forward + backward:
   /// 6·N·tokens plus attention), for MFU; 0 when not computed.
   double flopsPerStep;
+  /// Bytes of the one arena the step functions' buffers live in, as the
+  /// compiler planned it (the runtime allocates exactly this and reports
+  /// it); 0 when unknown.
+  int64_t arenaBytes;
 };
 
 /// The training executable's main: parses flags, loads data, initialises or

@@ -873,8 +873,17 @@ int Trainer::run() {
       saveTo(opt_.saveFinal, startStep_);
     return 0;
   }
-  if (!opt_.log.empty() && isRoot())
+  if (!opt_.log.empty() && isRoot()) {
     log_.open(opt_.log, /*append=*/startStep_ > 0);
+    if (startStep_ == 0 && model_.arenaBytes > 0) {
+      JsonValue entry = JsonValue::object();
+      entry.set("arena_bytes", model_.arenaBytes);
+      log_.write(entry);
+    }
+  }
+  if (isRoot() && !opt_.quiet && model_.arenaBytes > 0)
+    std::printf("arena: %.2f MB for the step's buffers, as tgc planned it\n",
+                model_.arenaBytes / 1e6);
   bool tokens = kind_ == DataKind::Tokens;
   progress_ = std::make_unique<ProgressReporter>(
       opt_.steps, startStep_ + 1, opt_.quiet || !isRoot(), opt_.printEvery,
