@@ -91,7 +91,7 @@ static StringRef nodeNameOf(Location loc) {
 
 /// The ops a model file can hold (as the importer accepts them).
 static bool isModelFileOp(Operation *op) {
-  return isa<DifferentiableOpInterface, ConstantOp, CompareOp>(op);
+  return isa<DifferentiableOpInterface, ConstantOp, IotaOp, CompareOp>(op);
 }
 
 FailureOr<RankedTensorType>
@@ -255,8 +255,8 @@ ModelExporter::writeAttr(Operation *op, StringRef name, Attribute value) {
   return b.Finish();
 }
 
-/// reshape, broadcast_to, cast and constant: their result type, spelled as
-/// the attributes the importer reads it from.
+/// reshape, broadcast_to, cast, constant and iota: their result type, spelled
+/// as the attributes the importer reads it from.
 FailureOr<SmallVector<flatbuffers::Offset<fbs::Attr>>>
 ModelExporter::writeModelFileAttrs(Operation *op) {
   SmallVector<flatbuffers::Offset<fbs::Attr>> attrs;
@@ -282,6 +282,11 @@ ModelExporter::writeModelFileAttrs(Operation *op) {
   }
   if (isa<CastOp>(op)) {
     if (!push(dtypeAttr()))
+      return failure();
+    return attrs;
+  }
+  if (isa<IotaOp>(op)) {
+    if (!push(dtypeAttr()) || !push(shapeAttr()))
       return failure();
     return attrs;
   }
@@ -376,11 +381,11 @@ ModelExporter::writeNode(Operation *op) {
   for (Value operand : op->getOperands())
     inputs.push_back(tensorNames.lookup(operand));
 
-  // Attributes: the model-file ones of reshape, broadcast_to, cast and
-  // constant, then the op's own that differ from their defaults (import
-  // fills the defaults in again).
+  // Attributes: the model-file ones of reshape, broadcast_to, cast,
+  // constant and iota, then the op's own that differ from their defaults
+  // (import fills the defaults in again).
   SmallVector<flatbuffers::Offset<fbs::Attr>> attrs;
-  if (isa<ReshapeOp, BroadcastToOp, CastOp, ConstantOp>(op)) {
+  if (isa<ReshapeOp, BroadcastToOp, CastOp, ConstantOp, IotaOp>(op)) {
     auto special = writeModelFileAttrs(op);
     if (failed(special))
       return failure();

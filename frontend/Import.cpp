@@ -13,8 +13,8 @@
 // attribute constraints, result types come from the op's shape inference
 // (InferTypeOpInterface) where it has one, and every op is verified as soon as
 // it is built, so a diagnostic names the node it is about. The few ops whose
-// result type a model file spells out (reshape, broadcast_to, cast, constant)
-// take it from model-file attributes.
+// result type a model file spells out (reshape, broadcast_to, cast, constant,
+// iota) take it from model-file attributes.
 //
 // Every error names the file and the place: the JSON line and column where the
 // scanner found it, and in the message the path ("params[2] 'wte.weight'",
@@ -90,13 +90,14 @@ static StringRef stringOf(const flatbuffers::String *s) {
 }
 
 /// The ops a model file may use: the differentiable forward ops, plus
-/// constant and compare. Gradient, optimizer and collective ops are created
-/// by the compiler's passes.
+/// constant, iota and compare. Gradient, optimizer and collective ops are
+/// created by the compiler's passes.
 static bool isModelFileOp(RegisteredOperationName name) {
   if (name.getDialectNamespace() != TgDialect::getDialectNamespace())
     return false;
   return name.hasInterface<DifferentiableOpInterface>() ||
          name.getStringRef() == ConstantOp::getOperationName() ||
+         name.getStringRef() == IotaOp::getOperationName() ||
          name.getStringRef() == CompareOp::getOperationName();
 }
 
@@ -159,6 +160,8 @@ const ModelFileAttr kModelFileAttrs[] = {
      {AttrKind::Float, AttrKind::Int, AttrKind::Bool, AttrKind::Floats,
       AttrKind::Ints},
      true},
+    {"iota", "dtype", {AttrKind::String}, false},
+    {"iota", "shape", {AttrKind::Ints}, true},
 };
 
 /// Where a tensor name comes from.
@@ -877,6 +880,17 @@ FailureOr<Type> ModelImporter::modelFileResultType(unsigned index, StringRef op,
       return failure();
     return Type(RankedTensorType::get(input.getShape(), *element));
   }
+  if (op == "iota") {
+    FailureOr<Type> element = dtypeOf(find("dtype"));
+    if (failed(element))
+      return failure();
+    const NodeAttr *shapeAttr = find("shape");
+    auto shape =
+        resolveShapeAttr(shapeAttr->ints, std::nullopt, emitAt(shapeAttr));
+    if (failed(shape))
+      return failure();
+    return Type(RankedTensorType::get(*shape, *element));
+  }
 
   // constant: `value` is a splat (i, f, b) or every element (ints, floats).
   FailureOr<Type> element = dtypeOf(find("dtype"));
@@ -1095,6 +1109,13 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
                     builder.getDenseI32ArrayAttr(
                         {1, operands.size() >= 2, operands.size() >= 3}));
   }
+  // attention is query, key, value [, mask]: say so rather than leave it to
+  // ODS's "operand group starting at #3".
+  if (opName->getStringRef() == AttentionOp::getOperationName() &&
+      operands.size() > 4)
+    return error(where + ".inputs", nodePlace(index))
+           << "takes 3 or 4 inputs (query, key, value, mask), got "
+           << operands.size();
 
   // Result type: from the model-file attributes, from the op's shape
   // inference, or (for the ops that keep their operand's type: unary math,
@@ -1226,8 +1247,9 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
   auto func = func::FuncOp::create(builder, fileLoc, "forward",
                                    builder.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();
-  for (auto [i, attrs] : llvm::enumerate(argAttrs)) {
-    func.setArgAttrs(i, attrs);
+  // All at once: setting them one by one copies the whole list each time.
+  func.setAllArgAttrs(argAttrs);
+  for (unsigned i = 0; i < argAttrs.size(); ++i) {
     body->getArgument(i).setLoc(argLocs[i]);
     StringRef name = i < numParams
                          ? stringOf(root.params()->Get(i)->name())

@@ -14,6 +14,7 @@
 #include "dialects/tg/IR/TgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -81,6 +82,12 @@ bool isLoopOp(Operation *op) {
          (isElementwiseOp(op) && !isa<GeluOp, GeluGradOp>(op));
 }
 
+/// Ops that print code: timed into io.trace under --profile. Views and
+/// constants take no time.
+bool doesWork(Operation *op) {
+  return !isa<ConstantOp, ReshapeOp, FlattenOp>(op);
+}
+
 std::string castExpr(StringRef expr, Type to) {
   if (to.isInteger(1))
     return ("(uint8_t)(" + expr + " != 0)").str();
@@ -125,6 +132,8 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
       .Case([&](SqrtOp) { return format("std::sqrt({0})"); })
       .Case([&](RsqrtOp) { return format("1.0f / std::sqrt({0})"); })
       .Case([&](TanhOp) { return format("std::tanh({0})"); })
+      .Case([&](SinOp) { return format("std::sin({0})"); })
+      .Case([&](CosOp) { return format("std::cos({0})"); })
       .Case([&](ReluOp) { return format("({0} > 0.0f ? {0} : 0.0f)"); })
       .Case([&](SigmoidOp) { return format("1.0f / (1.0f + std::exp(-{0}))"); })
       .Case([&](SiluOp) { return format("{0} / (1.0f + std::exp(-{0}))"); })
@@ -146,22 +155,57 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
       });
 }
 
+/// The C expression of element `index` of a tg.iota: its coordinate along
+/// the counted dim, scaled and shifted (in f32 for a float result).
+std::string iotaExpr(IotaOp op, StringRef index) {
+  ArrayRef<int64_t> shape = op.getType().getShape();
+  int64_t dim = op.getNormalizedDimension();
+  int64_t inner = product(shape.drop_front(dim + 1));
+  std::string coord = index.str();
+  if (inner > 1)
+    coord = llvm::formatv("({0} / {1})", coord, inner).str();
+  if (product(shape.take_front(dim)) > 1)
+    coord = llvm::formatv("({0} % {1})", coord, shape[dim]).str();
+  // start + step * coord, leaving out the identities.
+  double start = op.getStart().convertToDouble();
+  double step = op.getStep().convertToDouble();
+  Type elem = op.getType().getElementType();
+  bool isFloat = isa<FloatType>(elem);
+  auto literal = [&](double v) {
+    return isFloat ? floatLiteral(v) : std::to_string((int64_t)v);
+  };
+  std::string e = isFloat ? "(float)" + coord
+                          : llvm::formatv("({0}){1}", cType(elem), coord).str();
+  double scale = start != 0.0 ? std::fabs(step) : step;
+  if (scale != 1.0)
+    e = literal(scale) + " * " + e;
+  if (start != 0.0)
+    e = literal(start) + (step < 0 ? " - " : " + ") + e;
+  return e;
+}
+
 //===----------------------------------------------------------------------===//
 // Function emission
 //===----------------------------------------------------------------------===//
 
 class FunctionEmitter {
 public:
-  FunctionEmitter(func::FuncOp func, llvm::raw_ostream &os)
-      : func(func), os(os) {}
+  FunctionEmitter(func::FuncOp func, llvm::raw_ostream &os,
+                  unsigned opsPerFunction)
+      : func(func), os(os), opsPerFunction(opsPerFunction) {}
+
+  /// Writes the code that hands result `r`, value `v`, over to the StepIO.
+  using ResultBinder =
+      llvm::function_ref<LogicalResult(FunctionEmitter &, unsigned r, Value v)>;
 
   /// Emits `static void NAME(tgc::StepIO &io)`; `bindArgument` returns the
-  /// C expression of an argument's buffer (e.g. "io.params[0]").
+  /// C expression of an argument's buffer (e.g. "io.params[0]"). A function
+  /// of more than `opsPerFunction` ops becomes NAME_part1, NAME_part2, ...
+  /// of at most that many ops (or results to bind) each, which NAME calls
+  /// in order.
   LogicalResult emit(StringRef name,
                      llvm::function_ref<std::string(unsigned)> bindArgument,
-                     llvm::function_ref<LogicalResult(FunctionEmitter &,
-                                                      func::ReturnOp)>
-                         bindResults);
+                     ResultBinder bindResult);
 
   std::string buf(Value v) { return names.lookup(v); }
   llvm::raw_ostream &out() { return os; }
@@ -174,7 +218,18 @@ private:
   /// The operand whose buffer `v` shares (tg.views), or null.
   Value viewOf(Value v);
   LogicalResult emitOp(Operation *op);
+  /// emitOp, timed into io.trace under --profile.
+  LogicalResult emitTimedOp(Operation &op);
   void declareResult(Value v);
+  /// `T *NAME = ...;` for an op result `v` that has its name.
+  void declarePointer(Value v);
+
+  // Parts: a step of many ops as several functions (see emit).
+  LogicalResult emitParts(StringRef name, ArrayRef<Operation *> ops,
+                          ResultBinder bindResult);
+  /// Declares, at the top of a part, a value the part reads but does not
+  /// define: an argument, a result of an earlier part or a constant.
+  void declareInPart(Value v);
 
   // Elementwise loops.
   std::string indexExpr(Value operand, Value result, StringRef i);
@@ -192,13 +247,32 @@ private:
 
   LogicalResult emitMatmul(MatmulOp op);
   LogicalResult emitConstant(ConstantOp op);
+  /// How constant `v` named `name` is stored: the statement that defines it
+  /// (a static array, or a splat's elements filled once on the heap) and its
+  /// pointer type, or only a comment when every reader takes it as a
+  /// literal.
+  struct ConstantStorage {
+    std::string statement, pointerType;
+  };
+  FailureOr<ConstantStorage> constantStorage(ConstantOp op, StringRef name);
 
   func::FuncOp func;
   llvm::raw_ostream &os;
+  unsigned opsPerFunction;
   int64_t arenaBytes_ = 0;
   DenseMap<Value, std::string> names;
   unsigned counter = 0;
   unsigned shapeCounter = 0;
+
+  // Parts.
+  std::string stepName; ///< the C++ function: "train_step"
+  llvm::function_ref<std::string(unsigned)> bindArgument;
+  bool inParts = false;
+  /// The values declared in the part being emitted.
+  DenseSet<Value> declared;
+  /// Constants kept in memory, by the pointer type of their accessor
+  /// function (NAME_cN()).
+  DenseMap<Value, std::string> constantPointers;
 };
 
 LogicalResult FunctionEmitter::checkTypes() {
@@ -251,8 +325,13 @@ Value FunctionEmitter::viewOf(Value v) {
 }
 
 void FunctionEmitter::declareResult(Value v) {
-  std::string name = "v" + std::to_string(counter++);
-  names[v] = name;
+  names[v] = "v" + std::to_string(counter++);
+  declarePointer(v);
+}
+
+void FunctionEmitter::declarePointer(Value v) {
+  std::string name = names.lookup(v);
+  declared.insert(v);
   if (Value viewed = viewOf(v)) {
     os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v) << " *)"
        << buf(viewed) << ";\n";
@@ -418,12 +497,31 @@ LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
 }
 
 LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
+  Value v = op.getResult();
+  if (inParts) {
+    // Defined at namespace scope before the parts, declared by the parts
+    // that read it (emitParts).
+    if (constantPointers.count(v)) {
+      os << "  // (" << names[v] << ": " << stepName << "_" << names[v]
+         << "())\n";
+      return success();
+    }
+  } else {
+    names[v] = "c" + std::to_string(counter++);
+  }
+  auto storage = constantStorage(op, names[v]);
+  if (failed(storage))
+    return failure();
+  os << "  " << storage->statement << "\n";
+  return success();
+}
+
+FailureOr<FunctionEmitter::ConstantStorage>
+FunctionEmitter::constantStorage(ConstantOp op, StringRef name) {
   auto attr = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!attr)
     return op.emitError("cpu backend: only dense constants are supported");
   Value v = op.getResult();
-  std::string name = "c" + std::to_string(counter++);
-  names[v] = name;
   Type elem = tensorType(v).getElementType();
   auto literal = [&](int64_t i) -> std::string {
     if (isa<FloatType>(elem))
@@ -437,22 +535,27 @@ LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
                              : std::to_string(value.getSExtValue());
   };
   int64_t n = numel(v);
+  ConstantStorage storage;
+  llvm::raw_string_ostream statement(storage.statement);
   if (attr.isSplat() && n > 1) {
     // Loops read a splat as its literal; an op that needs it in memory gets
     // it filled once on the heap (never a static array of its size).
     if (llvm::all_of(v.getUsers(), isLoopOp)) {
-      os << "  // (a splat of " << n << ", read as " << literal(0) << ")\n";
-      return success();
+      statement << "// (a splat of " << n << ", read as " << literal(0) << ")";
+      return storage;
     }
-    os << "  static " << cTypeOf(v) << " *" << name << " = tgc_splat<"
-       << cTypeOf(v) << ">(" << n << ", " << literal(0) << ");\n";
-    return success();
+    statement << "static " << cTypeOf(v) << " *" << name << " = tgc_splat<"
+              << cTypeOf(v) << ">(" << n << ", " << literal(0) << ");";
+    storage.pointerType = (cTypeOf(v) + " *").str();
+    return storage;
   }
-  os << "  static const " << cTypeOf(v) << " " << name << "[" << n << "] = {";
+  statement << "static const " << cTypeOf(v) << " " << name << "[" << n
+            << "] = {";
   for (int64_t i = 0; i < n; ++i)
-    os << (i ? ", " : "") << literal(i);
-  os << "};\n";
-  return success();
+    statement << (i ? ", " : "") << literal(i);
+  statement << "};";
+  storage.pointerType = ("const " + cTypeOf(v) + " *").str();
+  return storage;
 }
 
 LogicalResult FunctionEmitter::emitMatmul(MatmulOp op) {
@@ -517,6 +620,18 @@ std::string nullable(FunctionEmitter &e, Value v) {
   return v ? e.buf(v) : "nullptr";
 }
 
+/// tg.attention's mask shape as the kernels' AttentionMaskShape
+/// initializer, [B', H', T', S'] with 1s in front of a lower-rank mask;
+/// `{}` without a mask.
+std::string attentionMaskShape(Value mask) {
+  if (!mask)
+    return "{}";
+  ArrayRef<int64_t> shape = tensorType(mask).getShape();
+  SmallVector<int64_t, 4> dims(4 - shape.size(), 1);
+  dims.append(shape.begin(), shape.end());
+  return intList(dims);
+}
+
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
   std::string where = describeLoc(op->getLoc());
   os << "  // " << op->getName();
@@ -542,6 +657,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   }
 
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](IotaOp iota) {
+        emitLoop(iota.getResult(), {},
+                 [&](ArrayRef<std::string>, StringRef index, StringRef indent) {
+                   os << indent << buf(iota.getResult()) << "[" << index
+                      << "] = " << iotaExpr(iota, index) << ";\n";
+                 });
+        return success();
+      })
       .Case([&](GeluOp g) {
         // The runtime's GELU vectorizes (and keeps accuracy for large
         // negative inputs); see runtime/cpu/Activation.cpp.
@@ -678,8 +801,10 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                           v = tensorType(a.getValue()).getShape();
         os << "  tgc::cpu::attention(" << buf(a.getQuery()) << ", "
            << buf(a.getKey()) << ", " << buf(a.getValue()) << ", "
-           << buf(a.getResult()) << ", " << q[0] << ", " << q[1] << ", "
-           << q[2] << ", " << k[2] << ", " << q[3] << ", " << v[3] << ", "
+           << nullable(*this, a.getMask()) << ", "
+           << attentionMaskShape(a.getMask()) << ", " << buf(a.getResult())
+           << ", " << q[0] << ", " << q[1] << ", " << k[1] << ", " << q[2]
+           << ", " << k[2] << ", " << q[3] << ", " << v[3] << ", "
            << (a.getCausal() ? "true" : "false") << ", "
            << floatLiteral(a.getEffectiveScale()) << ");\n";
         return success();
@@ -692,11 +817,13 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
                                     : 1.0 / std::sqrt((double)q[3]);
         os << "  tgc::cpu::attention_grad(" << buf(a.getGrad()) << ", "
            << buf(a.getQuery()) << ", " << buf(a.getKey()) << ", "
-           << buf(a.getValue()) << ", " << buf(a.getDquery()) << ", "
-           << buf(a.getDkey()) << ", " << buf(a.getDvalue()) << ", " << q[0]
-           << ", " << q[1] << ", " << q[2] << ", " << k[2] << ", " << q[3]
-           << ", " << v[3] << ", " << (a.getCausal() ? "true" : "false")
-           << ", " << floatLiteral(scale) << ");\n";
+           << buf(a.getValue()) << ", " << nullable(*this, a.getMask()) << ", "
+           << attentionMaskShape(a.getMask()) << ", " << buf(a.getDquery())
+           << ", " << buf(a.getDkey()) << ", " << buf(a.getDvalue()) << ", "
+           << nullable(*this, a.getDmask()) << ", " << q[0] << ", " << q[1]
+           << ", " << k[1] << ", " << q[2] << ", " << k[2] << ", " << q[3]
+           << ", " << v[3] << ", " << (a.getCausal() ? "true" : "false") << ", "
+           << floatLiteral(scale) << ");\n";
         return success();
       })
       .Case([&](Conv2dOp c) {
@@ -885,8 +1012,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
 
 LogicalResult FunctionEmitter::emit(
     StringRef name, llvm::function_ref<std::string(unsigned)> bindArgument,
-    llvm::function_ref<LogicalResult(FunctionEmitter &, func::ReturnOp)>
-        bindResults) {
+    ResultBinder bindResult) {
   if (!func.getBody().hasOneBlock())
     return func.emitError("cpu backend: @")
            << func.getName() << " must have a single block";
@@ -894,6 +1020,15 @@ LogicalResult FunctionEmitter::emit(
     return failure();
   if (failed(readPlan()))
     return failure();
+  stepName = name.str();
+  this->bindArgument = bindArgument;
+  Block &block = func.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  if (ops.size() > opsPerFunction)
+    return emitParts(name, ops, bindResult);
+
   os << "\n/// @" << func.getName() << ": " << arenaBytes_
      << " bytes of arena.\nstatic void " << name << "(tgc::StepIO &io) {\n"
      << "  char *arena = tgc_arena();\n  (void)arena;\n";
@@ -906,34 +1041,163 @@ LogicalResult FunctionEmitter::emit(
   // --profile: each op that does work is timed into io.trace (one branch
   // per op when not profiling). Views and constants take no time.
   os << "  tgc::Trace *trace = io.trace;\n  double t0 = 0;\n  (void)t0;\n";
-  Block &block = func.getBody().front();
-  for (Operation &op : block.without_terminator()) {
-    bool timed = !isa<ConstantOp, ReshapeOp, FlattenOp>(op);
-    if (timed)
-      os << "  if (trace)\n    t0 = trace->now();\n";
-    if (failed(emitOp(&op)))
+  for (Operation *op : ops)
+    if (failed(emitTimedOp(*op)))
       return failure();
-    if (timed) {
-      auto kernel = dyn_cast<KernelOp>(op);
-      std::string label = kernel && kernel.getName()
-                              ? kernel.getName()->str()
-                              : op.getName().stripDialect().str();
-      std::string where = describeLoc(op.getLoc());
-      if (!where.empty())
-        label += " " + where;
-      std::string quoted;
-      for (char c : label)
-        if (c != '"' && c != '\\')
-          quoted += c;
-      os << "  if (trace)\n    trace->complete(\"" << quoted << "\", \""
-         << (isa<AllReduceOp>(op) ? "collective" : "kernel")
-         << "\", tgc::Trace::Host, t0, trace->now() - t0);\n";
-    }
-  }
-  if (failed(bindResults(*this, cast<func::ReturnOp>(block.getTerminator()))))
-    return failure();
+  for (auto [r, v] : llvm::enumerate(block.getTerminator()->getOperands()))
+    if (failed(bindResult(*this, r, v)))
+      return failure();
   os << "}\n";
   return success();
+}
+
+LogicalResult FunctionEmitter::emitTimedOp(Operation &op) {
+  bool timed = doesWork(&op);
+  if (timed)
+    os << "  if (trace)\n    t0 = trace->now();\n";
+  if (failed(emitOp(&op)))
+    return failure();
+  if (!timed)
+    return success();
+  auto kernel = dyn_cast<KernelOp>(op);
+  std::string label = kernel && kernel.getName()
+                          ? kernel.getName()->str()
+                          : op.getName().stripDialect().str();
+  std::string where = describeLoc(op.getLoc());
+  if (!where.empty())
+    label += " " + where;
+  std::string quoted;
+  for (char c : label)
+    if (c != '"' && c != '\\')
+      quoted += c;
+  os << "  if (trace)\n    trace->complete(\"" << quoted << "\", \""
+     << (isa<AllReduceOp>(op) ? "collective" : "kernel")
+     << "\", tgc::Trace::Host, t0, trace->now() - t0);\n";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Parts
+//===----------------------------------------------------------------------===//
+
+// The host compiler's time on one function grows faster than the function
+// (g++ -O3 on GPT-2 124M's step as one function: 1.7 s per added layer from
+// 2 to 12 layers, 3.5 s from 24 to 48; in parts of 64 ops, 1.0 s throughout;
+// bench/compile/run.sh --host-build), so a long step is emitted as parts of
+// a bounded number of ops, noinline so that the compiler keeps them apart.
+// Names are the same in every part (v17 is one value wherever it appears);
+// each part declares the pointers it reads at its top, from the arena plan's
+// offsets, and the constants that ops read from memory are defined once, at
+// namespace scope, by an accessor each part calls.
+
+LogicalResult FunctionEmitter::emitParts(StringRef name,
+                                         ArrayRef<Operation *> ops,
+                                         ResultBinder bindResult) {
+  inParts = true;
+  for (BlockArgument arg : func.getArguments())
+    names[arg] = "a" + std::to_string(arg.getArgNumber());
+  for (Operation *op : ops) {
+    auto constant = dyn_cast<ConstantOp>(op);
+    if (!constant)
+      continue;
+    Value v = constant.getResult();
+    names[v] = "c" + std::to_string(counter++);
+    auto storage = constantStorage(constant, "c");
+    if (failed(storage))
+      return failure();
+    if (storage->pointerType.empty())
+      continue; // read as a literal
+    constantPointers[v] = storage->pointerType;
+    std::string where = describeLoc(op->getLoc());
+    os << "\n/// " << names[v] << " of @" << func.getName() << " ("
+       << op->getName() << (where.empty() ? "" : " " + where) << ").\n"
+       << storage->pointerType << name << "_" << names[v] << "() {\n  "
+       << storage->statement << "\n  return c;\n}\n";
+  }
+
+  // The ops in parts, then the results (a deep model has many parameters to
+  // hand over) in parts of as many.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  size_t numResults = ret.getNumOperands();
+  size_t opParts = (ops.size() + opsPerFunction - 1) / opsPerFunction;
+  size_t numParts =
+      opParts + (numResults + opsPerFunction - 1) / opsPerFunction;
+  for (size_t p = 0; p < numParts; ++p) {
+    bool results = p >= opParts;
+    size_t first = (results ? p - opParts : p) * opsPerFunction;
+    size_t total = results ? numResults : ops.size();
+    size_t count = std::min<size_t>(opsPerFunction, total - first);
+    os << "\n/// @" << func.getName() << ", part " << p + 1 << " of "
+       << numParts << ": " << (results ? "results " : "ops ") << first << "-"
+       << first + count - 1;
+    if (!results) {
+      std::string from = describeLoc(ops[first]->getLoc());
+      std::string to = describeLoc(ops[first + count - 1]->getLoc());
+      if (!from.empty() && !to.empty())
+        os << " (" << from << " .. " << to << ")";
+    }
+    os << ".\n[[gnu::noinline]] static void " << name << "_part" << p + 1
+       << "(tgc::StepIO &io) {\n"
+       << "  char *arena = tgc_arena();\n  (void)arena;\n";
+    // What the part reads from outside it (and the constants it reads),
+    // declared up front. A splat that a loop reads is its literal, not a
+    // pointer.
+    declared.clear();
+    if (results) {
+      for (size_t r = first; r < first + count; ++r)
+        declareInPart(ret.getOperand(r));
+      for (size_t r = first; r < first + count; ++r)
+        if (failed(bindResult(*this, r, ret.getOperand(r))))
+          return failure();
+      os << "}\n";
+      continue;
+    }
+    ArrayRef<Operation *> part = ops.slice(first, count);
+    DenseSet<Operation *> inside(part.begin(), part.end());
+    for (Operation *op : part)
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if ((def && inside.contains(def) && !constantPointers.count(v)) ||
+            (splatLiteral(v) && isLoopOp(op)))
+          continue;
+        declareInPart(v);
+      }
+    if (llvm::any_of(part, doesWork))
+      os << "  tgc::Trace *trace = io.trace;\n  double t0 = 0;\n  (void)t0;\n";
+    for (Operation *op : part)
+      if (failed(emitTimedOp(*op)))
+        return failure();
+    os << "}\n";
+  }
+
+  os << "\n/// @" << func.getName() << ": " << arenaBytes_
+     << " bytes of arena; its " << ops.size() << " ops and " << numResults
+     << " results in " << numParts << " parts.\nstatic void " << name
+     << "(tgc::StepIO &io) {\n";
+  for (size_t p = 0; p < numParts; ++p)
+    os << "  " << name << "_part" << p + 1 << "(io);\n";
+  os << "}\n";
+  return success();
+}
+
+void FunctionEmitter::declareInPart(Value v) {
+  if (declared.contains(v))
+    return;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    declared.insert(v);
+    os << "  " << cTypeOf(v) << " *" << names[v] << " = (" << cTypeOf(v)
+       << " *)" << bindArgument(arg.getArgNumber()) << ";\n";
+    return;
+  }
+  if (auto it = constantPointers.find(v); it != constantPointers.end()) {
+    declared.insert(v);
+    os << "  " << it->second << names[v] << " = " << stepName << "_"
+       << names[v] << "();\n";
+    return;
+  }
+  if (Value viewed = viewOf(v))
+    declareInPart(viewed);
+  declarePointer(v);
 }
 
 } // namespace
@@ -960,7 +1224,7 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   llvm::raw_string_ostream bodyOs(body);
 
   // @train_step: params, state, inputs, step, base_lr.
-  FunctionEmitter trainEmitter(step, bodyOs);
+  FunctionEmitter trainEmitter(step, bodyOs, options.opsPerFunction);
   auto bindTrainArg = [&](unsigned i) -> std::string {
     std::string buffer = sig.trainArgument(i);
     if (!buffer.empty())
@@ -970,46 +1234,43 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
            : scalar == "base_lr" ? "&io.baseLr"
                                  : "&io.microBatches";
   };
-  auto bindTrainResults = [&](FunctionEmitter &e,
-                              func::ReturnOp ret) -> LogicalResult {
-    for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
-      StringRef field = sig.metricField(r);
-      if (!field.empty()) {
-        e.out() << "  io." << field << " = " << e.buf(v) << "[0];\n";
-        continue;
-      }
-      auto target = sig.updateTarget(r, "cpu backend");
-      if (failed(target))
-        return failure();
-      // In-place updates already wrote there.
-      e.out() << "  if ((void *)" << e.buf(v) << " != " << *target << ")\n"
-              << "    std::memcpy(" << *target << ", " << e.buf(v) << ", "
-              << numel(v) << " * sizeof(*" << e.buf(v) << "));\n";
+  auto bindTrainResult = [&](FunctionEmitter &e, unsigned r,
+                             Value v) -> LogicalResult {
+    StringRef field = sig.metricField(r);
+    if (!field.empty()) {
+      e.out() << "  io." << field << " = " << e.buf(v) << "[0];\n";
+      return success();
     }
+    auto target = sig.updateTarget(r, "cpu backend");
+    if (failed(target))
+      return failure();
+    // In-place updates already wrote there.
+    e.out() << "  if ((void *)" << e.buf(v) << " != " << *target << ")\n"
+            << "    std::memcpy(" << *target << ", " << e.buf(v) << ", "
+            << numel(v) << " * sizeof(*" << e.buf(v) << "));\n";
     return success();
   };
   // `io.step` is an int64_t, `io.baseLr` a float and `io.microBatches` an
   // int32_t, exactly the scalar tensors' element types.
-  if (failed(trainEmitter.emit("train_step", bindTrainArg, bindTrainResults)))
+  if (failed(trainEmitter.emit("train_step", bindTrainArg, bindTrainResult)))
     return failure();
 
   // @forward: params and inputs in order.
-  FunctionEmitter evalEmitter(forward, bodyOs);
+  FunctionEmitter evalEmitter(forward, bodyOs, options.opsPerFunction);
   auto bindEvalArg = [&](unsigned i) -> std::string {
     return sig.forwardArgument(i);
   };
-  auto bindEvalResults = [&](FunctionEmitter &e,
-                             func::ReturnOp ret) -> LogicalResult {
-    e.out() << "  io.loss = " << e.buf(ret.getOperand(0)) << "[0];\n";
-    for (unsigned r = 1; r < ret.getNumOperands(); ++r) {
-      Value v = ret.getOperand(r);
+  auto bindEvalResult = [&](FunctionEmitter &e, unsigned r,
+                            Value v) -> LogicalResult {
+    if (r == 0)
+      e.out() << "  io.loss = " << e.buf(v) << "[0];\n";
+    else
       e.out() << "  if (io.outputs)\n    std::memcpy(io.outputs[" << r - 1
               << "], " << e.buf(v) << ", " << numel(v) << " * sizeof(*"
               << e.buf(v) << "));\n";
-    }
     return success();
   };
-  if (failed(evalEmitter.emit("eval_step", bindEvalArg, bindEvalResults)))
+  if (failed(evalEmitter.emit("eval_step", bindEvalArg, bindEvalResult)))
     return failure();
 
   // @forward_backward: params and inputs in order; gradients to io.grads,
@@ -1020,27 +1281,25 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   if (!fb)
     return module.emitError("cpu backend: the module needs @forward_backward "
                             "(run tg-autodiff)");
-  FunctionEmitter gradEmitter(fb, bodyOs);
-  auto bindGradResults = [&](FunctionEmitter &e,
-                             func::ReturnOp ret) -> LogicalResult {
-    e.out() << "  io.loss = " << e.buf(ret.getOperand(0)) << "[0];\n";
-    for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
-      auto index = sig.gradResultIndex(fb, r, "cpu backend");
-      if (failed(index))
-        return failure();
-      if (*index < 0)
-        continue;
-      Value v = ret.getOperand(r);
-      e.out() << "  {\n    float *g = (float *)io.grads[" << *index
-              << "];\n    if (io.microBatch == 0)\n      std::memcpy(g, "
-              << e.buf(v) << ", " << numel(v) << " * sizeof(float));\n"
-              << "    else\n"
-              << "      for (int64_t i = 0; i < " << numel(v) << "; ++i)\n"
-              << "        g[i] += " << e.buf(v) << "[i];\n  }\n";
-    }
+  FunctionEmitter gradEmitter(fb, bodyOs, options.opsPerFunction);
+  auto bindGradResult = [&](FunctionEmitter &e, unsigned r,
+                            Value v) -> LogicalResult {
+    if (r == 0)
+      e.out() << "  io.loss = " << e.buf(v) << "[0];\n";
+    auto index = sig.gradResultIndex(fb, r, "cpu backend");
+    if (failed(index))
+      return failure();
+    if (*index < 0)
+      return success();
+    e.out() << "  {\n    float *g = (float *)io.grads[" << *index
+            << "];\n    if (io.microBatch == 0)\n      std::memcpy(g, "
+            << e.buf(v) << ", " << numel(v) << " * sizeof(float));\n"
+            << "    else\n"
+            << "      for (int64_t i = 0; i < " << numel(v) << "; ++i)\n"
+            << "        g[i] += " << e.buf(v) << "[i];\n  }\n";
     return success();
   };
-  if (failed(gradEmitter.emit("grad_step", bindEvalArg, bindGradResults)))
+  if (failed(gradEmitter.emit("grad_step", bindEvalArg, bindGradResult)))
     return failure();
 
   // Header, tables, arena.

@@ -2,8 +2,8 @@
 //
 // Emits one readable C++ source for a module that has @forward and
 // @train_step: the model description the runtime reads (runtime/core/Model.h)
-// and one function per step kind, calling runtime/cpu kernels for the heavy
-// ops and OpenMP loops for elementwise ones.
+// and one function per step kind (a long one in parts), calling runtime/cpu
+// kernels for the heavy ops and OpenMP loops for elementwise ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,10 @@ namespace mlir::tg {
 struct CppEmitOptions {
   /// The model file the module came from, named in comments.
   std::string sourceName;
+  /// A step function of more ops is emitted as parts of at most this many,
+  /// which it calls in order: the host compiler's time on one function grows
+  /// faster than its length.
+  unsigned opsPerFunction = 64;
 };
 
 /// Writes the C++ source of `module` to `os`; fails with a diagnostic on

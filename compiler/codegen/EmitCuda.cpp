@@ -32,6 +32,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -137,12 +138,12 @@ bool isDataMovement(Operation *op) {
 }
 
 /// Ops whose result element i depends on operand elements at i only (with
-/// numpy broadcasting): the generated kernels.
+/// numpy broadcasting), or, for tg.iota, on i alone: the generated kernels.
 bool isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp,
              CompareOp, SelectOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
              TanhOp, ReluOp, SigmoidOp, SiluOp, GeluOp, GeluGradOp, CastOp,
-             BroadcastToOp>(op);
+             BroadcastToOp, SinOp, CosOp, IotaOp>(op);
 }
 
 /// A constant the generated kernels write as a literal: one value.
@@ -177,6 +178,7 @@ struct Kernel {
   std::string name;
   std::string text; ///< parameter list and body, the deduplication key
   SmallVector<std::string> sites;
+  llvm::StringSet<> siteSet; ///< sites, looked up (a deep model has many)
 };
 
 struct ModuleState {
@@ -198,7 +200,7 @@ struct ModuleState {
     auto it = kernelByText.find(text);
     if (it != kernelByText.end()) {
       Kernel &k = kernels[it->second];
-      if (!llvm::is_contained(k.sites, site))
+      if (k.siteSet.insert(site).second)
         k.sites.push_back(site.str());
       return k.name;
     }
@@ -206,6 +208,7 @@ struct ModuleState {
     k.name = llvm::formatv("{0}_k{1}", baseName, kernels.size()).str();
     k.text = text.str();
     k.sites.push_back(site.str());
+    k.siteSet.insert(site);
     kernelByText[text] = kernels.size();
     kernels.push_back(std::move(k));
     return kernels.back().name;
@@ -328,6 +331,12 @@ public:
 
   /// The pointer variable of `v` (declared on first use).
   std::string ptr(Value v);
+  /// Its name where it has one already, without declaring it again in this
+  /// part.
+  std::string nameOf(Value v) {
+    auto it = names.find(v);
+    return it != names.end() ? it->second : ptr(v);
+  }
   llvm::raw_ostream &out() { return os; }
   int64_t arenaBytes() const { return arena.peakBytes(); }
   int64_t numTimed() const { return timers; }
@@ -409,6 +418,11 @@ private:
   DenseMap<Value, int64_t> constantOffset;
 
   DenseMap<Value, std::string> names;
+  /// The line that declares each named pointer, for the parts that
+  /// redeclare it, and the values declared in the part being emitted (all,
+  /// when the step is one function).
+  DenseMap<Value, std::string> declarations;
+  DenseSet<Value> declaredHere;
   unsigned valueCounter = 0;
   int timers = 0;
   std::vector<std::string> labels;
@@ -634,6 +648,7 @@ LogicalResult StepEmitter::planFusion() {
       auto fwd = dyn_cast<AttentionOp>(user);
       if (fwd && fwd.getKey() == grad.getKey() &&
           fwd.getValue() == grad.getValue() &&
+          fwd.getMask() == grad.getMask() &&
           fwd.getCausal() == grad.getCausal() &&
           fwd.getScale() == grad.getScale() && opIndex.count(fwd) &&
           opIndex.lookup(fwd) < opIndex.lookup(grad) &&
@@ -675,7 +690,8 @@ void StepEmitter::formElementwiseGroups() {
   // user and either computes on it elementwise at the same shape (so both
   // index alike), or only moves its elements (transpose, slice, slice_grad,
   // reshape: the kernel reads the producer at remapped indices, and nothing
-  // is computed twice).
+  // is computed twice). A tg.iota joins at any shape: recomputing its value
+  // at a broadcast index costs less than loading it.
   auto fusable = [&](Operation *op) {
     return (isElementwise(op) || isDataMovement(op)) &&
            !absorbed.contains(op) && !anchored.count(op) && opIndex.count(op);
@@ -690,7 +706,7 @@ void StepEmitter::formElementwiseGroups() {
     Operation *user = *r.getUsers().begin();
     if (!fusable(user))
       continue;
-    if (!isDataMovement(user) &&
+    if (!isDataMovement(user) && !isa<IotaOp>(op) &&
         tensorType(user->getResult(0)).getShape() != tensorType(r).getShape())
       continue;
     fusedInto[op] = user;
@@ -1012,6 +1028,9 @@ LogicalResult StepEmitter::planMemory() {
   returnLaunch.kind = LaunchKind::Return;
   for (Value v : func.getBody().front().getTerminator()->getOperands())
     returnLaunch.reads.push_back(v);
+  llvm::SmallPtrSet<Operation *, 16> differentiated; // attention forwards
+  for (auto [grad, fwd] : forwardOf)
+    differentiated.insert(fwd);
   for (auto [pos, l] : llvm::enumerate(launches)) {
     for (Value v : l.writes)
       if (int b = bufferFor(v); b >= 0)
@@ -1027,15 +1046,14 @@ LogicalResult StepEmitter::planMemory() {
       for (Bucket &b : buckets)
         arena.touch(b.buffer, pos);
     // The attention LSE lives from the forward to its gradient.
-    if (auto fwd = dyn_cast<AttentionOp>(l.op); fwd && l.kind == LaunchKind::Op)
-      for (auto [grad, f] : forwardOf)
-        if (f == fwd) {
-          if (!lseBuffer.count(fwd)) {
-            ArrayRef<int64_t> q = tensorType(fwd.getQuery()).getShape();
-            lseBuffer[fwd] = arena.addBuffer(q[0] * q[1] * q[2] * 4);
-          }
-          arena.touch(lseBuffer[fwd], pos);
-        }
+    if (auto fwd = dyn_cast<AttentionOp>(l.op);
+        fwd && l.kind == LaunchKind::Op && differentiated.contains(fwd)) {
+      if (!lseBuffer.count(fwd)) {
+        ArrayRef<int64_t> q = tensorType(fwd.getQuery()).getShape();
+        lseBuffer[fwd] = arena.addBuffer(q[0] * q[1] * q[2] * 4);
+      }
+      arena.touch(lseBuffer[fwd], pos);
+    }
     if (auto grad = dyn_cast<AttentionGradOp>(l.op))
       if (AttentionOp fwd = forwardOf.lookup(grad))
         arena.touch(lseBuffer.lookup(fwd), pos);
@@ -1144,8 +1162,17 @@ LogicalResult StepEmitter::verifyPlan() {
 
 std::string StepEmitter::ptr(Value v) {
   auto it = names.find(v);
-  if (it != names.end())
+  if (it != names.end()) {
+    // Declared in an earlier part: again in this one.
+    if (declaredHere.insert(v).second) {
+      if (auto d = declarations.find(v); d != declarations.end())
+        os << d->second;
+      else
+        ptr(root(v));
+    }
     return it->second;
+  }
+  declaredHere.insert(v);
   Value r = root(v);
   StringRef type = storageOf(v);
   // A view of another value of the same type has that value's name.
@@ -1171,15 +1198,18 @@ std::string StepEmitter::ptr(Value v) {
   }
   if (r != v) // a view with another element type (a bitcast reshape)
     name = "v" + std::to_string(valueCounter++);
-  os << "  " << type << " *" << name << " = " << expr << ";";
+  std::string &line = declarations[v];
+  llvm::raw_string_ostream declaration(line);
+  declaration << "  " << type << " *" << name << " = " << expr << ";";
   if (auto arg = dyn_cast<BlockArgument>(r)) {
     for (StringRef attr : {TgDialect::kParamAttr, TgDialect::kStateAttr,
                            TgDialect::kInputAttr, TgDialect::kAccumAttr,
                            TgDialect::kScalarAttr})
       if (auto s = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr))
-        os << " // " << s.getValue();
+        declaration << " // " << s.getValue();
   }
-  os << "\n";
+  declaration << "\n";
+  os << line;
   names[v] = name;
   return name;
 }
@@ -1336,6 +1366,8 @@ static FailureOr<std::string> elementwiseExpr(Operation *op,
       .Case([&](SqrtOp) { return fmt("sqrtf({0})"); })
       .Case([&](RsqrtOp) { return fmt("1.0f / sqrtf({0})"); })
       .Case([&](TanhOp) { return fmt("tanhf({0})"); })
+      .Case([&](SinOp) { return fmt("sinf({0})"); })
+      .Case([&](CosOp) { return fmt("cosf({0})"); })
       .Case([&](ReluOp) { return fmt("({0} > 0.0f ? {0} : 0.0f)"); })
       .Case([&](SigmoidOp) { return fmt("1.0f / (1.0f + expf(-{0}))"); })
       .Case([&](SiluOp) { return fmt("{0} / (1.0f + expf(-{0}))"); })
@@ -1564,6 +1596,23 @@ FailureOr<std::string> KernelBody::value(Value v, const std::string &idx) {
       return failure();
     result = local(math, "t",
                    llvm::formatv("{0} ? {1} : ({2})0", hit, *r, math).str());
+  } else if (auto iota = dyn_cast<IotaOp>(def)) {
+    // The coordinate along the counted dim, scaled and shifted.
+    std::string coord = unravel(idx, tensorType(v).getShape())
+        [iota.getNormalizedDimension()];
+    double start = iota.getStart().convertToDouble();
+    double step = iota.getStep().convertToDouble();
+    auto literal = [&](double value) {
+      return math == "float" ? floatLiteral(value)
+                             : std::to_string((int64_t)value);
+    };
+    std::string expr = "(" + math.str() + ")" + coord;
+    double scale = start != 0.0 ? std::fabs(step) : step;
+    if (scale != 1.0)
+      expr = literal(scale) + " * " + expr;
+    if (start != 0.0)
+      expr = literal(start) + (step < 0 ? " - " : " + ") + expr;
+    result = local(math, "t", expr);
   } else {
     // Elementwise: each operand at its broadcast index.
     ArrayRef<int64_t> out = tensorType(v).getShape();
@@ -1771,6 +1820,18 @@ void StepEmitter::emitBucket(Launch &launch) {
 
 static std::string nullable(StepEmitter &e, Value v) {
   return v ? e.ptr(v) : "nullptr";
+}
+
+/// tg.attention's mask shape as tgc::cuda::AttentionMaskShape's initializer,
+/// [B', H', T', S'] with 1s in front of a lower-rank mask; `{}` without a
+/// mask.
+static std::string attentionMaskShape(Value mask) {
+  if (!mask)
+    return "{}";
+  ArrayRef<int64_t> shape = tensorType(mask).getShape();
+  SmallVector<int64_t, 4> dims(4 - shape.size(), 1);
+  dims.append(shape.begin(), shape.end());
+  return intList(dims);
 }
 
 LogicalResult StepEmitter::emitLaunch(Launch &launch) {
@@ -2083,31 +2144,34 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](AttentionOp a) -> LogicalResult {
-        if (failed(sameFloat(
-                {a.getQuery(), a.getKey(), a.getValue(), a.getResult()})))
+        if (failed(sameFloat({a.getQuery(), a.getKey(), a.getValue(),
+                              a.getMask(), a.getResult()})))
           return failure();
         ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
                           k = tensorType(a.getKey()).getShape(),
                           v = tensorType(a.getValue()).getShape();
+        // ptr() declares what it names on first use: all before the call.
         std::string qp = ptr(a.getQuery()), kp = ptr(a.getKey()),
-                    vp = ptr(a.getValue()), out = ptr(a.getResult());
+                    vp = ptr(a.getValue()), mask = nullable(*this, a.getMask()),
+                    out = ptr(a.getResult());
         std::string lse = "nullptr";
         if (lseBuffer.count(a))
           lse = llvm::formatv("(float *)(work + {0})",
                               arena.offset(lseBuffer.lookup(a)))
                     .str();
         os << begin << "  tgc::cuda::attention(" << qp << ", " << kp << ", "
-           << vp << ", " << out << ", " << lse << ", " << q[0] << ", " << q[1]
-           << ", " << q[2] << ", " << k[2] << ", " << q[3] << ", " << v[3]
-           << ", " << (a.getCausal() ? "true" : "false") << ", "
+           << vp << ", " << mask << ", " << attentionMaskShape(a.getMask())
+           << ", " << out << ", " << lse << ", " << q[0] << ", " << q[1] << ", "
+           << k[1] << ", " << q[2] << ", " << k[2] << ", " << q[3] << ", "
+           << v[3] << ", " << (a.getCausal() ? "true" : "false") << ", "
            << floatLiteral(a.getEffectiveScale()) << ", stream);\n"
            << end;
         return success();
       })
       .Case([&](AttentionGradOp a) -> LogicalResult {
         if (failed(sameFloat({a.getGrad(), a.getQuery(), a.getKey(),
-                              a.getValue(), a.getDquery(), a.getDkey(),
-                              a.getDvalue()})))
+                              a.getValue(), a.getMask(), a.getDquery(),
+                              a.getDkey(), a.getDvalue(), a.getDmask()})))
           return failure();
         ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
                           k = tensorType(a.getKey()).getShape(),
@@ -2123,18 +2187,23 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         }
         std::string g = ptr(a.getGrad()), qp = ptr(a.getQuery()),
                     kp = ptr(a.getKey()), vp = ptr(a.getValue()),
+                    mask = nullable(*this, a.getMask()),
                     dq = ptr(a.getDquery()), dk = ptr(a.getDkey()),
-                    dv = ptr(a.getDvalue());
+                    dv = ptr(a.getDvalue()),
+                    dmask = nullable(*this, a.getDmask());
+        bool maskGrad = (bool)a.getDmask();
         os << begin << "  tgc::cuda::attention_grad(" << g << ", " << qp << ", "
-           << kp << ", " << vp << ", " << out << ", " << lse << ", " << dq
-           << ", " << dk << ", " << dv << ", " << q[0] << ", " << q[1] << ", "
-           << q[2] << ", " << k[2] << ", " << q[3] << ", " << v[3] << ", "
+           << kp << ", " << vp << ", " << mask << ", "
+           << attentionMaskShape(a.getMask()) << ", " << out << ", " << lse
+           << ", " << dq << ", " << dk << ", " << dv << ", " << dmask << ", "
+           << q[0] << ", " << q[1] << ", " << k[1] << ", " << q[2] << ", "
+           << k[2] << ", " << q[3] << ", " << v[3] << ", "
            << (a.getCausal() ? "true" : "false") << ", " << floatLiteral(scale)
            << ", "
            << workspace(llvm::formatv(
                             "tgc::cuda::attention_grad_workspace_bytes({0}, "
-                            "{1}, {2})",
-                            q[0], q[1], q[2])
+                            "{1}, {2}, {3}, {4})",
+                            q[0], q[1], q[2], k[2], maskGrad ? "true" : "false")
                             .str())
            << ", stream);\n"
            << end;
@@ -2437,25 +2506,79 @@ LogicalResult StepEmitter::emit(
   }
 
   int64_t numLaunches = timers;
-  os << "\n/// @" << func.getName() << ": " << summary << "\n/// "
-     << numLaunches << " launches, " << arena.peakBytes()
-     << " bytes of arena, " << buckets.size() << " all-reduce buckets.\n"
-     << "static void " << name
-     << "_launches(tgc::StepIO &io, Device &d, const OpTimes &t) {\n"
-     << "  cudaStream_t stream = d.compute;\n"
-     << (buckets.empty() ? "" : "  cudaStream_t comm = d.comm;\n")
-     << "  char *work = d.work;\n  (void)work;\n"
-     << "  // The step's scalars, from pinned memory (a replayed graph reads "
-        "them anew).\n"
-     << "  TGC_CUDA_CHECK(cudaMemcpyAsync(d.scalars, &d.host->scalars, "
-        "sizeof(Scalars),\n"
-     << "                                 cudaMemcpyHostToDevice, stream));\n";
-  for (Launch &l : launches)
-    if (failed(emitLaunch(l)))
+  std::string signature =
+      "(tgc::StepIO &io, Device &d, const OpTimes &t) {\n";
+  const char *scalars =
+      "  // The step's scalars, from pinned memory (a replayed graph reads "
+      "them anew).\n"
+      "  TGC_CUDA_CHECK(cudaMemcpyAsync(d.scalars, &d.host->scalars, "
+      "sizeof(Scalars),\n"
+      "                                 cudaMemcpyHostToDevice, stream));\n";
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  std::string header =
+      llvm::formatv("\n/// @{0}: {1}\n/// {2} launches, {3} bytes of arena, "
+                    "{4} all-reduce buckets.\n",
+                    func.getName(), summary, numLaunches, arena.peakBytes(),
+                    buckets.size())
+          .str();
+  size_t perPart = std::max(1u, options.launchesPerFunction);
+  if (launches.size() <= perPart) {
+    os << header << "static void " << name << "_launches" << signature
+       << "  cudaStream_t stream = d.compute;\n"
+       << (buckets.empty() ? "" : "  cudaStream_t comm = d.comm;\n")
+       << "  char *work = d.work;\n  (void)work;\n" << scalars;
+    for (Launch &l : launches)
+      if (failed(emitLaunch(l)))
+        return failure();
+    if (failed(bindResults(*this, ret)))
       return failure();
-  if (failed(bindResults(*this, cast<func::ReturnOp>(
-                                    func.getBody().front().getTerminator()))))
-    return failure();
+    os << "}\n";
+    return success();
+  }
+
+  // A long step in parts, as the C++ emitter's (EmitCpp.cpp): the host
+  // compiler's time on one function grows faster than the function. Each
+  // part declares the pointers its launches read and write at its top
+  // (ptr() names a value the same in every part); the results' are
+  // declared where bindResults needs them.
+  size_t numParts = (launches.size() + perPart - 1) / perPart;
+  for (size_t p = 0; p < numParts; ++p) {
+    ArrayRef<Launch> part(launches);
+    part = part.slice(p * perPart,
+                      std::min(perPart, launches.size() - p * perPart));
+    bool last = p + 1 == numParts;
+    std::string from = describeLoc(part.front().op->getLoc());
+    std::string to = describeLoc(part.back().op->getLoc());
+    os << "\n/// @" << func.getName() << ", part " << p + 1 << " of "
+       << numParts << ": launches " << p * perPart << "-"
+       << p * perPart + part.size() - 1;
+    if (!from.empty() && !to.empty())
+      os << " (" << from << " .. " << to << ")";
+    // The communication stream where the part has a bucket to reduce.
+    bool reduces = llvm::any_of(
+        part, [](const Launch &l) { return l.kind == LaunchKind::Bucket; });
+    os << (last ? ", then the results" : "")
+       << ".\n[[gnu::noinline]] static void " << name << "_launches_part"
+       << p + 1 << signature << "  cudaStream_t stream = d.compute;\n"
+       << (reduces ? "  cudaStream_t comm = d.comm;\n" : "")
+       << "  char *work = d.work;\n  (void)work;\n" << (p == 0 ? scalars : "");
+    declaredHere.clear();
+    for (const Launch &l : part) {
+      for (Value v : l.reads)
+        ptr(v);
+      for (Value v : l.writes)
+        ptr(v);
+    }
+    for (size_t i = p * perPart; i < p * perPart + part.size(); ++i)
+      if (failed(emitLaunch(launches[i])))
+        return failure();
+    if (last && failed(bindResults(*this, ret)))
+      return failure();
+    os << "}\n";
+  }
+  os << header << "static void " << name << "_launches" << signature;
+  for (size_t p = 0; p < numParts; ++p)
+    os << "  " << name << "_launches_part" << p + 1 << "(io, d, t);\n";
   os << "}\n";
   return success();
 }
@@ -2784,6 +2907,10 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
   auto bindTrainResults = [&](StepEmitter &e,
                               func::ReturnOp ret) -> LogicalResult {
     e.out() << "  // Results: updates not made in place, then the metrics.\n";
+    llvm::StringMap<unsigned> argumentOf; // by StepIO buffer
+    for (unsigned i = 0; i < step.getNumArguments(); ++i)
+      if (std::string buffer = sig.trainArgument(i); !buffer.empty())
+        argumentOf[buffer] = i;
     std::string metrics;
     for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
       StringRef field = sig.metricField(r);
@@ -2796,13 +2923,11 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
         return failure();
       // In-place updates (the optimizer's) already wrote there: their
       // pointer is the argument's.
-      std::string src = e.ptr(v);
-      bool inPlace = false;
-      for (unsigned i = 0; i < step.getNumArguments(); ++i)
-        if (sig.trainArgument(i) == *target)
-          inPlace = src == "a" + std::to_string(i);
-      if (inPlace)
+      auto arg = argumentOf.find(*target);
+      if (arg != argumentOf.end() &&
+          e.nameOf(v) == "a" + std::to_string(arg->second))
         continue;
+      std::string src = e.ptr(v);
       e.out() << "  TGC_CUDA_CHECK(cudaMemcpyAsync(" << *target << ", " << src
               << ", " << bytesOf(v)
               << ", cudaMemcpyDeviceToDevice, stream));\n";

@@ -33,6 +33,10 @@ struct CudaEmitOptions {
   /// No one tensor may need more device memory than this (by default the
   /// largest GPU the backend targets, an H200's 141 GB).
   int64_t deviceMemoryBytes = 141'000'000'000ll;
+  /// A step of more launches is emitted as parts of at most this many, which
+  /// NAME_launches calls in order: the host compiler's time on one function
+  /// grows faster than its length.
+  unsigned launchesPerFunction = 256;
 };
 
 /// What the emitted program needs, for the manifest and the driver.

@@ -272,32 +272,36 @@ FailureOr<StepSignature> StepSignature::analyze(ModuleOp module,
         .push_back(i);
   for (unsigned i : sig.fwdInputs)
     sig.valueLimits.push_back(indexLimit(forward.getArgument(i)));
+
+  auto bind = [](SmallVector<std::string> &bindings, ArrayRef<unsigned> args,
+                 StringRef field) {
+    for (auto [k, i] : llvm::enumerate(args))
+      bindings[i] = llvm::formatv("io.{0}[{1}]", field, k).str();
+  };
+  sig.trainBindings.resize(step.getNumArguments());
+  bind(sig.trainBindings, sig.paramArgs, "params");
+  bind(sig.trainBindings, sig.stateArgs, "state");
+  bind(sig.trainBindings, sig.inputArgs, "inputs");
+  for (unsigned i : sig.accumArgs)
+    sig.trainBindings[i] =
+        llvm::formatv("io.grads[{0}]",
+                      sig.gradIndex.lookup(
+                          step.getArgAttrOfType<StringAttr>(
+                                  i, TgDialect::kAccumAttr)
+                              .getValue()))
+            .str();
+  sig.forwardBindings.resize(forward.getNumArguments());
+  bind(sig.forwardBindings, sig.fwdParams, "params");
+  bind(sig.forwardBindings, sig.fwdInputs, "inputs");
   return sig;
 }
 
 std::string StepSignature::trainArgument(unsigned i) const {
-  if (auto it = llvm::find(paramArgs, i); it != paramArgs.end())
-    return llvm::formatv("io.params[{0}]", it - paramArgs.begin()).str();
-  if (auto it = llvm::find(stateArgs, i); it != stateArgs.end())
-    return llvm::formatv("io.state[{0}]", it - stateArgs.begin()).str();
-  if (auto it = llvm::find(inputArgs, i); it != inputArgs.end())
-    return llvm::formatv("io.inputs[{0}]", it - inputArgs.begin()).str();
-  if (llvm::is_contained(accumArgs, i))
-    return llvm::formatv(
-               "io.grads[{0}]",
-               gradIndex.lookup(
-                   trainStep.getArgAttrOfType<StringAttr>(i,
-                                                          TgDialect::kAccumAttr)
-                       .getValue()))
-        .str();
-  return "";
+  return i < trainBindings.size() ? trainBindings[i] : "";
 }
 
 std::string StepSignature::forwardArgument(unsigned i) const {
-  if (auto it = llvm::find(fwdParams, i); it != fwdParams.end())
-    return llvm::formatv("io.params[{0}]", it - fwdParams.begin()).str();
-  auto it = llvm::find(fwdInputs, i);
-  return llvm::formatv("io.inputs[{0}]", it - fwdInputs.begin()).str();
+  return forwardBindings[i];
 }
 
 StringRef StepSignature::metricField(unsigned r) const {

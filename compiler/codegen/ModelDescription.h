@@ -71,6 +71,9 @@ struct StepSignature {
   /// labels, read from the graph (never from names); 0 when it indexes
   /// nothing.
   SmallVector<int64_t> valueLimits;
+  /// trainArgument and forwardArgument of every argument, spelled once:
+  /// finding an argument among the roles' lists for each would be quadratic.
+  SmallVector<std::string> trainBindings, forwardBindings;
 
   /// Reads the module; `backend` ("cpu backend") prefixes the diagnostics.
   static FailureOr<StepSignature> analyze(ModuleOp module, StringRef backend);

@@ -206,11 +206,14 @@ struct AutodiffPass : public tg::impl::AutodiffPassBase<AutodiffPass> {
     }
     func::ReturnOp::create(builder, ret.getLoc(), results);
 
+    // All at once: setting them one by one copies the whole list each time.
+    SmallVector<DictionaryAttr> resultAttrs;
     for (unsigned r = 0; r < type.getNumResults(); ++r)
-      fb.setResultAttrs(r, forward.getResultAttrDict(r));
-    for (auto [k, i] : llvm::enumerate(params))
-      fb.setResultAttr(type.getNumResults() + k, TgDialect::kGradAttr,
-                       forward.getArgAttr(i, TgDialect::kParamAttr));
+      resultAttrs.push_back(forward.getResultAttrDict(r));
+    for (unsigned i : params)
+      resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+          TgDialect::kGradAttr, forward.getArgAttr(i, TgDialect::kParamAttr))));
+    fb.setAllResultAttrs(resultAttrs);
     eraseDeadOps(*block);
     return success();
   }

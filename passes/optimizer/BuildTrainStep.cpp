@@ -190,9 +190,8 @@ struct BuildTrainStepPass
     Location loc = fb.getLoc();
     auto step = func::FuncOp::create(b, loc, "train_step",
                                      b.getFunctionType(argTypes, {}));
-    for (auto [i, attrs] : llvm::enumerate(argAttrs))
-      if (attrs)
-        step.setArgAttrs(i, attrs);
+    // All at once: setting them one by one copies the whole list each time.
+    step.setAllArgAttrs(argAttrs);
     Block *block = step.addEntryBlock();
     b.setInsertionPointToStart(block);
 
@@ -278,14 +277,15 @@ struct BuildTrainStepPass
     if (failed(mlir::verify(lr)))
       return failure();
 
+    // A param's position among the step's arguments is its position among
+    // the params of @forward_backward.
+    SmallVector<unsigned> paramPosition(fb.getNumArguments(), 0);
+    for (unsigned i = 0, pos = 0; i < fb.getNumArguments(); ++i)
+      if (fb.getArgAttr(i, TgDialect::kParamAttr))
+        paramPosition[i] = pos++;
     SmallVector<Value> newParams, newState;
     for (auto [k, t] : llvm::enumerate(trainables)) {
-      // A param's position among the step's arguments is its position among
-      // the params of @forward_backward.
-      unsigned pos = 0;
-      for (unsigned i = 0; i < t.arg; ++i)
-        pos += fb.getArgAttr(i, TgDialect::kParamAttr) ? 1 : 0;
-      Value param = step.getArgument(pos);
+      Value param = step.getArgument(paramPosition[t.arg]);
       SmallVector<Value> state;
       for (unsigned s = 0; s < slots->size(); ++s)
         state.push_back(step.getArgument(firstState + k * slots->size() + s));
@@ -318,15 +318,20 @@ struct BuildTrainStepPass
     for (Value v : results)
       resultTypes.push_back(v.getType());
     step.setFunctionType(b.getFunctionType(argTypes, resultTypes));
-    unsigned r = 0;
+    SmallVector<DictionaryAttr> resultAttrs;
+    auto named = [&](StringRef key, const Twine &value) {
+      return b.getDictionaryAttr(
+          b.getNamedAttr(key, b.getStringAttr(value)));
+    };
     for (const Trainable &t : trainables)
-      step.setResultAttr(r++, TgDialect::kUpdateAttr, b.getStringAttr(t.name));
+      resultAttrs.push_back(named(TgDialect::kUpdateAttr, t.name));
     for (const Trainable &t : trainables)
       for (StringRef slot : *slots)
-        step.setResultAttr(r++, TgDialect::kUpdateAttr,
-                           b.getStringAttr(t.name + "." + slot));
+        resultAttrs.push_back(
+            named(TgDialect::kUpdateAttr, t.name + "." + slot));
     for (StringRef metric : {"loss", "grad_norm", "lr"})
-      step.setResultAttr(r++, TgDialect::kMetricAttr, b.getStringAttr(metric));
+      resultAttrs.push_back(named(TgDialect::kMetricAttr, metric));
+    step.setAllResultAttrs(resultAttrs);
     return success();
   }
 };

@@ -51,6 +51,10 @@ def PrecisionPass : Pass<"tg-precision", "ModuleOp"> {
       backend that has only f32 kernels for an op, or a model that needs one
       op in f32.
     - `tg.cast` ops the model wrote are kept as written.
+    - `tg.iota` reads nothing, so it stays f32, and so does what is computed
+      from it and constants alone (a rotary table's angles, their sin and
+      cos): bf16 holds positions exactly only up to 256. A bf16 op reads the
+      table through a `tg.cast`.
     - `@forward`'s signature does not change: a result that comes out bf16
       (an output other than the loss) is cast back to f32 before the return.
 

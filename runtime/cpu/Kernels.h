@@ -191,18 +191,34 @@ void cross_entropy_grad(const float *g, const float *logits,
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// out = softmax(q k^T * scale) v per (batch, head): q [B,H,T,D],
-/// k [B,H,S,D], v [B,H,S,Dv], out [B,H,T,Dv]. With `causal`, query t sees
-/// keys s <= t + (S - T); a query that sees no key gets a zero output.
-void attention(const float *q, const float *k, const float *v, float *out,
-               int64_t B, int64_t H, int64_t T, int64_t S, int64_t D,
-               int64_t Dv, bool causal, float scale);
+/// The shape of attention's additive mask, [B', H', T', S'] with each dim 1
+/// (broadcast) or the scores' [B, H, T, S]; a mask of lower rank has 1s in
+/// front. The mask itself is [B', H', T', S'] contiguous.
+struct AttentionMaskShape {
+  int64_t B = 1, H = 1, T = 1, S = 1;
+};
+
+/// out = softmax(q k^T * scale + mask) v per (batch, head): q [B,H,T,D],
+/// k [B,Hkv,S,D], v [B,Hkv,S,Dv], out [B,H,T,Dv]; query head h reads
+/// key/value head h / (H / Hkv) (Hkv divides H). `mask` (null for none)
+/// broadcasts to the scores [B,H,T,S] and may hold -inf. With `causal`,
+/// query t sees keys s <= t + (S - T). A query that sees no key (causally,
+/// or every score -inf) gets a zero output.
+void attention(const float *q, const float *k, const float *v,
+               const float *mask, AttentionMaskShape maskShape, float *out,
+               int64_t B, int64_t H, int64_t Hkv, int64_t T, int64_t S,
+               int64_t D, int64_t Dv, bool causal, float scale);
 /// Gradients of attention for the output gradient `g` [B,H,T,Dv]; the
-/// probabilities are recomputed, nothing is saved from the forward.
+/// probabilities are recomputed, nothing is saved from the forward. dk and
+/// dv sum over the query heads of each key/value head. `dmask` (null when
+/// not wanted; needs `mask`) receives the scores' gradient summed over the
+/// dims the mask broadcasts along, in a fixed order.
 void attention_grad(const float *g, const float *q, const float *k,
-                    const float *v, float *dq, float *dk, float *dv,
-                    int64_t B, int64_t H, int64_t T, int64_t S, int64_t D,
-                    int64_t Dv, bool causal, float scale);
+                    const float *v, const float *mask,
+                    AttentionMaskShape maskShape, float *dq, float *dk,
+                    float *dv, float *dmask, int64_t B, int64_t H, int64_t Hkv,
+                    int64_t T, int64_t S, int64_t D, int64_t Dv, bool causal,
+                    float scale);
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW)

@@ -12,14 +12,23 @@
 //    head dims zero-padded to KD (64 or 128) so that any D, Dv <= 128 works.
 //    Rows are padded by 8 bf16 (16 bytes): the fragment loads below are then
 //    free of bank conflicts.
-//  - Scores are scaled into the base-2 domain (exp2f); a masked score is
-//    -inf before the exponential. A row that sees no key keeps m = -inf and
-//    l = 0 and gets zeros (and lse = -inf).
+//  - Scores are scaled into the base-2 domain (exp2f), the additive mask
+//    too: the kernels instantiated for a mask stage the 64 x 64 mask entries
+//    of each score tile in shared memory (fp32, coalesced reads, broadcast
+//    dims at stride 0) beside the operand tiles; a causally hidden score is
+//    -inf before the exponential. A row that sees no key (causally, or every
+//    score -inf) keeps m = -inf and l = 0 and gets zeros (and lse = -inf);
+//    the backward gives it P = 0.
+//  - Grouped-query attention: a query head reads the key/value head of its
+//    group; the dk/dv kernel runs per key/value head and walks the query
+//    heads of the group in turn.
 //  - The backward recomputes P from lse and uses delta = rowsum(g * out):
 //    one kernel per 64 keys accumulates dk and dv over the queries that see
-//    them, another per 64 queries accumulates dq. Nothing is added by two
-//    blocks, so there are no atomics and the result is deterministic (at
-//    the cost of computing Q·Kᵀ and dO·Vᵀ twice).
+//    them, another per 64 queries accumulates dq (and stores dS in fp32 when
+//    the mask needs a gradient; Attention.cu sums it over the mask's
+//    broadcast dims). Nothing is added by two blocks, so there are no
+//    atomics and the result is deterministic (at the cost of computing Q·Kᵀ
+//    and dO·Vᵀ twice).
 //
 // Fragment layouts of mma.m16n8k16 (PTX ISA), for lane = 4 g + t:
 //   A (16 x 16, row major), 4 regs of 2 bf16:
@@ -177,6 +186,63 @@ __device__ __forceinline__ int64_t keyEnd(const Params &p, int64_t lastRow) {
   return end < 0 ? 0 : (end > p.S ? p.S : end);
 }
 
+// Head arithmetic in 32 bits (heads over the batch are far below 2^31): a
+// 64-bit division is a call, and the backward kernels have no registers to
+// spare around one.
+
+/// Query heads per key/value head.
+__device__ __forceinline__ int headGroup(const HeadsAndMask &hm) {
+  return (int)hm.H / (int)hm.Hkv;
+}
+
+/// The key/value head that query head `head` (flattened over the batch)
+/// reads.
+__device__ __forceinline__ int64_t kvHeadOf(const HeadsAndMask &hm,
+                                            int64_t head) {
+  int h = (int)head, heads = (int)hm.H;
+  return h / heads * (int)hm.Hkv + h % heads / headGroup(hm);
+}
+
+/// The first query head (flattened over the batch) that reads key/value
+/// head `kvHead`.
+__device__ __forceinline__ int64_t firstHeadOf(const HeadsAndMask &hm,
+                                               int64_t kvHead) {
+  int kv = (int)kvHead, kvHeads = (int)hm.Hkv;
+  return kv / kvHeads * (int)hm.H + kv % kvHeads * headGroup(hm);
+}
+
+/// Row stride of a shared mask tile, in floats (padded against bank
+/// conflicts of the fragment reads).
+constexpr int kMaskStride = kRows + 8;
+constexpr int kMaskTileBytes = kRows * kMaskStride * (int)sizeof(float);
+
+/// maskT[r][c] = mask(row0 + r, key0 + c) of query head `head`, in the
+/// base-2 domain (0 outside the scores, which are never visible); all
+/// threads of the block, consecutive threads on consecutive keys.
+__device__ void loadMaskTile(float *maskT, const Params &p,
+                             const HeadsAndMask &hm, int64_t head,
+                             int64_t row0, int64_t key0) {
+  int h = (int)head, heads = (int)hm.H;
+  const MaskStrides &st = hm.maskStrides;
+  const bf16 *mask = hm.mask + h / heads * st.batch + h % heads * st.head;
+  for (int e = threadIdx.x; e < kRows * kRows; e += kThreads) {
+    int r = e / kRows, c = e % kRows;
+    int64_t row = row0 + r, key = key0 + c;
+    maskT[r * kMaskStride + c] =
+        row < p.T && key < p.S
+            ? toFloat(mask[row * st.row + key * st.key]) * kLog2e
+            : 0.0f;
+  }
+}
+
+/// A query's lse in the base-2 domain, as the backward subtracts it from
+/// the scores: +inf for a query that sees no key (lse -inf, a fully masked
+/// row), so that exp2(score - lse) is 0 for it, not NaN, without a test per
+/// score.
+__device__ __forceinline__ float lseLog2(float lse) {
+  return lse == -INFINITY ? INFINITY : lse * kLog2e;
+}
+
 struct Packing {
   bool qk, vg; // 16-byte loads of q/k rows (D) and of v/g rows (Dv)
 };
@@ -186,21 +252,24 @@ struct Packing {
 //===----------------------------------------------------------------------===//
 
 /// Block per (head, 64 queries): blockIdx.x = head * queryBlocks + block.
-/// Shared: Q, K, V tiles. Writes out and lse, or (Delta) lse and delta.
-template <int KD, bool Delta>
+/// Shared: Q, K, V tiles (and with `Masked` the mask tile). Writes out and
+/// lse, or (Delta) lse and delta.
+template <int KD, bool Delta, bool Masked>
 __global__ void __launch_bounds__(kThreads, 2)
-    forwardKernel(Params p, Packing packing, int64_t queryBlocks) {
+    forwardKernel(Params p, HeadsAndMask hm, Packing packing,
+                  int64_t queryBlocks) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int ks = strideOf<KD>();
   bf16 *qs = reinterpret_cast<bf16 *>(smem);
   bf16 *kt = qs + kRows * ks;
   bf16 *vt = kt + kRows * ks;
+  float *maskT = reinterpret_cast<float *>(vt + kRows * ks);
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4,
       t = lane % 4;
-  int64_t head = blockIdx.x / queryBlocks;
+  int64_t head = blockIdx.x / queryBlocks, kvHead = kvHeadOf(hm, head);
   int64_t q0 = (blockIdx.x % queryBlocks) * kRows;
-  const bf16 *q = p.q + head * p.T * p.D, *k = p.k + head * p.S * p.D,
-             *v = p.v + head * p.S * p.Dv;
+  const bf16 *q = p.q + head * p.T * p.D, *k = p.k + kvHead * p.S * p.D,
+             *v = p.v + kvHead * p.S * p.Dv;
   loadTile<KD>(qs, q + q0 * p.D, p.T - q0, p.D, p.D, packing.qk);
 
   // This thread's two rows of the warp's 16 (the C fragment's g and g + 8).
@@ -214,6 +283,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads(); // the previous tiles are no longer read
     loadTile<KD>(kt, k + k0 * p.D, p.S - k0, p.D, p.D, packing.qk);
     loadTile<KD>(vt, v + k0 * p.Dv, p.S - k0, p.Dv, p.Dv, packing.vg);
+    if (Masked)
+      loadMaskTile(maskT, p, hm, head, q0, k0);
     __syncthreads();
 
     // S = Q Kᵀ for 16 queries x 64 keys.
@@ -235,9 +306,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        int64_t key = k0 + nt * 8 + 2 * t + (e & 1);
-        s[nt][e] = visible(p, rows[e / 2], key) ? s[nt][e] * scaleLog2
-                                                : -INFINITY;
+        int col = nt * 8 + 2 * t + (e & 1);
+        int64_t key = k0 + col;
+        float score = s[nt][e] * scaleLog2;
+        if (Masked)
+          score += maskT[(warp * 16 + g + 8 * (e / 2)) * kMaskStride + col];
+        s[nt][e] = visible(p, rows[e / 2], key) ? score : -INFINITY;
         mx[e / 2] = fmaxf(mx[e / 2], s[nt][e]);
       }
     float base[2], alpha[2], rowSum[2] = {0.0f, 0.0f};
@@ -317,13 +391,16 @@ __global__ void __launch_bounds__(kThreads, 2)
 // Backward: dk and dv
 //===----------------------------------------------------------------------===//
 
-/// Block per (head, 64 keys): blockIdx.x = head * keyBlocks + block. The
-/// queries that can see the block's keys stream through in tiles of 64,
-/// each tile in two halves of 32 (to bound the registers). Shared: K and V
-/// of the block, Q and dO of the query tile, and its lse (base 2) and delta.
-template <int KD>
+/// Block per (key/value head, 64 keys): blockIdx.x = kvHead * keyBlocks +
+/// block. For each query head of the group in turn, the queries that can
+/// see the block's keys stream through in tiles of 64, each tile in two
+/// halves of 32 (to bound the registers). Shared: K and V of the block, Q
+/// and dO of the query tile, and its lse (base 2) and delta (and with
+/// `Masked` the query tile's mask).
+template <int KD, bool Masked>
 __global__ void __launch_bounds__(kThreads, 2)
-    backwardKVKernel(Params p, Packing packing, int64_t keyBlocks) {
+    backwardKVKernel(Params p, HeadsAndMask hm, Packing packing,
+                     int64_t keyBlocks) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int ks = strideOf<KD>();
   bf16 *kt = reinterpret_cast<bf16 *>(smem);
@@ -332,13 +409,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   bf16 *gt = qt + kRows * ks;
   float *lseT = reinterpret_cast<float *>(gt + kRows * ks);
   float *deltaT = lseT + kRows;
+  float *maskT = deltaT + kRows;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4,
       t = lane % 4;
-  int64_t head = blockIdx.x / keyBlocks;
+  int64_t kvHead = blockIdx.x / keyBlocks;
   int64_t k0 = (blockIdx.x % keyBlocks) * kRows;
-  const bf16 *q = p.q + head * p.T * p.D, *k = p.k + head * p.S * p.D,
-             *v = p.v + head * p.S * p.Dv, *gh = p.g + head * p.T * p.Dv;
-  const float *lse = p.lse + head * p.T, *delta = p.delta + head * p.T;
+  const bf16 *k = p.k + kvHead * p.S * p.D, *v = p.v + kvHead * p.S * p.Dv;
   loadTile<KD>(kt, k + k0 * p.D, p.S - k0, p.D, p.D, packing.qk);
   loadTile<KD>(vt, v + k0 * p.Dv, p.S - k0, p.Dv, p.Dv, packing.vg);
 
@@ -347,80 +423,90 @@ __global__ void __launch_bounds__(kThreads, 2)
   float dk[KD / 8][4] = {}, dv[KD / 8][4] = {};
   // The first query that sees key k0.
   int64_t first = p.causal ? k0 - (p.S - p.T) : 0;
-  for (int64_t t0 = first < 0 ? 0 : first; t0 < p.T; t0 += kRows) {
-    __syncthreads();
-    loadTile<KD>(qt, q + t0 * p.D, p.T - t0, p.D, p.D, packing.qk);
-    loadTile<KD>(gt, gh + t0 * p.Dv, p.T - t0, p.Dv, p.Dv, packing.vg);
-    for (int i = threadIdx.x; i < kRows; i += kThreads) {
-      bool in = t0 + i < p.T;
-      lseT[i] = in ? lse[t0 + i] * kLog2e : 0.0f;
-      deltaT[i] = in ? delta[t0 + i] : 0.0f;
-    }
-    __syncthreads();
-
-    // Not unrolled: one half's tiles at a time next to dk and dv is what
-    // fits in the registers.
+  // The query heads of the group in turn.
+  int64_t group = headGroup(hm), firstHead = firstHeadOf(hm, kvHead);
 #pragma unroll 1
-    for (int half = 0; half < 2; ++half) {
-      int qh = half * 32;
-      // Sᵀ = K Qᵀ (16 keys x 32 queries), then Pᵀ in place.
-      float pt[4][4] = {};
-#pragma unroll
-      for (int kk = 0; kk < KD / 16; ++kk) {
-        FragA a = loadA<KD>(kt, warp * 16, kk * 16, g, t);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          uint32_t b0, b1;
-          loadBTransposed<KD>(qt, qh + nt * 8, kk * 16, g, t, b0, b1);
-          mma(pt[nt], a, b0, b1);
-        }
+  for (int64_t head = firstHead, end = firstHead + group; head < end; ++head) {
+    const bf16 *q = p.q + head * p.T * p.D, *gh = p.g + head * p.T * p.Dv;
+    const float *lse = p.lse + head * p.T, *delta = p.delta + head * p.T;
+    for (int64_t t0 = first < 0 ? 0 : first; t0 < p.T; t0 += kRows) {
+      __syncthreads();
+      loadTile<KD>(qt, q + t0 * p.D, p.T - t0, p.D, p.D, packing.qk);
+      loadTile<KD>(gt, gh + t0 * p.Dv, p.T - t0, p.Dv, p.Dv, packing.vg);
+      for (int i = threadIdx.x; i < kRows; i += kThreads) {
+        bool in = t0 + i < p.T;
+        lseT[i] = in ? lseLog2(lse[t0 + i]) : 0.0f;
+        deltaT[i] = in ? delta[t0 + i] : 0.0f;
       }
+      if (Masked)
+        loadMaskTile(maskT, p, hm, head, t0, k0);
+      __syncthreads();
+
+      // Not unrolled: one half's tiles at a time next to dk and dv is what
+      // fits in the registers.
+#pragma unroll 1
+      for (int half = 0; half < 2; ++half) {
+        int qh = half * 32;
+        // Sᵀ = K Qᵀ (16 keys x 32 queries), then Pᵀ in place.
+        float pt[4][4] = {};
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
+        for (int kk = 0; kk < KD / 16; ++kk) {
+          FragA a = loadA<KD>(kt, warp * 16, kk * 16, g, t);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int col = qh + nt * 8 + 2 * t + (e & 1);
-          pt[nt][e] = visible(p, t0 + col, keys[e / 2])
-                          ? exp2f(pt[nt][e] * scaleLog2 - lseT[col])
-                          : 0.0f;
+          for (int nt = 0; nt < 4; ++nt) {
+            uint32_t b0, b1;
+            loadBTransposed<KD>(qt, qh + nt * 8, kk * 16, g, t, b0, b1);
+            mma(pt[nt], a, b0, b1);
+          }
         }
-      // dPᵀ = V dOᵀ (16 keys x 32 queries), then dSᵀ = Pᵀ (dPᵀ - delta).
-      float dst[4][4] = {};
 #pragma unroll
-      for (int kk = 0; kk < KD / 16; ++kk) {
-        FragA a = loadA<KD>(vt, warp * 16, kk * 16, g, t);
+        for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          uint32_t b0, b1;
-          loadBTransposed<KD>(gt, qh + nt * 8, kk * 16, g, t, b0, b1);
-          mma(dst[nt], a, b0, b1);
+          for (int e = 0; e < 4; ++e) {
+            int col = qh + nt * 8 + 2 * t + (e & 1);
+            float score = pt[nt][e] * scaleLog2 - lseT[col];
+            if (Masked)
+              score += maskT[col * kMaskStride + warp * 16 + g + 8 * (e / 2)];
+            pt[nt][e] = visible(p, t0 + col, keys[e / 2]) ? exp2f(score) : 0.0f;
+          }
+        // dPᵀ = V dOᵀ (16 keys x 32 queries), then dSᵀ = Pᵀ (dPᵀ - delta).
+        float dst[4][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < KD / 16; ++kk) {
+          FragA a = loadA<KD>(vt, warp * 16, kk * 16, g, t);
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            uint32_t b0, b1;
+            loadBTransposed<KD>(gt, qh + nt * 8, kk * 16, g, t, b0, b1);
+            mma(dst[nt], a, b0, b1);
+          }
         }
-      }
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
+        for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int col = qh + nt * 8 + 2 * t + (e & 1);
-          dst[nt][e] = pt[nt][e] * (dst[nt][e] - deltaT[col]);
-        }
-      // dV += Pᵀ dO and dK += dSᵀ Q, k running over the 32 queries.
+          for (int e = 0; e < 4; ++e) {
+            int col = qh + nt * 8 + 2 * t + (e & 1);
+            dst[nt][e] = pt[nt][e] * (dst[nt][e] - deltaT[col]);
+          }
+        // dV += Pᵀ dO and dK += dSᵀ Q, k running over the 32 queries.
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        FragA ap = aFromC(pt[2 * j], pt[2 * j + 1]);
-        FragA ads = aFromC(dst[2 * j], dst[2 * j + 1]);
+        for (int j = 0; j < 2; ++j) {
+          FragA ap = aFromC(pt[2 * j], pt[2 * j + 1]);
+          FragA ads = aFromC(dst[2 * j], dst[2 * j + 1]);
 #pragma unroll
-        for (int nt = 0; nt < KD / 8; ++nt) {
-          uint32_t b0, b1;
-          loadB<KD>(gt, qh + j * 16, nt * 8, g, t, b0, b1);
-          mma(dv[nt], ap, b0, b1);
-          loadB<KD>(qt, qh + j * 16, nt * 8, g, t, b0, b1);
-          mma(dk[nt], ads, b0, b1);
+          for (int nt = 0; nt < KD / 8; ++nt) {
+            uint32_t b0, b1;
+            loadB<KD>(gt, qh + j * 16, nt * 8, g, t, b0, b1);
+            mma(dv[nt], ap, b0, b1);
+            loadB<KD>(qt, qh + j * 16, nt * 8, g, t, b0, b1);
+            mma(dk[nt], ads, b0, b1);
+          }
         }
       }
     }
   }
 
-  bf16 *dkh = p.dk + head * p.S * p.D, *dvh = p.dv + head * p.S * p.Dv;
+  bf16 *dkh = p.dk + kvHead * p.S * p.D, *dvh = p.dv + kvHead * p.S * p.Dv;
 #pragma unroll
   for (int nt = 0; nt < KD / 8; ++nt)
 #pragma unroll
@@ -441,22 +527,25 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 /// Block per (head, 64 queries): blockIdx.x = head * queryBlocks + block.
 /// Shared: Q and dO of the block, K and V tiles streamed over the visible
-/// keys.
-template <int KD>
+/// keys (and with `Masked` their mask tile). With `Masked`, stores dS into
+/// hm.dscores when that is not null.
+template <int KD, bool Masked>
 __global__ void __launch_bounds__(kThreads, 2)
-    backwardQKernel(Params p, Packing packing, int64_t queryBlocks) {
+    backwardQKernel(Params p, HeadsAndMask hm, Packing packing,
+                    int64_t queryBlocks) {
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int ks = strideOf<KD>();
   bf16 *qs = reinterpret_cast<bf16 *>(smem);
   bf16 *gs = qs + kRows * ks;
   bf16 *kt = gs + kRows * ks;
   bf16 *vt = kt + kRows * ks;
+  float *maskT = reinterpret_cast<float *>(vt + kRows * ks);
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4,
       t = lane % 4;
-  int64_t head = blockIdx.x / queryBlocks;
+  int64_t head = blockIdx.x / queryBlocks, kvHead = kvHeadOf(hm, head);
   int64_t q0 = (blockIdx.x % queryBlocks) * kRows;
-  const bf16 *q = p.q + head * p.T * p.D, *k = p.k + head * p.S * p.D,
-             *v = p.v + head * p.S * p.Dv, *gh = p.g + head * p.T * p.Dv;
+  const bf16 *q = p.q + head * p.T * p.D, *k = p.k + kvHead * p.S * p.D,
+             *v = p.v + kvHead * p.S * p.Dv, *gh = p.g + head * p.T * p.Dv;
   loadTile<KD>(qs, q + q0 * p.D, p.T - q0, p.D, p.D, packing.qk);
   loadTile<KD>(gs, gh + q0 * p.Dv, p.T - q0, p.Dv, p.Dv, packing.vg);
 
@@ -465,7 +554,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     bool in = rows[i] < p.T;
-    lse2[i] = in ? p.lse[head * p.T + rows[i]] * kLog2e : 0.0f;
+    lse2[i] = in ? lseLog2(p.lse[head * p.T + rows[i]]) : 0.0f;
     delta[i] = in ? p.delta[head * p.T + rows[i]] : 0.0f;
   }
   float scaleLog2 = p.scale * kLog2e;
@@ -476,6 +565,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     loadTile<KD>(kt, k + k0 * p.D, p.S - k0, p.D, p.D, packing.qk);
     loadTile<KD>(vt, v + k0 * p.Dv, p.S - k0, p.Dv, p.Dv, packing.vg);
+    if (Masked)
+      loadMaskTile(maskT, p, hm, head, q0, k0);
     __syncthreads();
 
     // P = exp(S - lse) and dP = dO Vᵀ, 16 queries x 64 keys.
@@ -498,12 +589,25 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        int64_t key = k0 + nt * 8 + 2 * t + (e & 1);
-        float prob = visible(p, rows[e / 2], key)
-                         ? exp2f(s[nt][e] * scaleLog2 - lse2[e / 2])
-                         : 0.0f;
+        int col = nt * 8 + 2 * t + (e & 1);
+        int64_t key = k0 + col;
+        bool seen = visible(p, rows[e / 2], key);
+        float score = s[nt][e] * scaleLog2 - lse2[e / 2];
+        if (Masked)
+          score += maskT[(warp * 16 + g + 8 * (e / 2)) * kMaskStride + col];
+        float prob = seen ? exp2f(score) : 0.0f;
         dp[nt][e] = prob * (dp[nt][e] - delta[e / 2]);
       }
+    if (Masked && hm.dscores) {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          int64_t row = rows[e / 2], key = k0 + nt * 8 + 2 * t + (e & 1);
+          if (row < p.T && key < p.S)
+            hm.dscores[(head * p.T + row) * p.S + key] = dp[nt][e];
+        }
+    }
     // dQ += dS K, k running over the 64 keys.
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -558,20 +662,39 @@ Packing packingOf(const Params &p) {
 int64_t blocksOf(int64_t n) { return (n + kRows - 1) / kRows; }
 
 template <int KD, bool Delta>
-void forwardAt(const Params &p, int64_t heads, cudaStream_t stream) {
+void forwardAt(const Params &p, const HeadsAndMask &hm, int64_t heads,
+               cudaStream_t stream) {
   int64_t queryBlocks = blocksOf(p.T);
-  launch<forwardKernel<KD, Delta>>(heads * queryBlocks, 3 * tileBytes<KD>(),
-                                   stream, p, packingOf(p), queryBlocks);
+  int bytes = 3 * tileBytes<KD>();
+  if (hm.mask)
+    launch<forwardKernel<KD, Delta, true>>(heads * queryBlocks,
+                                           bytes + kMaskTileBytes, stream, p,
+                                           hm, packingOf(p), queryBlocks);
+  else
+    launch<forwardKernel<KD, Delta, false>>(heads * queryBlocks, bytes, stream,
+                                            p, hm, packingOf(p), queryBlocks);
 }
 
 template <int KD>
-void backwardAt(const Params &p, int64_t heads, cudaStream_t stream) {
+void backwardAt(const Params &p, const HeadsAndMask &hm, int64_t heads,
+                cudaStream_t stream) {
   int64_t keyBlocks = blocksOf(p.S), queryBlocks = blocksOf(p.T);
-  launch<backwardKVKernel<KD>>(
-      heads * keyBlocks, 4 * tileBytes<KD>() + 2 * kRows * (int)sizeof(float),
-      stream, p, packingOf(p), keyBlocks);
-  launch<backwardQKernel<KD>>(heads * queryBlocks, 4 * tileBytes<KD>(), stream,
-                              p, packingOf(p), queryBlocks);
+  int64_t kvHeads = heads / hm.H * hm.Hkv;
+  int kvBytes = 4 * tileBytes<KD>() + 2 * kRows * (int)sizeof(float);
+  int qBytes = 4 * tileBytes<KD>();
+  if (hm.mask) {
+    launch<backwardKVKernel<KD, true>>(kvHeads * keyBlocks,
+                                       kvBytes + kMaskTileBytes, stream, p, hm,
+                                       packingOf(p), keyBlocks);
+    launch<backwardQKernel<KD, true>>(heads * queryBlocks,
+                                      qBytes + kMaskTileBytes, stream, p, hm,
+                                      packingOf(p), queryBlocks);
+  } else {
+    launch<backwardKVKernel<KD, false>>(kvHeads * keyBlocks, kvBytes, stream,
+                                        p, hm, packingOf(p), keyBlocks);
+    launch<backwardQKernel<KD, false>>(heads * queryBlocks, qBytes, stream, p,
+                                       hm, packingOf(p), queryBlocks);
+  }
 }
 
 /// Head dims padded to 64 or 128.
@@ -579,25 +702,28 @@ bool small(const Params &p) { return p.D <= 64 && p.Dv <= 64; }
 
 } // namespace
 
-void forward(const Params &p, int64_t heads, cudaStream_t stream) {
+void forward(const Params &p, const HeadsAndMask &hm, int64_t heads,
+             cudaStream_t stream) {
   if (small(p))
-    forwardAt<64, false>(p, heads, stream);
+    forwardAt<64, false>(p, hm, heads, stream);
   else
-    forwardAt<128, false>(p, heads, stream);
+    forwardAt<128, false>(p, hm, heads, stream);
 }
 
-void forwardDelta(const Params &p, int64_t heads, cudaStream_t stream) {
+void forwardDelta(const Params &p, const HeadsAndMask &hm, int64_t heads,
+                  cudaStream_t stream) {
   if (small(p))
-    forwardAt<64, true>(p, heads, stream);
+    forwardAt<64, true>(p, hm, heads, stream);
   else
-    forwardAt<128, true>(p, heads, stream);
+    forwardAt<128, true>(p, hm, heads, stream);
 }
 
-void backward(const Params &p, int64_t heads, cudaStream_t stream) {
+void backward(const Params &p, const HeadsAndMask &hm, int64_t heads,
+              cudaStream_t stream) {
   if (small(p))
-    backwardAt<64>(p, heads, stream);
+    backwardAt<64>(p, hm, heads, stream);
   else
-    backwardAt<128>(p, heads, stream);
+    backwardAt<128>(p, hm, heads, stream);
 }
 
 } // namespace tgc::cuda::flash

@@ -15,8 +15,16 @@
 
 namespace tgc::cuda::flash {
 
-/// One attention call over BH = B * H heads, each head's tensors dense:
-/// q [T, D], k [S, D], v [S, Dv], g and out [T, Dv], lse and delta [T].
+/// Where score (batch, head, query, key) finds its additive mask element:
+/// the dot product of these strides with the indices, 0 along the dims the
+/// mask broadcasts along.
+struct MaskStrides {
+  int64_t batch, head, row, key;
+};
+
+/// One attention call over BH = B * H query heads, each head's tensors
+/// dense: q [T, D], g and out [T, Dv], lse and delta [T], and of its
+/// key/value head k [S, D], v [S, Dv].
 struct Params {
   const __nv_bfloat16 *q, *k, *v;
   const __nv_bfloat16 *g;   ///< output gradient (backward, delta)
@@ -29,17 +37,34 @@ struct Params {
   float scale;
 };
 
+/// The rest of a call, a kernel argument of its own: with these fields in
+/// it, Params would pass 128 bytes, and past that ptxas (CUDA 13, sm_90)
+/// spills registers in the dk/dv kernel, which needs over 240 of its 255.
+struct HeadsAndMask {
+  /// Query and key/value heads per batch: query head h reads key/value head
+  /// h / (H / Hkv).
+  int64_t H, Hkv;
+  const __nv_bfloat16 *mask; ///< added to the scaled scores, or null
+  MaskStrides maskStrides;
+  float *dscores; ///< dS [BH, T, S] for the mask's gradient, or null
+};
+
 /// The largest head dim (D and Dv) the kernels take.
 constexpr int64_t kMaxHeadDim = 128;
 
 /// out (and lse when not null) of every head.
-void forward(const Params &p, int64_t heads, cudaStream_t stream);
+void forward(const Params &p, const HeadsAndMask &hm, int64_t heads,
+             cudaStream_t stream);
 /// lse and delta = rowsum(g * out) of every head, out recomputed and never
 /// stored: the backward's preparation when the forward kept nothing.
-void forwardDelta(const Params &p, int64_t heads, cudaStream_t stream);
-/// dk, dv (one block per 64 keys) then dq (one block per 64 queries), from
-/// lse and delta.
-void backward(const Params &p, int64_t heads, cudaStream_t stream);
+void forwardDelta(const Params &p, const HeadsAndMask &hm, int64_t heads,
+                  cudaStream_t stream);
+/// dk, dv (one block per key/value head and 64 keys, over the query heads
+/// of its group) then dq (one block per 64 queries), from lse and delta;
+/// dq's kernel also writes dscores when it is not null (keys no query of a
+/// block sees are left as they are: the caller zeroes them).
+void backward(const Params &p, const HeadsAndMask &hm, int64_t heads,
+              cudaStream_t stream);
 
 } // namespace tgc::cuda::flash
 

@@ -353,45 +353,65 @@ void fused_classifier(const bf16 *logits, const int64_t *labels, int64_t rows,
 // Attention
 //===----------------------------------------------------------------------===//
 
-/// out = softmax(q kᵀ * scale) v per (batch, head) (tgc::cpu::attention):
-/// q [B,H,T,D], k [B,H,S,D], v [B,H,S,Dv], out [B,H,T,Dv], D and Dv up to
-/// 128. With `causal`, query t sees keys s <= t + (S - T); a query that sees
-/// no key gets zeros (and lse -inf). When `lse` is not null it receives the
-/// natural-log log-sum-exp of each query's scaled scores, [B,H,T] fp32, for
+/// The shape of attention's additive mask (as tgc::cpu's): [B', H', T', S']
+/// contiguous, each dim 1 (broadcast) or the scores' [B, H, T, S].
+struct AttentionMaskShape {
+  int64_t B = 1, H = 1, T = 1, S = 1;
+};
+
+/// out = softmax(q kᵀ * scale + mask) v per (batch, head)
+/// (tgc::cpu::attention): q [B,H,T,D], k [B,Hkv,S,D], v [B,Hkv,S,Dv],
+/// out [B,H,T,Dv], D and Dv up to 128; query head h reads key/value head
+/// h / (H / Hkv). `mask` (null for none, the element type of q) broadcasts
+/// to the scores and may hold -inf. With `causal`, query t sees keys
+/// s <= t + (S - T); a query that sees no key (causally, or every score
+/// -inf) gets zeros (and lse -inf). When `lse` is not null it receives the
+/// natural-log log-sum-exp of each query's scores, [B,H,T] fp32, for
 /// attention_grad.
 ///
 /// Flash-attention style: 64 queries per block, keys in tiles of 64 with an
 /// online softmax; blocks stop at their last visible key. bf16 runs on the
 /// tensor cores (mma.sync m16n8k16, fp32 accumulation, P rounded to bf16 for
-/// P·V); fp32 runs a warp-per-query kernel in fp32 throughout.
-void attention(const float *q, const float *k, const float *v, float *out,
-               float *lse, int64_t B, int64_t H, int64_t T, int64_t S,
-               int64_t D, int64_t Dv, bool causal, float scale,
+/// P·V); fp32 runs a warp-per-query kernel in fp32 throughout. Both read the
+/// mask where they form the scores.
+void attention(const float *q, const float *k, const float *v,
+               const float *mask, AttentionMaskShape maskShape, float *out,
+               float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t T,
+               int64_t S, int64_t D, int64_t Dv, bool causal, float scale,
                cudaStream_t stream);
-void attention(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *out,
-               float *lse, int64_t B, int64_t H, int64_t T, int64_t S,
-               int64_t D, int64_t Dv, bool causal, float scale,
-               cudaStream_t stream);
+void attention(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *mask,
+               AttentionMaskShape maskShape, bf16 *out, float *lse, int64_t B,
+               int64_t H, int64_t Hkv, int64_t T, int64_t S, int64_t D,
+               int64_t Dv, bool causal, float scale, cudaStream_t stream);
 
 /// Gradients of attention for the output gradient g [B,H,T,Dv]
 /// (tgc::cpu::attention_grad), recomputing the probabilities. `out` and
 /// `lse` are the forward's output and log-sum-exp: pass both and the
 /// backward starts at once; pass neither (null) and one forward-cost pass
 /// recomputes them first (lse alone is not used). Then one kernel per key
-/// block writes dk and dv, one per query block writes dq: no atomics.
+/// block of each key/value head writes dk and dv (summed over the query
+/// heads of its group), one per query block writes dq: no atomics. `dmask`
+/// (null when the mask is not trained) receives the scores' gradient summed
+/// over the mask's broadcast dims, in a fixed order.
 /// Workspace: delta = rowsum(g * out) and, when recomputed, lse: [B,H,T]
-/// fp32 each.
-int64_t attention_grad_workspace_bytes(int64_t B, int64_t H, int64_t T);
+/// fp32 each; with `maskGrad` (dmask not null) also the scores' gradient,
+/// [B,H,T,S] fp32.
+int64_t attention_grad_workspace_bytes(int64_t B, int64_t H, int64_t T,
+                                       int64_t S, bool maskGrad);
 void attention_grad(const float *g, const float *q, const float *k,
-                    const float *v, const float *out, const float *lse,
-                    float *dq, float *dk, float *dv, int64_t B, int64_t H,
-                    int64_t T, int64_t S, int64_t D, int64_t Dv, bool causal,
-                    float scale, void *workspace, cudaStream_t stream);
+                    const float *v, const float *mask,
+                    AttentionMaskShape maskShape, const float *out,
+                    const float *lse, float *dq, float *dk, float *dv,
+                    float *dmask, int64_t B, int64_t H, int64_t Hkv, int64_t T,
+                    int64_t S, int64_t D, int64_t Dv, bool causal, float scale,
+                    void *workspace, cudaStream_t stream);
 void attention_grad(const bf16 *g, const bf16 *q, const bf16 *k,
-                    const bf16 *v, const bf16 *out, const float *lse,
-                    bf16 *dq, bf16 *dk, bf16 *dv, int64_t B, int64_t H,
-                    int64_t T, int64_t S, int64_t D, int64_t Dv, bool causal,
-                    float scale, void *workspace, cudaStream_t stream);
+                    const bf16 *v, const bf16 *mask,
+                    AttentionMaskShape maskShape, const bf16 *out,
+                    const float *lse, bf16 *dq, bf16 *dk, bf16 *dv,
+                    bf16 *dmask, int64_t B, int64_t H, int64_t Hkv, int64_t T,
+                    int64_t S, int64_t D, int64_t Dv, bool causal, float scale,
+                    void *workspace, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW, fp32)

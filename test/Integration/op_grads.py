@@ -26,11 +26,28 @@ FD_RTOL = 2e-2  # against central differences of the fp32 loss
 rng = np.random.default_rng(0)
 
 
-def case(name, op, params, attrs=None, ints=None, positive=False):
-    """params: {name: shape} float operands (trainable); ints: {name:
-    (shape, high)} integer operands (frozen)."""
+def case(name, op, params, attrs=None, ints=None, positive=False,
+         frozen=None, derived=None):
+    """params: {name: shape} float operands (trainable); frozen: {name:
+    array} float parameters with fixed values; derived: {name: (op,
+    [inputs])} operands computed from the frozen ones by one node each (a
+    checkpoint holds finite values only: -inf comes from log(0)); ints:
+    {name: (shape, high)} integer operands (frozen). The op's operands are
+    the params, then the derived values (or else the frozen ones), then the
+    ints."""
     return dict(name=name, op=op, params=params, attrs=attrs or {},
-                ints=ints or {}, positive=positive)
+                ints=ints or {}, positive=positive, frozen=frozen or {},
+                derived=derived or {})
+
+
+def padding_keep(lengths, keys):
+    """[B, 1, 1, S]: 1 for the first lengths[b] keys of batch b, 0 for the
+    rest; its log is the additive padding mask (0 or -inf). A length of 0
+    masks every key: that batch attends to nothing and gets zeros."""
+    keep = np.zeros([len(lengths), 1, 1, keys], np.float32)
+    for b, n in enumerate(lengths):
+        keep[b, :, :, :n] = 1.0
+    return keep
 
 
 CASES = [
@@ -48,6 +65,8 @@ CASES = [
     case("sqrt", "sqrt", {"x": [3, 4]}, positive=True),
     case("rsqrt", "rsqrt", {"x": [3, 4]}, positive=True),
     case("tanh", "tanh", {"x": [3, 4]}),
+    case("sin", "sin", {"x": [3, 4]}),
+    case("cos", "cos", {"x": [3, 4]}),
     case("relu", "relu", {"x": [3, 4]}),
     case("silu", "silu", {"x": [3, 4]}),
     case("sigmoid", "sigmoid", {"x": [3, 4]}),
@@ -75,6 +94,31 @@ CASES = [
                                     "v": [1, 2, 4, 3]}),
     case("attention_causal", "attention", {"q": [2, 2, 3, 4], "k": [2, 2, 5, 4],
                                            "v": [2, 2, 5, 2]},
+         {"causal": ("b", True)}),
+    # An additive [T, S] mask, trained: its gradient sums over B and H.
+    case("attention_mask_ts", "attention",
+         {"q": [2, 2, 4, 3], "k": [2, 2, 5, 3], "v": [2, 2, 5, 3],
+          "mask": [4, 5]}),
+    # A padding mask [B, 1, 1, S], -inf past each length (batch 2 sees no
+    # key at all).
+    case("attention_padding", "attention",
+         {"q": [3, 2, 4, 3], "k": [3, 2, 5, 3], "v": [3, 2, 5, 2]},
+         frozen={"keep": padding_keep([5, 2, 0], 5)},
+         derived={"pad": ("log", ["keep"])}),
+    # A learned [1, H, T, S] bias (ALiBi-like), with causal.
+    case("attention_bias_causal", "attention",
+         {"q": [2, 2, 4, 3], "k": [2, 2, 4, 3], "v": [2, 2, 4, 3],
+          "bias": [1, 2, 4, 4]},
+         {"causal": ("b", True)}),
+    # Grouped-query attention: 4 query heads on 2 key/value heads.
+    case("attention_gqa", "attention",
+         {"q": [2, 4, 3, 4], "k": [2, 2, 5, 4], "v": [2, 2, 5, 2]}),
+    case("attention_gqa_causal", "attention",
+         {"q": [2, 4, 3, 4], "k": [2, 2, 5, 4], "v": [2, 2, 5, 2]},
+         {"causal": ("b", True)}),
+    case("attention_gqa_mask", "attention",
+         {"q": [2, 4, 4, 3], "k": [2, 2, 4, 3], "v": [2, 2, 4, 3],
+          "mask": [2, 1, 4, 4]},
          {"causal": ("b", True)}),
     case("conv2d", "conv2d", {"x": [2, 2, 5, 5], "w": [3, 2, 3, 3], "bias": [3]},
          {"padding": ("ints", [1, 1])}),
@@ -107,6 +151,18 @@ def model_for(c):
         tensors[name] = value
         params.append({"name": name, "shape": shape})
         inputs.append(name)
+    for name, value in c["frozen"].items():
+        tensors[name] = value
+        params.append({"name": name, "shape": list(value.shape),
+                       "trainable": False, "init": {"kind": "zeros"}})
+        if not c["derived"]:
+            inputs.append(name)
+    prelude, values = [], {}
+    for name, (op, args) in c["derived"].items():
+        prelude.append({"op": op, "inputs": args, "outputs": [name]})
+        values[name] = torch_model.run_op(
+            op, [torch.from_numpy(tensors[a]) for a in args], {})
+        inputs.append(name)
     for name, (shape, high) in c["ints"].items():
         tensors[name] = rng.integers(0, high, shape).astype(np.int64)
         params.append({"name": name, "shape": shape, "dtype": "i64",
@@ -114,13 +170,14 @@ def model_for(c):
         inputs.append(name)
     attrs = [{"name": k, v[0]: v[1]} for k, v in c["attrs"].items()]
     # The op's output shape, from torch, sizes the weighting tensor.
-    out = torch_model.run_op(c["op"], [torch.from_numpy(tensors[n])
+    out = torch_model.run_op(c["op"], [values[n] if n in values else
+                                       torch.from_numpy(tensors[n])
                                        for n in inputs],
                              {k: v[1] for k, v in c["attrs"].items()})
     tensors["w_out"] = rng.standard_normal(list(out.shape)).astype(np.float32)
     params.append({"name": "w_out", "shape": list(out.shape),
                    "trainable": False, "init": {"kind": "zeros"}})
-    nodes = [
+    nodes = prelude + [
         {"name": c["name"], "op": c["op"], "inputs": inputs, "outputs": ["y"],
          "attrs": attrs},
         {"op": "mul", "inputs": ["y", "w_out"], "outputs": ["yw"]},

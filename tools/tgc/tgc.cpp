@@ -125,6 +125,13 @@ cl::opt<unsigned> optLevel(
     "opt-level",
     cl::desc("Host compiler optimization level for the executable (0-3)"),
     cl::init(3), cl::cat(tgcCategory));
+cl::opt<unsigned> opsPerFunction(
+    "ops-per-function",
+    cl::desc("The generated source splits a step of more ops (C++) or "
+             "launches (CUDA) into functions of at most this many, so that "
+             "the host compiler's time grows linearly with the model's depth "
+             "(default 64 ops, 256 launches)"),
+    cl::cat(tgcCategory));
 cl::opt<bool> saveTemps(
     "save-temps",
     cl::desc("Keep the generated source next to the executable (EXE.cpp, "
@@ -245,6 +252,8 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
   options.sourceName = sourceName.str();
   options.precision = policy.str();
   options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
+  if (opsPerFunction.getNumOccurrences())
+    options.launchesPerFunction = std::max(1u, opsPerFunction.getValue());
   if (last == Phase::Source) {
     std::string dir =
         outputFile.empty() ? stemOf(inputFile) + "-cuda" : outputFile.getValue();
@@ -481,6 +490,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   // The source.
   CppEmitOptions emitOptions;
   emitOptions.sourceName = sourceName;
+  if (opsPerFunction.getNumOccurrences())
+    emitOptions.opsPerFunction = std::max(1u, opsPerFunction.getValue());
   if (last == Phase::Source)
     return writeText(outputFile, [&](llvm::raw_ostream &os) {
       return emitCpp(*module, os, emitOptions);

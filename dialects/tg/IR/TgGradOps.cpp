@@ -7,6 +7,8 @@
 
 #include "dialects/tg/IR/TgOps.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 using namespace mlir;
 using namespace mlir::tg;
 
@@ -122,8 +124,10 @@ LogicalResult AttentionGradOp::verify() {
   AttentionOp::Properties props;
   props.causal = getCausalAttr();
   props.scale = getScaleAttr();
-  AttentionOp::Adaptor adaptor(ValueRange{getQuery(), getKey(), getValue()},
-                               nullptr, props, {});
+  SmallVector<Value, 4> forwardOperands = {getQuery(), getKey(), getValue()};
+  if (getMask())
+    forwardOperands.push_back(getMask());
+  AttentionOp::Adaptor adaptor(forwardOperands, nullptr, props, {});
   if (failed(inferForwardType(*this, adaptor, forward)))
     return failure();
   if (failed(expectType(*this, getGrad(), forward[0], "grad")) ||
@@ -131,7 +135,41 @@ LogicalResult AttentionGradOp::verify() {
       failed(expectType(*this, getDkey(), getKey().getType(), "dkey")) ||
       failed(expectType(*this, getDvalue(), getValue().getType(), "dvalue")))
     return failure();
+  if (getDmask() && !getMask())
+    return emitOpError() << "has a dmask result but no mask operand";
+  if (getDmask() &&
+      failed(expectType(*this, getDmask(), getMask().getType(), "dmask")))
+    return failure();
   return success();
+}
+
+namespace {
+/// A mask that is not trained (a padding mask from the batch) leaves dmask
+/// unread: the kernels then skip the reduction of the scores' gradient.
+struct DropUnusedMaskGrad : public OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getDmask() || !op.getDmask().use_empty())
+      return failure();
+    auto lean = AttentionGradOp::create(
+        rewriter, op.getLoc(),
+        TypeRange{op.getDquery().getType(), op.getDkey().getType(),
+                  op.getDvalue().getType()},
+        op.getGrad(), op.getQuery(), op.getKey(), op.getValue(), op.getMask(),
+        op.getCausalAttr(), op.getScaleAttr());
+    rewriter.replaceAllUsesWith(op.getDquery(), lean.getDquery());
+    rewriter.replaceAllUsesWith(op.getDkey(), lean.getDkey());
+    rewriter.replaceAllUsesWith(op.getDvalue(), lean.getDvalue());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void AttentionGradOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                  MLIRContext *context) {
+  results.add<DropUnusedMaskGrad>(context);
 }
 
 /// Checks a conv gradient by re-inferring the forward output type from the

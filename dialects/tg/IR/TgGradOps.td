@@ -110,22 +110,36 @@ def Tg_CrossEntropyGradOp : Tg_GradOp<"cross_entropy_grad"> {
 def Tg_AttentionGradOp : Tg_GradOp<"attention_grad"> {
   let summary = "Gradient of tg.attention";
   let description = [{
+    The operands and attributes are those of the forward tg.attention after
+    the output gradient `grad`; the gradients have the types of the query,
+    key and value (dkey and dvalue sum over the query heads of each
+    key/value group). With a `mask`, the optional `dmask` result is the
+    mask's gradient, summed over the dims the mask broadcasts along; leave
+    it off when the mask is not trained (canonicalization drops it when
+    nothing reads it).
+
     ```mlir
     %dq, %dk, %dv = tg.attention_grad %g, %q, %k, %v {causal = true}
         : (tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>)
         -> (tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>)
+    %dq2, %dk2, %dv2, %db = tg.attention_grad %g, %q, %k, %v mask %bias
+        : (tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>, tensor<8x2x64x32xf32>, tensor<8x2x64x32xf32>, tensor<1x4x64x64xf32>)
+        -> (tensor<8x4x64x32xf32>, tensor<8x2x64x32xf32>, tensor<8x2x64x32xf32>, tensor<1x4x64x64xf32>)
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$grad, Tg_FloatTensor:$query,
                    Tg_FloatTensor:$key, Tg_FloatTensor:$value,
+                   Optional<Tg_FloatTensor>:$mask,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
                    OptionalAttr<F64Attr>:$scale);
   let results = (outs Tg_FloatTensor:$dquery, Tg_FloatTensor:$dkey,
-                  Tg_FloatTensor:$dvalue);
+                  Tg_FloatTensor:$dvalue, Optional<Tg_FloatTensor>:$dmask);
   let assemblyFormat = [{
-    $grad `,` $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+    $grad `,` $query `,` $key `,` $value (`mask` $mask^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 class Tg_ConvGradOp<string mnemonic, string what> : Tg_GradOp<mnemonic> {

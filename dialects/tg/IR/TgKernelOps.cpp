@@ -14,7 +14,7 @@ bool mlir::tg::isElementwiseOp(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp,
              CompareOp, SelectOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
              TanhOp, ReluOp, SigmoidOp, SiluOp, GeluOp, GeluGradOp, CastOp,
-             BroadcastToOp>(op);
+             BroadcastToOp, SinOp, CosOp>(op);
 }
 
 YieldOp KernelOp::getYield() {

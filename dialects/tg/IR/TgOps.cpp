@@ -82,6 +82,46 @@ static OpFoldResult sameTypeOrNull(Value x, Type result) {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+int64_t IotaOp::getNormalizedDimension() {
+  return *normalizeAxis(getDimension(), getType().getRank());
+}
+
+LogicalResult IotaOp::verify() {
+  RankedTensorType type = getType();
+  int64_t rank = type.getRank(), dimension = getDimension();
+  if (rank == 0 || failed(normalizeAxis(dimension, rank)))
+    return emitOpError() << "dimension " << dimension
+                         << " is out of range for rank " << rank;
+  double start = getStart().convertToDouble();
+  double step = getStep().convertToDouble();
+  for (auto [name, value] : {std::pair<StringRef, double>{"start", start},
+                             {"step", step}})
+    if (!std::isfinite(value))
+      return emitOpError() << name << " must be finite, got "
+                           << formatDouble(value);
+  auto intType = dyn_cast<IntegerType>(type.getElementType());
+  if (!intType)
+    return success();
+  for (auto [name, value] : {std::pair<StringRef, double>{"start", start},
+                             {"step", step}})
+    if (value != std::trunc(value))
+      return emitOpError() << name << " must be a whole number for a "
+                           << intType << " result, got "
+                           << formatDouble(value);
+  if (type.getNumElements() == 0)
+    return success();
+  // The values run from start to start + step * (size - 1); both ends must
+  // fit (in double: exact while they are below 2^53).
+  double last = start + step * (double)(type.getDimSize(
+                                    getNormalizedDimension()) - 1);
+  double limit = std::ldexp(1.0, intType.getWidth() - 1);
+  for (double end : {start, last})
+    if (end < -limit || end >= limit)
+      return emitOpError() << "value " << formatDouble(end)
+                           << " does not fit " << intType;
+  return success();
+}
+
 // The additive identity is -0.0 for floats (see isSplatZero).
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   if (isSplatZero(adaptor.getRhs(), /*negative=*/true))

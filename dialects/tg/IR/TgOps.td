@@ -39,7 +39,7 @@ def Tg_BoolTensor : Tg_TensorOf<[I1]>;
 def Tg_Scalar : 0DTensorOf<[Tg_Float]>;
 
 //===----------------------------------------------------------------------===//
-// Constants
+// Constants and index tables
 //===----------------------------------------------------------------------===//
 
 def Tg_ConstantOp : Tg_Op<"constant", [ConstantLike, Pure,
@@ -54,6 +54,33 @@ def Tg_ConstantOp : Tg_Op<"constant", [ConstantLike, Pure,
   let results = (outs Tg_Tensor:$result);
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
+}
+
+def Tg_IotaOp : Tg_Op<"iota", [Pure]> {
+  let summary = "Counts along one dim: start + step * index, like arange";
+  let description = [{
+    Element [i0, ..., in] is `start + step * i_d`, d = `dimension` (negative
+    counts from the back): numpy's `arange` along one dim, repeated along the
+    others. Position tables (rotary embeddings, ALiBi slopes) are computed in
+    the graph from it instead of being written out as constants. A float
+    result is computed in f32; an integer result needs whole-number `start`
+    and `step`, and every value must fit its element type.
+
+    ```mlir
+    %pos = tg.iota : tensor<64x1xf32>
+    %even = tg.iota {dimension = 1 : i64, step = 2.0 : f64} : tensor<1x32xf32>
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$dimension,
+                   DefaultValuedAttr<F64Attr, "0.0">:$start,
+                   DefaultValuedAttr<F64Attr, "1.0">:$step);
+  let results = (outs Tg_NumericTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dimension`, counted from the front.
+    int64_t getNormalizedDimension();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -158,6 +185,8 @@ def Tg_LogOp : Tg_UnaryOp<"log", "natural logarithm">;
 def Tg_SqrtOp : Tg_UnaryOp<"sqrt", "square root">;
 def Tg_RsqrtOp : Tg_UnaryOp<"rsqrt", "reciprocal square root">;
 def Tg_TanhOp : Tg_UnaryOp<"tanh", "hyperbolic tangent">;
+def Tg_SinOp : Tg_UnaryOp<"sin", "sine (of radians)">;
+def Tg_CosOp : Tg_UnaryOp<"cos", "cosine (of radians)">;
 def Tg_ReluOp : Tg_UnaryOp<"relu", "rectified linear unit, max(x, 0)">;
 def Tg_SiluOp : Tg_UnaryOp<"silu", "SiLU (swish), x * sigmoid(x)">;
 def Tg_SigmoidOp : Tg_UnaryOp<"sigmoid", "logistic sigmoid">;
@@ -374,24 +403,40 @@ def Tg_CrossEntropyOp : Tg_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
 def Tg_AttentionOp : Tg_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   let summary = "Scaled dot-product attention over heads";
   let description = [{
-    `query` is [B, H, T, D], `key` [B, H, S, D] and `value` [B, H, S, Dv];
-    the result is softmax(query · keyᵀ · scale) · value, shaped [B, H, T, Dv].
-    `scale` defaults to 1/sqrt(D). With `causal`, query position t attends
-    to key positions s <= t + (S - T).
+    `query` is [B, H, T, D], `key` [B, Hkv, S, D] and `value` [B, Hkv, S, Dv];
+    the result is softmax(query · keyᵀ · scale + mask) · value, shaped
+    [B, H, T, Dv]. `scale` defaults to 1/sqrt(D). With `causal`, query
+    position t attends to key positions s <= t + (S - T).
+
+    Grouped-query attention: Hkv must divide H, and query head h reads
+    key/value head h / (H / Hkv) (Hkv = H is multi-head attention, Hkv = 1
+    multi-query attention).
+
+    The optional `mask` is added to the scaled scores before the softmax
+    (padding masks, ALiBi, learned biases): a tensor of the query's element
+    type that broadcasts to the scores [B, H, T, S] (numpy rules: its dims,
+    aligned at the back, are 1 or the scores' dim). It may hold -inf, and
+    combines with `causal`. A query row that sees no key (every score -inf)
+    gets zeros, as PyTorch's flash path gives, not the NaN of a plain
+    softmax; its gradients are zero too. A mask computed from trainable
+    parameters gets a gradient: the scores' gradient summed over the dims
+    it broadcasts along.
 
     ```mlir
     %o = tg.attention %q, %k, %v {causal = true}
         : tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32>, tensor<8x4x64x32xf32> -> tensor<8x4x64x32xf32>
+    %g = tg.attention %q, %k, %v mask %pad
+        : tensor<8x4x64x32xf32>, tensor<8x2x64x32xf32>, tensor<8x2x64x32xf32>, tensor<8x1x1x64xf32> -> tensor<8x4x64x32xf32>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$query, Tg_FloatTensor:$key,
-                   Tg_FloatTensor:$value,
+                   Tg_FloatTensor:$value, Optional<Tg_FloatTensor>:$mask,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
                    OptionalAttr<F64Attr>:$scale);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
-    type($value) `->` type($result)
+    $query `,` $key `,` $value (`mask` $mask^)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let extraClassDeclaration = [{
     /// `scale`, or 1/sqrt(D) when it is not given.

@@ -352,12 +352,22 @@ static LogicalResult inferAttention(const OpDiag &diag,
     return diag(llvm::formatv(
         "element types differ: query has '{0}', key has '{1}', value has '{2}'",
         q.getElementType(), k.getElementType(), v.getElementType()));
-  if (q.getShape().take_front(2) != k.getShape().take_front(2) ||
-      q.getShape().take_front(2) != v.getShape().take_front(2))
+  if (q.getDimSize(0) != k.getDimSize(0) || q.getDimSize(0) != v.getDimSize(0))
     return diag(llvm::formatv(
-        "batch and head dims differ: query {0}, key {1}, value {2}",
+        "batch dims differ: query {0}, key {1}, value {2}",
         formatShape(q.getShape()), formatShape(k.getShape()),
         formatShape(v.getShape())));
+  int64_t heads = q.getDimSize(1), kvHeads = k.getDimSize(1);
+  if (v.getDimSize(1) != kvHeads)
+    return diag(llvm::formatv(
+        "key and value head counts differ: key has {0}, value has {1}",
+        kvHeads, v.getDimSize(1)));
+  // Grouped-query attention: query head h reads key/value head
+  // h / (heads / kvHeads).
+  if (kvHeads == 0 ? heads != 0 : heads % kvHeads != 0)
+    return diag(llvm::formatv(
+        "query has {0} heads, which {1} key/value heads do not divide", heads,
+        kvHeads));
   if (q.getDimSize(3) != k.getDimSize(3))
     return diag(llvm::formatv("head dims differ: query has {0}, key has {1}",
                               q.getDimSize(3), k.getDimSize(3)));
@@ -368,6 +378,29 @@ static LogicalResult inferAttention(const OpDiag &diag,
   if (auto scale = adaptor.getScaleAttr(); scale && !(scale.getValueAsDouble() > 0))
     return diag("scale must be positive, got " +
                 formatDouble(scale.getValueAsDouble()));
+  if (Value maskValue = adaptor.getMask()) {
+    auto mask = tensorOf(maskValue);
+    if (!mask)
+      return diag("operand 'mask' must be a statically shaped tensor");
+    if (mask.getElementType() != q.getElementType())
+      return diag(llvm::formatv(
+          "element types differ: query has '{0}', mask has '{1}'",
+          q.getElementType(), mask.getElementType()));
+    // The kernels index the mask as [B', H', T', S'] with each dim 1 or the
+    // scores' own: numpy broadcasting, but only ever of the mask.
+    SmallVector<int64_t> scores = {q.getDimSize(0), heads, q.getDimSize(2),
+                                   k.getDimSize(2)};
+    ArrayRef<int64_t> shape = mask.getShape();
+    bool broadcasts = shape.size() <= scores.size();
+    for (size_t i = 0; broadcasts && i < shape.size(); ++i) {
+      int64_t want = scores[scores.size() - shape.size() + i];
+      broadcasts = shape[i] == 1 || shape[i] == want;
+    }
+    if (!broadcasts)
+      return diag(llvm::formatv("mask shape {0} does not broadcast to the "
+                                "scores [B, H, T, S] = {1}",
+                                formatShape(shape), formatShape(scores)));
+  }
   inferred.push_back(RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
       q.getElementType()));

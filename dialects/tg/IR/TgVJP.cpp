@@ -197,6 +197,14 @@ LogicalResult vjp(TanhOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out
   setGrads(op, out, {v.mul(g, v.sub(v.scalarLike(y, 1.0), v.mul(y, y)))});
   return success();
 }
+LogicalResult vjp(SinOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out) {
+  setGrads(op, out, {v.mul(g, CosOp::create(v.b, v.loc, op.getX()))});
+  return success();
+}
+LogicalResult vjp(CosOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out) {
+  setGrads(op, out, {v.neg(v.mul(g, SinOp::create(v.b, v.loc, op.getX())))});
+  return success();
+}
 LogicalResult vjp(ReluOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out) {
   Value positive = v.compare("gt", op.getX(), v.scalarLike(op.getX(), 0.0));
   setGrads(op, out, {v.select(positive, g, v.scalarLike(g, 0.0))});
@@ -367,13 +375,22 @@ LogicalResult vjp(CrossEntropyOp op, VJPBuilder &v, Value g,
 }
 LogicalResult vjp(AttentionOp op, VJPBuilder &v, Value g,
                   SmallVectorImpl<Value> &out) {
-  auto grad = AttentionGradOp::create(
-      v.b, v.loc,
-      TypeRange{op.getQuery().getType(), op.getKey().getType(),
-                op.getValue().getType()},
-      g, op.getQuery(), op.getKey(), op.getValue(), op.getCausalAttr(),
-      op.getScaleAttr());
-  setGrads(op, out, {grad.getDquery(), grad.getDkey(), grad.getDvalue()});
+  // The mask's gradient comes out of the kernel already summed over the
+  // dims the mask broadcasts along; a mask that is not trained leaves it
+  // unread and canonicalization drops it.
+  Value mask = op.getMask();
+  SmallVector<Type, 4> types = {op.getQuery().getType(), op.getKey().getType(),
+                                op.getValue().getType()};
+  if (mask)
+    types.push_back(mask.getType());
+  auto grad = AttentionGradOp::create(v.b, v.loc, types, g, op.getQuery(),
+                                      op.getKey(), op.getValue(), mask,
+                                      op.getCausalAttr(), op.getScaleAttr());
+  SmallVector<Value, 4> grads = {grad.getDquery(), grad.getDkey(),
+                                 grad.getDvalue()};
+  if (mask)
+    grads.push_back(grad.getDmask());
+  setGrads(op, out, grads);
   return success();
 }
 LogicalResult vjp(Conv2dOp op, VJPBuilder &v, Value g,
@@ -489,6 +506,7 @@ void attachVJPs(MLIRContext *context) {
 void TgDialect::registerVJPs() {
   attachVJPs<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, SelectOp,
              NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, ReluOp,
+             SinOp, CosOp,
              SigmoidOp, SiluOp, GeluOp, CastOp, MatmulOp, ReduceSumOp,
              ReduceMeanOp, ReduceMaxOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
              RmsNormOp, DropoutOp, EmbeddingOp, CrossEntropyOp, AttentionOp,

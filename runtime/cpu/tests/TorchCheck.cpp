@@ -87,16 +87,17 @@ private:
 
 void runAttention(const Case &c) {
   Tensor q = c.read("q"), k = c.read("k"), v = c.read("v"), g = c.read("g");
-  int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3), S = k.dim(2),
-          Dv = v.dim(3);
+  int64_t B = q.dim(0), H = q.dim(1), Hkv = k.dim(1), T = q.dim(2),
+          D = q.dim(3), S = k.dim(2), Dv = v.dim(3);
   bool causal = c.integer("causal");
   float scale = (float)c.num("scale");
   std::vector<float> out(B * H * T * Dv), dq(q.f.size()), dk(k.f.size()),
       dv(v.f.size());
-  attention(q.f.data(), k.f.data(), v.f.data(), out.data(), B, H, T, S, D, Dv,
-            causal, scale);
-  attention_grad(g.f.data(), q.f.data(), k.f.data(), v.f.data(), dq.data(),
-                 dk.data(), dv.data(), B, H, T, S, D, Dv, causal, scale);
+  attention(q.f.data(), k.f.data(), v.f.data(), nullptr, {}, out.data(), B, H,
+            Hkv, T, S, D, Dv, causal, scale);
+  attention_grad(g.f.data(), q.f.data(), k.f.data(), v.f.data(), nullptr, {},
+                 dq.data(), dk.data(), dv.data(), nullptr, B, H, Hkv, T, S, D,
+                 Dv, causal, scale);
   c.write("out", {B, H, T, Dv}, out);
   c.write("dq", q.shape, dq);
   c.write("dk", k.shape, dk);

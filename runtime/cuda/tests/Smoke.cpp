@@ -98,13 +98,16 @@ void run(int device) {
   float *lse = buffer<float>(B * H * T);
   double attnFlops = 4.0 * B * H * T * T * (C / H) / 2; // causal
   timeIt("attention bf16 causal", attnFlops, 0, [&](cudaStream_t s) {
-    attention(q, k, v, o, lse, B, H, T, T, C / H, C / H, true, 0.125f, s);
+    attention(q, k, v, nullptr, {}, o, lse, B, H, H, T, T, C / H, C / H, true,
+              0.125f, s);
   });
-  void *attnWs = buffer<char>(attention_grad_workspace_bytes(B, H, T));
+  void *attnWs =
+      buffer<char>(attention_grad_workspace_bytes(B, H, T, T, false));
   timeIt("attention_grad bf16 causal", 2.5 * attnFlops, 0,
          [&](cudaStream_t s) {
-           attention_grad(o, q, k, v, o, lse, dq, dk, dv, B, H, T, T, C / H,
-                          C / H, true, 0.125f, attnWs, s);
+           attention_grad(o, q, k, v, nullptr, {}, o, lse, dq, dk, dv,
+                          nullptr, B, H, H, T, T, C / H, C / H, true, 0.125f,
+                          attnWs, s);
          });
 
   bf16 *logits = buffer<bf16>(N * V);

@@ -495,3 +495,25 @@ func.func @other_slice_grads_stay(%a: tensor<2x4xf32>, %b: tensor<1x4xf32>, %c: 
   %2 = tg.add %st0, %st1 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
   return %0, %1, %2 : tensor<2x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>
 }
+
+// -----
+
+// A mask nothing trains (a padding mask from the batch) leaves dmask unread:
+// the gradient op is rebuilt without it, so the kernels skip the reduction.
+// CHECK-LABEL: func.func @attention_grad_drops_an_unread_dmask
+// CHECK: %[[DQ:.+]], %[[DK:.+]], %[[DV:.+]] = tg.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} {causal = true} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x1x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>)
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+func.func @attention_grad_drops_an_unread_dmask(%g: tensor<1x2x4x8xf32>, %q: tensor<1x2x4x8xf32>, %kv: tensor<1x1x4x8xf32>, %pad: tensor<1x1x1x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>) {
+  %0:4 = tg.attention_grad %g, %q, %kv, %kv mask %pad {causal = true} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x1x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x1x4xf32>)
+  return %0#0, %0#1, %0#2 : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_grad_keeps_a_read_dmask
+// CHECK: %[[DQ:.+]], %{{.+}}, %{{.+}}, %[[DMASK:.+]] = tg.attention_grad
+// CHECK: return %[[DQ]], %[[DMASK]]
+func.func @attention_grad_keeps_a_read_dmask(%g: tensor<1x2x4x8xf32>, %q: tensor<1x2x4x8xf32>, %bias: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) {
+  %0:4 = tg.attention_grad %g, %q, %q, %q mask %bias : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>)
+  return %0#0, %0#3 : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>
+}

@@ -71,6 +71,70 @@ func.func @constant_type_must_match_its_value() {
   return
 }
 
+// -----
+
+func.func @iota_dimension_must_be_in_range() {
+  // expected-error @+1 {{'tg.iota' op dimension 2 is out of range for rank 2}}
+  %0 = tg.iota {dimension = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @iota_negative_dimension_must_be_in_range() {
+  // expected-error @+1 {{'tg.iota' op dimension -3 is out of range for rank 2}}
+  %0 = tg.iota {dimension = -3 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @iota_of_a_scalar_has_no_dimension() {
+  // expected-error @+1 {{'tg.iota' op dimension 0 is out of range for rank 0}}
+  %0 = tg.iota : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @iota_start_must_be_finite() {
+  // expected-error @+1 {{'tg.iota' op start must be finite, got inf}}
+  %0 = tg.iota {start = 0x7FF0000000000000 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @iota_step_must_be_finite() {
+  // expected-error @+1 {{'tg.iota' op step must be finite, got nan}}
+  %0 = tg.iota {step = 0x7FF8000000000000 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @integer_iota_counts_in_whole_numbers() {
+  // expected-error @+1 {{'tg.iota' op step must be a whole number for a 'i64' result, got 0.5}}
+  %0 = tg.iota {step = 0.5 : f64} : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @integer_iota_values_must_fit() {
+  // expected-error @+1 {{'tg.iota' op value 3000000001 does not fit 'i32'}}
+  %0 = tg.iota {start = 1.0 : f64, step = 1.0e9 : f64} : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @iota_has_no_boolean_form() {
+  // expected-error @+1 {{'tg.iota' op result #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or f8E4M3FN type or f8E5M2 type or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi1>'}}
+  %0 = tg.iota : tensor<4xi1>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops
 //===----------------------------------------------------------------------===//
@@ -387,10 +451,56 @@ func.func @attention_element_types_must_match(%q: tensor<1x2x4x8xf32>, %k: tenso
 
 // -----
 
-func.func @attention_batch_and_heads_must_match(%q: tensor<1x2x4x8xf32>, %k: tensor<1x3x4x8xf32>) {
-  // expected-error @+2 {{'tg.attention' op batch and head dims differ: query 1x2x4x8, key 1x3x4x8, value 1x2x4x8}}
+func.func @attention_batch_dims_must_match(%q: tensor<1x2x4x8xf32>, %k: tensor<3x2x4x8xf32>) {
+  // expected-error @+2 {{'tg.attention' op batch dims differ: query 1x2x4x8, key 3x2x4x8, value 1x2x4x8}}
   // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
-  %0 = tg.attention %q, %k, %q : tensor<1x2x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %0 = tg.attention %q, %k, %q : tensor<1x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_and_value_heads_must_match(%q: tensor<1x4x4x8xf32>, %k: tensor<1x2x4x8xf32>) {
+  // expected-error @+2 {{'tg.attention' op key and value head counts differ: key has 2, value has 4}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %k, %q : tensor<1x4x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x4x4x8xf32> -> tensor<1x4x4x8xf32>
+  return
+}
+
+// -----
+
+// Grouped-query attention: each key/value head serves H / Hkv query heads.
+func.func @attention_key_value_heads_must_divide_query_heads(%q: tensor<1x8x4x8xf32>, %kv: tensor<1x3x4x8xf32>) {
+  // expected-error @+2 {{'tg.attention' op query has 8 heads, which 3 key/value heads do not divide}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %kv, %kv : tensor<1x8x4x8xf32>, tensor<1x3x4x8xf32>, tensor<1x3x4x8xf32> -> tensor<1x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_must_broadcast_to_the_scores(%q: tensor<2x4x6x8xf32>, %k: tensor<2x4x5x8xf32>, %mask: tensor<6x6xf32>) {
+  // expected-error @+2 {{'tg.attention' op mask shape 6x6 does not broadcast to the scores [B, H, T, S] = 2x4x6x5}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %k, %k mask %mask : tensor<2x4x6x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>, tensor<6x6xf32> -> tensor<2x4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_has_at_most_the_scores_rank(%q: tensor<2x4x6x8xf32>, %mask: tensor<1x2x4x6x6xf32>) {
+  // expected-error @+2 {{'tg.attention' op mask shape 1x2x4x6x6 does not broadcast to the scores [B, H, T, S] = 2x4x6x6}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %q, %q mask %mask : tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<1x2x4x6x6xf32> -> tensor<2x4x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_has_the_query_element_type(%q: tensor<1x2x4x8xf32>, %mask: tensor<4x4xbf16>) {
+  // expected-error @+2 {{'tg.attention' op element types differ: query has 'f32', mask has 'bf16'}}
+  // expected-error @+1 {{'tg.attention' op failed to infer returned types}}
+  %0 = tg.attention %q, %q, %q mask %mask : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xbf16> -> tensor<1x2x4x8xf32>
   return
 }
 
@@ -928,6 +1038,30 @@ func.func @cross_entropy_grad_reduction_must_be_known(%g: tensor<f32>, %l: tenso
 func.func @attention_grad_operands_form_an_attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x16xf32>) {
   // expected-error @+1 {{'tg.attention_grad' op head dims differ: query has 8, key has 16}}
   %0:3 = tg.attention_grad %q, %q, %k, %k : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_checks_the_mask_with_the_forward_rule(%q: tensor<1x2x4x8xf32>, %mask: tensor<3x4xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op mask shape 3x4 does not broadcast to the scores [B, H, T, S] = 1x2x4x4}}
+  %0:3 = tg.attention_grad %q, %q, %q, %q mask %mask : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<3x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_dmask_is_shaped_like_the_mask(%q: tensor<1x2x4x8xf32>, %mask: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op dmask must have type 'tensor<1x1x4x4xf32>', got 'tensor<1x2x4x4xf32>'}}
+  %0:4 = tg.attention_grad %q, %q, %q, %q mask %mask : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_dmask_needs_a_mask(%q: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{'tg.attention_grad' op has a dmask result but no mask operand}}
+  %0:4 = tg.attention_grad %q, %q, %q, %q : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>)
   return
 }
 

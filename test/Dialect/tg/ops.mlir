@@ -193,6 +193,34 @@ func.func @unary_ops(%x: tensor<4x8xf32>, %i: tensor<4xi64>) -> (tensor<4x8xf32>
   return %9, %11 : tensor<4x8xf32>, tensor<4xi64>
 }
 
+// CHECK-LABEL: func.func @sin_and_cos
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xbf16>)
+// CHECK: %[[SIN:.+]] = tg.sin %[[X]] : tensor<4x8xbf16>
+// CHECK: %[[COS:.+]] = tg.cos %[[SIN]] : tensor<4x8xbf16>
+// CHECK: return %[[COS]]
+func.func @sin_and_cos(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %0 = tg.sin %x : tensor<4x8xbf16>
+  %1 = tg.cos %0 : tensor<4x8xbf16>
+  return %1 : tensor<4x8xbf16>
+}
+
+// Defaults (dimension 0, start 0, step 1) are not printed.
+// CHECK-LABEL: func.func @iota_along_a_dim_with_start_and_step
+// CHECK: tg.iota : tensor<64x1xf32>
+// CHECK: tg.iota {dimension = -1 : i64, step = 2.000000e+00 : f64} : tensor<1x32xf32>
+// CHECK: tg.iota {dimension = 1 : i64, start = -2.000000e+00 : f64, step = 3.000000e+00 : f64} : tensor<2x5xi32>
+// CHECK: tg.iota : tensor<8xi64>
+// CHECK: tg.iota {start = 5.000000e-01 : f64} : tensor<3x2xbf16>
+func.func @iota_along_a_dim_with_start_and_step()
+    -> (tensor<64x1xf32>, tensor<1x32xf32>, tensor<2x5xi32>, tensor<8xi64>, tensor<3x2xbf16>) {
+  %0 = tg.iota : tensor<64x1xf32>
+  %1 = tg.iota {dimension = -1 : i64, step = 2.0 : f64} : tensor<1x32xf32>
+  %2 = tg.iota {dimension = 1 : i64, start = -2.0 : f64, step = 3.0 : f64} : tensor<2x5xi32>
+  %3 = tg.iota {dimension = 0 : i64, start = 0.0 : f64, step = 1.0 : f64} : tensor<8xi64>
+  %4 = tg.iota {start = 0.5 : f64} : tensor<3x2xbf16>
+  return %0, %1, %2, %3, %4 : tensor<64x1xf32>, tensor<1x32xf32>, tensor<2x5xi32>, tensor<8xi64>, tensor<3x2xbf16>
+}
+
 // The default approximation "none" is not printed.
 // CHECK-LABEL: func.func @gelu_exact_and_tanh
 // CHECK: tg.gelu %{{.+}} : tensor<4xf32>
@@ -350,6 +378,26 @@ func.func @attention_plain_causal_and_scaled(%q: tensor<2x4x16x32xf32>, %k: tens
   return
 }
 
+// CHECK-LABEL: func.func @attention_grouped_query_heads
+// CHECK: tg.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true} : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32> -> tensor<2x8x16x32xf32>
+func.func @attention_grouped_query_heads(%q: tensor<2x8x16x32xf32>, %kv: tensor<2x2x16x32xf32>) {
+  %0 = tg.attention %q, %kv, %kv {causal = true} : tensor<2x8x16x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32> -> tensor<2x8x16x32xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @attention_masks_broadcast_to_the_scores
+// CHECK: tg.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<16x8xf32> -> tensor<2x4x16x64xf32>
+// CHECK: tg.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} {causal = true} : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<2x1x1x8xf32> -> tensor<2x4x16x64xf32>
+// CHECK: tg.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<1x4x16x8xf32> -> tensor<2x4x16x64xf32>
+// CHECK: tg.attention %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} {scale = 5.000000e-01 : f64} : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x64xf32>
+func.func @attention_masks_broadcast_to_the_scores(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x8x32xf32>, %v: tensor<2x4x8x64xf32>, %ts: tensor<16x8xf32>, %pad: tensor<2x1x1x8xf32>, %bias: tensor<1x4x16x8xf32>, %full: tensor<2x4x16x8xf32>) {
+  %0 = tg.attention %q, %k, %v mask %ts : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<16x8xf32> -> tensor<2x4x16x64xf32>
+  %1 = tg.attention %q, %k, %v mask %pad {causal = true} : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<2x1x1x8xf32> -> tensor<2x4x16x64xf32>
+  %2 = tg.attention %q, %k, %v mask %bias : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<1x4x16x8xf32> -> tensor<2x4x16x64xf32>
+  %3 = tg.attention %q, %k, %v mask %full {scale = 0.5 : f64} : tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x64xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
@@ -471,6 +519,15 @@ func.func @embedding_and_cross_entropy_grads(%ge: tensor<8x64x128xf32>, %ids: te
 // CHECK: = tg.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 5.000000e-01 : f64} : (tensor<2x4x16x64xf32>, tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>)
 func.func @attention_grad(%g: tensor<2x4x16x64xf32>, %q: tensor<2x4x16x32xf32>, %k: tensor<2x4x8x32xf32>, %v: tensor<2x4x8x64xf32>) {
   %0:3 = tg.attention_grad %g, %q, %k, %v {causal = true, scale = 0.5 : f64} : (tensor<2x4x16x64xf32>, tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x64xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @attention_grad_of_a_mask_and_grouped_heads
+// CHECK: = tg.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} : (tensor<2x4x16x64xf32>, tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>, tensor<1x4x16x8xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>, tensor<1x4x16x8xf32>)
+// CHECK: = tg.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} mask %{{.+}} {causal = true} : (tensor<2x4x16x64xf32>, tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>, tensor<2x1x1x8xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>)
+func.func @attention_grad_of_a_mask_and_grouped_heads(%g: tensor<2x4x16x64xf32>, %q: tensor<2x4x16x32xf32>, %k: tensor<2x2x8x32xf32>, %v: tensor<2x2x8x64xf32>, %bias: tensor<1x4x16x8xf32>, %pad: tensor<2x1x1x8xf32>) {
+  %0:4 = tg.attention_grad %g, %q, %k, %v mask %bias : (tensor<2x4x16x64xf32>, tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>, tensor<1x4x16x8xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>, tensor<1x4x16x8xf32>)
+  %1:3 = tg.attention_grad %g, %q, %k, %v mask %pad {causal = true} : (tensor<2x4x16x64xf32>, tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>, tensor<2x1x1x8xf32>) -> (tensor<2x4x16x32xf32>, tensor<2x2x8x32xf32>, tensor<2x2x8x64xf32>)
   return
 }
 

@@ -23,15 +23,27 @@ def _attrs(node):
     return out
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention(q, k, v, mask=None, causal=False, scale=None):
+    """tg.attention: grouped-query heads (query head h reads key/value head
+    h // (H // Hkv)), an additive mask broadcast to the scores, and zeros
+    (with zero gradients) for a query whose scores are all -inf, where a
+    plain softmax gives NaN."""
     T, S, D = q.shape[-2], k.shape[-2], q.shape[-1]
+    group = q.shape[-3] // k.shape[-3]
+    k = k.repeat_interleave(group, dim=-3)
+    v = v.repeat_interleave(group, dim=-3)
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     att = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if mask is not None:
+        att = att + mask
     if causal:
         t = torch.arange(T).view(T, 1)
         s = torch.arange(S).view(1, S)
         att = att.masked_fill(s > t + (S - T), float("-inf"))
-    return torch.matmul(torch.softmax(att, dim=-1), v)
+    blind = torch.isneginf(att).all(dim=-1, keepdim=True)
+    att = att.masked_fill(blind, 0.0)
+    p = torch.softmax(att, dim=-1).masked_fill(blind, 0.0)
+    return torch.matmul(p, v)
 
 
 def run_op(op, args, a):
@@ -56,7 +68,7 @@ def run_op(op, args, a):
     unary = {"neg": torch.neg, "abs": torch.abs, "exp": torch.exp,
              "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
              "tanh": torch.tanh, "relu": torch.relu, "silu": F.silu,
-             "sigmoid": torch.sigmoid}
+             "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos}
     if op in unary:
         return unary[op](args[0])
     if op == "gelu":
@@ -134,6 +146,23 @@ def run_op(op, args, a):
         dtype = DTYPES[a.get("dtype", "f32")]
         value = a.get("value")
         return torch.full(a.get("shape", []), value, dtype=dtype)
+    if op == "iota":
+        # start + step * index along `dimension`, in f32 for float results
+        # (as the backends compute it).
+        shape = a["shape"]
+        dim = a.get("dimension", 0) % len(shape)
+        dtype = DTYPES[a.get("dtype", "f32")]
+        index = torch.arange(shape[dim])
+        if dtype.is_floating_point:
+            values = (torch.tensor(a.get("start", 0.0), dtype=torch.float32) +
+                      torch.tensor(a.get("step", 1.0), dtype=torch.float32) *
+                      index.to(torch.float32)).to(dtype)
+        else:
+            values = (int(a.get("start", 0)) +
+                      int(a.get("step", 1)) * index).to(dtype)
+        view = [1] * len(shape)
+        view[dim] = shape[dim]
+        return values.reshape(view).expand(shape).contiguous()
     raise ValueError("no torch reference for op " + op)
 
 

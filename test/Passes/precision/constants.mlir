@@ -61,3 +61,28 @@ func.func @forward(%w: tensor<4x3xf32> {tg.param = "w"}, %x: tensor<8x4xf32> {tg
   %l = tg.cross_entropy %t, %y : tensor<8x3xf32>, tensor<8xi64> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A position table computed from tg.iota (which reads nothing, so nothing
+// makes it bf16) stays f32 through the angles and their cos, as constants
+// do: bf16 would hold positions exactly only up to 256. The table is cast
+// where a bf16 op reads it.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[POS:.+]] = tg.iota : tensor<8x1xf32>
+// CHECK-NEXT: %[[FREQ:.+]] = tg.iota {dimension = 1 : i64, step = 5.000000e-01 : f64} : tensor<1x3xf32>
+// CHECK-NEXT: %[[ANGLE:.+]] = tg.mul %[[POS]], %[[FREQ]] : tensor<8x1xf32>, tensor<1x3xf32> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[COS:.+]] = tg.cos %[[ANGLE]] : tensor<8x3xf32>
+// CHECK-NEXT: %[[COSH:.+]] = tg.cast %[[COS]] : tensor<8x3xf32> to tensor<8x3xbf16>
+// CHECK: tg.mul %{{.+}}, %[[COSH]] : tensor<8x3xbf16>, tensor<8x3xbf16> -> tensor<8x3xbf16>
+func.func @forward(%w: tensor<4x3xf32> {tg.param = "w"}, %x: tensor<8x4xf32> {tg.input = "x"},
+                   %y: tensor<8xi64> {tg.input = "y"}) -> tensor<f32> {
+  %pos = tg.iota : tensor<8x1xf32>
+  %freq = tg.iota {dimension = 1 : i64, step = 0.5 : f64} : tensor<1x3xf32>
+  %angle = tg.mul %pos, %freq : tensor<8x1xf32>, tensor<1x3xf32> -> tensor<8x3xf32>
+  %cos = tg.cos %angle : tensor<8x3xf32>
+  %h = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
+  %t = tg.mul %h, %cos : tensor<8x3xf32>, tensor<8x3xf32> -> tensor<8x3xf32>
+  %l = tg.cross_entropy %t, %y : tensor<8x3xf32>, tensor<8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}

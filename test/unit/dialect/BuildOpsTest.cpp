@@ -150,9 +150,10 @@ TEST_F(BuildOpsTest, EmbeddingAndCrossEntropyInferTheirTypes) {
 TEST_F(BuildOpsTest, AttentionScaleDefaultsToInverseSqrtOfHeadDim) {
   func::FuncOp f = startFunction({tensor({1, 2, 4, 16})});
   Value q = f.getArgument(0);
-  auto plain = AttentionOp::create(builder, loc, q, q, q, /*causal=*/false,
-                                   FloatAttr());
-  auto scaled = AttentionOp::create(builder, loc, q, q, q, /*causal=*/true,
+  auto plain = AttentionOp::create(builder, loc, q, q, q, /*mask=*/Value(),
+                                   /*causal=*/false, FloatAttr());
+  auto scaled = AttentionOp::create(builder, loc, q, q, q, /*mask=*/Value(),
+                                    /*causal=*/true,
                                     builder.getF64FloatAttr(0.5));
   EXPECT_DOUBLE_EQ(plain.getEffectiveScale(), 0.25);
   EXPECT_DOUBLE_EQ(scaled.getEffectiveScale(), 0.5);
@@ -335,6 +336,22 @@ TEST_F(BuildOpsTest, ConvBiasMustBeATensor) {
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0],
             "'tg.conv2d' op operand 'bias' must be a statically shaped tensor");
+}
+
+TEST_F(BuildOpsTest, AttentionMaskMustBeAStaticTensor) {
+  func::FuncOp f = startFunction(
+      {tensor({1, 2, 4, 8}), tensor({ShapedType::kDynamic, 4})});
+  SmallVector<Type> inferred;
+  Value q = f.getArgument(0);
+  SmallVector<Value> operands{q, q, q, f.getArgument(1)};
+  AttentionOp::Adaptor adaptor(operands, nullptr, AttentionOp::Properties{},
+                               {});
+  EXPECT_TRUE(
+      failed(AttentionOp::inferReturnTypes(&context, loc, adaptor, inferred)));
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0],
+            "'tg.attention' op operand 'mask' must be a statically shaped "
+            "tensor");
 }
 
 } // namespace

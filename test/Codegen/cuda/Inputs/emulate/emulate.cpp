@@ -64,27 +64,44 @@ float geluTanhGrad(float x) {
 }
 
 /// Natural-log log-sum-exp of each query's visible scaled scores.
-void attentionLse(const float *q, const float *k, float *lse, int64_t B,
-                  int64_t H, int64_t T, int64_t S, int64_t D, bool causal,
-                  float scale) {
+void attentionLse(const float *q, const float *k, const float *mask,
+                  cuda::AttentionMaskShape ms, float *lse, int64_t B,
+                  int64_t H, int64_t Hkv, int64_t T, int64_t S, int64_t D,
+                  bool causal, float scale) {
   for (int64_t bh = 0; bh < B * H; ++bh)
     for (int64_t t = 0; t < T; ++t) {
+      int64_t b = bh / H, h = bh % H, kv = b * Hkv + h / (H / Hkv);
       const float *qt = q + (bh * T + t) * D;
-      int64_t last = causal ? std::min(S, t + (S - T) + 1) : S;
+      int64_t last = causal ? std::max<int64_t>(0, std::min(S, t + (S - T) + 1))
+                            : S;
       double m = -INFINITY, sum = 0;
       std::vector<double> scores(last);
       for (int64_t s = 0; s < last; ++s) {
-        const float *ks = k + (bh * S + s) * D;
+        const float *ks = k + (kv * S + s) * D;
         double dot = 0;
         for (int64_t d = 0; d < D; ++d)
           dot += (double)qt[d] * ks[d];
         scores[s] = dot * scale;
+        if (mask)
+          scores[s] += mask[(((ms.B > 1 ? b : 0) * ms.H + (ms.H > 1 ? h : 0)) *
+                                 ms.T +
+                             (ms.T > 1 ? t : 0)) *
+                                ms.S +
+                            (ms.S > 1 ? s : 0)];
         m = std::max(m, scores[s]);
+      }
+      if (m == -INFINITY) {
+        lse[bh * T + t] = -INFINITY;
+        continue;
       }
       for (int64_t s = 0; s < last; ++s)
         sum += std::exp(scores[s] - m);
-      lse[bh * T + t] = last ? (float)(m + std::log(sum)) : -INFINITY;
+      lse[bh * T + t] = (float)(m + std::log(sum));
     }
+}
+
+cpu::AttentionMaskShape cpuMaskShape(cuda::AttentionMaskShape m) {
+  return {m.B, m.H, m.T, m.S};
 }
 
 std::vector<float> wide(const bf16 *p, int64_t n) {
@@ -400,24 +417,33 @@ void fused_classifier(const float *logits, const int64_t *labels,
                    dlogits);
 }
 
-void attention(const float *q, const float *k, const float *v, float *out,
-               float *lse, int64_t B, int64_t H, int64_t T, int64_t S,
-               int64_t D, int64_t Dv, bool causal, float scale,
+void attention(const float *q, const float *k, const float *v,
+               const float *mask, AttentionMaskShape maskShape, float *out,
+               float *lse, int64_t B, int64_t H, int64_t Hkv, int64_t T,
+               int64_t S, int64_t D, int64_t Dv, bool causal, float scale,
                cudaStream_t) {
-  cpu::attention(q, k, v, out, B, H, T, S, D, Dv, causal, scale);
+  cpu::attention(q, k, v, mask, cpuMaskShape(maskShape), out, B, H, Hkv, T, S,
+                 D, Dv, causal, scale);
   if (lse)
-    attentionLse(q, k, lse, B, H, T, S, D, causal, scale);
+    attentionLse(q, k, mask, maskShape, lse, B, H, Hkv, T, S, D, causal,
+                 scale);
 }
-int64_t attention_grad_workspace_bytes(int64_t, int64_t, int64_t) { return 0; }
+int64_t attention_grad_workspace_bytes(int64_t, int64_t, int64_t, int64_t,
+                                       bool) {
+  return 0;
+}
 void attention_grad(const float *g, const float *q, const float *k,
-                    const float *v, const float *out, const float *lse,
-                    float *dq, float *dk, float *dv, int64_t B, int64_t H,
-                    int64_t T, int64_t S, int64_t D, int64_t Dv, bool causal,
-                    float scale, void *, cudaStream_t) {
+                    const float *v, const float *mask,
+                    AttentionMaskShape maskShape, const float *out,
+                    const float *lse, float *dq, float *dk, float *dv,
+                    float *dmask, int64_t B, int64_t H, int64_t Hkv, int64_t T,
+                    int64_t S, int64_t D, int64_t Dv, bool causal, float scale,
+                    void *, cudaStream_t) {
   // The forward's output and LSE must have survived until here.
   if (out) {
     std::vector<float> expect(B * H * T * Dv);
-    cpu::attention(q, k, v, expect.data(), B, H, T, S, D, Dv, causal, scale);
+    cpu::attention(q, k, v, mask, cpuMaskShape(maskShape), expect.data(), B, H,
+                   Hkv, T, S, D, Dv, causal, scale);
     for (size_t i = 0; i < expect.size(); ++i)
       if (std::fabs(expect[i] - out[i]) > 1e-5f * (1 + std::fabs(expect[i])))
         throw Error("emulated attention_grad: the forward's output was "
@@ -425,14 +451,16 @@ void attention_grad(const float *g, const float *q, const float *k,
   }
   if (lse) {
     std::vector<float> expect(B * H * T);
-    attentionLse(q, k, expect.data(), B, H, T, S, D, causal, scale);
+    attentionLse(q, k, mask, maskShape, expect.data(), B, H, Hkv, T, S, D,
+                 causal, scale);
     for (size_t i = 0; i < expect.size(); ++i)
-      if (!(std::fabs(expect[i] - lse[i]) <= 1e-5f * (1 + std::fabs(expect[i]))))
+      if (!(expect[i] == lse[i] ||
+            std::fabs(expect[i] - lse[i]) <= 1e-5f * (1 + std::fabs(expect[i]))))
         throw Error("emulated attention_grad: the forward's log-sum-exp was "
                     "overwritten before the backward");
   }
-  cpu::attention_grad(g, q, k, v, dq, dk, dv, B, H, T, S, D, Dv, causal,
-                      scale);
+  cpu::attention_grad(g, q, k, v, mask, cpuMaskShape(maskShape), dq, dk, dv,
+                      dmask, B, H, Hkv, T, S, D, Dv, causal, scale);
 }
 
 void dropout(const float *x, float *y, int64_t n, float p, uint64_t seed,
@@ -717,41 +745,55 @@ void fused_classifier(const bf16 *logits, const int64_t *labels, int64_t rows,
   classifierBf16(logits, labels, rows, classes, ignoreIndex, reduction, g,
                  loss, perRow, dlogits);
 }
-void attention(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *out,
-               float *lse, int64_t B, int64_t H, int64_t T, int64_t S,
-               int64_t D, int64_t Dv, bool causal, float scale,
-               cudaStream_t) {
-  std::vector<float> wq = wide(q, B * H * T * D), wk = wide(k, B * H * S * D),
-                     wv = wide(v, B * H * S * Dv), wo(B * H * T * Dv);
-  attention(wq.data(), wk.data(), wv.data(), wo.data(), lse, B, H, T, S, D,
-            Dv, causal, scale, nullptr);
+void attention(const bf16 *q, const bf16 *k, const bf16 *v, const bf16 *mask,
+               AttentionMaskShape maskShape, bf16 *out, float *lse, int64_t B,
+               int64_t H, int64_t Hkv, int64_t T, int64_t S, int64_t D,
+               int64_t Dv, bool causal, float scale, cudaStream_t) {
+  int64_t maskSize =
+      mask ? maskShape.B * maskShape.H * maskShape.T * maskShape.S : 0;
+  std::vector<float> wq = wide(q, B * H * T * D), wk = wide(k, B * Hkv * S * D),
+                     wv = wide(v, B * Hkv * S * Dv), wm = wide(mask, maskSize),
+                     wo(B * H * T * Dv);
+  attention(wq.data(), wk.data(), wv.data(), mask ? wm.data() : nullptr,
+            maskShape, wo.data(), lse, B, H, Hkv, T, S, D, Dv, causal, scale,
+            nullptr);
   narrow(wo, out);
 }
 void attention_grad(const bf16 *g, const bf16 *q, const bf16 *k,
-                    const bf16 *v, const bf16 *out, const float *lse,
-                    bf16 *dq, bf16 *dk, bf16 *dv, int64_t B, int64_t H,
-                    int64_t T, int64_t S, int64_t D, int64_t Dv, bool causal,
-                    float scale, void *, cudaStream_t) {
+                    const bf16 *v, const bf16 *mask,
+                    AttentionMaskShape maskShape, const bf16 *out,
+                    const float *lse, bf16 *dq, bf16 *dk, bf16 *dv,
+                    bf16 *dmask, int64_t B, int64_t H, int64_t Hkv, int64_t T,
+                    int64_t S, int64_t D, int64_t Dv, bool causal, float scale,
+                    void *, cudaStream_t) {
+  int64_t maskSize =
+      mask ? maskShape.B * maskShape.H * maskShape.T * maskShape.S : 0;
   std::vector<float> wg = wide(g, B * H * T * Dv), wq = wide(q, B * H * T * D),
-                     wk = wide(k, B * H * S * D), wv = wide(v, B * H * S * Dv),
-                     wdq(wq.size()), wdk(wk.size()), wdv(wv.size());
+                     wk = wide(k, B * Hkv * S * D),
+                     wv = wide(v, B * Hkv * S * Dv), wm = wide(mask, maskSize),
+                     wdq(wq.size()), wdk(wk.size()), wdv(wv.size()),
+                     wdm(dmask ? maskSize : 0);
+  const float *wideMask = mask ? wm.data() : nullptr;
   // The forward's output is bf16: compare it at bf16's precision.
   if (out) {
     std::vector<float> expect(B * H * T * Dv);
-    cpu::attention(wq.data(), wk.data(), wv.data(), expect.data(), B, H, T, S,
-                   D, Dv, causal, scale);
+    cpu::attention(wq.data(), wk.data(), wv.data(), wideMask,
+                   cpuMaskShape(maskShape), expect.data(), B, H, Hkv, T, S, D,
+                   Dv, causal, scale);
     for (size_t i = 0; i < expect.size(); ++i)
       if (std::fabs(expect[i] - __bfloat162float(out[i])) >
           1e-2f * (1 + std::fabs(expect[i])))
         throw Error("emulated attention_grad: the forward's output was "
                     "overwritten before the backward");
   }
-  attention_grad(wg.data(), wq.data(), wk.data(), wv.data(), nullptr, lse,
-                 wdq.data(), wdk.data(), wdv.data(), B, H, T, S, D, Dv,
-                 causal, scale, nullptr, nullptr);
+  attention_grad(wg.data(), wq.data(), wk.data(), wv.data(), wideMask,
+                 maskShape, nullptr, lse, wdq.data(), wdk.data(), wdv.data(),
+                 dmask ? wdm.data() : nullptr, B, H, Hkv, T, S, D, Dv, causal,
+                 scale, nullptr, nullptr);
   narrow(wdq, dq);
   narrow(wdk, dk);
   narrow(wdv, dv);
+  narrow(wdm, dmask);
 }
 void optimizer_update(OptimizerKind kind, float *param, const bf16 *grad,
                       float *const *state, int numState, int64_t n,
