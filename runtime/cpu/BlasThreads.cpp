@@ -1,10 +1,12 @@
-//===- BlasThreads.cpp - GEMMs on OpenMP's threads ----------------*- C++
-//-*-===//
+//===- BlasThreads.cpp - GEMMs on OpenMP's threads ----------------*- C++ -*-===//
 //
-// Blocks of C are multiples of 16 rows or columns (OpenBLAS's kernels work
-// on such panels), split along the longer side. Each element of C is still
-// one cblas_sgemm's dot product over all of K, so the split changes no
-// result.
+// A large GEMM is cut into blocks of C along its longer side, multiples of
+// 16 rows or columns (OpenBLAS's kernels work on such panels), and the
+// blocks are shared among the OpenMP threads. The cut depends on the shape
+// alone, never on the thread count: OpenBLAS picks its kernels (its small-
+// matrix path among them) by the shape of each call, and those kernels
+// round differently, so only the same calls give the same bits. One thread
+// or sixteen, a step's results are identical.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,10 @@ namespace {
 /// threshold for threading).
 constexpr double kThreadedGemmWork = 1 << 18;
 
+/// A large GEMM is cut into at most this many blocks, whatever the thread
+/// count (at least one block per core of the machines tgc targets).
+constexpr int64_t kGemmBlocks = 16;
+
 void keepBlasSerial() {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
@@ -37,21 +43,18 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
   keepBlasSerial();
   bool splitRows = m >= n;
   int64_t side = splitRows ? m : n;
-  int64_t parts = omp_in_parallel() ? 1 : maxThreads();
-  if ((double)m * n * k < kThreadedGemmWork)
-    parts = 1;
-  parts = std::min<int64_t>(parts, (side + 15) / 16);
-  if (parts <= 1) {
+  int64_t blocks = (double)m * n * k < kThreadedGemmWork
+                       ? 1
+                       : std::min<int64_t>(kGemmBlocks, (side + 15) / 16);
+  if (blocks <= 1) {
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
                 ldc);
     return;
   }
-  int64_t block = ((side + parts - 1) / parts + 15) / 16 * 16;
-#pragma omp parallel for schedule(static, 1) num_threads(parts)
-  for (int64_t p = 0; p < parts; ++p) {
+  int64_t block = ((side + blocks - 1) / blocks + 15) / 16 * 16;
+  blocks = (side + block - 1) / block;
+  auto run = [&](int64_t p) {
     int64_t lo = p * block, len = std::min(side, lo + block) - lo;
-    if (len <= 0)
-      continue;
     if (splitRows)
       cblas_sgemm(CblasRowMajor, ta, tb, len, n, k, alpha,
                   ta == CblasNoTrans ? a + lo * lda : a + lo, lda, b, ldb, beta,
@@ -60,7 +63,14 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
       cblas_sgemm(CblasRowMajor, ta, tb, m, len, k, alpha, a, lda,
                   tb == CblasNoTrans ? b + lo : b + lo * ldb, ldb, beta, c + lo,
                   ldc);
-  }
+  };
+  // Inside a parallel region (a GEMM per head, say) the blocks run on this
+  // thread, in the same calls.
+  int threads = omp_in_parallel() ? 1 : (int)std::min<int64_t>(maxThreads(),
+                                                                blocks);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t p = 0; p < blocks; ++p)
+    run(p);
 }
 
 } // namespace tgc::cpu
