@@ -2587,249 +2587,14 @@ LogicalResult StepEmitter::emit(
 // The file
 //===----------------------------------------------------------------------===//
 
-/// Run-time glue every generated .cu shares: the device state (arena,
-/// streams, pinned scalars and metrics), per-launch timing, CUDA graphs.
-const char *kPreamble = R"cu(
-//===----------------------------------------------------------------------===//
-// Device state
-//===----------------------------------------------------------------------===//
-
-/// The step's scalars: written by the host into pinned memory before each
-/// step and copied to the device by the step's first launch, so that a
-/// replayed CUDA graph reads this step's values.
-struct Scalars {
-  int64_t step;
-  int64_t randomStream;
-  float baseLr;
-  int32_t microBatches;
-  int32_t microBatch;
-};
-
-/// The step's metrics: copied from the device into pinned memory by the
-/// step's last launches and read after its one synchronisation.
-struct Metrics {
-  float loss, gradNorm, lr;
-};
-
-struct HostBlock {
-  Scalars scalars;
-  Metrics metrics;
-};
-
-/// Everything the steps share, created at the first step (after the runtime
-/// selected the device) and never freed: the CUDA runtime may be gone when
-/// static destructors run.
-struct Device {
-  cudaStream_t compute = nullptr, comm = nullptr;
-  /// One cudaMalloc: [scalars | constants | intermediates | workspace].
-  tgc::cuda::DeviceArena *arenaMemory = nullptr;
-  char *arena = nullptr;
-  Scalars *scalars = nullptr;
-  char *constants = nullptr, *work = nullptr;
-  /// Scratch of the runtime's launchers (one stream at a time).
-  void *workspace = nullptr;
-  HostBlock *host = nullptr; ///< pinned
-  /// Per all-reduce bucket: its gradients are written (compute stream), it
-  /// is reduced (communication stream).
-  cudaEvent_t bucketReady[kNumBuckets + 1], bucketDone[kNumBuckets + 1];
-};
-
-int64_t workspaceBytes();
-void uploadConstants(char *constants);
-
-Device &device() {
-  static Device *instance = [] {
-    auto *d = new Device;
-    tgc::cuda::Context &context = tgc::cuda::Context::get();
-    d->compute = context.computeStream();
-    d->comm = context.commStream();
-    int64_t workspace = (workspaceBytes() + 255) / 256 * 256;
-    d->arenaMemory = new tgc::cuda::DeviceArena(kArenaBytes + workspace);
-    d->arena = d->arenaMemory->base();
-    d->scalars = reinterpret_cast<Scalars *>(d->arena);
-    d->constants = d->arena + kConstantsOffset;
-    d->work = d->arena + kWorkOffset;
-    d->workspace = workspace ? d->arena + kArenaBytes : nullptr;
-    TGC_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&d->host),
-                                 sizeof(HostBlock), cudaHostAllocDefault));
-    std::memset(d->host, 0, sizeof(HostBlock));
-    uploadConstants(d->constants);
-    for (int i = 0; i < kNumBuckets; ++i) {
-      TGC_CUDA_CHECK(cudaEventCreateWithFlags(&d->bucketReady[i],
-                                              cudaEventDisableTiming));
-      TGC_CUDA_CHECK(cudaEventCreateWithFlags(&d->bucketDone[i],
-                                              cudaEventDisableTiming));
-    }
-    return d;
-  }();
-  return *instance;
-}
-
-//===----------------------------------------------------------------------===//
-// Running a step: eagerly, timed, or as a CUDA graph
-//===----------------------------------------------------------------------===//
-
-/// --profile: a pair of CUDA events around each launch (null when off).
-struct OpTimes {
-  cudaEvent_t *start = nullptr, *stop = nullptr;
-  void begin(int k, cudaStream_t s) const {
-    if (start)
-      TGC_CUDA_CHECK(cudaEventRecord(start[k], s));
-  }
-  void end(int k, cudaStream_t s) const {
-    if (stop)
-      TGC_CUDA_CHECK(cudaEventRecord(stop[k], s));
-  }
-};
-
-using Launches = void (*)(tgc::StepIO &, Device &, const OpTimes &);
-
-struct StepProgram {
-  const char *name;
-  Launches launches;
-  int numTimed;
-  const char *const *labels;
-  const bool *onComm;
-  bool trainMetrics;
-  // --cuda-graph: the first call runs eagerly (cuBLASLt picks its
-  // algorithms, attention raises its shared-memory limit), the second
-  // captures, the rest replay; new StepIO pointers start over.
-  cudaGraphExec_t graph = nullptr;
-  int eagerCalls = 0;
-  std::vector<const void *> pointers;
-  // --profile.
-  std::vector<cudaEvent_t> start, stop;
-  cudaEvent_t finish = nullptr;
-};
-
-/// Every pointer a captured graph has baked in.
-std::vector<const void *> stepPointers(const tgc::StepIO &io) {
-  std::vector<const void *> p;
-  for (int i = 0; i < kNumParams; ++i)
-    p.push_back(io.params[i]);
-  for (int i = 0; i < kNumState; ++i)
-    p.push_back(io.state[i]);
-  for (int i = 0; i < kNumInputs; ++i)
-    p.push_back(io.inputs[i]);
-  p.push_back(io.outputs);
-  for (int i = 0; io.outputs && i < kNumOutputs; ++i)
-    p.push_back(io.outputs[i]);
-  p.push_back(io.grads);
-  for (int i = 0; io.grads && i < kNumGrads; ++i)
-    p.push_back(io.grads[i]);
-  p.push_back(io.comm);
-  return p;
-}
-
-void runGraph(StepProgram &p, tgc::StepIO &io, Device &d) {
-  std::vector<const void *> pointers = stepPointers(io);
-  if (pointers != p.pointers) {
-    if (p.graph)
-      TGC_CUDA_CHECK(cudaGraphExecDestroy(p.graph));
-    p.graph = nullptr;
-    p.eagerCalls = 0;
-    p.pointers = std::move(pointers);
-  }
-  if (p.graph) {
-    TGC_CUDA_CHECK(cudaGraphLaunch(p.graph, d.compute));
-    return;
-  }
-  if (p.eagerCalls++ == 0) {
-    p.launches(io, d, OpTimes{});
-    return;
-  }
-  cudaGraph_t graph = nullptr;
-  TGC_CUDA_CHECK(
-      cudaStreamBeginCapture(d.compute, cudaStreamCaptureModeThreadLocal));
-  try {
-    p.launches(io, d, OpTimes{});
-  } catch (...) {
-    cudaStreamEndCapture(d.compute, &graph);
-    if (graph)
-      cudaGraphDestroy(graph);
-    throw;
-  }
-  TGC_CUDA_CHECK(cudaStreamEndCapture(d.compute, &graph));
-  TGC_CUDA_CHECK(cudaGraphInstantiate(&p.graph, graph, 0));
-  TGC_CUDA_CHECK(cudaGraphDestroy(graph));
-  TGC_CUDA_CHECK(cudaGraphLaunch(p.graph, d.compute));
-}
-
-void runProfiled(StepProgram &p, tgc::StepIO &io, Device &d) {
-  if (p.start.empty()) {
-    p.start.resize(p.numTimed);
-    p.stop.resize(p.numTimed);
-    for (int k = 0; k < p.numTimed; ++k) {
-      TGC_CUDA_CHECK(cudaEventCreate(&p.start[k]));
-      TGC_CUDA_CHECK(cudaEventCreate(&p.stop[k]));
-    }
-    TGC_CUDA_CHECK(cudaEventCreate(&p.finish));
-  }
-  p.launches(io, d, OpTimes{p.start.data(), p.stop.data()});
-  TGC_CUDA_CHECK(cudaEventRecord(p.finish, d.compute));
-}
-
-/// After the step's synchronisation: each launch's events become a trace
-/// event, placed by its distance from the step's last event.
-void reportTimes(const StepProgram &p, tgc::Trace &trace) {
-  double end = trace.now();
-  for (int k = 0; k < p.numTimed; ++k) {
-    float fromStart = 0, fromStop = 0;
-    if (cudaEventElapsedTime(&fromStart, p.start[k], p.finish) !=
-            cudaSuccess ||
-        cudaEventElapsedTime(&fromStop, p.stop[k], p.finish) != cudaSuccess) {
-      (void)cudaGetLastError();
-      continue;
-    }
-    trace.complete(p.labels[k], p.onComm[k] ? "collective" : "kernel",
-                   p.onComm[k] ? tgc::Trace::Comm : tgc::Trace::Compute,
-                   end - 1000.0 * fromStart, 1000.0 * (fromStart - fromStop));
-  }
-}
-
-/// One call of a step function: the launches, one synchronisation, the
-/// metrics.
-void runStep(StepProgram &p, tgc::StepIO &io) {
-  Device &d = device();
-  d.host->scalars = {io.step, io.randomStream, io.baseLr, io.microBatches,
-                     io.microBatch};
-  if (io.trace)
-    runProfiled(p, io, d);
-  else if (io.captureGraph)
-    runGraph(p, io, d);
-  else
-    p.launches(io, d, OpTimes{});
-  TGC_CUDA_CHECK(cudaStreamSynchronize(d.compute));
-  if (io.trace)
-    reportTimes(p, *io.trace);
-  io.loss = d.host->metrics.loss;
-  if (p.trainMetrics) {
-    io.gradNorm = d.host->metrics.gradNorm;
-    io.lr = d.host->metrics.lr;
-  }
-}
-
-/// io.grads[k] = g on a step's first micro-batch, += g after: the device
-/// reads which micro-batch this is, so one captured graph serves all.
-template <typename T>
-__global__ void store_or_add_grad(float *__restrict__ dst,
-                                  const T *__restrict__ g, int64_t n,
-                                  const int32_t *microBatch) {
-  bool first = *microBatch == 0;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    dst[i] = first ? toFloat(g[i]) : dst[i] + toFloat(g[i]);
-}
-)cu";
-
+/// io.grads[index] = v on a step's first micro-batch, += v on the others
+/// (runtime/cuda/StepProgram.h).
 std::string gradLaunch(StepEmitter &e, Value v, int index) {
   int64_t n = numel(v);
-  int64_t blocks = std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65535);
   std::string src = e.ptr(v);
-  return llvm::formatv("  store_or_add_grad<<<{0}, {1}, 0, stream>>>((float "
-                       "*)io.grads[{2}], {3}, {4}, &d.scalars->microBatch);\n"
-                       "  TGC_CUDA_CHECK_LAUNCH();\n",
-                       blocks, kBlock, index, src, n)
+  return llvm::formatv("  tgc::cuda::storeOrAddGrad((float *)io.grads[{0}], "
+                       "{1}, {2}, &d.scalars->microBatch, stream);\n",
+                       index, src, n)
       .str();
 }
 
@@ -2855,10 +2620,11 @@ void emitProgram(llvm::raw_ostream &os, const StepEmitter &e, StringRef name,
     os << (c ? "true, " : "false, ");
   if (e.timerOnComm().empty())
     os << "false";
-  os << "};\nStepProgram " << name << "_program{\"" << name << "\", " << name
-     << "_launches, " << e.numTimed() << ", k_" << name << "_labels, k_"
-     << name << "_on_comm, " << (trainMetrics ? "true" : "false") << "};\n"
-     << "void " << name << "(tgc::StepIO &io) { runStep(" << name
+  os << "};\ntgc::cuda::StepProgram " << name << "_program{\"" << name
+     << "\", &kProgram, " << name << "_launches, " << e.numTimed() << ", k_"
+     << name << "_labels,\n    k_" << name << "_on_comm, /*trainMetrics=*/"
+     << (trainMetrics ? "true" : "false") << "};\n"
+     << "void " << name << "(tgc::StepIO &io) { tgc::cuda::runStep(" << name
      << "_program, io); }\n";
 }
 
@@ -3043,13 +2809,18 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
      << "#include \"runtime/cuda/Check.h\"\n"
      << "#include \"runtime/cuda/Device.h\"\n"
      << "#include \"runtime/cuda/DeviceMath.cuh\"\n"
-     << "#include \"runtime/cuda/Kernels.h\"\n\n"
+     << "#include \"runtime/cuda/Kernels.h\"\n"
+     << "#include \"runtime/cuda/StepProgram.h\"\n\n"
      << "#include <cuda_bf16.h>\n#include <cuda_runtime.h>\n\n"
      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
      << "#include <cstring>\n#include <vector>\n\n"
      << "namespace {\n\n"
      << "using tgc::cuda::bf16;\nusing tgc::cuda::fromFloat;\n"
      << "using tgc::cuda::toFloat;\n\n"
+     << "// The device state and per-launch timers the step functions are "
+        "handed\n// (runtime/cuda/StepProgram.h).\n"
+     << "using tgc::cuda::Device;\nusing tgc::cuda::OpTimes;\n"
+     << "using tgc::cuda::Scalars;\n\n"
      << "/// The arena: [scalars | constants | intermediates]; the "
         "launchers' workspace\n/// follows it.\n"
      << "constexpr int64_t kConstantsOffset = " << constantsOffset << ";\n"
@@ -3063,7 +2834,6 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
      << ", kNumInputs = " << sig.fwdInputs.size()
      << ", kNumOutputs = " << forward.getFunctionType().getNumResults() - 1
      << ", kNumGrads = " << sig.gradIndex.size() << ";\n";
-  os << kPreamble;
 
   // Generated kernels.
   os << "\n//===----------------------------------------------------------"
@@ -3100,6 +2870,17 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
         "------------===//\n// Step functions\n//===-------------------"
         "---------------------------------------------------===//\n";
   os << body;
+
+  // What runtime/cuda runs them with.
+  os << "\n//===----------------------------------------------------------"
+        "------------===//\n// Step programs: run by tgc::cuda::runStep "
+        "(runtime/cuda/StepProgram.h)\n//===------------------------------"
+        "----------------------------------------===//\n\n"
+     << "const tgc::cuda::ProgramDesc kProgram = {\n"
+     << "    kArenaBytes, kConstantsOffset, kWorkOffset,\n"
+     << "    kNumBuckets,\n"
+     << "    kNumParams, kNumState, kNumInputs, kNumOutputs, kNumGrads,\n"
+     << "    workspaceBytes, uploadConstants,\n};\n";
   emitProgram(os, trainEmitter, "train_step", true);
   emitProgram(os, evalEmitter, "eval_step", false);
   emitProgram(os, gradEmitter, "grad_step", false);

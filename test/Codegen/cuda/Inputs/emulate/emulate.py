@@ -3,8 +3,10 @@
 
     emulate.py GENERATED.cu MODEL OUT_EXE CPU_EXE
 
-Turns each `kernel<<<grid, block, 0, stream>>>(args)` into `kernel(args)`,
-compiles the result as C++ with prelude.h and emulate.cpp, and links it like
+Turns each `kernel<<<grid, block, 0, stream>>>(args)` into `kernel(args)` in
+it and in the runtime's step driver (runtime/cuda/StepProgram.cu, which every
+generated .cu runs on), compiles both as C++ with prelude.h and emulate.cpp
+(the rest of runtime/cuda and the CUDA runtime), and links them like
 the CPU executable tgc builds for MODEL (CPU_EXE, built here with `tgc -v` to
 learn the host compiler, the include root and the runtime's link line).
 """
@@ -37,6 +39,17 @@ def cuda_include_dir():
     return fallback
 
 
+def host_source(cu, out):
+    """Writes `cu` to `out` with its launches turned into calls."""
+    text, launches = re.subn(r"\b(\w+)<<<[^;]*?>>>\(", r"\1(",
+                             open(cu).read())
+    if not launches:
+        sys.exit("emulate.py: no kernel launch in %s" % cu)
+    with open(out, "w") as f:
+        f.write(text)
+    return out
+
+
 def main():
     source, model, exe, cpu_exe = sys.argv[1:5]
     tgc = shutil.which("tgc")
@@ -54,19 +67,21 @@ def main():
     link = command[next(i for i, a in enumerate(command)
                         if a.startswith("-L")):]
 
-    text = open(source).read()
-    text, launches = re.subn(r"\b(\w+)<<<[^;]*?>>>\(", r"\1(", text)
-    if not launches:
-        sys.exit("emulate.py: no kernel launch in %s" % source)
-    host = exe + ".cpp"
-    with open(host, "w") as f:
-        f.write(text)
+    host = host_source(source, exe + ".cpp")
+    roots = [a[2:] for a in include] + [os.path.join(HERE, *[".."] * 5)]
+    step_program = next(
+        (p for p in (os.path.join(r, "runtime", "cuda", "StepProgram.cu")
+                     for r in roots) if os.path.exists(p)), None)
+    if not step_program:
+        sys.exit("emulate.py: no runtime/cuda/StepProgram.cu under %s"
+                 % " or ".join(roots))
+    step_host = host_source(step_program, exe + "-StepProgram.cpp")
 
     cuda_include = cuda_include_dir()
     cmd = [compiler, "-std=c++17", "-O1", "-fopenmp", "-w"] + sanitize + [
            "-include", os.path.join(HERE, "prelude.h")] + include + [
-        "-I" + cuda_include, host, os.path.join(HERE, "emulate.cpp"),
-        "-o", exe] + link
+        "-I" + cuda_include, host, step_host,
+        os.path.join(HERE, "emulate.cpp"), "-o", exe] + link
     subprocess.run(cmd, check=True)
 
 

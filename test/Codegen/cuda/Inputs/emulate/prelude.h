@@ -1,11 +1,12 @@
 //===- prelude.h - A generated .cu compiled as host C++ -----------*- C++ -*-===//
 //
 // The host emulation of the CUDA backend's tests (host-emulation.test): a
-// .cu file tgc generated, with its <<<...>>> launches turned into calls by
-// emulate.py, compiles as plain C++ with this file included first. Each
-// generated kernel then runs as one thread of a one-block grid: its
-// grid-stride loop visits every element in order. The launchers of
-// runtime/cuda and the CUDA runtime calls the file makes are emulated on the
+// .cu file tgc generated, and the runtime's step driver it runs on
+// (runtime/cuda/StepProgram.cu), with their <<<...>>> launches turned into
+// calls by emulate.py, compile as plain C++ with this file included first.
+// Each kernel then runs as one thread of a one-block grid: its grid-stride
+// loop visits every element in order. The other launchers of runtime/cuda
+// and the CUDA runtime calls the files make are emulated on the
 // host in emulate.cpp, with runtime/cpu's kernels (the reference semantics of
 // runtime/cuda/Kernels.h). What this checks is the emitter's own logic (the
 // schedule, fusion, the arena plan, the buckets, the binding to StepIO), not
