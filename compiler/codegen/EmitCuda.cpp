@@ -8,12 +8,10 @@
 //     fused classifier; chains of elementwise ops of one shape become one
 //     generated kernel; the clip factor's multiply becomes the optimizer's
 //     gradScale; reshapes are views.
-//  2. schedule: the launches in op order, except that the elementwise chains
-//     that only feed the gradient all-reduce (the bf16 -> f32 cast, the
-//     accumulation and the division by the micro-batch count) move up next
-//     to the op that produces their gradient, and that the all-reduce is
-//     split into buckets of ~25 MB launched on the communication stream as
-//     soon as their last gradient is written.
+//  2. schedule: the launches in op order, which tg-schedule decided: each
+//     tg.all_reduce is one bucket, launched on the communication stream
+//     where it stands (after its last gradient); the compute stream waits
+//     for a bucket right before the first launch that touches its results.
 //  3. memory: every buffer in one arena, placed by liveness over that
 //     schedule (LaunchArena), 256-byte aligned; gradients that are reduced
 //     in place are written straight into their bucket.
@@ -275,7 +273,7 @@ enum class LaunchKind {
   Gemm,          ///< a matmul with its cuBLASLt epilogue
   Classifier,    ///< cross_entropy + cross_entropy_grad in one read
   Bucket,        ///< one all-reduce bucket, on the communication stream
-  AllReduceWait, ///< the compute stream waits for every bucket
+  AllReduceWait, ///< the compute stream waits for one bucket
   Return         ///< the results go to the StepIO (for liveness)
 };
 
@@ -303,9 +301,12 @@ struct Launch {
   int timer = -1;
 };
 
+/// One tg.all_reduce: its inputs travel in one buffer.
 struct Bucket {
-  SmallVector<unsigned> members; ///< all_reduce operand numbers
-  SmallVector<int64_t> offsets;  ///< byte offset of each member
+  AllReduceOp op;
+  /// Per operand: reduced in place (the bucket is the gradient's buffer).
+  SmallVector<bool> inPlace;
+  SmallVector<int64_t> offsets; ///< byte offset of each operand
   int64_t bytes = 0;
   Type elementType;
   int buffer = -1;
@@ -351,8 +352,7 @@ private:
   LogicalResult planFusion();
   void formElementwiseGroups();
   LogicalResult buildLaunches();
-  void hoistGradientChains();
-  void formBuckets();
+  void placeBucketWaits();
   LogicalResult planMemory();
   LogicalResult verifyPlan();
   void countFlops();
@@ -406,11 +406,9 @@ private:
   llvm::SetVector<Value> materialized;
 
   std::vector<Launch> launches; ///< in schedule order
-  AllReduceOp allReduce;
-  /// all_reduce operand number -> reduced in place (the bucket is its
-  /// buffer).
-  SmallVector<bool> inPlace;
+  /// One per tg.all_reduce, in op order.
   std::vector<Bucket> buckets;
+  DenseMap<Operation *, int> bucketOf;
 
   LaunchArena arena;
   DenseMap<Value, int> bufferOf;
@@ -659,26 +657,36 @@ LogicalResult StepEmitter::planFusion() {
     }
   }
 
-  // tg.all_reduce: in place when its operand has no other reader; the
-  // buckets are formed once the schedule is known.
+  // Each tg.all_reduce (a bucket of tg-schedule's) is one message: its
+  // inputs laid out in one buffer, each reduced in place when nothing else
+  // reads it.
   for (Operation *op : ops) {
     auto reduce = dyn_cast<AllReduceOp>(op);
     if (!reduce)
       continue;
-    if (allReduce)
-      return reduce.emitError(kBackend)
-             << ": more than one tg.all_reduce in @" << func.getName();
-    allReduce = reduce;
+    Bucket b;
+    b.op = reduce;
+    b.elementType = elementType(reduce.getInputs()[0]);
     for (auto [input, result] :
          llvm::zip(reduce.getInputs(), reduce.getResults())) {
+      if (elementType(input) != b.elementType)
+        return reduce.emitError(kBackend)
+               << ": a tg.all_reduce of " << b.elementType << " and "
+               << elementType(input)
+               << " tensors; one message holds one type (tg-schedule splits "
+                  "them)";
       Operation *def = input.getDefiningOp();
       bool own = def && !isView(def) && !isa<ConstantOp>(def) &&
                  !alias.count(input) && input.hasOneUse() &&
                  !absorbed.contains(def);
-      inPlace.push_back(own);
+      b.inPlace.push_back(own);
       if (own)
         alias[result] = input;
+      b.offsets.push_back(b.bytes);
+      b.bytes += (bytesOf(input) + 255) / 256 * 256;
     }
+    bucketOf[reduce] = buckets.size();
+    buckets.push_back(std::move(b));
   }
 
   formElementwiseGroups();
@@ -767,11 +775,18 @@ LogicalResult StepEmitter::buildLaunches() {
       launch.op = op;
       launch.covered = it->second;
       launches.push_back(launch);
-    } else if (isa<AllReduceOp>(op)) {
+    } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
       Launch launch;
-      launch.kind = LaunchKind::AllReduceWait;
+      launch.kind = LaunchKind::Bucket;
       launch.op = op;
+      launch.bucket = bucketOf.lookup(op);
       launch.covered = {op};
+      Bucket &b = buckets[launch.bucket];
+      for (auto [i, own] : llvm::enumerate(b.inPlace))
+        if (!own) {
+          launch.reads.push_back(reduce.getInputs()[i]);
+          launch.writes.push_back(reduce.getResults()[i]);
+        }
       launches.push_back(launch);
     } else if (auto mm = dyn_cast<MatmulOp>(op)) {
       Launch launch;
@@ -863,139 +878,51 @@ LogicalResult StepEmitter::buildLaunches() {
   return success();
 }
 
-void StepEmitter::hoistGradientChains() {
-  if (!allReduce)
+void StepEmitter::placeBucketWaits() {
+  if (buckets.empty())
     return;
-  // Elementwise launches whose every use feeds the all-reduce, directly or
-  // through another such launch.
-  DenseMap<Operation *, int> launchOf;
-  for (auto [i, l] : llvm::enumerate(launches))
-    for (Operation *op : l.covered)
-      launchOf[op] = i;
-  std::vector<bool> hoist(launches.size(), false);
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (int i = launches.size() - 1; i >= 0; --i) {
-      Launch &l = launches[i];
-      if (hoist[i] || l.kind != LaunchKind::Elementwise)
-        continue;
-      Value r = l.op->getResult(0);
-      bool feeds = !r.use_empty() && llvm::all_of(r.getUsers(), [&](Operation *u) {
-        if (u == allReduce.getOperation())
-          return true;
-        auto it = launchOf.find(u);
-        return it != launchOf.end() && hoist[it->second];
-      });
-      if (feeds) {
-        hoist[i] = true;
-        changed = true;
-      }
-    }
-  }
-  // Each hoisted launch goes right after the launch that writes its last
-  // operand: sort by (position of that writer, depth, original position).
-  struct Key {
-    double pos;
-    int depth;
-    int index;
-    bool operator<(const Key &o) const {
-      return std::tie(pos, depth, index) < std::tie(o.pos, o.depth, o.index);
-    }
-  };
-  DenseMap<Value, int> writer;
-  std::vector<Key> keys(launches.size());
-  for (auto [i, l] : llvm::enumerate(launches)) {
-    if (!hoist[i]) {
-      keys[i] = {(double)i, 0, (int)i};
-    } else {
-      Key best{-1, 0, (int)i};
-      for (Value v : l.reads) {
-        auto it = writer.find(root(v));
-        if (it == writer.end())
-          continue;
-        Key w = keys[it->second];
-        if (best.pos < w.pos || (best.pos == w.pos && best.depth <= w.depth))
-          best = {w.pos, w.depth + 1, (int)i};
-      }
-      if (best.depth == 0)
-        best.depth = 1;
-      keys[i] = best;
-    }
-    for (Value w : l.writes)
-      writer[root(w)] = i;
-  }
-  std::vector<int> order(launches.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return keys[a] < keys[b]; });
-  std::vector<Launch> sorted;
-  for (int i : order)
-    sorted.push_back(std::move(launches[i]));
-  launches = std::move(sorted);
-}
-
-void StepEmitter::formBuckets() {
-  if (!allReduce)
-    return;
-  DenseMap<Value, int64_t> written;
-  for (auto [i, l] : llvm::enumerate(launches))
-    for (Value w : l.writes)
-      written[w] = i;
-  // Operands in the order their gradients are written.
-  SmallVector<unsigned> order;
-  for (unsigned i = 0; i < allReduce.getInputs().size(); ++i)
-    order.push_back(i);
-  auto readyAt = [&](unsigned i) -> int64_t {
-    Value v = allReduce.getInputs()[i];
-    auto it = written.find(root(v));
-    return it == written.end() ? -1 : it->second;
-  };
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-    return readyAt(a) < readyAt(b);
-  });
-  std::vector<std::pair<Bucket, int64_t>> formed; // bucket, ready position
-  for (unsigned i : order) {
-    Value v = allReduce.getInputs()[i];
-    Type t = elementType(v);
-    if (formed.empty() || formed.back().first.bytes >= options.bucketBytes ||
-        formed.back().first.elementType != t)
-      formed.push_back({Bucket{}, -1});
-    Bucket &b = formed.back().first;
-    b.elementType = t;
-    b.members.push_back(i);
-    b.offsets.push_back(b.bytes);
-    b.bytes += (bytesOf(v) + 255) / 256 * 256;
-    formed.back().second = std::max(formed.back().second, readyAt(i));
-  }
-  // Each bucket's launch right after its last gradient's writer.
+  // The values a bucket holds once reduced.
+  DenseMap<Value, int> heldBy;
+  for (auto [i, b] : llvm::enumerate(buckets))
+    for (Value r : b.op.getResults())
+      heldBy[root(r)] = i;
+  // Before the first launch after a bucket that reads or writes what it
+  // holds, the compute stream waits for it; the step waits for the rest at
+  // its end.
+  std::vector<bool> launched(buckets.size(), false),
+      waited(buckets.size(), false);
   std::vector<Launch> scheduled;
-  size_t next = 0;
-  auto placeReady = [&](int64_t upTo) {
-    for (; next < formed.size() && formed[next].second <= upTo; ++next) {
-      Launch l;
-      l.kind = LaunchKind::Bucket;
-      l.op = allReduce;
-      l.bucket = next;
-      l.covered = {allReduce};
-      for (unsigned m : formed[next].first.members)
-        if (!inPlace[m]) {
-          l.reads.push_back(allReduce.getInputs()[m]);
-          l.writes.push_back(allReduce.getResults()[m]);
-        }
-      scheduled.push_back(std::move(l));
-    }
+  auto wait = [&](int b) {
+    Launch l;
+    l.kind = LaunchKind::AllReduceWait;
+    l.op = buckets[b].op;
+    l.bucket = b;
+    scheduled.push_back(std::move(l));
+    waited[b] = true;
   };
-  // Buckets are formed in ready order, so they are placed in order too.
-  placeReady(-1);
-  for (size_t i = 0; i < launches.size(); ++i) {
-    scheduled.push_back(std::move(launches[i]));
-    placeReady(i);
+  for (Launch &l : launches) {
+    if (l.kind != LaunchKind::Bucket) {
+      SmallVector<int> needed;
+      for (ArrayRef<Value> values : {ArrayRef<Value>(l.reads),
+                                     ArrayRef<Value>(l.writes)})
+        for (Value v : values) {
+          auto it = heldBy.find(root(v));
+          if (it != heldBy.end() && launched[it->second] &&
+              !waited[it->second] && !llvm::is_contained(needed, it->second))
+            needed.push_back(it->second);
+        }
+      llvm::sort(needed);
+      for (int b : needed)
+        wait(b);
+    } else {
+      launched[l.bucket] = true;
+    }
+    scheduled.push_back(std::move(l));
   }
+  for (size_t b = 0; b < buckets.size(); ++b)
+    if (!waited[b])
+      wait(b);
   launches = std::move(scheduled);
-  for (auto &[b, ready] : formed)
-    buckets.push_back(std::move(b));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1006,9 +933,8 @@ LogicalResult StepEmitter::planMemory() {
   // Buckets first: their members are placed inside them.
   for (Bucket &b : buckets) {
     b.buffer = arena.addBuffer(b.bytes);
-    for (auto [m, offset] : llvm::zip(b.members, b.offsets)) {
-      Value slot = inPlace[m] ? allReduce.getInputs()[m]
-                              : allReduce.getResults()[m];
+    for (auto [m, offset] : llvm::enumerate(b.offsets)) {
+      Value slot = b.inPlace[m] ? b.op.getInputs()[m] : b.op.getResults()[m];
       bufferOf[slot] = b.buffer;
       memberOffset[slot] = offset;
     }
@@ -1043,8 +969,7 @@ LogicalResult StepEmitter::planMemory() {
     if (l.kind == LaunchKind::Bucket)
       arena.touch(buckets[l.bucket].buffer, pos);
     if (l.kind == LaunchKind::AllReduceWait)
-      for (Bucket &b : buckets)
-        arena.touch(b.buffer, pos);
+      arena.touch(buckets[l.bucket].buffer, pos);
     // The attention LSE lives from the forward to its gradient.
     if (auto fwd = dyn_cast<AttentionOp>(l.op);
         fwd && l.kind == LaunchKind::Op && differentiated.contains(fwd)) {
@@ -1134,10 +1059,12 @@ LogicalResult StepEmitter::verifyPlan() {
           return l.op->emitError(kBackend)
                  << ": internal error: the attention LSE is overwritten";
       }
-    if (l.kind == LaunchKind::Bucket)
-      for (unsigned m : buckets[l.bucket].members)
-        if (inPlace[m] && failed(check(l, allReduce.getInputs()[m])))
+    if (l.kind == LaunchKind::Bucket) {
+      Bucket &b = buckets[l.bucket];
+      for (auto [m, own] : llvm::enumerate(b.inPlace))
+        if (own && failed(check(l, b.op.getInputs()[m])))
           return failure();
+    }
     for (Value v : l.writes) {
       Value r = root(v);
       if (planned(r)) {
@@ -1772,7 +1699,7 @@ void StepEmitter::emitBucket(Launch &launch) {
   Bucket &b = buckets[launch.bucket];
   // Each gradient by the parameter the optimizer updates with it.
   auto parameterOf = [&](unsigned m) -> std::string {
-    SmallVector<Value> worklist = {allReduce.getResults()[m]};
+    SmallVector<Value> worklist = {b.op.getResults()[m]};
     for (size_t i = 0; i < worklist.size() && i < 8; ++i)
       for (Operation *user : worklist[i].getUsers()) {
         if (auto update = dyn_cast<OptimizerUpdateOp>(user)) {
@@ -1784,28 +1711,28 @@ void StepEmitter::emitBucket(Launch &launch) {
           worklist.push_back(user->getResult(0));
         }
       }
-    Value v = allReduce.getInputs()[m];
+    Value v = b.op.getInputs()[m];
     std::string where =
         v.getDefiningOp() ? describeLoc(v.getDefiningOp()->getLoc()) : "";
     return where.empty() ? "#" + std::to_string(m) : where;
   };
   std::string names;
-  for (unsigned m : b.members)
+  for (unsigned m = 0; m < b.inPlace.size(); ++m)
     names += (names.empty() ? "" : ", ") + parameterOf(m);
   int64_t count = b.bytes / elementBytes(b.elementType);
   os << llvm::formatv("  // Bucket {0} of the gradient all-reduce: {1} "
                       "tensors, {2:f2} MB, ready now\n  //   ({3})\n",
-                      launch.bucket, b.members.size(), b.bytes / 1e6, names);
-  for (auto [i, m] : llvm::enumerate(b.members))
-    if (!inPlace[m]) {
-      Value in = allReduce.getInputs()[m], out = allReduce.getResults()[m];
+                      launch.bucket, b.inPlace.size(), b.bytes / 1e6, names);
+  for (auto [m, own] : llvm::enumerate(b.inPlace))
+    if (!own) {
+      Value in = b.op.getInputs()[m], out = b.op.getResults()[m];
       std::string src = ptr(in), dst = ptr(out);
       os << "  TGC_CUDA_CHECK(cudaMemcpyAsync(" << dst << ", " << src << ", "
          << bytesOf(in) << ", cudaMemcpyDeviceToDevice, stream));\n";
     }
   int64_t offset = arena.offset(b.buffer);
   StringRef reduction =
-      allReduce.getReduction() == "mean" ? "Mean" : "Sum";
+      b.op.getReduction() == "mean" ? "Mean" : "Sum";
   os << "  TGC_CUDA_CHECK(cudaEventRecord(d.bucketReady[" << launch.bucket
      << "], stream));\n"
      << "  TGC_CUDA_CHECK(cudaStreamWaitEvent(comm, d.bucketReady["
@@ -1863,10 +1790,10 @@ LogicalResult StepEmitter::emitLaunch(Launch &launch) {
     emitBucket(launch);
     return success();
   case LaunchKind::AllReduceWait:
-    os << "  // The optimizer needs every bucket reduced.\n";
-    for (size_t b = 0; b < buckets.size(); ++b)
-      os << "  TGC_CUDA_CHECK(cudaStreamWaitEvent(stream, d.bucketDone[" << b
-         << "], 0));\n";
+    os << "  // Bucket " << launch.bucket
+       << " is reduced before what follows touches it.\n"
+       << "  TGC_CUDA_CHECK(cudaStreamWaitEvent(stream, d.bucketDone["
+       << launch.bucket << "], 0));\n";
     return success();
   case LaunchKind::Op:
     return emitOp(launch, launch.op);
@@ -2471,8 +2398,7 @@ LogicalResult StepEmitter::emit(
            << ": @" << func.getName() << " must have a single block";
   if (failed(checkTypes()) || failed(planFusion()) || failed(buildLaunches()))
     return failure();
-  hoistGradientChains();
-  formBuckets();
+  placeBucketWaits();
   if (failed(planMemory()))
     return failure();
   countFlops();
@@ -2781,16 +2707,16 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
      << "//\n"
      << "// Streams: every kernel runs on the context's compute stream. "
         "Gradients are\n"
-     << "// all-reduced in buckets of about "
-     << options.bucketBytes / (1 << 20)
-     << " MiB in the order the backward writes them,\n"
-     << "// each on the communication stream as soon as its last gradient is "
-        "written\n"
-     << "// (an event), overlapping the rest of the backward; the optimizer "
-        "waits for\n"
-     << "// every bucket. A step synchronises with the host once, at its end, "
-        "to read\n"
-     << "// its metrics; with --cuda-graph it is captured and replayed.\n"
+     << "// all-reduced in the buckets tg-schedule formed, each on the "
+        "communication\n"
+     << "// stream where it stands (after its last gradient), overlapping the "
+        "rest of the\n"
+     << "// backward; the compute stream waits for a bucket (an event) right "
+        "before the\n"
+     << "// first launch that touches it. A step synchronises with the host "
+        "once, at its\n"
+     << "// end, to read its metrics; with --cuda-graph it is captured and "
+        "replayed.\n"
      << "//\n"
      << "// Memory: one device arena of kArenaBytes (scalars, constants, and "
         "every\n"

@@ -28,8 +28,6 @@ struct CudaEmitOptions {
   /// master weights and optimizer state; "fp32"), when the module does not
   /// say (its tg.precision attribute wins). Picks the peak FLOP/s for MFU.
   std::string precision = "fp32";
-  /// Gradients go to the all-reduce in buckets of about this many bytes.
-  int64_t bucketBytes = 25ll << 20;
   /// No one tensor may need more device memory than this (by default the
   /// largest GPU the backend targets, an H200's 141 GB).
   int64_t deviceMemoryBytes = 141'000'000'000ll;

@@ -7,6 +7,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/schedule/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -22,6 +23,7 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Case("autodiff", Phase::Autodiff)
       .Case("optimizer", Phase::Optimizer)
       .Case("fusion", Phase::Fusion)
+      .Case("schedule", Phase::Schedule)
       .Case("memory", Phase::Memory)
       .Case("source", Phase::Source)
       .Case("executable", Phase::Executable)
@@ -40,6 +42,8 @@ StringRef mlir::tg::phaseName(Phase phase) {
     return "optimizer";
   case Phase::Fusion:
     return "fusion";
+  case Phase::Schedule:
+    return "schedule";
   case Phase::Memory:
     return "memory";
   case Phase::Source:
@@ -95,9 +99,15 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.fusion = options.fusion;
     pm.addNestedPass<func::FuncOp>(createFusePass(opt));
   }
+  if (from < Phase::Schedule && to >= Phase::Schedule) {
+    // After tg-fuse: it orders kernels, not the ops inside them.
+    SchedulePassOptions opt;
+    opt.bucketBytes = options.bucketBytes;
+    pm.addNestedPass<func::FuncOp>(createSchedulePass(opt));
+  }
   if (from < Phase::Memory && to >= Phase::Memory && options.planMemory) {
-    // After tg-fuse: a kernel's intermediates need no buffers, its results
-    // do. Checked right away: a plan that overlaps live buffers is a bug.
+    // After tg-schedule: liveness follows the final order. After tg-fuse: a
+    // kernel's intermediates need no buffers, its results do. Checked right away: a plan that overlaps live buffers is a bug.
     pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
     pm.addNestedPass<func::FuncOp>(createVerifyMemoryPass());
   }
@@ -108,7 +118,8 @@ void mlir::tg::registerTrainingPipeline() {
       "tgc-training",
       "Model IR to @train_step in planned kernels: tg-precision, "
       "canonicalize, tg-autodiff, cse, tg-optimizer, tg-inference-forward, "
-      "canonicalize, cse, tg-fuse, tg-plan-memory, tg-verify-memory",
+      "canonicalize, cse, tg-fuse, tg-schedule, tg-plan-memory, "
+      "tg-verify-memory",
       [](OpPassManager &pm) {
         buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
                               Phase::Memory);

@@ -23,6 +23,7 @@ enum class Phase {
   Autodiff,  ///< + @forward_backward
   Optimizer, ///< + @train_step
   Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
+  Schedule,  ///< kernels in order, gradient all-reduce in buckets (tg-schedule)
   Memory,    ///< every buffer at an arena offset (tg-plan-memory)
   Source,    ///< emitted C++ source
   Executable ///< the training executable, built by the host compiler
@@ -48,6 +49,8 @@ struct PipelineOptions {
   std::string precision;
   /// tg-fuse's rules: "none", "elementwise" or "all".
   std::string fusion = "all";
+  /// tg-schedule: an all-reduce bucket closes at this many bytes.
+  int64_t bucketBytes = 25ll << 20;
   /// Plan the arena in IR (tg-plan-memory); the CUDA emitter still plans
   /// its launches itself.
   bool planMemory = true;

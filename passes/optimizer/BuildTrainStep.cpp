@@ -242,7 +242,8 @@ struct BuildTrainStepPass
       // Before the norm: clipping and the update see the global gradient.
       auto reduce = AllReduceOp::create(b, loc, grads,
                                         b.getStringAttr("mean"),
-                                        b.getStringAttr("data"));
+                                        b.getStringAttr("data"),
+                                        /*bucket=*/IntegerAttr());
       llvm::copy(reduce.getResults(), grads.begin());
     }
 

@@ -74,7 +74,8 @@ cl::opt<EmitKind> emit(
 cl::opt<std::string> compileTo(
     "compile-to",
     cl::desc("Stop after this phase and print its IR: import, precision, "
-             "autodiff, optimizer, fusion, memory (source and executable "
+             "autodiff, optimizer, fusion, schedule, memory (source and "
+             "executable "
              "as --emit=cpp and exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
 cl::opt<std::string> compileFrom(
@@ -117,9 +118,9 @@ cl::opt<std::string> cudaArch(
     cl::init("sm_90"), cl::value_desc("sm_XX"), cl::cat(tgcCategory));
 cl::opt<double> bucketMiB(
     "allreduce-bucket-mb",
-    cl::desc("--target=cuda: gradients are all-reduced in buckets of about "
-             "this many MiB, each as soon as the backward has written it "
-             "(default 25)"),
+    cl::desc("Data parallel: gradients are all-reduced in buckets of about "
+             "this many MiB (tg-schedule), each as soon as the backward has "
+             "written it (default 25)"),
     cl::init(25.0), cl::value_desc("MiB"), cl::cat(tgcCategory));
 cl::opt<unsigned> optLevel(
     "opt-level",
@@ -251,7 +252,6 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
   CudaEmitOptions options;
   options.sourceName = sourceName.str();
   options.precision = policy.str();
-  options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
   if (opsPerFunction.getNumOccurrences())
     options.launchesPerFunction = std::max(1u, opsPerFunction.getValue());
   if (last == Phase::Source) {
@@ -310,7 +310,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (!stopAfter)
       return fail("unknown phase '" + compileTo +
                   "' for --compile-to; expected import, precision, autodiff, "
-                  "optimizer, fusion, memory, source or executable");
+                  "optimizer, fusion, schedule, memory, source or executable");
   }
   Phase last = Phase::Executable;
   if (emit == EmitKind::Mlir)
@@ -321,7 +321,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     last = *stopAfter;
   if (emit == EmitKind::Mlir && last > kLastIRPhase)
     return fail("--emit=mlir writes IR: --compile-to must be import, "
-                "precision, autodiff, optimizer, fusion or memory");
+                "precision, autodiff, optimizer, fusion, schedule or memory");
   if (!report.empty() && report != "memory")
     return fail("unknown --report '" + report + "'; expected memory");
   if (!reportPlot.empty() && report.empty())
@@ -390,7 +390,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       if (!given || *given > kLastIRPhase)
         return fail("unknown phase '" + compileFrom +
                     "' for --compile-from; expected import, precision, "
-                    "autodiff, optimizer, fusion or memory");
+                    "autodiff, optimizer, fusion, schedule or memory");
       if (*given != from)
         return fail("--compile-from=" + compileFrom + " but " + inputFile +
                     " holds IR after phase '" + phaseName(from) + "'");
@@ -436,6 +436,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.gradAccum = gradAccum;
     options.dataParallel = !noDataParallel;
     options.precision = policy;
+    options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     // The CUDA emitter still groups ops itself (it does not print tg.kernel
     // yet).
     options.fusion = cuda ? "none" : fusionRules.getValue();

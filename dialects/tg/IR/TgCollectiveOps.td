@@ -21,14 +21,24 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
     The results have the inputs' types. Not `Pure`: it synchronises with the
     other processes, so it is neither hoisted, merged nor dropped.
 
+    `bucket`, set by tg-schedule, makes the op one bucket of the step's
+    gradient reduction: its inputs travel as one message on the
+    communication stream, starting where the op stands, while the compute
+    stream goes on; the first op that reads a result waits for it (that op
+    lists the bucket in its `tg.waits`). Without `bucket` a backend runs
+    the op where it stands and waits for it at once.
+
     ```mlir
     %g:2 = tg.all_reduce %g0, %g1 {reduction = "mean", mesh_axis = "data"}
         : tensor<64x128xf32>, tensor<128xf32>
+    %h = tg.all_reduce %g2 {bucket = 0 : i64, reduction = "mean"}
+        : tensor<768x768xf32>
     ```
   }];
   let arguments = (ins Variadic<Tg_FloatTensor>:$inputs,
                    DefaultValuedStrAttr<StrAttr, "sum">:$reduction,
-                   DefaultValuedStrAttr<StrAttr, "data">:$mesh_axis);
+                   DefaultValuedStrAttr<StrAttr, "data">:$mesh_axis,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$bucket);
   let results = (outs Variadic<Tg_FloatTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;

@@ -238,15 +238,25 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a byte count on a function";
     return success();
   }
+  if (name == kWaitsAttr) {
+    auto buckets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!buckets || buckets.empty() ||
+        llvm::any_of(buckets.asArrayRef(), [](int64_t b) { return b < 0; }))
+      return op->emitError() << "'" << name
+                             << "' must list the all-reduce buckets the op "
+                                "waits for, as non-negative i64s";
+    return success();
+  }
   if (name == kPhaseAttr) {
     // The pipeline phase tgc ran the module through (compiler/pipeline).
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || !llvm::is_contained({"import", "precision", "autodiff",
-                                     "optimizer", "fusion", "memory"},
+                                     "optimizer", "fusion", "schedule",
+                                     "memory"},
                                     str.getValue()))
       return op->emitError() << "'" << name
                              << "' must be import, precision, autodiff, "
-                                "optimizer, fusion or memory, got "
+                                "optimizer, fusion, schedule or memory, got "
                              << attr.getValue();
     return success();
   }

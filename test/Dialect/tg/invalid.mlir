@@ -1565,3 +1565,19 @@ func.func @all_reduce_results_match_the_inputs(%g: tensor<4xf32>) {
   %0 = "tg.all_reduce"(%g) : (tensor<4xf32>) -> tensor<5xf32>
   return
 }
+
+// -----
+
+func.func @all_reduce_bucket_is_not_negative(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op attribute 'bucket' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %0 = tg.all_reduce %g {bucket = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @waits_lists_buckets(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.waits' must list the all-reduce buckets the op waits for, as non-negative i64s}}
+  %0 = tg.neg %g {tg.waits = array<i64: -2>} : tensor<4xf32>
+  return
+}

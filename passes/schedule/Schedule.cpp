@@ -1,0 +1,228 @@
+//===- Schedule.cpp - Kernel order and all-reduce buckets ---------*- C++ -*-===//
+//
+// tg-schedule decides when the pieces of a step run: gradient chains move up
+// to their producers, each gradient all-reduce is cut into buckets placed
+// where their last gradient is ready, and the first reader of a bucket says
+// that it waits for it. The block order is the schedule the backends print.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/schedule/Passes.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_SCHEDULEPASS
+#include "passes/schedule/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// Bytes of a tensor value, padded to 256 as a bucket buffer lays its
+/// members out.
+int64_t paddedBytes(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t bytes =
+      type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  return (bytes + 255) / 256 * 256;
+}
+
+/// Elementwise work a gradient chain is made of.
+bool isElementwiseWork(Operation *op) {
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    return kernel.getKind() == KernelKind::elementwise;
+  return isElementwiseOp(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient chains
+//===----------------------------------------------------------------------===//
+
+/// Moves every elementwise op whose results only feed all-reduces (directly
+/// or through other such ops) to just after the producer of its last
+/// operand, or to the top when it reads arguments only. Returns how many
+/// moved.
+unsigned hoistGradientChains(Block &block) {
+  // Backwards, so a chain's later ops are decided before its earlier ones.
+  DenseSet<Operation *> feeds;
+  for (Operation &op : llvm::reverse(block.without_terminator())) {
+    if (!isElementwiseWork(&op) || op.getNumResults() == 0)
+      continue;
+    bool onlyReductions = llvm::all_of(op.getResults(), [&](Value r) {
+      return !r.use_empty() && llvm::all_of(r.getUsers(), [&](Operation *u) {
+        return isa<AllReduceOp>(u) || feeds.contains(u);
+      });
+    });
+    if (onlyReductions)
+      feeds.insert(&op);
+  }
+  // Forwards: a chain's ops land in order after their producer, and after
+  // anything already moved there.
+  DenseMap<Operation *, Operation *> lastPlacedAfter;
+  unsigned moved = 0;
+  for (Operation &op : llvm::make_early_inc_range(block.without_terminator())) {
+    if (!feeds.contains(&op))
+      continue;
+    Operation *producer = nullptr;
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if (def && def->getBlock() == &block &&
+          (!producer || producer->isBeforeInBlock(def)))
+        producer = def;
+    }
+    // An op of arguments alone (the micro-batch count's cast) goes to the
+    // top, so the chains that read it can move up too.
+    Operation *&anchor = lastPlacedAfter[producer];
+    if (!anchor && !producer) {
+      if (&op != &block.front()) {
+        op.moveBefore(&block.front());
+        ++moved;
+      }
+    } else {
+      Operation *after = anchor ? anchor : producer;
+      if (after->getNextNode() != &op) {
+        op.moveAfter(after);
+        ++moved;
+      }
+    }
+    anchor = &op;
+  }
+  return moved;
+}
+
+//===----------------------------------------------------------------------===//
+// Buckets
+//===----------------------------------------------------------------------===//
+
+struct Bucket {
+  SmallVector<unsigned> members; ///< operand numbers of the all-reduce
+  int64_t bytes = 0;
+  Type elementType;
+  /// The op after which every member exists (null: all are arguments).
+  Operation *ready = nullptr;
+};
+
+/// Splits `reduce` into buckets numbered from `next`, each a tg.all_reduce
+/// right after its last gradient's producer. Returns the new ops.
+SmallVector<AllReduceOp> splitIntoBuckets(AllReduceOp reduce,
+                                          int64_t bucketBytes, int64_t &next) {
+  Block *block = reduce->getBlock();
+  auto producerOf = [&](Value v) -> Operation * {
+    Operation *def = v.getDefiningOp();
+    return def ? block->findAncestorOpInBlock(*def) : nullptr;
+  };
+  auto before = [](Operation *a, Operation *b) {
+    if (!a || !b)
+      return !a && b;
+    return a->isBeforeInBlock(b);
+  };
+  // The inputs in the order the step produces them.
+  SmallVector<unsigned> order =
+      llvm::to_vector(llvm::seq<unsigned>(0, reduce.getInputs().size()));
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return before(producerOf(reduce.getInputs()[a]),
+                  producerOf(reduce.getInputs()[b]));
+  });
+  SmallVector<Bucket> buckets;
+  for (unsigned i : order) {
+    Value v = reduce.getInputs()[i];
+    Type elementType = cast<RankedTensorType>(v.getType()).getElementType();
+    if (buckets.empty() || buckets.back().bytes >= bucketBytes ||
+        buckets.back().elementType != elementType)
+      buckets.emplace_back();
+    Bucket &b = buckets.back();
+    b.members.push_back(i);
+    b.bytes += paddedBytes(v);
+    b.elementType = elementType;
+    if (Operation *p = producerOf(v); before(b.ready, p))
+      b.ready = p;
+  }
+
+  SmallVector<AllReduceOp> formed;
+  OpBuilder builder(reduce.getContext());
+  Operation *previous = nullptr;
+  for (Bucket &b : buckets) {
+    // Buckets go in ready order; two ready at once keep that order.
+    Operation *after = before(b.ready, previous) || b.ready == previous
+                           ? previous
+                           : b.ready;
+    if (after)
+      builder.setInsertionPointAfter(after);
+    else
+      builder.setInsertionPointToStart(block);
+    SmallVector<Value> inputs;
+    for (unsigned m : b.members)
+      inputs.push_back(reduce.getInputs()[m]);
+    auto bucket = AllReduceOp::create(builder, reduce.getLoc(), inputs,
+                                      reduce.getReductionAttr(),
+                                      reduce.getMeshAxisAttr(),
+                                      builder.getI64IntegerAttr(next++));
+    for (auto [m, result] : llvm::zip(b.members, bucket.getResults()))
+      reduce.getResults()[m].replaceAllUsesWith(result);
+    formed.push_back(bucket);
+    previous = bucket;
+  }
+  reduce.erase();
+  return formed;
+}
+
+/// Marks the first reader of each bucket's results with `tg.waits`.
+void markWaits(Block &block, ArrayRef<AllReduceOp> buckets) {
+  MLIRContext *ctx = block.getParentOp()->getContext();
+  DenseMap<Operation *, SmallVector<int64_t>> waits;
+  for (AllReduceOp bucket : buckets) {
+    Operation *first = nullptr;
+    for (Operation *user : bucket->getUsers()) {
+      Operation *top = block.findAncestorOpInBlock(*user);
+      if (top && (!first || top->isBeforeInBlock(first)))
+        first = top;
+    }
+    if (first)
+      waits[first].push_back(*bucket.getBucket());
+  }
+  for (auto &[op, list] : waits) {
+    if (auto old = op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
+      list.append(old.asArrayRef().begin(), old.asArrayRef().end());
+    llvm::sort(list);
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    op->setAttr(TgDialect::kWaitsAttr, DenseI64ArrayAttr::get(ctx, list));
+  }
+}
+
+struct SchedulePass : public tg::impl::SchedulePassBase<SchedulePass> {
+  using SchedulePassBase::SchedulePassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (bucketBytes < 0) {
+      func.emitError("tg-schedule: bucket-bytes must be 0 or more, got ")
+          << static_cast<int64_t>(bucketBytes);
+      return signalPassFailure();
+    }
+    if (!func.getBody().hasOneBlock())
+      return;
+    Block &block = func.getBody().front();
+
+    numHoisted += hoistGradientChains(block);
+
+    // Bucket numbers continue after any the function already has.
+    int64_t next = 0;
+    SmallVector<AllReduceOp> unbucketed;
+    block.walk([&](AllReduceOp reduce) {
+      if (auto b = reduce.getBucket())
+        next = std::max<int64_t>(next, *b + 1);
+      else if (reduce->getBlock() == &block)
+        unbucketed.push_back(reduce);
+    });
+    SmallVector<AllReduceOp> formed;
+    for (AllReduceOp reduce : unbucketed)
+      llvm::append_range(formed, splitIntoBuckets(reduce, bucketBytes, next));
+    numBuckets += formed.size();
+    markWaits(block, formed);
+  }
+};
+
+} // namespace
