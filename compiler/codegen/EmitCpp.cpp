@@ -82,6 +82,18 @@ bool isLoopOp(Operation *op) {
          (isElementwiseOp(op) && !isa<GeluOp, GeluGradOp>(op));
 }
 
+/// Whether `use` reads a splat constant as its literal (isLoopOp), which
+/// then needs no storage; a gemm kernel's GEMM reads its operands from
+/// memory, its epilogue reads literals.
+bool readsSplatAsLiteral(OpOperand &use) {
+  auto kernel = dyn_cast<KernelOp>(use.getOwner());
+  if (!kernel || kernel.getKind() != KernelKind::gemm)
+    return isLoopOp(use.getOwner());
+  Block &body = kernel.getBody().front();
+  Value arg = body.getArgument(use.getOperandNumber());
+  return !llvm::is_contained(body.front().getOperands(), arg);
+}
+
 /// Ops that print code: timed into io.trace under --profile. Views and
 /// constants take no time.
 bool doesWork(Operation *op) {
@@ -244,8 +256,20 @@ private:
                        llvm::function_ref<std::string(ArrayRef<std::string>)>
                            expr);
   LogicalResult emitKernel(KernelOp kernel);
+  /// Prints the body ops `ops` as locals of a loop body, t<local>, ...,
+  /// each operand's expression taken from (and each result's added to)
+  /// `exprs`.
+  void emitScalarOps(iterator_range<Block::iterator> ops,
+                     DenseMap<Value, std::string> &exprs, unsigned &local,
+                     StringRef indent);
+  void emitElementwiseKernel(KernelOp kernel);
+  void emitGemmKernel(KernelOp kernel);
+  void emitReductionKernel(KernelOp kernel);
 
   LogicalResult emitMatmul(MatmulOp op);
+  /// The runtime's GEMM call for `op`, reading `lhs` and `rhs` and writing
+  /// `out` (C pointers).
+  void emitMatmulCall(MatmulOp op, StringRef lhs, StringRef rhs, StringRef out);
   LogicalResult emitConstant(ConstantOp op);
   /// How constant `v` named `name` is stored: the statement that defines it
   /// (a static array, or a splat's elements filled once on the heap) and its
@@ -466,6 +490,36 @@ void FunctionEmitter::emitElementwise(
 }
 
 LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
+  switch (kernel.getKind()) {
+  case KernelKind::elementwise:
+    emitElementwiseKernel(kernel);
+    return success();
+  case KernelKind::gemm:
+    emitGemmKernel(kernel);
+    return success();
+  case KernelKind::reduction:
+    emitReductionKernel(kernel);
+    return success();
+  }
+  llvm_unreachable("unknown kernel kind");
+}
+
+void FunctionEmitter::emitScalarOps(iterator_range<Block::iterator> ops,
+                                    DenseMap<Value, std::string> &exprs,
+                                    unsigned &local, StringRef indent) {
+  for (Operation &op : ops) {
+    SmallVector<std::string> args;
+    for (Value v : op.getOperands())
+      args.push_back(exprs.lookup(v));
+    Value r = op.getResult(0);
+    std::string name = "t" + std::to_string(local++);
+    os << indent << cTypeOf(r) << " " << name << " = " << scalarExpr(&op, args)
+       << ";\n";
+    exprs[r] = name;
+  }
+}
+
+void FunctionEmitter::emitElementwiseKernel(KernelOp kernel) {
   // One loop over the kernel's iteration space: each body op becomes a
   // local of the loop body, only the yielded values are stored.
   Block &body = kernel.getBody().front();
@@ -477,23 +531,169 @@ LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
              for (auto [arg, read] : llvm::zip(body.getArguments(), reads))
                exprs[arg] = read;
              unsigned local = 0;
-             for (Operation &op : body.without_terminator()) {
-               SmallVector<std::string> args;
-               for (Value v : op.getOperands())
-                 args.push_back(exprs.lookup(v));
-               Value r = op.getResult(0);
-               std::string name = "t" + std::to_string(local++);
-               os << indent << cTypeOf(r) << " " << name << " = "
-                  << scalarExpr(&op, args) << ";\n";
-               exprs[r] = name;
-             }
+             emitScalarOps(body.without_terminator(), exprs, local, indent);
              for (auto [result, yielded] :
                   llvm::zip(kernel.getResults(),
                             kernel.getYield().getValues()))
                os << indent << buf(result) << "[" << index
                   << "] = " << exprs.lookup(yielded) << ";\n";
            });
-  return success();
+}
+
+/// The block arguments the ops `ops` read, each once, in order of first read.
+static SmallVector<BlockArgument>
+argumentsReadBy(iterator_range<Block::iterator> ops) {
+  SmallVector<BlockArgument> args;
+  for (Operation &op : ops)
+    for (Value v : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(v);
+          arg && !llvm::is_contained(args, arg))
+        args.push_back(arg);
+  return args;
+}
+
+void FunctionEmitter::emitGemmKernel(KernelOp kernel) {
+  // The GEMM writes the result; one loop then applies the epilogue to it in
+  // place, reading each element once and writing it once, as the unfused
+  // ops' loops would compute it.
+  Block &body = kernel.getBody().front();
+  auto matmul = cast<MatmulOp>(body.front());
+  Value out = kernel.getResult(0);
+  auto input = [&](Value arg) {
+    return kernel.getInputs()[cast<BlockArgument>(arg).getArgNumber()];
+  };
+  emitMatmulCall(matmul, buf(input(matmul.getLhs())),
+                 buf(input(matmul.getRhs())), buf(out));
+  auto epilogue = llvm::make_range(std::next(body.begin()),
+                                   body.getTerminator()->getIterator());
+  if (epilogue.empty())
+    return;
+  SmallVector<BlockArgument> args = argumentsReadBy(epilogue);
+  SmallVector<Value> operands = {out};
+  for (BlockArgument arg : args)
+    operands.push_back(input(arg));
+  emitLoop(out, operands,
+           [&](ArrayRef<std::string> reads, StringRef index, StringRef indent) {
+             DenseMap<Value, std::string> exprs;
+             exprs[matmul.getResult()] = reads[0];
+             for (auto [arg, read] : llvm::zip(args, reads.drop_front()))
+               exprs[arg] = read;
+             unsigned local = 0;
+             emitScalarOps(epilogue, exprs, local, indent);
+             os << indent << buf(out) << "[" << index
+                << "] = " << exprs.lookup(kernel.getYield().getValues()[0])
+                << ";\n";
+           });
+}
+
+void FunctionEmitter::emitReductionKernel(KernelOp kernel) {
+  // The runtime's one-pass reduction (runtime/cpu/Reduce.cpp) over
+  // [outer, reduced, inner], reading the prologue's value where it reads
+  // memory: sums in double, each output's terms in the same order (rows: one
+  // simd reduction per row; columns: blocks of 64 along inner, rows in
+  // order), then the epilogue on each reduced element.
+  Block &body = kernel.getBody().front();
+  Operation *reduction = nullptr;
+  for (Operation &op : body.without_terminator())
+    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+      reduction = &op;
+  auto [outer, red, inner] = *KernelOp::getReductionNest(reduction);
+  bool isMax = isa<ReduceMaxOp>(reduction);
+  Value x = reduction->getOperand(0), reduced = reduction->getResult(0);
+  Value out = kernel.getResult(0);
+  auto prologue = llvm::make_range(body.begin(), reduction->getIterator());
+  auto epilogue = llvm::make_range(std::next(reduction->getIterator()),
+                                   body.getTerminator()->getIterator());
+  auto input = [&](BlockArgument arg) {
+    return kernel.getInputs()[arg.getArgNumber()];
+  };
+  // An input's element at index `i` of `space` (broadcast into it).
+  auto read = [&](BlockArgument arg, Value space, StringRef i) {
+    Value v = input(arg);
+    if (auto literal = splatLiteral(v))
+      return *literal;
+    return buf(v) + "[" + indexExpr(v, space, i) + "]";
+  };
+  DenseMap<Value, std::string> inExprs, outExprs;
+  SmallVector<BlockArgument> prologueArgs = argumentsReadBy(
+      llvm::make_range(body.begin(), std::next(reduction->getIterator())));
+  for (BlockArgument arg : prologueArgs)
+    inExprs[arg] = read(arg, x, "i");
+  for (BlockArgument arg : argumentsReadBy(epilogue))
+    outExprs[arg] = read(arg, out, "k");
+  std::string scale;
+  if (isa<ReduceMeanOp>(reduction))
+    scale = " * " + floatLiteral((float)(1.0 / red));
+  std::string type = cTypeOf(reduced).str();
+
+  // Locals are numbered through the prologue, the reduced element and the
+  // epilogue.
+  unsigned local = 0;
+  // The reduced element `acc` through the epilogue, stored at out[k].
+  auto finish = [&](StringRef acc, StringRef indent) {
+    std::string r = "t" + std::to_string(local++);
+    os << indent << type << " " << r << " = "
+       << (isMax ? acc.str() : "(" + type + ")" + acc.str() + scale) << ";\n";
+    outExprs[reduced] = r;
+    emitScalarOps(epilogue, outExprs, local, indent);
+    os << indent << buf(out)
+       << "[k] = " << outExprs.lookup(kernel.getYield().getValues()[0])
+       << ";\n";
+  };
+  // One term, the prologue's value at index i, into `acc`.
+  auto accumulate = [&](StringRef acc, StringRef indent) {
+    emitScalarOps(prologue, inExprs, local, indent);
+    std::string term = inExprs.lookup(x);
+    if (isMax)
+      os << indent << acc << " = (" << term << " > " << acc << " || " << term
+         << " != " << term << ") ? " << term << " : " << acc << ";\n";
+    else
+      os << indent << acc << " += " << term << ";\n";
+  };
+
+  if (inner == 1) {
+    os << "  #pragma omp parallel for schedule(static) if(" << outer * red
+       << " > 32768)\n"
+       << "  for (int64_t o = 0; o < " << outer << "; ++o) {\n";
+    if (isMax)
+      os << "    float acc = -INFINITY;\n";
+    else
+      os << "    double acc = 0;\n    #pragma omp simd reduction(+ : acc)\n";
+    os << "    for (int64_t r = 0; r < " << red << "; ++r) {\n"
+       << "      int64_t i = o * " << red << " + r;\n";
+    accumulate("acc", "      ");
+    os << "    }\n    int64_t k = o;\n";
+    finish("acc", "    ");
+    os << "  }\n";
+    return;
+  }
+  constexpr int64_t kBlock = 64;
+  int64_t blocks = (inner + kBlock - 1) / kBlock;
+  os << "  #pragma omp parallel for schedule(static) if(" << outer * red * inner
+     << " > 32768)\n"
+     << "  for (int64_t blk = 0; blk < " << outer * blocks << "; ++blk) {\n"
+     << "    int64_t o = blk / " << blocks << ", j0 = (blk % " << blocks
+     << ") * " << kBlock << ";\n"
+     << "    int64_t len = std::min<int64_t>(" << kBlock << ", " << inner
+     << " - j0);\n";
+  if (isMax)
+    os << "    float acc[" << kBlock << "];\n"
+       << "    for (int64_t j = 0; j < len; ++j)\n"
+       << "      acc[j] = -INFINITY;\n";
+  else
+    os << "    double acc[" << kBlock << "] = {};\n";
+  os << "    for (int64_t r = 0; r < " << red << "; ++r) {\n";
+  if (!isMax)
+    os << "      #pragma omp simd\n";
+  os << "      for (int64_t j = 0; j < len; ++j) {\n"
+     << "        int64_t i = (o * " << red << " + r) * " << inner
+     << " + j0 + j;\n";
+  accumulate("acc[j]", "        ");
+  os << "      }\n    }\n"
+     << "    for (int64_t j = 0; j < len; ++j) {\n"
+     << "      int64_t k = o * " << inner << " + j0 + j;\n";
+  finish("acc[j]", "      ");
+  os << "    }\n  }\n";
 }
 
 LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
@@ -540,7 +740,7 @@ FunctionEmitter::constantStorage(ConstantOp op, StringRef name) {
   if (attr.isSplat() && n > 1) {
     // Loops read a splat as its literal; an op that needs it in memory gets
     // it filled once on the heap (never a static array of its size).
-    if (llvm::all_of(v.getUsers(), isLoopOp)) {
+    if (llvm::all_of(v.getUses(), readsSplatAsLiteral)) {
       statement << "// (a splat of " << n << ", read as " << literal(0) << ")";
       return storage;
     }
@@ -559,6 +759,12 @@ FunctionEmitter::constantStorage(ConstantOp op, StringRef name) {
 }
 
 LogicalResult FunctionEmitter::emitMatmul(MatmulOp op) {
+  emitMatmulCall(op, buf(op.getLhs()), buf(op.getRhs()), buf(op.getResult()));
+  return success();
+}
+
+void FunctionEmitter::emitMatmulCall(MatmulOp op, StringRef lhs, StringRef rhs,
+                                     StringRef out) {
   auto a = tensorType(op.getLhs()), b = tensorType(op.getRhs()),
        c = tensorType(op.getResult());
   int64_t batchRank = c.getRank() - 2;
@@ -574,13 +780,12 @@ LogicalResult FunctionEmitter::emitMatmul(MatmulOp op) {
   os << "  {\n    static const int64_t aBatch[] = " << intList(padBatch(a))
      << ", bBatch[] = " << intList(padBatch(b))
      << ", cBatch[] = " << intList(c.getShape().drop_back(2)) << ";\n"
-     << "    tgc::cpu::matmul(" << buf(op.getLhs()) << ", " << buf(op.getRhs())
-     << ", " << buf(op.getResult()) << ", " << m << ", " << n << ", " << k
-     << ", " << (op.getTransposeLhs() ? "true" : "false") << ", "
+     << "    tgc::cpu::matmul(" << lhs << ", " << rhs << ", " << out << ", "
+     << m << ", " << n << ", " << k << ", "
+     << (op.getTransposeLhs() ? "true" : "false") << ", "
      << (op.getTransposeRhs() ? "true" : "false")
      << ", aBatch, bBatch, cBatch, " << batchRank << ");\n  }\n";
   (void)id;
-  return success();
 }
 
 /// Outer, axis and inner extents of a tensor around one axis.
@@ -1155,10 +1360,11 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
     ArrayRef<Operation *> part = ops.slice(first, count);
     DenseSet<Operation *> inside(part.begin(), part.end());
     for (Operation *op : part)
-      for (Value v : op->getOperands()) {
+      for (OpOperand &use : op->getOpOperands()) {
+        Value v = use.get();
         Operation *def = v.getDefiningOp();
         if ((def && inside.contains(def) && !constantPointers.count(v)) ||
-            (splatLiteral(v) && isLoopOp(op)))
+            (splatLiteral(v) && readsSplatAsLiteral(use)))
           continue;
         declareInPart(v);
       }

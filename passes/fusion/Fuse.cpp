@@ -3,7 +3,9 @@
 // tg-fuse walks a function's block once, in order, growing groups of ops that
 // one kernel can compute, then replaces each group of two or more ops by a
 // tg.kernel placed where its last op stood. Every rule that decides a group
-// is in this file.
+// is in this file: elementwise chains (`--fusion=elementwise`), and with
+// `--fusion=all` GEMM epilogues and reductions with their elementwise
+// prologue and epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,9 +29,14 @@ namespace {
 
 /// Ops one kernel will compute, in program order.
 struct Group {
+  KernelKind kind = KernelKind::elementwise;
   SmallVector<Operation *> ops;
-  /// The iteration space: every op's result shape.
+  /// The iteration space: every op's result shape (elementwise); the shape
+  /// an epilogue op must have (gemm, reduction).
   SmallVector<int64_t> space;
+  /// gemm and reduction: the value an epilogue op extends (the matmul's or
+  /// reduction's result, or the last epilogue op's), the kernel's result.
+  Value tail;
   /// Set once an op outside the group has read one of its values: a later
   /// op joining it would put the kernel after that reader.
   bool closed = false;
@@ -57,13 +64,126 @@ Group *elementwiseGroupFor(Operation *op,
   for (Value operand : op->getOperands()) {
     Operation *def = operand.getDefiningOp();
     Group *g = def ? groupOf.lookup(def) : nullptr;
-    if (!g || g->closed || ArrayRef<int64_t>(g->space) != space)
+    if (!g || g->kind != KernelKind::elementwise || g->closed ||
+        ArrayRef<int64_t>(g->space) != space)
       continue;
     if (!best ||
         position.lookup(g->ops.back()) > position.lookup(best->ops.back()))
       best = g;
   }
   return best;
+}
+
+/// True when every reader of `v` is `op`: `v` may then live in a kernel's
+/// registers between its producer and `op`.
+bool onlyReadBy(Value v, Operation *op) {
+  return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == op; });
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM epilogue
+//===----------------------------------------------------------------------===//
+
+/// GEMM epilogues: every tg.matmul starts a `gemm` group; the elementwise
+/// ops that then extend its result (epilogueGroupFor) join it, so the GEMM
+/// writes into the kernel's result and the epilogue (bias, activation,
+/// residual, scale) runs in place over it. A matmul nothing extends stays a
+/// plain op. Any transposes and batch dims: the CPU backend's GEMM call
+/// takes them all.
+Group *startGemmGroup(MatmulOp matmul, std::deque<Group> &groups) {
+  Group &g = groups.emplace_back();
+  g.kind = KernelKind::gemm;
+  g.ops.push_back(matmul);
+  g.tail = matmul.getResult();
+  llvm::append_range(g.space, shapeOf(g.tail));
+  return &g;
+}
+
+//===----------------------------------------------------------------------===//
+// Reduction with elementwise prologue
+//===----------------------------------------------------------------------===//
+
+/// Whether a reduction can be a kernel's: one loop nest (the reduced dims
+/// adjacent once size-1 dims are left out) over floats. Rows (nothing kept
+/// inside the reduced dims) of 8192 elements or more are left to the
+/// runtime, which splits them over threads and adds the pieces' float
+/// partial sums: one loop nest per row would round differently.
+bool isFusibleReduction(Operation *op) {
+  auto nest = KernelOp::getReductionNest(op);
+  if (!nest)
+    return false;
+  auto [outer, reduced, inner] = *nest;
+  (void)outer;
+  if (inner == 1 && reduced >= 8192)
+    return false;
+  return isa<FloatType>(
+      cast<RankedTensorType>(op->getOperand(0).getType()).getElementType());
+}
+
+/// Reductions with an elementwise prologue: when an elementwise group
+/// computes the reduction's input, its ops whose values nothing but the
+/// reduction and each other reads (now or later) move into a `reduction`
+/// group with it: the kernel computes them as it reduces and never stores
+/// them. The rest of the elementwise group stays a kernel of its own, which
+/// the reduction kernel reads. Without such a prologue the reduction starts
+/// a group alone. Either way epilogueGroupFor may then extend the reduced
+/// result (a scale).
+Group *reductionGroupFor(Operation *reduction,
+                         DenseMap<Operation *, Group *> &groupOf,
+                         std::deque<Group> &groups) {
+  Group &r = groups.emplace_back();
+  r.kind = KernelKind::reduction;
+  Operation *def = reduction->getOperand(0).getDefiningOp();
+  Group *g = def ? groupOf.lookup(def) : nullptr;
+  if (g && g->kind == KernelKind::elementwise) {
+    // Later ops first, so that an op's readers are decided before it.
+    DenseSet<Operation *> prologue;
+    for (Operation *member : llvm::reverse(g->ops))
+      if (llvm::all_of(member->getUsers(), [&](Operation *u) {
+            return u == reduction || prologue.contains(u);
+          }))
+        prologue.insert(member);
+    if (prologue.contains(def)) {
+      for (Operation *member : g->ops)
+        if (prologue.contains(member)) {
+          r.ops.push_back(member);
+          groupOf[member] = &r;
+        }
+      llvm::erase_if(g->ops,
+                     [&](Operation *op) { return prologue.contains(op); });
+      // The prologue, now after it, reads what is left of it.
+      g->closed = true;
+    }
+  }
+  r.ops.push_back(reduction);
+  r.tail = reduction->getResult(0);
+  llvm::append_range(r.space, shapeOf(r.tail));
+  return &r;
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogues (of GEMMs and reductions)
+//===----------------------------------------------------------------------===//
+
+/// The gemm or reduction group whose result `op` extends, or null: `op` is
+/// elementwise over that result's shape, and the result has no reader but
+/// `op`, so nothing reads a value the kernel keeps in registers and nothing
+/// expensive is recomputed. The epilogue is a chain: its last op's result is
+/// the kernel's.
+Group *epilogueGroupFor(Operation *op,
+                        const DenseMap<Operation *, Group *> &groupOf) {
+  if (!isElementwiseOp(op) || op->getNumResults() != 1)
+    return nullptr;
+  ArrayRef<int64_t> space = shapeOf(op->getResult(0));
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    Group *g = def ? groupOf.lookup(def) : nullptr;
+    if (g && g->kind != KernelKind::elementwise && !g->closed &&
+        g->tail == operand && ArrayRef<int64_t>(g->space) == space &&
+        onlyReadBy(operand, op))
+      return g;
+  }
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -103,10 +223,10 @@ void formKernel(const Group &group) {
   Operation *last = group.ops.back();
   OpBuilder b(last->getContext());
   b.setInsertionPointAfter(last);
-  auto kernel = KernelOp::create(
-      b, last->getLoc(), ValueRange(outputs).getTypes(),
-      KernelKindAttr::get(b.getContext(), KernelKind::elementwise), inputs,
-      b.getStringAttr(kernelName(group.ops)));
+  auto kernel =
+      KernelOp::create(b, last->getLoc(), ValueRange(outputs).getTypes(),
+                       KernelKindAttr::get(b.getContext(), group.kind), inputs,
+                       b.getStringAttr(kernelName(group.ops)));
   Block *body = b.createBlock(&kernel.getBody());
   IRMapping map;
   for (Value v : inputs)
@@ -140,6 +260,8 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
     }
     if (fusion == "none")
       return;
+    // GEMM epilogues and reductions with prologues only with "all".
+    bool allRules = fusion == "all";
     func::FuncOp func = getOperation();
     if (!func.getBody().hasOneBlock())
       return;
@@ -152,7 +274,18 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
     for (Operation &op : block.without_terminator()) {
       position[&op] = index++;
       Group *joined = nullptr;
-      if (isElementwiseOp(&op) && op.getNumResults() == 1) {
+      if (allRules) {
+        if ((joined = epilogueGroupFor(&op, groupOf))) {
+          joined->ops.push_back(&op);
+          joined->tail = op.getResult(0);
+        } else if (auto matmul = dyn_cast<MatmulOp>(op))
+          joined = startGemmGroup(matmul, groups);
+        else if (isFusibleReduction(&op))
+          joined = reductionGroupFor(&op, groupOf, groups);
+        if (joined)
+          groupOf[&op] = joined;
+      }
+      if (!joined && isElementwiseOp(&op) && op.getNumResults() == 1) {
         joined = elementwiseGroupFor(&op, groupOf, position);
         if (!joined) {
           groups.emplace_back();
@@ -172,6 +305,17 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
       if (g.ops.size() < 2)
         continue;
       ++numKernels;
+      switch (g.kind) {
+      case KernelKind::elementwise:
+        ++numElementwiseKernels;
+        break;
+      case KernelKind::gemm:
+        ++numGemmKernels;
+        break;
+      case KernelKind::reduction:
+        ++numReductionKernels;
+        break;
+      }
       numFusedOps += g.ops.size();
       formKernel(g);
     }

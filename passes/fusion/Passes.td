@@ -19,10 +19,24 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       last op stood. A group may have several outputs (every value read
       after it). Nothing is recomputed: a value stays in one group, and
       groups of one op stay plain ops.
+    - **GEMM epilogues** (`gemm`): a `tg.matmul` (any transposes and batch
+      dims) and the chain of elementwise ops over its result shape that
+      extends its result: each op joins when the value before it (the
+      matmul's result, then the last epilogue op's) has no other reader, so
+      nothing is recomputed and no intermediate stored. Bias add, GELU,
+      relu, a residual add, a scale.
+    - **Reductions with an elementwise prologue** (`reduction`): a
+      `tg.reduce_sum`, `tg.reduce_mean` or `tg.reduce_max` whose input an
+      elementwise group computes that nothing else reads takes that group
+      in; the kernel computes the prologue while it reduces and never
+      stores it. An elementwise epilogue on the reduced result joins as for
+      a GEMM. Only reductions that are one loop nest (reduced dims adjacent
+      once size-1 dims are left out) over floats, and not rows of 8192
+      elements or more, which the runtime splits over threads.
 
-    Reductions with their prologue and epilogue, GEMM epilogues, the
-    classifier and multi-tensor optimizer updates are the rules to come;
-    `all` means every rule this pass has.
+    `elementwise` applies the first rule only; `all` (the default) every
+    rule. The classifier and multi-tensor optimizer updates are the rules to
+    come.
 
     ```mlir
     // Before
@@ -40,8 +54,47 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
     %y = tg.matmul %r, %w : tensor<32x128xf32>, tensor<128x10xf32> -> tensor<32x10xf32>
     ```
 
+    A GEMM epilogue:
+
+    ```mlir
+    // Before
+    %m = tg.matmul %x, %w : tensor<32x64xf32>, tensor<64x128xf32> -> tensor<32x128xf32>
+    %s = tg.add %m, %b : tensor<32x128xf32>, tensor<128xf32> -> tensor<32x128xf32>
+    %g = tg.gelu %s : tensor<32x128xf32>
+    // After
+    %g = tg.kernel gemm (%x, %w, %b : tensor<32x64xf32>, tensor<64x128xf32>, tensor<128xf32>)
+        attributes {name = "fused_matmul_add_gelu"} {
+    ^bb0(%a: tensor<32x64xf32>, %c: tensor<64x128xf32>, %d: tensor<128xf32>):
+      %0 = tg.matmul %a, %c : tensor<32x64xf32>, tensor<64x128xf32> -> tensor<32x128xf32>
+      %1 = tg.add %0, %d : tensor<32x128xf32>, tensor<128xf32> -> tensor<32x128xf32>
+      %2 = tg.gelu %1 : tensor<32x128xf32>
+      tg.yield %2 : tensor<32x128xf32>
+    } -> tensor<32x128xf32>
+    ```
+
+    A reduction with a prologue and an epilogue:
+
+    ```mlir
+    // Before
+    %p = tg.mul %dy, %x : tensor<32x128xf32>, tensor<32x128xf32> -> tensor<32x128xf32>
+    %s = tg.reduce_sum %p {dims = array<i64: 0>} : tensor<32x128xf32> -> tensor<128xf32>
+    %q = tg.mul %s, %k : tensor<128xf32>, tensor<f32> -> tensor<128xf32>
+    // After
+    %q = tg.kernel reduction (%dy, %x, %k : tensor<32x128xf32>, tensor<32x128xf32>, tensor<f32>)
+        attributes {name = "fused_mul_reduce_sum_mul"} {
+    ^bb0(%a: tensor<32x128xf32>, %c: tensor<32x128xf32>, %d: tensor<f32>):
+      %0 = tg.mul %a, %c : tensor<32x128xf32>, tensor<32x128xf32> -> tensor<32x128xf32>
+      %1 = tg.reduce_sum %0 {dims = array<i64: 0>} : tensor<32x128xf32> -> tensor<128xf32>
+      %2 = tg.mul %1, %d : tensor<128xf32>, tensor<f32> -> tensor<128xf32>
+      tg.yield %2 : tensor<128xf32>
+    } -> tensor<128xf32>
+    ```
+
     The CPU backend prints an elementwise kernel as one OpenMP loop that
-    keeps its intermediates in registers. The CUDA backend still groups ops
+    keeps its intermediates in registers; a gemm kernel as its GEMM call
+    into the result and one loop applying the epilogue in place; a
+    reduction kernel as one loop nest, with the same float operations in
+    the same order as the unfused ops. The CUDA backend still groups ops
     itself and runs this pass with `fusion=none` until it prints tg.kernel.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
@@ -51,6 +104,12 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Kernels formed">,
+    Statistic<"numElementwiseKernels", "elementwise-kernels",
+              "Elementwise kernels formed">,
+    Statistic<"numGemmKernels", "gemm-kernels",
+              "GEMM kernels (with their epilogue) formed">,
+    Statistic<"numReductionKernels", "reduction-kernels",
+              "Reduction kernels (with prologue or epilogue) formed">,
     Statistic<"numFusedOps", "fused-ops", "Ops moved into kernels">,
   ];
 }

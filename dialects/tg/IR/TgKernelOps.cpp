@@ -1,7 +1,11 @@
-//===- TgKernelOps.cpp - Fused kernels ----------------------------*- C++ -*-===//
+//===- TgKernelOps.cpp - Fused kernels ----------------------------*- C++
+//-*-===//
 //
 // tg.kernel's verifier: the body's arguments and results match the op's, and
-// an elementwise kernel holds only elementwise ops over one iteration space.
+// the body has the form its kind promises: an elementwise kernel holds only
+// elementwise ops over one iteration space, a gemm kernel one tg.matmul and
+// its elementwise epilogue, a reduction kernel one single-pass reduction
+// between an elementwise prologue and epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,22 +46,155 @@ LogicalResult KernelOp::verifyRegions() {
   if (getResults().empty())
     return emitOpError("computes nothing: a kernel has at least one result");
 
-  // elementwise: one iteration space, the shape of the first result.
-  auto space = cast<RankedTensorType>(getResult(0).getType()).getShape();
-  for (Operation &op : body.without_terminator()) {
-    if (!isElementwiseOp(&op))
-      return op.emitOpError("is not elementwise: an elementwise kernel "
-                            "holds elementwise ops only");
-    for (Value r : op.getResults())
-      if (cast<RankedTensorType>(r.getType()).getShape() != space)
-        return op.emitOpError("iterates over ")
-               << formatShape(cast<RankedTensorType>(r.getType()).getShape())
-               << ", the kernel over " << formatShape(space);
+  switch (getKind()) {
+  case KernelKind::elementwise:
+    return verifyElementwiseBody();
+  case KernelKind::gemm:
+    return verifyGemmBody();
+  case KernelKind::reduction:
+    return verifyReductionBody();
   }
-  for (Value r : getResults())
-    if (cast<RankedTensorType>(r.getType()).getShape() != space)
-      return emitOpError("results iterate over ")
-             << formatShape(cast<RankedTensorType>(r.getType()).getShape())
-             << " and " << formatShape(space);
+  llvm_unreachable("unknown kernel kind");
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// The kernel yields the result of `anchor` (its matmul or reduction) or of
+/// an op after it: the epilogue's last value, which the backends store.
+static LogicalResult verifyYieldsFrom(KernelOp kernel, Operation *anchor,
+                                      StringRef what) {
+  YieldOp yield = kernel.getYield();
+  Operation *def = yield.getValues()[0].getDefiningOp();
+  if (!def || def->isBeforeInBlock(anchor))
+    return yield.emitOpError("yields neither the ")
+           << what << "'s result nor an epilogue value";
   return success();
+}
+
+/// Every op of `ops` is elementwise over `space`; `role` names them in the
+/// diagnostic ("an elementwise kernel holds", ...).
+static LogicalResult verifyElementwiseOver(iterator_range<Block::iterator> ops,
+                                           ArrayRef<int64_t> space,
+                                           StringRef role, StringRef what) {
+  for (Operation &op : ops) {
+    if (!isElementwiseOp(&op))
+      return op.emitOpError("is not elementwise: ")
+             << role << " elementwise ops only";
+    for (Value r : op.getResults())
+      if (shapeOf(r) != space)
+        return op.emitOpError("iterates over ")
+               << formatShape(shapeOf(r)) << ", " << what << " "
+               << formatShape(space);
+  }
+  return success();
+}
+
+LogicalResult KernelOp::verifyElementwiseBody() {
+  // One iteration space, the shape of the first result.
+  Block &body = getBody().front();
+  auto space = shapeOf(getResult(0));
+  if (failed(verifyElementwiseOver(body.without_terminator(), space,
+                                   "an elementwise kernel holds",
+                                   "the kernel over")))
+    return failure();
+  for (Value r : getResults())
+    if (shapeOf(r) != space)
+      return emitOpError("results iterate over ")
+             << formatShape(shapeOf(r)) << " and " << formatShape(space);
+  return success();
+}
+
+LogicalResult KernelOp::verifyGemmBody() {
+  // One tg.matmul first, then its epilogue over the matmul's result shape.
+  Block &body = getBody().front();
+  auto matmul = dyn_cast<MatmulOp>(body.front());
+  if (!matmul)
+    return emitOpError("a gemm kernel's body starts with tg.matmul, not ")
+           << body.front().getName();
+  if (getNumResults() != 1)
+    return emitOpError("a gemm kernel has one result, not ") << getNumResults();
+  auto space = shapeOf(matmul.getResult());
+  if (failed(verifyElementwiseOver(
+          llvm::make_range(std::next(body.begin()),
+                           body.getTerminator()->getIterator()),
+          space, "a gemm kernel's epilogue holds", "the gemm's result is")))
+    return failure();
+  return verifyYieldsFrom(*this, matmul, "matmul");
+}
+
+std::optional<std::array<int64_t, 3>>
+KernelOp::getReductionNest(Operation *op) {
+  SmallVector<int64_t> dims;
+  Value x;
+  if (auto r = dyn_cast<ReduceSumOp>(op))
+    dims = r.getReducedDims(), x = r.getX();
+  else if (auto r = dyn_cast<ReduceMeanOp>(op))
+    dims = r.getReducedDims(), x = r.getX();
+  else if (auto r = dyn_cast<ReduceMaxOp>(op))
+    dims = r.getReducedDims(), x = r.getX();
+  else
+    return std::nullopt;
+  ArrayRef<int64_t> shape = shapeOf(x);
+  if (llvm::any_of(shape, [](int64_t d) { return d <= 0; }))
+    return std::nullopt;
+  // Runs of reduced dims, size-1 dims left out: at most one.
+  std::array<int64_t, 3> nest = {1, 1, 1};
+  int runs = 0;
+  bool inRun = false;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d == 1)
+      continue;
+    bool reduced = llvm::is_contained(dims, (int64_t)i);
+    if (reduced && !inRun && ++runs > 1)
+      return std::nullopt;
+    inRun = reduced;
+    nest[reduced ? 1 : runs == 0 ? 0 : 2] *= d;
+  }
+  return nest;
+}
+
+LogicalResult KernelOp::verifyReductionBody() {
+  // Prologue over the input, one reduction, epilogue over its result.
+  Block &body = getBody().front();
+  Operation *reduction = nullptr;
+  for (Operation &op : body.without_terminator())
+    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+      if (reduction)
+        return op.emitOpError("is a second reduction: a reduction kernel "
+                              "holds one");
+      reduction = &op;
+    }
+  if (!reduction)
+    return emitOpError("a reduction kernel holds a tg.reduce_sum, "
+                       "tg.reduce_mean or tg.reduce_max");
+  if (getNumResults() != 1)
+    return emitOpError("a reduction kernel has one result, not ")
+           << getNumResults();
+  if (!getReductionNest(reduction))
+    return reduction->emitOpError(
+        "reduces dims that are not adjacent: a reduction kernel is one loop "
+        "nest");
+  auto inSpace = shapeOf(reduction->getOperand(0));
+  auto outSpace = shapeOf(reduction->getResult(0));
+  if (failed(verifyElementwiseOver(
+          llvm::make_range(body.begin(), reduction->getIterator()), inSpace,
+          "a reduction kernel's prologue holds", "the reduction's input is")) ||
+      failed(verifyElementwiseOver(
+          llvm::make_range(std::next(reduction->getIterator()),
+                           body.getTerminator()->getIterator()),
+          outSpace, "a reduction kernel's epilogue holds",
+          "the reduction's result is")))
+    return failure();
+  // The prologue's values exist only while reducing.
+  for (Operation &op : llvm::make_range(std::next(reduction->getIterator()),
+                                        body.getTerminator()->getIterator()))
+    for (Value v : op.getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && def->isBeforeInBlock(reduction))
+        return op.emitOpError("reads a prologue value: a reduction kernel's "
+                              "epilogue reads the reduced result, inputs and "
+                              "its own values");
+  return verifyYieldsFrom(*this, reduction, "reduction");
 }

@@ -12,7 +12,8 @@
 include "mlir/IR/EnumAttr.td"
 
 def Tg_KernelKind : I32EnumAttr<"KernelKind", "what a fused kernel computes", [
-    I32EnumAttrCase<"elementwise", 0>]> {
+    I32EnumAttrCase<"elementwise", 0>, I32EnumAttrCase<"gemm", 1>,
+    I32EnumAttrCase<"reduction", 2>]> {
   let cppNamespace = "::mlir::tg";
   let genSpecializedAttr = 0;
 }
@@ -30,6 +31,20 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       result and of every op in the body (elementwise ops, with numpy
       broadcasting of smaller inputs). A CPU backend prints one OpenMP loop
       that keeps the intermediates in registers.
+    - `gemm`: a GEMM and its epilogue. The body starts with exactly one
+      `tg.matmul` (any transposes and batch dims it allows); every other op
+      is elementwise over the matmul's result shape (the epilogue), and the
+      kernel yields one value, the matmul's or an epilogue op's. A CPU
+      backend prints the GEMM call writing straight into the result, then
+      one loop applying the epilogue in place.
+    - `reduction`: one `tg.reduce_sum`, `tg.reduce_mean` or `tg.reduce_max`
+      with an elementwise prologue before it (ops over the reduction's input
+      shape) and an epilogue after it (ops over its result shape, reading
+      the reduced value, inputs and each other, not the prologue); the
+      kernel yields one value, the reduction's or an epilogue op's. The
+      reduced dims, size-1 dims left out, are adjacent, so the reduction is
+      one loop nest `[outer, reduced, inner]` that computes the prologue as
+      it reads and stores no intermediate.
 
     `name` names the generated kernel after the ops it fuses.
 
@@ -41,6 +56,24 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       %r = tg.relu %s : tensor<32x128xf32>
       tg.yield %r : tensor<32x128xf32>
     } -> tensor<32x128xf32>
+
+    %z = tg.kernel gemm (%h, %w, %b : tensor<32x128xf32>, tensor<128x64xf32>,
+                                      tensor<64xf32>)
+        attributes {name = "fused_matmul_add_gelu"} {
+    ^bb0(%x: tensor<32x128xf32>, %m: tensor<128x64xf32>, %c: tensor<64xf32>):
+      %p = tg.matmul %x, %m : tensor<32x128xf32>, tensor<128x64xf32> -> tensor<32x64xf32>
+      %s = tg.add %p, %c : tensor<32x64xf32>, tensor<64xf32> -> tensor<32x64xf32>
+      %g = tg.gelu %s : tensor<32x64xf32>
+      tg.yield %g : tensor<32x64xf32>
+    } -> tensor<32x64xf32>
+
+    %db = tg.kernel reduction (%g, %x : tensor<32x128xf32>, tensor<32x128xf32>)
+        attributes {name = "fused_mul_reduce_sum"} {
+    ^bb0(%a: tensor<32x128xf32>, %b: tensor<32x128xf32>):
+      %p = tg.mul %a, %b : tensor<32x128xf32>, tensor<32x128xf32> -> tensor<32x128xf32>
+      %s = tg.reduce_sum %p {dims = array<i64: 0>} : tensor<32x128xf32> -> tensor<128xf32>
+      tg.yield %s : tensor<128xf32>
+    } -> tensor<128xf32>
     ```
   }];
   let arguments = (ins Tg_KernelKindAttr:$kind, Variadic<Tg_Tensor>:$inputs,
@@ -55,6 +88,17 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
   let extraClassDeclaration = [{
     /// The terminator of the body.
     YieldOp getYield();
+
+    /// The loop nest [outer, reduced, inner] of a tg.reduce_sum, _mean or
+    /// _max when it reduces one run of adjacent dims (size-1 dims left out)
+    /// of a non-empty input; nothing otherwise, or when `op` is not one.
+    static std::optional<std::array<int64_t, 3>>
+    getReductionNest(Operation *op);
+
+    /// verifyRegions, by kind.
+    ::mlir::LogicalResult verifyElementwiseBody();
+    ::mlir::LogicalResult verifyGemmBody();
+    ::mlir::LogicalResult verifyReductionBody();
   }];
 }
 

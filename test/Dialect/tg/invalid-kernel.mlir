@@ -81,3 +81,197 @@ func.func @outside_value(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @gemm_without_matmul(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tg.kernel' op a gemm kernel's body starts with tg.matmul, not tg.relu}}
+  %y = tg.kernel gemm (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %r = tg.relu %x : tensor<4x8xf32>
+    tg.yield %r : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_two_results(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tg.kernel' op a gemm kernel has one result, not 2}}
+  %y:2 = tg.kernel gemm (%h, %w : tensor<4x8xf32>, tensor<8x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %r = tg.relu %p : tensor<4x8xf32>
+    tg.yield %p, %r : tensor<4x8xf32>, tensor<4x8xf32>
+  } -> tensor<4x8xf32>, tensor<4x8xf32>
+  return %y#1 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_second_matmul(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %y = tg.kernel gemm (%h, %w : tensor<4x8xf32>, tensor<8x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    // expected-error @+1 {{'tg.matmul' op is not elementwise: a gemm kernel's epilogue holds elementwise ops only}}
+    %q = tg.matmul %p, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    tg.yield %q : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_epilogue_shape(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %y = tg.kernel gemm (%h, %w, %b : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>, %c: tensor<8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    // expected-error @+1 {{'tg.exp' op iterates over 8, the gemm's result is 4x8}}
+    %e = tg.exp %c : tensor<8xf32>
+    %r = tg.add %p, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    tg.yield %r : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @gemm_yields_input(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %y = tg.kernel gemm (%h, %w : tensor<4x8xf32>, tensor<8x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    // expected-error @+1 {{'tg.yield' op yields neither the matmul's result nor an epilogue value}}
+    tg.yield %x : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @reduction_without_reduction(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tg.kernel' op a reduction kernel holds a tg.reduce_sum, tg.reduce_mean or tg.reduce_max}}
+  %y = tg.kernel reduction (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %r = tg.relu %x : tensor<4x8xf32>
+    tg.yield %r : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @reduction_twice(%h: tensor<4x8xf32>) -> tensor<f32> {
+  %y = tg.kernel reduction (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %s = tg.reduce_sum %x {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+    // expected-error @+1 {{'tg.reduce_max' op is a second reduction: a reduction kernel holds one}}
+    %m = tg.reduce_max %s : tensor<4xf32> -> tensor<f32>
+    tg.yield %m : tensor<f32>
+  } -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+func.func @reduction_two_results(%h: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.kernel' op a reduction kernel has one result, not 2}}
+  %y:2 = tg.kernel reduction (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %s = tg.reduce_sum %x {dims = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+    %e = tg.exp %s : tensor<4xf32>
+    tg.yield %s, %e : tensor<4xf32>, tensor<4xf32>
+  } -> tensor<4xf32>, tensor<4xf32>
+  return %y#1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduction_two_passes(%h: tensor<2x4x8xf32>) -> tensor<4xf32> {
+  %y = tg.kernel reduction (%h : tensor<2x4x8xf32>) {
+  ^bb0(%x: tensor<2x4x8xf32>):
+    // expected-error @+1 {{'tg.reduce_sum' op reduces dims that are not adjacent: a reduction kernel is one loop nest}}
+    %s = tg.reduce_sum %x {dims = array<i64: 0, 2>} : tensor<2x4x8xf32> -> tensor<4xf32>
+    tg.yield %s : tensor<4xf32>
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @reduction_prologue_not_elementwise(%h: tensor<4x8xf32>) -> tensor<8xf32> {
+  %y = tg.kernel reduction (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    // expected-error @+1 {{'tg.softmax' op is not elementwise: a reduction kernel's prologue holds elementwise ops only}}
+    %p = tg.softmax %x {axis = 1 : i64} : tensor<4x8xf32>
+    %s = tg.reduce_sum %p {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    tg.yield %s : tensor<8xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @reduction_prologue_shape(%h: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %y = tg.kernel reduction (%h, %b : tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %c: tensor<8xf32>):
+    // expected-error @+1 {{'tg.exp' op iterates over 8, the reduction's input is 4x8}}
+    %e = tg.exp %c : tensor<8xf32>
+    %p = tg.mul %x, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %s = tg.reduce_sum %p {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    tg.yield %s : tensor<8xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @reduction_epilogue_shape(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = tg.kernel reduction (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %s = tg.reduce_sum %x {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    // expected-error @+1 {{'tg.add' op iterates over 4x8, the reduction's result is 8}}
+    %a = tg.add %x, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    tg.yield %a : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @reduction_epilogue_not_elementwise(%h: tensor<4x8xf32>) -> tensor<8xf32> {
+  %y = tg.kernel reduction (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %s = tg.reduce_sum %x {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+    // expected-error @+1 {{'tg.softmax' op is not elementwise: a reduction kernel's epilogue holds elementwise ops only}}
+    %p = tg.softmax %s {axis = 0 : i64} : tensor<8xf32>
+    tg.yield %p : tensor<8xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @reduction_yields_prologue(%h: tensor<4x1xf32>) -> tensor<4x1xf32> {
+  %y = tg.kernel reduction (%h : tensor<4x1xf32>) {
+  ^bb0(%x: tensor<4x1xf32>):
+    %e = tg.exp %x : tensor<4x1xf32>
+    %s = tg.reduce_sum %e {dims = array<i64: 1>, keepdim = true} : tensor<4x1xf32> -> tensor<4x1xf32>
+    // expected-error @+1 {{'tg.yield' op yields neither the reduction's result nor an epilogue value}}
+    tg.yield %e : tensor<4x1xf32>
+  } -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}
+
+// -----
+
+func.func @reduction_epilogue_reads_prologue(%h: tensor<4x1xf32>) -> tensor<4x1xf32> {
+  %y = tg.kernel reduction (%h : tensor<4x1xf32>) {
+  ^bb0(%x: tensor<4x1xf32>):
+    %e = tg.exp %x : tensor<4x1xf32>
+    %s = tg.reduce_sum %e {dims = array<i64: 1>, keepdim = true} : tensor<4x1xf32> -> tensor<4x1xf32>
+    // expected-error @+1 {{'tg.add' op reads a prologue value: a reduction kernel's epilogue reads the reduced result, inputs and its own values}}
+    %a = tg.add %s, %e : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<4x1xf32>
+    tg.yield %a : tensor<4x1xf32>
+  } -> tensor<4x1xf32>
+  return %y : tensor<4x1xf32>
+}

@@ -16,3 +16,41 @@ func.func @bias_relu(%h: tensor<32x128xf32>, %b: tensor<128xf32>) -> tensor<32x1
   } -> tensor<32x128xf32>, tensor<32x128xf32>
   return %y#1 : tensor<32x128xf32>
 }
+
+// CHECK-LABEL: func.func @gemm_bias_gelu
+// CHECK:      %[[Y:.+]] = tg.kernel gemm(%{{.+}}, %{{.+}}, %{{.+}} : tensor<32x128xf32>, tensor<64x128xf32>, tensor<64xf32>) attributes {name = "fused_matmul_add_gelu"} {
+// CHECK-NEXT: ^bb0(%[[X:.+]]: tensor<32x128xf32>, %[[W:.+]]: tensor<64x128xf32>, %[[B:.+]]: tensor<64xf32>):
+// CHECK-NEXT:   %[[M:.+]] = tg.matmul %[[X]], %[[W]] {transpose_rhs = true}
+// CHECK-NEXT:   %[[S:.+]] = tg.add %[[M]], %[[B]]
+// CHECK-NEXT:   %[[G:.+]] = tg.gelu %[[S]]
+// CHECK-NEXT:   tg.yield %[[G]] : tensor<32x64xf32>
+// CHECK-NEXT: } -> tensor<32x64xf32>
+func.func @gemm_bias_gelu(%h: tensor<32x128xf32>, %w: tensor<64x128xf32>, %b: tensor<64xf32>) -> tensor<32x64xf32> {
+  %y = tg.kernel gemm (%h, %w, %b : tensor<32x128xf32>, tensor<64x128xf32>, tensor<64xf32>) attributes {name = "fused_matmul_add_gelu"} {
+  ^bb0(%x: tensor<32x128xf32>, %m: tensor<64x128xf32>, %c: tensor<64xf32>):
+    %p = tg.matmul %x, %m {transpose_rhs = true} : tensor<32x128xf32>, tensor<64x128xf32> -> tensor<32x64xf32>
+    %s = tg.add %p, %c : tensor<32x64xf32>, tensor<64xf32> -> tensor<32x64xf32>
+    %g = tg.gelu %s : tensor<32x64xf32>
+    tg.yield %g : tensor<32x64xf32>
+  } -> tensor<32x64xf32>
+  return %y : tensor<32x64xf32>
+}
+
+// CHECK-LABEL: func.func @reduction_prologue_epilogue
+// CHECK:      %[[Y:.+]] = tg.kernel reduction(%{{.+}}, %{{.+}}, %{{.+}} : tensor<32x128xf32>, tensor<32x128xf32>, tensor<f32>) attributes {name = "fused_mul_reduce_sum_mul"} {
+// CHECK-NEXT: ^bb0(%[[A:.+]]: tensor<32x128xf32>, %[[B:.+]]: tensor<32x128xf32>, %[[K:.+]]: tensor<f32>):
+// CHECK-NEXT:   %[[P:.+]] = tg.mul %[[A]], %[[B]]
+// CHECK-NEXT:   %[[S:.+]] = tg.reduce_sum %[[P]] {dims = array<i64: 0>}
+// CHECK-NEXT:   %[[Q:.+]] = tg.mul %[[S]], %[[K]]
+// CHECK-NEXT:   tg.yield %[[Q]] : tensor<128xf32>
+// CHECK-NEXT: } -> tensor<128xf32>
+func.func @reduction_prologue_epilogue(%g: tensor<32x128xf32>, %x: tensor<32x128xf32>, %k: tensor<f32>) -> tensor<128xf32> {
+  %y = tg.kernel reduction (%g, %x, %k : tensor<32x128xf32>, tensor<32x128xf32>, tensor<f32>) attributes {name = "fused_mul_reduce_sum_mul"} {
+  ^bb0(%a: tensor<32x128xf32>, %b: tensor<32x128xf32>, %c: tensor<f32>):
+    %p = tg.mul %a, %b : tensor<32x128xf32>, tensor<32x128xf32> -> tensor<32x128xf32>
+    %s = tg.reduce_sum %p {dims = array<i64: 0>} : tensor<32x128xf32> -> tensor<128xf32>
+    %q = tg.mul %s, %c : tensor<128xf32>, tensor<f32> -> tensor<128xf32>
+    tg.yield %q : tensor<128xf32>
+  } -> tensor<128xf32>
+  return %y : tensor<128xf32>
+}

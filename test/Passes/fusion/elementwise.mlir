@@ -1,4 +1,7 @@
-// RUN: tg-opt %s -split-input-file -tg-fuse | FileCheck %s
+// The elementwise rule alone (with fusion=all, a matmul or a reduction
+// would take some of these chains as its epilogue or prologue: see
+// gemm-epilogue.mlir and reduction-prologue.mlir).
+// RUN: tg-opt %s -split-input-file -tg-fuse=fusion=elementwise | FileCheck %s
 // RUN: tg-opt %s -split-input-file -tg-fuse=fusion=none | FileCheck %s --check-prefix=NONE
 
 // A chain over one iteration space is one kernel; the smaller operand
