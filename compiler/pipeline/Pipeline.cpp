@@ -54,6 +54,23 @@ StringRef mlir::tg::phaseName(Phase phase) {
   return "";
 }
 
+TargetOptions mlir::tg::cpuTarget() {
+  TargetOptions target;
+  target.name = "cpu";
+  return target;
+}
+
+TargetOptions mlir::tg::cudaTarget() {
+  TargetOptions target;
+  target.name = "cuda";
+  // runtime/cuda has f32 kernels only for these.
+  target.fp32Ops = {"tg.conv2d", "tg.max_pool2d", "tg.avg_pool2d"};
+  // EmitCuda still forms its launches and their arena itself.
+  target.printsKernels = false;
+  target.readsMemoryPlan = false;
+  return target;
+}
+
 void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const PipelineOptions &options,
                                      Phase from, Phase to) {
@@ -65,6 +82,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // precision, else the default) it changes nothing.
     PrecisionPassOptions opt;
     opt.policy = options.precision;
+    opt.fp32Ops = options.target.fp32Ops;
     pm.addPass(createPrecisionPass(opt));
   }
   if (from < Phase::Autodiff && to >= Phase::Autodiff) {
@@ -96,7 +114,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // After tg-optimizer and its clean-up: groups the ops of @train_step,
     // @forward_backward and @forward as they will run.
     FusePassOptions opt;
-    opt.fusion = options.fusion;
+    opt.fusion = options.target.printsKernels ? options.fusion : "none";
     pm.addNestedPass<func::FuncOp>(createFusePass(opt));
   }
   if (from < Phase::Schedule && to >= Phase::Schedule) {
@@ -105,7 +123,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.bucketBytes = options.bucketBytes;
     pm.addNestedPass<func::FuncOp>(createSchedulePass(opt));
   }
-  if (from < Phase::Memory && to >= Phase::Memory && options.planMemory) {
+  if (from < Phase::Memory && to >= Phase::Memory &&
+      options.target.readsMemoryPlan) {
     // After tg-schedule: liveness follows the final order. After tg-fuse: a
     // kernel's intermediates need no buffers, its results do. Checked right away: a plan that overlaps live buffers is a bug.
     pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());

@@ -33,6 +33,27 @@ enum class Phase {
 std::optional<Phase> parsePhase(llvm::StringRef name);
 llvm::StringRef phaseName(Phase phase);
 
+/// What the backend a module is compiled for can do. The pipeline reads the
+/// target's choices from here; a new backend states its own.
+struct TargetOptions {
+  std::string name;
+  /// Ops the backend computes in f32 only: under bf16 they (and so their
+  /// gradients) stay in f32 (tg-precision's fp32-ops).
+  llvm::SmallVector<std::string> fp32Ops;
+  /// The backend prints tg.kernel ops: tg-fuse applies the pipeline's
+  /// rules. Otherwise it runs with fusion=none.
+  bool printsKernels = true;
+  /// The backend reads tg-plan-memory's plan; otherwise the memory phase
+  /// adds nothing.
+  bool readsMemoryPlan = true;
+};
+
+/// C++ with OpenMP and OpenBLAS (EmitCpp): every kernel kind, the plan.
+TargetOptions cpuTarget();
+/// CUDA with cuBLASLt (EmitCuda): f32 kernels only for convolution and
+/// pooling; it still groups ops and plans its launches itself.
+TargetOptions cudaTarget();
+
 /// Overrides of the model file's training table (tgc's flags).
 struct PipelineOptions {
   std::string optimizer;
@@ -47,13 +68,12 @@ struct PipelineOptions {
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.
   std::string precision;
-  /// tg-fuse's rules: "none", "elementwise" or "all".
+  /// tg-fuse's rules: "none", "elementwise" or "all" (for a target that
+  /// prints kernels).
   std::string fusion = "all";
   /// tg-schedule: an all-reduce bucket closes at this many bytes.
   int64_t bucketBytes = 25ll << 20;
-  /// Plan the arena in IR (tg-plan-memory); the CUDA emitter still plans
-  /// its launches itself.
-  bool planMemory = true;
+  TargetOptions target = cpuTarget();
 };
 
 /// The last phase whose output is IR.

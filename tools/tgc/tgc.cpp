@@ -437,24 +437,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.dataParallel = !noDataParallel;
     options.precision = policy;
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
-    // The CUDA emitter still groups ops itself (it does not print tg.kernel
-    // yet).
-    options.fusion = cuda ? "none" : fusionRules.getValue();
-    options.planMemory = !cuda;
-    Phase to = std::min(last, kLastIRPhase);
-    if (cuda && from < Phase::Precision && to >= Phase::Precision) {
-      // runtime/cuda has f32 kernels only for convolution and pooling: under
-      // bf16 those ops (and so their gradients) stay in f32. The rest of the
-      // pipeline is the usual one.
-      PrecisionPassOptions precisionOptions;
-      precisionOptions.policy = policy;
-      precisionOptions.fp32Ops = {"tg.conv2d", "tg.max_pool2d",
-                                  "tg.avg_pool2d"};
-      pm.addPass(createPrecisionPass(precisionOptions));
-      buildTrainingPipeline(pm, options, Phase::Precision, to);
-    } else {
-      buildTrainingPipeline(pm, options, from, to);
-    }
+    options.fusion = fusionRules;
+    options.target = cuda ? cudaTarget() : cpuTarget();
+    buildTrainingPipeline(pm, options, from, std::min(last, kLastIRPhase));
     if (failed(pm.run(*module)))
       return failure();
   }
