@@ -112,6 +112,17 @@ std::string describeOp(Operation *op) {
   return s;
 }
 
+/// The tgc::comm::ReduceOp that carries out `reduction`.
+StringRef commReduceOp(Reduction reduction) {
+  switch (reduction) {
+  case Reduction::sum:
+    return "Sum";
+  case Reduction::mean:
+    return "Mean";
+  }
+  llvm_unreachable("unknown reduction");
+}
+
 /// A C string literal's contents.
 std::string escape(StringRef s) {
   std::string out;
@@ -346,6 +357,7 @@ public:
   const std::vector<std::string> &timerLabels() const { return labels; }
   const std::vector<bool> &timerOnComm() const { return onComm; }
   std::string flopsComment;
+  std::string trafficComment;
 
 private:
   LogicalResult checkTypes();
@@ -356,6 +368,7 @@ private:
   LogicalResult planMemory();
   LogicalResult verifyPlan();
   void countFlops();
+  void countTraffic();
 
   LogicalResult emitLaunch(Launch &launch);
   LogicalResult emitOp(Launch &launch, Operation *op);
@@ -426,6 +439,10 @@ private:
   std::vector<std::string> labels;
   std::vector<bool> onComm;
   double totalFlops = 0;
+  /// Launches by kind, and the bytes the launches other than GEMMs and
+  /// collectives read and write (countTraffic).
+  int64_t gemmLaunches = 0, otherLaunches = 0;
+  double otherReadBytes = 0, otherWrittenBytes = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -1179,6 +1196,45 @@ void StepEmitter::countFlops() {
       numMatmuls, matmuls, numAttention, attention);
 }
 
+/// What the step's launches move: the tensors each launch other than a
+/// GEMM or a collective reads and writes, once per launch (a lower bound on
+/// its memory traffic: a launcher may read a tensor twice). Intermediates a
+/// launch keeps in registers are not counted, which is what fusion saves.
+void StepEmitter::countTraffic() {
+  for (Launch &l : launches) {
+    switch (l.kind) {
+    case LaunchKind::Gemm:
+      ++gemmLaunches;
+      continue;
+    case LaunchKind::Bucket:
+    case LaunchKind::AllReduceWait:
+    case LaunchKind::Return:
+      continue;
+    case LaunchKind::Op:
+      if (isa<MatmulOp>(l.op)) {
+        ++gemmLaunches;
+        continue;
+      }
+      break;
+    default:
+      break;
+    }
+    ++otherLaunches;
+    llvm::SmallPtrSet<void *, 8> seen;
+    for (Value v : l.reads)
+      if (seen.insert(root(v).getAsOpaquePointer()).second)
+        otherReadBytes += bytesOf(v);
+    for (Value v : l.writes)
+      otherWrittenBytes += bytesOf(v);
+  }
+  trafficComment = llvm::formatv(
+      "//   {0} GEMM launches, {1} other kernel launches, {2} all-reduce "
+      "buckets;\n//   the other kernels read {3:e4} and write {4:e4} bytes "
+      "(each\n//   tensor once per launch)\n",
+      gemmLaunches, otherLaunches, buckets.size(), otherReadBytes,
+      otherWrittenBytes);
+}
+
 //===----------------------------------------------------------------------===//
 // Code
 //===----------------------------------------------------------------------===//
@@ -1731,8 +1787,7 @@ void StepEmitter::emitBucket(Launch &launch) {
          << bytesOf(in) << ", cudaMemcpyDeviceToDevice, stream));\n";
     }
   int64_t offset = arena.offset(b.buffer);
-  StringRef reduction =
-      b.op.getReduction() == "mean" ? "Mean" : "Sum";
+  StringRef reduction = commReduceOp(b.op.getReduction());
   os << "  TGC_CUDA_CHECK(cudaEventRecord(d.bucketReady[" << launch.bucket
      << "], stream));\n"
      << "  TGC_CUDA_CHECK(cudaStreamWaitEvent(comm, d.bucketReady["
@@ -2402,6 +2457,7 @@ LogicalResult StepEmitter::emit(
   if (failed(planMemory()))
     return failure();
   countFlops();
+  countTraffic();
   for (Value c : materialized) {
     auto offset = state.addConstant(c.getDefiningOp<ConstantOp>());
     if (failed(offset))
@@ -2728,6 +2784,8 @@ LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
      << trainEmitter.flopsComment << "//   total kFlopsPerStep = "
      << llvm::formatv("{0:e4}", flops) << "\n"
      << "//\n"
+     << "// Launches per step (one micro-batch of @train_step):\n"
+     << trainEmitter.trafficComment << "//\n"
      << "//===---===//\n\n"
      << "#include \"runtime/comm/Comm.h\"\n"
      << "#include \"runtime/core/Model.h\"\n"
