@@ -1,5 +1,4 @@
-//===- Export.cpp - tg IR to model files --------------------------*- C++
-//-*-===//
+//===- Export.cpp - tg IR to model files ------------------------*- C++ -*-===//
 //
 // Writes a module as the importer produces it (@forward with tg.param and
 // tg.input arguments, tg.output results, tg.model and tg.training on the

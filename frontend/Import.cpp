@@ -1,5 +1,4 @@
-//===- Import.cpp - Model files to tg IR --------------------------*- C++
-//-*-===//
+//===- Import.cpp - Model files to tg IR ------------------------*- C++ -*-===//
 //
 // Reads a model file (binary .tgm checked by the FlatBuffers verifier, or its
 // JSON text form parsed against the embedded schema) and builds

@@ -1,5 +1,4 @@
-//===- JsonLocator.cpp - Where each value of a JSON text starts ---*- C++
-//-*-===//
+//===- JsonLocator.cpp - Where each value of a JSON text starts ---*- C++ -*-===//
 //
 // A small recursive-descent scanner over the JSON dialect FlatBuffers reads.
 // It only runs on text the FlatBuffers parser accepted, so it can be lenient:

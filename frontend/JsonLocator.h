@@ -1,5 +1,4 @@
-//===- JsonLocator.h - Where each value of a JSON text starts -----*- C++
-//-*-===//
+//===- JsonLocator.h - Where each value of a JSON text starts ---*- C++ -*-===//
 //
 // FlatBuffers' JSON parser turns text into a buffer and forgets where things
 // were; diagnostics about a node or a parameter should still point at its line.

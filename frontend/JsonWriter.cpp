@@ -1,5 +1,4 @@
-//===- JsonWriter.cpp - Model files as readable JSON --------------*- C++
-//-*-===//
+//===- JsonWriter.cpp - Model files as readable JSON ------------*- C++ -*-===//
 //
 // The layout follows the nesting level: the root's fields go one per line; a
 // vector of tables under the root gets one element per line; a table under

@@ -1,5 +1,4 @@
-//===- JsonWriter.h - Model files as readable JSON ----------------*- C++
-//-*-===//
+//===- JsonWriter.h - Model files as readable JSON --------------*- C++ -*-===//
 //
 // Writes a FlatBuffers table as JSON text by walking the schema, in the layout
 // of the example model files (examples/gen_gpt2.py): one top-level key per

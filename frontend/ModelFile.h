@@ -1,5 +1,4 @@
-//===- ModelFile.h - Model files to tg IR and back ----------------*- C++
-//-*-===//
+//===- ModelFile.h - Model files to tg IR and back --------------*- C++ -*-===//
 //
 // The model file format is frontend/schema/model.fbs. Two encodings hold the
 // same data: binary `.tgm` (FlatBuffers, file identifier "TGM1", checked with

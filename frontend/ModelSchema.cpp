@@ -1,5 +1,4 @@
-//===- ModelSchema.cpp - The model schema at run time -------------*- C++
-//-*-===//
+//===- ModelSchema.cpp - The model schema at run time -----------*- C++ -*-===//
 //
 // The embedded schema text and the enum mappings. The two enums mirror each
 // other by value (model.fbs's InitKind and TgAttrs.td's InitKind list the same

@@ -1,5 +1,4 @@
-//===- ModelSchema.h - The model schema at run time ---------------*- C++
-//-*-===//
+//===- ModelSchema.h - The model schema at run time -------------*- C++ -*-===//
 //
 // What import and export share about frontend/schema/model.fbs: the schema
 // text compiled into the library (the JSON form is parsed against it, and its

@@ -1,5 +1,4 @@
-//===- TableDictionary.cpp - Schema tables as MLIR dictionaries ---*- C++
-//-*-===//
+//===- TableDictionary.cpp - Schema tables as MLIR dictionaries ---*- C++ -*-===//
 //
 // Both directions walk flatbuffers::StructDef::fields in declaration order.
 // The buffers they read have passed the typed FlatBuffers verifier, so every

@@ -1,5 +1,4 @@
-//===- TableDictionary.h - Schema tables as MLIR dictionaries -----*- C++
-//-*-===//
+//===- TableDictionary.h - Schema tables as MLIR dictionaries ---*- C++ -*-===//
 //
 // The training table travels through the compiler as the module attribute
 // `tg.training`, a DictionaryAttr keyed by the schema's field names. These

@@ -1,5 +1,4 @@
-//===- Attention.cpp - Scaled dot-product attention, fwd and bwd ---*- C++
-//-*-===//
+//===- Attention.cpp - Scaled dot-product attention, fwd and bwd ---*- C++ -*-===//
 //
 // Per (batch, head), queries go in blocks of 64 rows: the block's scores
 // Q_b K^T are one GEMM into a per-thread scratch, the mask's rows are added,

@@ -1,5 +1,4 @@
-//===- BlasThreads.h - GEMMs on OpenMP's threads ------------------*- C++
-//-*-===//
+//===- BlasThreads.h - GEMMs on OpenMP's threads ----------------*- C++ -*-===//
 //
 // OpenBLAS (the pthread build Debian ships) keeps a thread pool of its own,
 // and libgomp's idle threads spin after every parallel region: with both

@@ -1,5 +1,4 @@
-//===- Conv.cpp - 2-D convolution by im2col and GEMM ---------------*- C++
-//-*-===//
+//===- Conv.cpp - 2-D convolution by im2col and GEMM ------------*- C++ -*-===//
 //
 // Per image and group, the input patches are unrolled into a column matrix
 // col [C/g * KH * KW, OH * OW] (a 1x1, stride-1, unpadded convolution uses the

@@ -1,5 +1,4 @@
-//===- Kernels.h - CPU kernels called by generated C++ ------------*- C++
-//-*-===//
+//===- Kernels.h - CPU kernels called by generated C++ ----------*- C++ -*-===//
 //
 // The CPU half of the runtime's compute: one function per tg op (or gradient
 // op) that the C++ emitter does not inline as an elementwise OpenMP loop.

@@ -1,5 +1,4 @@
-//===- Matmul.cpp - Batched, broadcasting matrix product ----------*- C++
-//-*-===//
+//===- Matmul.cpp - Batched, broadcasting matrix product --------*- C++ -*-===//
 //
 // tg.matmul on OpenBLAS: one GEMM per batch matrix. A weight shared by every
 // batch (a linear layer on [B, T, K]) folds the batches into the rows of one

@@ -1,5 +1,4 @@
-//===- tg-translate.cpp - Model files to tg IR and back -----------*- C++
-//-*-===//
+//===- tg-translate.cpp - Model files to tg IR and back ---------*- C++ -*-===//
 //
 // tg-translate --import-model FILE prints the tg IR of a model file (JSON or
 // binary .tgm); tg-translate --export-model FILE.mlir writes tg IR back as a

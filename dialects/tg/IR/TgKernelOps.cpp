@@ -1,5 +1,4 @@
-//===- TgKernelOps.cpp - Fused kernels ----------------------------*- C++
-//-*-===//
+//===- TgKernelOps.cpp - Fused kernels --------------------------*- C++ -*-===//
 //
 // tg.kernel's verifier: the body's arguments and results match the op's, and
 // the body has the form its kind promises: an elementwise kernel holds only

@@ -1,5 +1,4 @@
-//===- AttentionTest.cpp - attention and attention_grad ------------*- C++
-//-*-===//
+//===- AttentionTest.cpp - attention and attention_grad ---------*- C++ -*-===//
 //
 // Forward and backward against a naive double implementation (causal with
 // S > T, S < T where early queries see no key, several query blocks, Dv != D,

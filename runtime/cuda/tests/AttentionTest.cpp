@@ -1,5 +1,4 @@
-//===- AttentionTest.cpp - attention and attention_grad ------------*- C++
-//-*-===//
+//===- AttentionTest.cpp - attention and attention_grad ---------*- C++ -*-===//
 //
 // Against tgc::cpu::attention and attention_grad, causal and not, with
 // T == S, T < S (a query block seeing a key prefix) and T > S (queries that
