@@ -108,6 +108,9 @@ struct Options {
   int64_t device = -1;
   std::string rendezvous, profile;
   bool noShuffle = false, cudaGraph = false, quiet = false, help = false;
+  /// --batch-size was on the command line (else the training table's, or
+  /// when the table has none, one compiled micro-batch per process).
+  bool batchSizeGiven = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -372,7 +375,12 @@ void Trainer::checkModel() {
                 " differs from the compiled sequence length " +
                 std::to_string(seqLen_) + " of model '" + model_.name + "'");
   // The batch (over all ranks) is a whole number of compiled micro-batches,
-  // and each rank takes the same number of them.
+  // and each rank takes the same number of them. A model file without a
+  // batch size (one with no batch inputs, say) takes one micro-batch per
+  // process and accumulation step.
+  if (!opt_.batchSizeGiven && model_.defaults.batchSize <= 0)
+    opt_.batchSize =
+        micro_ * std::max<int64_t>(1, model_.defaults.gradAccum) * world_;
   if (opt_.batchSize <= 0 || opt_.batchSize % micro_ != 0)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) +
                 " is not a positive multiple of the compiled micro-batch " +
@@ -1094,6 +1102,7 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
   flags.addBool("help", &opt.help, "show this help");
   try {
     flags.parse(argc, argv);
+    opt.batchSizeGiven = flags.given("batch-size");
     if (opt.help) {
       std::printf("%s", flags.help(std::string("usage: ") + argv[0] +
                                    " [flags]\n\nTrains model '" + model.name +
