@@ -84,9 +84,11 @@ bool isLoopOp(Operation *op) {
 
 /// Whether `use` reads a splat constant as its literal (isLoopOp), which
 /// then needs no storage; a gemm kernel's GEMM reads its operands from
-/// memory, its epilogue reads literals.
+/// memory, its epilogue reads literals; a classifier kernel reads memory.
 bool readsSplatAsLiteral(OpOperand &use) {
   auto kernel = dyn_cast<KernelOp>(use.getOwner());
+  if (kernel && kernel.getKind() == KernelKind::classifier)
+    return false;
   if (!kernel || kernel.getKind() != KernelKind::gemm)
     return isLoopOp(use.getOwner());
   Block &body = kernel.getBody().front();
@@ -265,6 +267,7 @@ private:
   void emitElementwiseKernel(KernelOp kernel);
   void emitGemmKernel(KernelOp kernel);
   void emitReductionKernel(KernelOp kernel);
+  void emitClassifierKernel(KernelOp kernel);
 
   LogicalResult emitMatmul(MatmulOp op);
   /// The runtime's GEMM call for `op`, reading `lhs` and `rhs` and writing
@@ -499,6 +502,9 @@ LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
     return success();
   case KernelKind::reduction:
     emitReductionKernel(kernel);
+    return success();
+  case KernelKind::classifier:
+    emitClassifierKernel(kernel);
     return success();
   }
   llvm_unreachable("unknown kernel kind");
@@ -756,6 +762,45 @@ FunctionEmitter::constantStorage(ConstantOp op, StringRef name) {
   statement << "};";
   storage.pointerType = ("const " + cTypeOf(v) + " *").str();
   return storage;
+}
+
+/// tg.cross_entropy's reduction as the runtime numbers it.
+static int lossReductionCode(CrossEntropyOp op) {
+  return op.getReduction() == "mean" ? 0 : op.getReduction() == "sum" ? 1 : 2;
+}
+
+void FunctionEmitter::emitClassifierKernel(KernelOp kernel) {
+  // One sweep per row of logits: the log-sum-exp once, for the loss and
+  // for dlogits (the very operations of the two runtime calls).
+  Block &body = kernel.getBody().front();
+  auto loss = cast<CrossEntropyOp>(body.front());
+  auto grad = cast<CrossEntropyGradOp>(*std::next(body.begin()));
+  auto input = [&](Value arg) {
+    return kernel.getInputs()[cast<BlockArgument>(arg).getArgNumber()];
+  };
+  auto resultOf = [&](Value v) -> Value {
+    for (auto [result, yielded] :
+         llvm::zip(kernel.getResults(), kernel.getYield().getValues()))
+      if (yielded == v)
+        return result;
+    return {};
+  };
+  Value lossOut = resultOf(loss.getResult());
+  auto t = tensorType(input(loss.getLogits()));
+  int64_t classes = t.getShape().back();
+  int reduction = lossReductionCode(loss);
+  std::string call = llvm::formatv(
+      "tgc::cpu::cross_entropy_with_grad({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+      "{7}, {8})",
+      buf(input(grad.getGrad())), buf(input(loss.getLogits())),
+      buf(input(loss.getLabels())), t.getNumElements() / classes, classes,
+      (int64_t)loss.getIgnoreIndex(), reduction,
+      reduction == 2 && lossOut ? buf(lossOut) : "nullptr",
+      buf(resultOf(grad.getResult())));
+  if (lossOut && reduction != 2)
+    os << "  " << buf(lossOut) << "[0] = " << call << ";\n";
+  else
+    os << "  " << call << ";\n";
 }
 
 LogicalResult FunctionEmitter::emitMatmul(MatmulOp op) {

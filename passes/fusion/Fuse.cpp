@@ -162,6 +162,37 @@ Group *reductionGroupFor(Operation *reduction,
 }
 
 //===----------------------------------------------------------------------===//
+// Classifier
+//===----------------------------------------------------------------------===//
+
+/// The classifier: a tg.cross_entropy starts a `classifier` group, and the
+/// tg.cross_entropy_grad of the same logits and labels (same ignore_index
+/// and reduction) joins it, unless something read the loss in between (the
+/// kernel stands where the gradient stood). The backend then computes each
+/// row's log-sum-exp once for the loss and its gradient.
+Group *startClassifierGroup(CrossEntropyOp loss, std::deque<Group> &groups) {
+  Group &g = groups.emplace_back();
+  g.kind = KernelKind::classifier;
+  g.ops.push_back(loss);
+  return &g;
+}
+
+Group *classifierGroupFor(CrossEntropyGradOp grad,
+                          const DenseMap<Operation *, Group *> &groupOf) {
+  for (Operation *user : grad.getLogits().getUsers()) {
+    auto loss = dyn_cast<CrossEntropyOp>(user);
+    Group *g = loss ? groupOf.lookup(loss) : nullptr;
+    if (g && g->kind == KernelKind::classifier && !g->closed &&
+        g->ops.size() == 1 && loss.getLabels() == grad.getLabels() &&
+        grad.getGrad().getDefiningOp() != loss &&
+        loss.getIgnoreIndex() == grad.getIgnoreIndex() &&
+        loss.getReductionAttr() == grad.getReductionAttr())
+      return g;
+  }
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
 // Epilogues (of GEMMs and reductions)
 //===----------------------------------------------------------------------===//
 
@@ -282,6 +313,11 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
           joined = startGemmGroup(matmul, groups);
         else if (isFusibleReduction(&op))
           joined = reductionGroupFor(&op, groupOf, groups);
+        else if (auto loss = dyn_cast<CrossEntropyOp>(op))
+          joined = startClassifierGroup(loss, groups);
+        else if (auto grad = dyn_cast<CrossEntropyGradOp>(op);
+                 grad && (joined = classifierGroupFor(grad, groupOf)))
+          joined->ops.push_back(&op);
         if (joined)
           groupOf[&op] = joined;
       }
@@ -314,6 +350,9 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         break;
       case KernelKind::reduction:
         ++numReductionKernels;
+        break;
+      case KernelKind::classifier:
+        ++numClassifierKernels;
         break;
       }
       numFusedOps += g.ops.size();

@@ -33,10 +33,14 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       a GEMM. Only reductions that are one loop nest (reduced dims adjacent
       once size-1 dims are left out) over floats, and not rows of 8192
       elements or more, which the runtime splits over threads.
+    - **The classifier** (`classifier`): a `tg.cross_entropy` and the
+      `tg.cross_entropy_grad` of the same logits and labels become one
+      kernel where the gradient stood, unless something reads the loss in
+      between; the backend computes each row's log-sum-exp once for both,
+      reading the logits once instead of twice.
 
     `elementwise` applies the first rule only; `all` (the default) every
-    rule. The classifier and multi-tensor optimizer updates are the rules to
-    come.
+    rule. Multi-tensor optimizer updates are the rule to come.
 
     ```mlir
     // Before
@@ -110,6 +114,8 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
               "GEMM kernels (with their epilogue) formed">,
     Statistic<"numReductionKernels", "reduction-kernels",
               "Reduction kernels (with prologue or epilogue) formed">,
+    Statistic<"numClassifierKernels", "classifier-kernels",
+              "Classifier kernels (cross-entropy with its gradient) formed">,
     Statistic<"numFusedOps", "fused-ops", "Ops moved into kernels">,
   ];
 }

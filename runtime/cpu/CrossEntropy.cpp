@@ -97,7 +97,71 @@ void crossEntropyGradImpl(const float *g, const float *logits,
   }
 }
 
+/// The loss and its gradient in one sweep per row: the log-sum-exp once for
+/// both, with the very float operations of crossEntropyImpl and
+/// crossEntropyGradImpl, so the results are those two give, bit for bit.
+template <typename Idx>
+float crossEntropyWithGradImpl(const float *g, const float *logits,
+                               const Idx *labels, int64_t rows,
+                               int64_t classes, int64_t ignoreIndex,
+                               int reduction, float *perRow, float *dlogits) {
+  float shared = 0;
+  if (reduction == kMean || reduction == kSum) {
+    int64_t counted = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      counted += (int64_t)labels[r] != ignoreIndex;
+    shared = reduction == kSum ? g[0] : (float)(g[0] / (double)counted);
+  }
+  double total = 0;
+  int64_t counted = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total, counted) if (worthThreads(rows, classes))
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = (int64_t)labels[r];
+    float *dx = dlogits + r * classes;
+    float loss = 0;
+    if (label == ignoreIndex) {
+      std::memset(dx, 0, sizeof(float) * classes);
+    } else {
+      ++counted;
+      const float *x = logits + r * classes;
+      if (label < 0 || label >= classes) {
+        loss = std::nanf("");
+        std::fill(dx, dx + classes, std::nanf(""));
+      } else {
+        float lse = logSumExp(x, classes);
+        loss = lse - x[label];
+        float scale = reduction == kMean || reduction == kSum ? shared : g[r];
+#pragma omp simd
+        for (int64_t c = 0; c < classes; ++c)
+          dx[c] = scale * fastExp(x[c] - lse);
+        dx[label] -= scale;
+      }
+    }
+    if (perRow)
+      perRow[r] = loss;
+    total += loss;
+  }
+  if (reduction == kMean)
+    return (float)(total / (double)counted);
+  return (float)total;
+}
+
 } // namespace
+
+float cross_entropy_with_grad(const float *g, const float *logits,
+                              const int32_t *labels, int64_t rows,
+                              int64_t classes, int64_t ignoreIndex,
+                              int reduction, float *perRow, float *dlogits) {
+  return crossEntropyWithGradImpl(g, logits, labels, rows, classes,
+                                  ignoreIndex, reduction, perRow, dlogits);
+}
+float cross_entropy_with_grad(const float *g, const float *logits,
+                              const int64_t *labels, int64_t rows,
+                              int64_t classes, int64_t ignoreIndex,
+                              int reduction, float *perRow, float *dlogits) {
+  return crossEntropyWithGradImpl(g, logits, labels, rows, classes,
+                                  ignoreIndex, reduction, perRow, dlogits);
+}
 
 float cross_entropy(const float *logits, const int32_t *labels, int64_t rows,
                     int64_t classes, int64_t ignoreIndex, int reduction,

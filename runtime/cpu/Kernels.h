@@ -186,6 +186,19 @@ void cross_entropy_grad(const float *g, const float *logits,
                         const int64_t *labels, int64_t rows, int64_t classes,
                         int64_t ignoreIndex, int reduction, float *dlogits);
 
+/// cross_entropy and cross_entropy_grad on the same logits in one sweep
+/// (the fused classifier): each row's log-sum-exp computed once; the same
+/// results, bit for bit, as the two calls. Returns the loss as
+/// cross_entropy does and writes dlogits.
+float cross_entropy_with_grad(const float *g, const float *logits,
+                              const int32_t *labels, int64_t rows,
+                              int64_t classes, int64_t ignoreIndex,
+                              int reduction, float *perRow, float *dlogits);
+float cross_entropy_with_grad(const float *g, const float *logits,
+                              const int64_t *labels, int64_t rows,
+                              int64_t classes, int64_t ignoreIndex,
+                              int reduction, float *perRow, float *dlogits);
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

@@ -4,7 +4,8 @@
 // the body has the form its kind promises: an elementwise kernel holds only
 // elementwise ops over one iteration space, a gemm kernel one tg.matmul and
 // its elementwise epilogue, a reduction kernel one single-pass reduction
-// between an elementwise prologue and epilogue.
+// between an elementwise prologue and epilogue, a classifier kernel a
+// cross-entropy and its gradient on the same logits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,8 @@ LogicalResult KernelOp::verifyRegions() {
     return verifyGemmBody();
   case KernelKind::reduction:
     return verifyReductionBody();
+  case KernelKind::classifier:
+    return verifyClassifierBody();
   }
   llvm_unreachable("unknown kernel kind");
 }
@@ -196,4 +199,36 @@ LogicalResult KernelOp::verifyReductionBody() {
                               "epilogue reads the reduced result, inputs and "
                               "its own values");
   return verifyYieldsFrom(*this, reduction, "reduction");
+}
+
+LogicalResult KernelOp::verifyClassifierBody() {
+  // tg.cross_entropy, then its gradient on the same logits and labels.
+  Block &body = getBody().front();
+  auto ops = body.without_terminator();
+  auto loss = dyn_cast<CrossEntropyOp>(body.front());
+  if (!loss || std::distance(ops.begin(), ops.end()) != 2)
+    return emitOpError("a classifier kernel holds tg.cross_entropy and then "
+                       "tg.cross_entropy_grad, nothing else");
+  auto grad = dyn_cast<CrossEntropyGradOp>(*std::next(body.begin()));
+  if (!grad)
+    return emitOpError("a classifier kernel holds tg.cross_entropy and then "
+                       "tg.cross_entropy_grad, nothing else");
+  if (grad.getLogits() != loss.getLogits() ||
+      grad.getLabels() != loss.getLabels())
+    return grad.emitOpError("differentiates other logits or labels than the "
+                            "classifier's tg.cross_entropy");
+  if (!isa<BlockArgument>(grad.getGrad()))
+    return grad.emitOpError("reads its incoming gradient from inside the "
+                            "classifier kernel, not from an input");
+  if (grad.getIgnoreIndex() != loss.getIgnoreIndex() ||
+      grad.getReductionAttr() != loss.getReductionAttr())
+    return grad.emitOpError("has another ignore_index or reduction than the "
+                            "classifier's tg.cross_entropy");
+  for (Value v : getYield().getValues())
+    if (v != loss.getResult() && v != grad.getResult())
+      return getYield().emitOpError(
+          "yields what is neither the loss nor its gradient");
+  if (!llvm::is_contained(getYield().getValues(), grad.getResult()))
+    return getYield().emitOpError("does not yield the gradient");
+  return success();
 }

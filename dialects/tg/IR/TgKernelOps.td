@@ -13,7 +13,7 @@ include "mlir/IR/EnumAttr.td"
 
 def Tg_KernelKind : I32EnumAttr<"KernelKind", "what a fused kernel computes", [
     I32EnumAttrCase<"elementwise", 0>, I32EnumAttrCase<"gemm", 1>,
-    I32EnumAttrCase<"reduction", 2>]> {
+    I32EnumAttrCase<"reduction", 2>, I32EnumAttrCase<"classifier", 3>]> {
   let cppNamespace = "::mlir::tg";
   let genSpecializedAttr = 0;
 }
@@ -45,6 +45,11 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       reduced dims, size-1 dims left out, are adjacent, so the reduction is
       one loop nest `[outer, reduced, inner]` that computes the prologue as
       it reads and stores no intermediate.
+    - `classifier`: a `tg.cross_entropy` and the `tg.cross_entropy_grad` of
+      the same logits and labels (same `ignore_index` and `reduction`), in
+      that order; the kernel yields the gradient, and the loss when it is
+      read. The backend computes each row's log-sum-exp once for both, as
+      llm.c's fused classifier does, instead of sweeping the logits twice.
 
     `name` names the generated kernel after the ops it fuses.
 
@@ -99,6 +104,7 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
     ::mlir::LogicalResult verifyElementwiseBody();
     ::mlir::LogicalResult verifyGemmBody();
     ::mlir::LogicalResult verifyReductionBody();
+    ::mlir::LogicalResult verifyClassifierBody();
   }];
 }
 

@@ -9,6 +9,8 @@
 #include "runtime/cpu/tests/TestUtil.h"
 
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <gtest/gtest.h>
 
 using namespace tgc::cpu;
@@ -179,4 +181,41 @@ TEST(CrossEntropy, AllIgnoredMeanIsNan) {
   EXPECT_EQ(
       cross_entropy(logits.data(), labels.data(), 2, 2, -100, kSum, nullptr),
       0.0f);
+}
+
+/// The fused classifier gives what cross_entropy and cross_entropy_grad
+/// give, bit for bit: every reduction, an ignored row, an out-of-range
+/// label, one thread and many rows of many classes on all threads.
+TEST(CrossEntropy, WithGradMatchesTheTwoCallsBitForBit) {
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{7, 6}, {64, 5000}})
+    for (int reduction : {kMean, kSum, kNone}) {
+      std::vector<int64_t> labels(rows);
+      for (int64_t r = 0; r < rows; ++r)
+        labels[r] = (r * 7) % classes;
+      labels[2] = -100;
+      labels[4] = classes + 3; // out of range: NaN row
+      std::vector<float> logits = randomVector(rows * classes, 11, -6, 6);
+      std::vector<float> g = reduction == kNone ? randomVector(rows, 12)
+                                                : std::vector<float>{0.7f};
+      std::vector<float> perRow(rows), dlogits(rows * classes);
+      float loss = cross_entropy(logits.data(), labels.data(), rows, classes,
+                                 -100, reduction, perRow.data());
+      cross_entropy_grad(g.data(), logits.data(), labels.data(), rows,
+                         classes, -100, reduction, dlogits.data());
+      std::vector<float> fusedRow(rows), fusedGrad(rows * classes);
+      float fused = cross_entropy_with_grad(
+          g.data(), logits.data(), labels.data(), rows, classes, -100,
+          reduction, fusedRow.data(), fusedGrad.data());
+      auto bits = [](const std::vector<float> &v) {
+        std::vector<uint32_t> b(v.size());
+        std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+        return b;
+      };
+      std::string what = std::to_string(rows) + "x" +
+                         std::to_string(classes) + " reduction " +
+                         std::to_string(reduction);
+      EXPECT_EQ(bits({loss}), bits({fused})) << what;
+      EXPECT_EQ(bits(perRow), bits(fusedRow)) << what;
+      EXPECT_EQ(bits(dlogits), bits(fusedGrad)) << what;
+    }
 }

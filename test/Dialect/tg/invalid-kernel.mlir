@@ -275,3 +275,67 @@ func.func @reduction_epilogue_reads_prologue(%h: tensor<4x1xf32>) -> tensor<4x1x
   } -> tensor<4x1xf32>
   return %y : tensor<4x1xf32>
 }
+
+// -----
+
+func.func @classifier_holds_loss_then_gradient(%l: tensor<8x10xf32>, %y: tensor<8xi64>) -> tensor<8x10xf32> {
+  // expected-error @+1 {{'tg.kernel' op a classifier kernel holds tg.cross_entropy and then tg.cross_entropy_grad, nothing else}}
+  %d = tg.kernel classifier (%l : tensor<8x10xf32>) {
+  ^bb0(%x: tensor<8x10xf32>):
+    %e = tg.exp %x : tensor<8x10xf32>
+    tg.yield %e : tensor<8x10xf32>
+  } -> tensor<8x10xf32>
+  return %d : tensor<8x10xf32>
+}
+
+// -----
+
+func.func @classifier_same_logits(%l: tensor<8x10xf32>, %m: tensor<8x10xf32>, %y: tensor<8xi64>, %g: tensor<f32>) -> tensor<8x10xf32> {
+  %d = tg.kernel classifier (%l, %m, %y, %g : tensor<8x10xf32>, tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) {
+  ^bb0(%a: tensor<8x10xf32>, %b: tensor<8x10xf32>, %labels: tensor<8xi64>, %one: tensor<f32>):
+    %loss = tg.cross_entropy %a, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    // expected-error @+1 {{'tg.cross_entropy_grad' op differentiates other logits or labels than the classifier's tg.cross_entropy}}
+    %grad = tg.cross_entropy_grad %one, %b, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    tg.yield %grad : tensor<8x10xf32>
+  } -> tensor<8x10xf32>
+  return %d : tensor<8x10xf32>
+}
+
+// -----
+
+func.func @classifier_incoming_gradient_is_an_input(%l: tensor<8x10xf32>, %y: tensor<8xi64>) -> tensor<8x10xf32> {
+  %d = tg.kernel classifier (%l, %y : tensor<8x10xf32>, tensor<8xi64>) {
+  ^bb0(%a: tensor<8x10xf32>, %labels: tensor<8xi64>):
+    %loss = tg.cross_entropy %a, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    // expected-error @+1 {{'tg.cross_entropy_grad' op reads its incoming gradient from inside the classifier kernel, not from an input}}
+    %grad = tg.cross_entropy_grad %loss, %a, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    tg.yield %grad : tensor<8x10xf32>
+  } -> tensor<8x10xf32>
+  return %d : tensor<8x10xf32>
+}
+
+// -----
+
+func.func @classifier_same_attributes(%l: tensor<8x10xf32>, %y: tensor<8xi64>, %g: tensor<f32>) -> tensor<8x10xf32> {
+  %d = tg.kernel classifier (%l, %y, %g : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) {
+  ^bb0(%a: tensor<8x10xf32>, %labels: tensor<8xi64>, %one: tensor<f32>):
+    %loss = tg.cross_entropy %a, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    // expected-error @+1 {{'tg.cross_entropy_grad' op has another ignore_index or reduction than the classifier's tg.cross_entropy}}
+    %grad = tg.cross_entropy_grad %one, %a, %labels {ignore_index = 0 : i64} : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    tg.yield %grad : tensor<8x10xf32>
+  } -> tensor<8x10xf32>
+  return %d : tensor<8x10xf32>
+}
+
+// -----
+
+func.func @classifier_yields_the_gradient(%l: tensor<8x10xf32>, %y: tensor<8xi64>, %g: tensor<f32>) -> tensor<f32> {
+  %d = tg.kernel classifier (%l, %y, %g : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) {
+  ^bb0(%a: tensor<8x10xf32>, %labels: tensor<8xi64>, %one: tensor<f32>):
+    %loss = tg.cross_entropy %a, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    %grad = tg.cross_entropy_grad %one, %a, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    // expected-error @+1 {{'tg.yield' op does not yield the gradient}}
+    tg.yield %loss : tensor<f32>
+  } -> tensor<f32>
+  return %d : tensor<f32>
+}
