@@ -213,8 +213,11 @@ ModelExporter::writeInit(InitializerAttr init) {
 FailureOr<flatbuffers::Offset<fbs::Attr>>
 ModelExporter::writeAttr(Operation *op, StringRef name, Attribute value) {
   StringOffset nameOffset = string(name);
-  if (auto s = dyn_cast<StringAttr>(value)) {
-    StringOffset str = string(s.getValue());
+  std::optional<StringRef> text = getEnumString(value);
+  if (auto s = dyn_cast<StringAttr>(value))
+    text = s.getValue();
+  if (text) {
+    StringOffset str = string(*text);
     fbs::AttrBuilder b(fbb);
     b.add_name(nameOffset);
     b.add_s(str);

@@ -768,12 +768,27 @@ ModelImporter::convertNodeAttr(unsigned index, RegisteredOperationName opName,
     return succeeded(opName.verifyInherentAttrs(
         list, [&] { return emitError(UnknownLoc::get(context)); }));
   };
+  // A string may name a case of the tg enum the op holds the attribute as.
+  const StringEnum *stringEnum = nullptr;
+  for (const StringEnum &e : getStringEnums())
+    if (accepts(e.fromString(context, e.spellings().front())))
+      stringEnum = &e;
   std::string message;
+  if (stringEnum && attr.kind == AttrKind::String) {
+    if (Attribute named = stringEnum->fromString(context, attr.s))
+      return named;
+    InFlightDiagnostic diag = error(attr.path, nodePlace(index));
+    diag << "attribute '" << attr.name << "' is '" << attr.s
+         << "'; expected one of ";
+    llvm::interleaveComma(stringEnum->spellings(), diag);
+    return LogicalResult(diag);
+  }
   if (accepts(value, &message))
     return value;
   SmallVector<StringRef> expected;
   for (AttrKind kind : kAllAttrKinds)
-    if (accepts(sampleAttr(kind)))
+    if (accepts(sampleAttr(kind)) ||
+        (kind == AttrKind::String && stringEnum))
       expected.push_back(describe(kind));
   InFlightDiagnostic diag = error(attr.path, nodePlace(index));
   diag << "attribute '" << attr.name << "' ";

@@ -14,6 +14,8 @@
 
 #include "flatbuffers/idl.h"
 
+#include <utility>
+
 using namespace mlir;
 using namespace mlir::tg;
 namespace fbs = tgc::model;
@@ -121,4 +123,60 @@ std::optional<InitKind> mlir::tg::getInitKind(fbs::InitKind kind) {
 
 fbs::InitKind mlir::tg::getModelInitKind(InitKind kind) {
   return (fbs::InitKind)(int)kind;
+}
+
+//===----------------------------------------------------------------------===//
+// Enum attributes spelled as strings
+//===----------------------------------------------------------------------===//
+
+/// The tg enum attributes a model file spells as strings: one entry per
+/// enum, whatever ops use it.
+template <typename... AttrTs> struct StringEnumList {
+  template <typename AttrT>
+  using EnumOf = decltype(std::declval<AttrT>().getValue());
+
+  template <typename AttrT>
+  static Attribute fromString(MLIRContext *context, StringRef spelling) {
+    if (auto value = symbolizeEnum<EnumOf<AttrT>>(spelling))
+      return AttrT::get(context, *value);
+    return {};
+  }
+
+  // The enums' cases are numbered from 0 without gaps, and stringifyEnum
+  // gives "" past the last.
+  template <typename AttrT> static SmallVector<StringRef> spellings() {
+    SmallVector<StringRef> out;
+    for (uint32_t i = 0;; ++i) {
+      StringRef s = stringifyEnum(static_cast<EnumOf<AttrT>>(i));
+      if (s.empty())
+        return out;
+      out.push_back(s);
+    }
+  }
+
+  static ArrayRef<StringEnum> all() {
+    static const StringEnum list[] = {
+        {&fromString<AttrTs>, &spellings<AttrTs>}...};
+    return list;
+  }
+
+  static std::optional<StringRef> toString(Attribute attr) {
+    std::optional<StringRef> out;
+    auto visit = [&](auto typed) {
+      if (typed)
+        out = stringifyEnum(typed.getValue());
+    };
+    (visit(dyn_cast_if_present<AttrTs>(attr)), ...);
+    return out;
+  }
+};
+
+using ModelFileEnums = StringEnumList<ReductionAttr>;
+
+ArrayRef<StringEnum> mlir::tg::getStringEnums() {
+  return ModelFileEnums::all();
+}
+
+std::optional<StringRef> mlir::tg::getEnumString(Attribute attr) {
+  return ModelFileEnums::toString(attr);
 }

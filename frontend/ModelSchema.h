@@ -63,6 +63,22 @@ std::optional<InitKind> getInitKind(tgc::model::InitKind kind);
 /// The schema initializer kind of a #tg.init kind.
 tgc::model::InitKind getModelInitKind(InitKind kind);
 
+/// A tg enum attribute (`#tg.reduction<mean>`) as a model file spells it:
+/// a string (`"mean"`), so the file format does not change when the
+/// dialect turns a string attribute into an enum.
+struct StringEnum {
+  /// The attribute `spelling` names; null when it names none.
+  Attribute (*fromString)(MLIRContext *context, llvm::StringRef spelling);
+  /// Every spelling, in the enum's order.
+  llvm::SmallVector<llvm::StringRef> (*spellings)();
+};
+
+/// The tg enums a model file spells as strings.
+llvm::ArrayRef<StringEnum> getStringEnums();
+
+/// The model-file string of `attr` when it is one of getStringEnums().
+std::optional<llvm::StringRef> getEnumString(Attribute attr);
+
 } // namespace mlir::tg
 
 #endif // TGC_FRONTEND_MODELSCHEMA_H

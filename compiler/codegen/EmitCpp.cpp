@@ -1186,8 +1186,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](AllReduceOp r) {
-        StringRef fn = r.getReduction() == "mean" ? "allReduceMean"
-                                                  : "allReduceSum";
+        StringRef fn;
+        switch (r.getReduction()) {
+        case Reduction::sum:
+          fn = "allReduceSum";
+          break;
+        case Reduction::mean:
+          fn = "allReduceMean";
+          break;
+        }
         for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults())) {
           if (viewOf(out) != in)
             os << "  std::memcpy(" << buf(out) << ", " << buf(in) << ", "

@@ -241,7 +241,7 @@ struct BuildTrainStepPass
     if (dataParallel && !grads.empty()) {
       // Before the norm: clipping and the update see the global gradient.
       auto reduce = AllReduceOp::create(b, loc, grads,
-                                        b.getStringAttr("mean"),
+                                        ReductionAttr::get(b.getContext(), Reduction::mean),
                                         b.getStringAttr("data"),
                                         /*bucket=*/IntegerAttr());
       llvm::copy(reduce.getResults(), grads.begin());

@@ -9,6 +9,19 @@
 #ifndef TG_COLLECTIVE_OPS_TD
 #define TG_COLLECTIVE_OPS_TD
 
+include "mlir/IR/EnumAttr.td"
+
+// How a collective combines the processes' values. Not shared with
+// tg.cross_entropy's `reduction`: a loss may be left unreduced (`none`,
+// which changes its result type), a collective may not, and NCCL's other
+// combiners (max, min) would join here, not there.
+def Tg_Reduction : I32EnumAttr<"Reduction", "how a collective combines values", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"mean", 1>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_ReductionAttr : EnumAttr<Tg_Dialect, Tg_Reduction, "reduction">;
+
 def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
   let summary = "Sum or mean of tensors over the replicas of a mesh axis";
   let description = [{
@@ -29,14 +42,14 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
     the op where it stands and waits for it at once.
 
     ```mlir
-    %g:2 = tg.all_reduce %g0, %g1 {reduction = "mean", mesh_axis = "data"}
+    %g:2 = tg.all_reduce %g0, %g1 {reduction = #tg<reduction mean>, mesh_axis = "data"}
         : tensor<64x128xf32>, tensor<128xf32>
-    %h = tg.all_reduce %g2 {bucket = 0 : i64, reduction = "mean"}
+    %h = tg.all_reduce %g2 {bucket = 0 : i64, reduction = #tg<reduction mean>}
         : tensor<768x768xf32>
     ```
   }];
   let arguments = (ins Variadic<Tg_FloatTensor>:$inputs,
-                   DefaultValuedStrAttr<StrAttr, "sum">:$reduction,
+                   DefaultValuedAttr<Tg_ReductionAttr, "::mlir::tg::Reduction::sum">:$reduction,
                    DefaultValuedStrAttr<StrAttr, "data">:$mesh_axis,
                    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$bucket);
   let results = (outs Variadic<Tg_FloatTensor>:$results);

@@ -1544,8 +1544,9 @@ func.func @all_reduce_needs_an_input() {
 // -----
 
 func.func @all_reduce_reduction_must_be_known(%g: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.all_reduce' op unknown reduction "max"; expected sum or mean}}
-  %0 = tg.all_reduce %g {reduction = "max"} : tensor<4xf32>
+  // expected-error @+2 {{expected ::mlir::tg::Reduction to be one of: sum, mean}}
+  // expected-error @+1 {{failed to parse Tg_ReductionAttr parameter 'value' which is to be a `::mlir::tg::Reduction`}}
+  %0 = tg.all_reduce %g {reduction = #tg<reduction max>} : tensor<4xf32>
   return
 }
 

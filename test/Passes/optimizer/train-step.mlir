@@ -14,7 +14,7 @@
 // CHECK-SAME: %[[LR0:[^:]+]]: tensor<f32> {tg.scalar = "base_lr"}
 // CHECK-SAME: -> (tensor<4x3xf32> {tg.update = "fc.weight"}, tensor<3xf32> {tg.update = "fc.bias"},
 // CHECK-SAME: tensor<f32> {tg.metric = "loss"}, tensor<f32> {tg.metric = "grad_norm"}, tensor<f32> {tg.metric = "lr"})
-// CHECK: %[[AVG:.+]]:2 = tg.all_reduce %{{.+}}, %{{.+}} {reduction = "mean"} : tensor<4x3xf32>, tensor<3xf32>
+// CHECK: %[[AVG:.+]]:2 = tg.all_reduce %{{.+}}, %{{.+}} {reduction = #tg<reduction mean>} : tensor<4x3xf32>, tensor<3xf32>
 // CHECK: %[[NORM:.+]] = tg.global_norm %[[AVG]]#0, %[[AVG]]#1
 // CHECK: %[[COEF:.+]] = tg.div %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32> -> tensor<f32>
 // CHECK: %[[SCALE:.+]] = tg.minimum %[[COEF]]
@@ -63,7 +63,7 @@ module attributes {tg.training = {optimizer = {kind = "sgd", momentum = 0.9 : f6
 // CHECK: %[[MBF:.+]] = tg.cast %[[MB]] : tensor<i32> to tensor<f32>
 // CHECK: %[[SUM:.+]] = tg.add %{{.+}}, %[[ACC]] : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
 // CHECK: %[[MEAN:.+]] = tg.div %[[SUM]], %[[MBF]] : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
-// CHECK: %[[G:.+]] = tg.all_reduce %[[MEAN]] {reduction = "mean"} : tensor<4xf32>
+// CHECK: %[[G:.+]] = tg.all_reduce %[[MEAN]] {reduction = #tg<reduction mean>} : tensor<4xf32>
 // CHECK: tg.global_norm %[[G]]
 // CHECK: tg.optimizer_update "sgd" %[[P]], %[[G]],
 module attributes {tg.training = {grad_accum = 4 : i64, optimizer = {kind = "sgd"}}} {

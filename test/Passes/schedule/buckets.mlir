@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @one_bucket_after_last_gradient
 // CHECK:       %[[G2:.+]] = tg.neg %arg1
 // CHECK:       %[[G1:.+]] = tg.exp %arg0
-// CHECK-NEXT:  %[[R:.+]]:2 = tg.all_reduce %[[G2]], %[[G1]] {bucket = 0 : i64, reduction = "mean"}
+// CHECK-NEXT:  %[[R:.+]]:2 = tg.all_reduce %[[G2]], %[[G1]] {bucket = 0 : i64, reduction = #tg<reduction mean>}
 // CHECK-NEXT:  tg.tanh %arg2
 // CHECK:       tg.add %[[R]]#1, %[[R]]#0 {tg.waits = array<i64: 0>}
 
@@ -23,7 +23,7 @@ func.func @one_bucket_after_last_gradient(%a: tensor<32x32xf32>, %b: tensor<32x3
   %g2 = tg.neg %b : tensor<32x32xf32>
   %g1 = tg.exp %a : tensor<32x32xf32>
   %t = tg.tanh %c : tensor<32x32xf32>
-  %r:2 = tg.all_reduce %g1, %g2 {reduction = "mean"} : tensor<32x32xf32>, tensor<32x32xf32>
+  %r:2 = tg.all_reduce %g1, %g2 {reduction = #tg<reduction mean>} : tensor<32x32xf32>, tensor<32x32xf32>
   %s = tg.add %r#0, %r#1 : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
   %u = tg.add %s, %t : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
   return %u : tensor<32x32xf32>

@@ -14,7 +14,7 @@ func.func @chain_moves_to_its_producer(%x: tensor<64xf32>, %acc: tensor<64xf32>,
   %t = tg.tanh %y : tensor<64xf32>
   %s = tg.add %g, %acc : tensor<64xf32>, tensor<64xf32> -> tensor<64xf32>
   %d = tg.div %s, %n : tensor<64xf32>, tensor<f32> -> tensor<64xf32>
-  %r = tg.all_reduce %d {reduction = "mean"} : tensor<64xf32>
+  %r = tg.all_reduce %d {reduction = #tg<reduction mean>} : tensor<64xf32>
   return %r, %t : tensor<64xf32>, tensor<64xf32>
 }
 
@@ -51,6 +51,6 @@ func.func @argument_only_op_moves_to_the_top(%x: tensor<8x8xf32>, %y: tensor<8x8
   %n = tg.cast %micro : tensor<i32> to tensor<f32>
   %d0 = tg.div %g0, %n : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
   %d1 = tg.div %g1, %n : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
-  %r:2 = tg.all_reduce %d0, %d1 {reduction = "mean"} : tensor<8x8xf32>, tensor<8x8xf32>
+  %r:2 = tg.all_reduce %d0, %d1 {reduction = #tg<reduction mean>} : tensor<8x8xf32>, tensor<8x8xf32>
   return %r#0, %r#1 : tensor<8x8xf32>, tensor<8x8xf32>
 }
