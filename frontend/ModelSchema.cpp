@@ -171,7 +171,7 @@ template <typename... AttrTs> struct StringEnumList {
   }
 };
 
-using ModelFileEnums = StringEnumList<ReductionAttr>;
+using ModelFileEnums = StringEnumList<ReductionAttr, GeluApproximationAttr>;
 
 ArrayRef<StringEnum> mlir::tg::getStringEnums() {
   return ModelFileEnums::all();

@@ -56,6 +56,17 @@ int64_t product(ArrayRef<int64_t> dims) {
   return p;
 }
 
+/// The `tanh` argument of the runtime's GELU functions.
+StringRef tanhArgument(GeluApproximation approximate) {
+  switch (approximate) {
+  case GeluApproximation::none:
+    return "false";
+  case GeluApproximation::tanh:
+    return "true";
+  }
+  llvm_unreachable("unknown gelu approximation");
+}
+
 /// The C literal of a splat constant's value, else nothing.
 std::optional<std::string> splatLiteral(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
@@ -153,13 +164,13 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
       .Case([&](SiluOp) { return format("{0} / (1.0f + std::exp(-{0}))"); })
       .Case([&](GeluOp g) {
         return llvm::formatv("tgc::cpu::gelu_scalar({0}, {1})", a[0],
-                             g.getApproximate() == "tanh" ? "true" : "false")
+                             tanhArgument(g.getApproximate()))
             .str();
       })
       .Case([&](GeluGradOp g) {
         return llvm::formatv("tgc::cpu::gelu_grad_scalar({0}, {1}, {2})", a[0],
                              a[1],
-                             g.getApproximate() == "tanh" ? "true" : "false")
+                             tanhArgument(g.getApproximate()))
             .str();
       })
       .Case([&](CastOp) { return castExpr(a[0], elem); })
@@ -920,14 +931,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         // negative inputs); see runtime/cpu/Activation.cpp.
         os << "  tgc::cpu::gelu(" << buf(g.getX()) << ", " << buf(g.getResult())
            << ", " << numel(g.getX()) << ", "
-           << (g.getApproximate() == "tanh" ? "true" : "false") << ");\n";
+           << tanhArgument(g.getApproximate()) << ");\n";
         return success();
       })
       .Case([&](GeluGradOp g) {
         os << "  tgc::cpu::gelu_grad(" << buf(g.getGrad()) << ", "
            << buf(g.getX()) << ", " << buf(g.getResult()) << ", "
            << numel(g.getX()) << ", "
-           << (g.getApproximate() == "tanh" ? "true" : "false") << ");\n";
+           << tanhArgument(g.getApproximate()) << ");\n";
         return success();
       })
       .Case([&](MatmulOp m) { return emitMatmul(m); })

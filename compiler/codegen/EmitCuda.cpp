@@ -123,6 +123,18 @@ StringRef commReduceOp(Reduction reduction) {
   llvm_unreachable("unknown reduction");
 }
 
+/// The runtime's GELU device function for `approximate` (tgc::cuda::geluTanh
+/// or geluErf; their gradients add `Grad`).
+StringRef geluFunction(GeluApproximation approximate) {
+  switch (approximate) {
+  case GeluApproximation::none:
+    return "geluErf";
+  case GeluApproximation::tanh:
+    return "geluTanh";
+  }
+  llvm_unreachable("unknown gelu approximation");
+}
+
 /// A C string literal's contents.
 std::string escape(StringRef s) {
   std::string out;
@@ -544,7 +556,7 @@ LogicalResult StepEmitter::planFusion() {
     };
     auto isTanhGelu = [](Operation *g) {
       auto gelu = dyn_cast_or_null<GeluOp>(g);
-      return gelu && gelu.getApproximate() == "tanh";
+      return gelu && gelu.getApproximate() == GeluApproximation::tanh;
     };
     if (auto add = dyn_cast<AddOp>(user)) {
       Value bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
@@ -574,7 +586,8 @@ LogicalResult StepEmitter::planFusion() {
       launch.out = user->getResult(0);
       launch.covered.push_back(user);
     } else if (auto grad = dyn_cast<GeluGradOp>(user)) {
-      if (grad.getApproximate() != "tanh" || grad.getGrad() != c ||
+      if (grad.getApproximate() != GeluApproximation::tanh ||
+          grad.getGrad() != c ||
           grad.getX() == c ||
           !definedBefore(grad.getX(), opIndex.lookup(grad), opIndex))
         continue;
@@ -1355,14 +1368,12 @@ static FailureOr<std::string> elementwiseExpr(Operation *op,
       .Case([&](SigmoidOp) { return fmt("1.0f / (1.0f + expf(-{0}))"); })
       .Case([&](SiluOp) { return fmt("{0} / (1.0f + expf(-{0}))"); })
       .Case([&](GeluOp g) {
-        return g.getApproximate() == "tanh"
-                   ? fmt("tgc::cuda::geluTanh({0})")
-                   : fmt("tgc::cuda::geluErf({0})");
+        return "tgc::cuda::" + geluFunction(g.getApproximate()).str() + "(" +
+               a[0] + ")";
       })
       .Case([&](GeluGradOp g) {
-        return g.getApproximate() == "tanh"
-                   ? fmt("{0} * tgc::cuda::geluTanhGrad({1})")
-                   : fmt("{0} * tgc::cuda::geluErfGrad({1})");
+        return a[0] + " * tgc::cuda::" + geluFunction(g.getApproximate()).str() +
+               "Grad(" + a[1] + ")";
       })
       .Case([&](CastOp c) -> std::string {
         StringRef from = mathType(elementType(c.getX()));

@@ -16,14 +16,14 @@ def Tg_GeluGradOp : Tg_GradOp<"gelu_grad", [AllTypesMatch<["grad", "x", "result"
   let summary = "Gradient of tg.gelu";
   let description = [{
     ```mlir
-    %dx = tg.gelu_grad %g, %x {approximate = "tanh"} : tensor<4x8xf32>
+    %dx = tg.gelu_grad %g, %x {approximate = #tg<approximation tanh>} : tensor<4x8xf32>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$grad, Tg_FloatTensor:$x,
-                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+                   DefaultValuedAttr<Tg_GeluApproximationAttr,
+                       "::mlir::tg::GeluApproximation::none">:$approximate);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $x attr-dict `:` type($x)";
-  let hasVerifier = 1;
 }
 
 def Tg_LayerNormGradOp : Tg_GradOp<"layer_norm_grad"> {

@@ -249,22 +249,6 @@ LogicalResult CompareOp::verify() {
   return success();
 }
 
-static LogicalResult verifyGeluApproximation(Operation *op,
-                                             StringRef approximate) {
-  if (approximate != "none" && approximate != "tanh")
-    return op->emitOpError() << "approximate must be \"none\" or \"tanh\", "
-                             << "got \"" << approximate << "\"";
-  return success();
-}
-
-LogicalResult GeluOp::verify() {
-  return verifyGeluApproximation(*this, getApproximate());
-}
-
-LogicalResult GeluGradOp::verify() {
-  return verifyGeluApproximation(*this, getApproximate());
-}
-
 bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
   if (inputs.size() != 1 || outputs.size() != 1)
     return false;

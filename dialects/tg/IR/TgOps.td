@@ -191,19 +191,28 @@ def Tg_ReluOp : Tg_UnaryOp<"relu", "rectified linear unit, max(x, 0)">;
 def Tg_SiluOp : Tg_UnaryOp<"silu", "SiLU (swish), x * sigmoid(x)">;
 def Tg_SigmoidOp : Tg_UnaryOp<"sigmoid", "logistic sigmoid">;
 
+def Tg_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how tg.gelu computes the Gaussian CDF", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_GeluApproximationAttr :
+    EnumAttr<Tg_Dialect, Tg_GeluApproximation, "approximation">;
+
 def Tg_GeluOp : Tg_UnaryOp<"gelu", "GELU activation"> {
   let description = [{
-    `approximate = "none"` (the default) is the exact form
-    x * Phi(x) with the Gaussian CDF; `"tanh"` is the tanh approximation GPT-2
+    `approximate = #tg<approximation none>` (the default) is the exact form
+    x * Phi(x) with the Gaussian CDF; `tanh` is the tanh approximation GPT-2
     uses.
 
     ```mlir
-    %r = tg.gelu %x {approximate = "tanh"} : tensor<4x8xf32>
+    %r = tg.gelu %x {approximate = #tg<approximation tanh>} : tensor<4x8xf32>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$x,
-                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
-  let hasVerifier = 1;
+                   DefaultValuedAttr<Tg_GeluApproximationAttr,
+                       "::mlir::tg::GeluApproximation::none">:$approximate);
 }
 
 def Tg_CastOp : Tg_Op<"cast", [Pure, SameOperandsAndResultShape,

@@ -17,7 +17,7 @@ module attributes {tg.model = "mlp3", tg.training = {batch_size = 4 : i64, optim
       -> (tensor<f32> {tg.output = "loss"}) {
     %h1 = tg.matmul %x, %w1 : tensor<4x16xf32>, tensor<16x32xf32> -> tensor<4x32xf32> loc("fc1.matmul")
     %a1 = tg.add %h1, %b1 : tensor<4x32xf32>, tensor<32xf32> -> tensor<4x32xf32> loc("fc1")
-    %g1 = tg.gelu %a1 {approximate = "tanh"} : tensor<4x32xf32> loc("act1")
+    %g1 = tg.gelu %a1 {approximate = #tg<approximation tanh>} : tensor<4x32xf32> loc("act1")
     %h2 = tg.matmul %g1, %w2 : tensor<4x32xf32>, tensor<32x32xf32> -> tensor<4x32xf32> loc("fc2.matmul")
     %a2 = tg.add %b2, %h2 : tensor<32xf32>, tensor<4x32xf32> -> tensor<4x32xf32> loc("fc2")
     %h3 = tg.matmul %a2, %w3 : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32> loc("fc3")

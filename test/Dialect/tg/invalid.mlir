@@ -212,8 +212,9 @@ func.func @unary_result_type_must_match(%x: tensor<4xf32>) {
 // -----
 
 func.func @gelu_approximation_must_be_known(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.gelu' op approximate must be "none" or "tanh", got "erf"}}
-  %0 = tg.gelu %x {approximate = "erf"} : tensor<4xf32>
+  // expected-error @+2 {{expected ::mlir::tg::GeluApproximation to be one of: none, tanh}}
+  // expected-error @+1 {{failed to parse Tg_GeluApproximationAttr parameter 'value' which is to be a `::mlir::tg::GeluApproximation`}}
+  %0 = tg.gelu %x {approximate = #tg<approximation erf>} : tensor<4xf32>
   return
 }
 
@@ -857,8 +858,9 @@ func.func @broadcast_to_only_grows(%x: tensor<2x4xf32>) {
 // -----
 
 func.func @gelu_grad_approximation_must_be_known(%g: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.gelu_grad' op approximate must be "none" or "tanh", got "erf"}}
-  %0 = tg.gelu_grad %g, %g {approximate = "erf"} : tensor<4xf32>
+  // expected-error @+2 {{expected ::mlir::tg::GeluApproximation to be one of: none, tanh}}
+  // expected-error @+1 {{failed to parse Tg_GeluApproximationAttr parameter 'value' which is to be a `::mlir::tg::GeluApproximation`}}
+  %0 = tg.gelu_grad %g, %g {approximate = #tg<approximation erf>} : tensor<4xf32>
   return
 }
 

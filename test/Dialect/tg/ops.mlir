@@ -225,11 +225,11 @@ func.func @iota_along_a_dim_with_start_and_step()
 // CHECK-LABEL: func.func @gelu_exact_and_tanh
 // CHECK: tg.gelu %{{.+}} : tensor<4xf32>
 // CHECK: tg.gelu %{{.+}} : tensor<4xf32>
-// CHECK: tg.gelu %{{.+}} {approximate = "tanh"} : tensor<4xf32>
+// CHECK: tg.gelu %{{.+}} {approximate = #tg<approximation tanh>} : tensor<4xf32>
 func.func @gelu_exact_and_tanh(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %0 = tg.gelu %x : tensor<4xf32>
-  %1 = tg.gelu %x {approximate = "none"} : tensor<4xf32>
-  %2 = tg.gelu %x {approximate = "tanh"} : tensor<4xf32>
+  %1 = tg.gelu %x {approximate = #tg<approximation none>} : tensor<4xf32>
+  %2 = tg.gelu %x {approximate = #tg<approximation tanh>} : tensor<4xf32>
   return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
@@ -482,10 +482,10 @@ func.func @concat_along_an_axis(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>) {
 
 // CHECK-LABEL: func.func @gelu_grad
 // CHECK: tg.gelu_grad %{{.+}}, %{{.+}} : tensor<4x8xf32>
-// CHECK: tg.gelu_grad %{{.+}}, %{{.+}} {approximate = "tanh"} : tensor<4x8xf32>
+// CHECK: tg.gelu_grad %{{.+}}, %{{.+}} {approximate = #tg<approximation tanh>} : tensor<4x8xf32>
 func.func @gelu_grad(%g: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
   %0 = tg.gelu_grad %g, %x : tensor<4x8xf32>
-  %1 = tg.gelu_grad %g, %x {approximate = "tanh"} : tensor<4x8xf32>
+  %1 = tg.gelu_grad %g, %x {approximate = #tg<approximation tanh>} : tensor<4x8xf32>
   return
 }
 

@@ -30,7 +30,7 @@
 // CHECK-NEXT: %[[A:.+]] = tg.matmul %[[MERGED]], %[[PROJH]] : tensor<2x4x8xbf16>, tensor<8x8xbf16> -> tensor<2x4x8xbf16>
 // CHECK-NEXT: %[[R1:.+]] = tg.add %[[EMB]], %[[A]] : tensor<2x4x8xbf16>, tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
 // CHECK-NEXT: %[[U:.+]] = tg.matmul %[[R1]], %[[FCH]] : tensor<2x4x8xbf16>, tensor<8x32xbf16> -> tensor<2x4x32xbf16>
-// CHECK-NEXT: %[[G:.+]] = tg.gelu %[[U]] {approximate = "tanh"} : tensor<2x4x32xbf16>
+// CHECK-NEXT: %[[G:.+]] = tg.gelu %[[U]] {approximate = #tg<approximation tanh>} : tensor<2x4x32xbf16>
 // CHECK-NEXT: %[[D:.+]] = tg.matmul %[[G]], %[[FCPH]] : tensor<2x4x32xbf16>, tensor<32x8xbf16> -> tensor<2x4x8xbf16>
 // CHECK-NEXT: %[[R2:.+]] = tg.add %[[R1]], %[[D]] : tensor<2x4x8xbf16>, tensor<2x4x8xbf16> -> tensor<2x4x8xbf16>
 // CHECK-NEXT: %[[LOGITS:.+]] = tg.matmul %[[R2]], %[[WTEH]] {transpose_rhs = true} : tensor<2x4x8xbf16>, tensor<16x8xbf16> -> tensor<2x4x16xbf16>
@@ -61,7 +61,7 @@ func.func @forward(%wte: tensor<16x8xf32> {tg.param = "wte.weight"}, %wpe: tenso
   %a = tg.matmul %m, %wproj : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
   %r1 = tg.add %emb, %a : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   %u = tg.matmul %r1, %wfc : tensor<2x4x8xf32>, tensor<8x32xf32> -> tensor<2x4x32xf32>
-  %g = tg.gelu %u {approximate = "tanh"} : tensor<2x4x32xf32>
+  %g = tg.gelu %u {approximate = #tg<approximation tanh>} : tensor<2x4x32xf32>
   %d = tg.matmul %g, %wfcp : tensor<2x4x32xf32>, tensor<32x8xf32> -> tensor<2x4x8xf32>
   %r2 = tg.add %r1, %d : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   %logits = tg.matmul %r2, %wte {transpose_rhs = true} : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
