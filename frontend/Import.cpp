@@ -787,8 +787,7 @@ ModelImporter::convertNodeAttr(unsigned index, RegisteredOperationName opName,
     return value;
   SmallVector<StringRef> expected;
   for (AttrKind kind : kAllAttrKinds)
-    if (accepts(sampleAttr(kind)) ||
-        (kind == AttrKind::String && stringEnum))
+    if (accepts(sampleAttr(kind)) || (kind == AttrKind::String && stringEnum))
       expected.push_back(describe(kind));
   InFlightDiagnostic diag = error(attr.path, nodePlace(index));
   diag << "attribute '" << attr.name << "' ";

@@ -171,7 +171,8 @@ template <typename... AttrTs> struct StringEnumList {
   }
 };
 
-using ModelFileEnums = StringEnumList<ReductionAttr, GeluApproximationAttr>;
+using ModelFileEnums =
+    StringEnumList<ReductionAttr, GeluApproximationAttr, ComparePredicateAttr>;
 
 ArrayRef<StringEnum> mlir::tg::getStringEnums() {
   return ModelFileEnums::all();

@@ -63,7 +63,7 @@ std::optional<InitKind> getInitKind(tgc::model::InitKind kind);
 /// The schema initializer kind of a #tg.init kind.
 tgc::model::InitKind getModelInitKind(InitKind kind);
 
-/// A tg enum attribute (`#tg.reduction<mean>`) as a model file spells it:
+/// A tg enum attribute (`#tg<reduction mean>`) as a model file spells it:
 /// a string (`"mean"`), so the file format does not change when the
 /// dialect turns a string attribute into an enum.
 struct StringEnum {

@@ -56,6 +56,25 @@ int64_t product(ArrayRef<int64_t> dims) {
   return p;
 }
 
+/// The C++ operator of a tg.compare predicate.
+StringRef comparisonOperator(ComparePredicate predicate) {
+  switch (predicate) {
+  case ComparePredicate::eq:
+    return "==";
+  case ComparePredicate::ne:
+    return "!=";
+  case ComparePredicate::lt:
+    return "<";
+  case ComparePredicate::le:
+    return "<=";
+  case ComparePredicate::gt:
+    return ">";
+  case ComparePredicate::ge:
+    return ">=";
+  }
+  llvm_unreachable("unknown compare predicate");
+}
+
 /// The `tanh` argument of the runtime's GELU functions.
 StringRef tanhArgument(GeluApproximation approximate) {
   switch (approximate) {
@@ -137,13 +156,7 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
       .Case([&](MaximumOp) { return format("({0} >= {1} ? {0} : {1})"); })
       .Case([&](MinimumOp) { return format("({0} <= {1} ? {0} : {1})"); })
       .Case([&](CompareOp c) {
-        StringRef sym = llvm::StringSwitch<StringRef>(c.getPredicate())
-                            .Case("eq", "==")
-                            .Case("ne", "!=")
-                            .Case("lt", "<")
-                            .Case("le", "<=")
-                            .Case("gt", ">")
-                            .Default(">=");
+        StringRef sym = comparisonOperator(c.getPredicate());
         return format(("(uint8_t)({0} " + sym + " {1})").str().c_str());
       })
       .Case([&](SelectOp) { return format("({0} ? {1} : {2})"); })
@@ -169,8 +182,7 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
       })
       .Case([&](GeluGradOp g) {
         return llvm::formatv("tgc::cpu::gelu_grad_scalar({0}, {1}, {2})", a[0],
-                             a[1],
-                             tanhArgument(g.getApproximate()))
+                             a[1], tanhArgument(g.getApproximate()))
             .str();
       })
       .Case([&](CastOp) { return castExpr(a[0], elem); })
@@ -937,8 +949,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       .Case([&](GeluGradOp g) {
         os << "  tgc::cpu::gelu_grad(" << buf(g.getGrad()) << ", "
            << buf(g.getX()) << ", " << buf(g.getResult()) << ", "
-           << numel(g.getX()) << ", "
-           << tanhArgument(g.getApproximate()) << ");\n";
+           << numel(g.getX()) << ", " << tanhArgument(g.getApproximate())
+           << ");\n";
         return success();
       })
       .Case([&](MatmulOp m) { return emitMatmul(m); })

@@ -123,6 +123,25 @@ StringRef commReduceOp(Reduction reduction) {
   llvm_unreachable("unknown reduction");
 }
 
+/// The C++ operator of a tg.compare predicate.
+StringRef comparisonOperator(ComparePredicate predicate) {
+  switch (predicate) {
+  case ComparePredicate::eq:
+    return "==";
+  case ComparePredicate::ne:
+    return "!=";
+  case ComparePredicate::lt:
+    return "<";
+  case ComparePredicate::le:
+    return "<=";
+  case ComparePredicate::gt:
+    return ">";
+  case ComparePredicate::ge:
+    return ">=";
+  }
+  llvm_unreachable("unknown compare predicate");
+}
+
 /// The runtime's GELU device function for `approximate` (tgc::cuda::geluTanh
 /// or geluErf; their gradients add `Grad`).
 StringRef geluFunction(GeluApproximation approximate) {
@@ -587,8 +606,7 @@ LogicalResult StepEmitter::planFusion() {
       launch.covered.push_back(user);
     } else if (auto grad = dyn_cast<GeluGradOp>(user)) {
       if (grad.getApproximate() != GeluApproximation::tanh ||
-          grad.getGrad() != c ||
-          grad.getX() == c ||
+          grad.getGrad() != c || grad.getX() == c ||
           !definedBefore(grad.getX(), opIndex.lookup(grad), opIndex))
         continue;
       launch.epilogue = "GeluGrad";
@@ -1343,13 +1361,7 @@ static FailureOr<std::string> elementwiseExpr(Operation *op,
       .Case([&](MaximumOp) { return fmt("({0} >= {1} ? {0} : {1})"); })
       .Case([&](MinimumOp) { return fmt("({0} <= {1} ? {0} : {1})"); })
       .Case([&](CompareOp c) {
-        StringRef sym = llvm::StringSwitch<StringRef>(c.getPredicate())
-                            .Case("eq", "==")
-                            .Case("ne", "!=")
-                            .Case("lt", "<")
-                            .Case("le", "<=")
-                            .Case("gt", ">")
-                            .Default(">=");
+        StringRef sym = comparisonOperator(c.getPredicate());
         return "(" + a[0] + " " + sym.str() + " " + a[1] + ")";
       })
       .Case([&](SelectOp) { return fmt("({0} ? {1} : {2})"); })
@@ -1372,7 +1384,8 @@ static FailureOr<std::string> elementwiseExpr(Operation *op,
                a[0] + ")";
       })
       .Case([&](GeluGradOp g) {
-        return a[0] + " * tgc::cuda::" + geluFunction(g.getApproximate()).str() +
+        return a[0] +
+               " * tgc::cuda::" + geluFunction(g.getApproximate()).str() +
                "Grad(" + a[1] + ")";
       })
       .Case([&](CastOp c) -> std::string {

@@ -240,10 +240,10 @@ struct BuildTrainStepPass
     }
     if (dataParallel && !grads.empty()) {
       // Before the norm: clipping and the update see the global gradient.
-      auto reduce = AllReduceOp::create(b, loc, grads,
-                                        ReductionAttr::get(b.getContext(), Reduction::mean),
-                                        b.getStringAttr("data"),
-                                        /*bucket=*/IntegerAttr());
+      auto reduce = AllReduceOp::create(
+          b, loc, grads, ReductionAttr::get(b.getContext(), Reduction::mean),
+          b.getStringAttr("data"),
+          /*bucket=*/IntegerAttr());
       llvm::copy(reduce.getResults(), grads.begin());
     }
 

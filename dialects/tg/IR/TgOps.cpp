@@ -241,14 +241,6 @@ OpFoldResult NegOp::fold(FoldAdaptor) {
   return {};
 }
 
-LogicalResult CompareOp::verify() {
-  StringRef p = getPredicate();
-  if (!llvm::is_contained({"eq", "ne", "lt", "le", "gt", "ge"}, p))
-    return emitOpError() << "predicate must be one of eq, ne, lt, le, gt, ge, "
-                         << "got \"" << p << "\"";
-  return success();
-}
-
 bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
   if (inputs.size() != 1 || outputs.size() != 1)
     return false;

@@ -120,6 +120,17 @@ def Tg_PowOp : Tg_BinaryOp<"pow", "power (lhs raised to rhs)">;
 def Tg_MaximumOp : Tg_BinaryOp<"maximum", "maximum", [Commutative]>;
 def Tg_MinimumOp : Tg_BinaryOp<"minimum", "minimum", [Commutative]>;
 
+def Tg_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "how tg.compare compares", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_ComparePredicateAttr :
+    EnumAttr<Tg_Dialect, Tg_ComparePredicate, "predicate">;
+
 def Tg_CompareOp : Tg_Op<"compare", [Pure, InferTypeOpAdaptor]> {
   let summary = "Elementwise comparison with numpy broadcasting";
   let description = [{
@@ -127,16 +138,15 @@ def Tg_CompareOp : Tg_Op<"compare", [Pure, InferTypeOpAdaptor]> {
     tensor of `i1` in the broadcast shape.
 
     ```mlir
-    %m = tg.compare "lt", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+    %m = tg.compare lt, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
     ```
   }];
-  let arguments = (ins StrAttr:$predicate, Tg_NumericTensor:$lhs,
-                   Tg_NumericTensor:$rhs);
+  let arguments = (ins Tg_ComparePredicateAttr:$predicate,
+                   Tg_NumericTensor:$lhs, Tg_NumericTensor:$rhs);
   let results = (outs Tg_BoolTensor:$result);
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def Tg_SelectOp : Tg_Op<"select", [Pure, InferTypeOpAdaptor]> {

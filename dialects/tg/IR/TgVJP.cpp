@@ -45,8 +45,8 @@ struct VJPBuilder {
   Value div(Value x, Value y) const { return DivOp::create(b, loc, x, y); }
   Value neg(Value x) const { return NegOp::create(b, loc, x); }
   Value mulScalar(Value x, double s) const { return mul(x, scalarLike(x, s)); }
-  Value compare(StringRef predicate, Value x, Value y) const {
-    return CompareOp::create(b, loc, b.getStringAttr(predicate), x, y);
+  Value compare(ComparePredicate predicate, Value x, Value y) const {
+    return CompareOp::create(b, loc, predicate, x, y);
   }
   Value select(Value c, Value t, Value f) const {
     return SelectOp::create(b, loc, c, t, f);
@@ -140,7 +140,7 @@ LogicalResult vjp(PowOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out)
   return success();
 }
 template <typename OpTy>
-LogicalResult vjpMinMax(OpTy op, VJPBuilder &v, Value g, StringRef pred,
+LogicalResult vjpMinMax(OpTy op, VJPBuilder &v, Value g, ComparePredicate pred,
                         SmallVectorImpl<Value> &out) {
   Value mask = v.compare(pred, op.getLhs(), op.getRhs());
   Value zero = v.scalarLike(g, 0.0);
@@ -150,11 +150,11 @@ LogicalResult vjpMinMax(OpTy op, VJPBuilder &v, Value g, StringRef pred,
 }
 LogicalResult vjp(MaximumOp op, VJPBuilder &v, Value g,
                   SmallVectorImpl<Value> &out) {
-  return vjpMinMax(op, v, g, "ge", out);
+  return vjpMinMax(op, v, g, ComparePredicate::ge, out);
 }
 LogicalResult vjp(MinimumOp op, VJPBuilder &v, Value g,
                   SmallVectorImpl<Value> &out) {
-  return vjpMinMax(op, v, g, "le", out);
+  return vjpMinMax(op, v, g, ComparePredicate::le, out);
 }
 LogicalResult vjp(SelectOp op, VJPBuilder &v, Value g,
                   SmallVectorImpl<Value> &out) {
@@ -170,7 +170,8 @@ LogicalResult vjp(NegOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out)
   return success();
 }
 LogicalResult vjp(AbsOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out) {
-  Value negative = v.compare("lt", op.getX(), v.scalarLike(op.getX(), 0.0));
+  Value negative =
+      v.compare(ComparePredicate::lt, op.getX(), v.scalarLike(op.getX(), 0.0));
   setGrads(op, out, {v.select(negative, v.neg(g), g)});
   return success();
 }
@@ -206,7 +207,8 @@ LogicalResult vjp(CosOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out)
   return success();
 }
 LogicalResult vjp(ReluOp op, VJPBuilder &v, Value g, SmallVectorImpl<Value> &out) {
-  Value positive = v.compare("gt", op.getX(), v.scalarLike(op.getX(), 0.0));
+  Value positive =
+      v.compare(ComparePredicate::gt, op.getX(), v.scalarLike(op.getX(), 0.0));
   setGrads(op, out, {v.select(positive, g, v.scalarLike(g, 0.0))});
   return success();
 }
@@ -298,7 +300,8 @@ LogicalResult vjp(ReduceMaxOp op, VJPBuilder &v, Value g,
   SmallVector<int64_t> dims = op.getReducedDims();
   RankedTensorType x = op.getX().getType();
   Value maxFull = v.expandReduced(op.getResult(), x, dims);
-  Value mask = CastOp::create(v.b, v.loc, x, v.compare("eq", op.getX(), maxFull));
+  Value mask = CastOp::create(
+      v.b, v.loc, x, v.compare(ComparePredicate::eq, op.getX(), maxFull));
   Value count = v.expandReduced(v.reduceSum(mask, dims, false), x, dims);
   Value dx = v.div(v.mul(v.expandReduced(g, x, dims), mask), count);
   setGrads(op, out, {dx});

@@ -160,8 +160,9 @@ func.func @binary_element_types_must_match(%a: tensor<4xf32>, %b: tensor<4xbf16>
 // -----
 
 func.func @compare_predicate_must_be_known(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.compare' op predicate must be one of eq, ne, lt, le, gt, ge, got "lte"}}
-  %0 = tg.compare "lte", %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  // expected-error @+2 {{expected ::mlir::tg::ComparePredicate to be one of: eq, ne, lt, le, gt, ge}}
+  // expected-error @+1 {{failed to parse Tg_ComparePredicateAttr parameter 'value' which is to be a `::mlir::tg::ComparePredicate`}}
+  %0 = tg.compare lte, %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
   return
 }
 
@@ -170,7 +171,7 @@ func.func @compare_predicate_must_be_known(%a: tensor<4xf32>) {
 func.func @compare_element_types_must_match(%a: tensor<4xi32>, %b: tensor<4xi64>) {
   // expected-error @+2 {{'tg.compare' op element types differ: lhs has 'i32', rhs has 'i64'}}
   // expected-error @+1 {{'tg.compare' op failed to infer returned types}}
-  %0 = tg.compare "eq", %a, %b : tensor<4xi32>, tensor<4xi64> -> tensor<4xi1>
+  %0 = tg.compare eq, %a, %b : tensor<4xi32>, tensor<4xi64> -> tensor<4xi1>
   return
 }
 
@@ -179,7 +180,7 @@ func.func @compare_element_types_must_match(%a: tensor<4xi32>, %b: tensor<4xi64>
 func.func @compare_shapes_must_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) {
   // expected-error @+2 {{'tg.compare' op operand shapes do not broadcast: 4 and 3}}
   // expected-error @+1 {{'tg.compare' op failed to infer returned types}}
-  %0 = tg.compare "eq", %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xi1>
+  %0 = tg.compare eq, %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xi1>
   return
 }
 

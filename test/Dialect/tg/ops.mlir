@@ -143,21 +143,21 @@ func.func @binary_ops_on_integers_and_low_precision_floats(
 
 // CHECK-LABEL: func.func @compare_with_each_predicate_and_select
 // CHECK-SAME: (%[[A:[^:]+]]: tensor<4xf32>, %[[B:[^:]+]]: tensor<f32>)
-// CHECK: %[[EQ:.+]] = tg.compare "eq", %[[A]], %[[B]] : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
-// CHECK: tg.compare "ne", %[[A]], %[[B]]
-// CHECK: tg.compare "lt", %[[A]], %[[B]]
-// CHECK: tg.compare "le", %[[A]], %[[B]]
-// CHECK: tg.compare "gt", %[[A]], %[[B]]
-// CHECK: tg.compare "ge", %[[A]], %[[B]]
+// CHECK: %[[EQ:.+]] = tg.compare eq, %[[A]], %[[B]] : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+// CHECK: tg.compare ne, %[[A]], %[[B]]
+// CHECK: tg.compare lt, %[[A]], %[[B]]
+// CHECK: tg.compare le, %[[A]], %[[B]]
+// CHECK: tg.compare gt, %[[A]], %[[B]]
+// CHECK: tg.compare ge, %[[A]], %[[B]]
 // CHECK: %[[SEL:.+]] = tg.select %[[EQ]], %[[A]], %[[B]] : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
 // CHECK: return %[[SEL]]
 func.func @compare_with_each_predicate_and_select(%a: tensor<4xf32>, %b: tensor<f32>) -> tensor<4xf32> {
-  %eq = tg.compare "eq", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
-  %ne = tg.compare "ne", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
-  %lt = tg.compare "lt", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
-  %le = tg.compare "le", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
-  %gt = tg.compare "gt", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
-  %ge = tg.compare "ge", %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %eq = tg.compare eq, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %ne = tg.compare ne, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %lt = tg.compare lt, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %le = tg.compare le, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %gt = tg.compare gt, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+  %ge = tg.compare ge, %a, %b : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
   %r = tg.select %eq, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
   return %r : tensor<4xf32>
 }

@@ -6,7 +6,7 @@
 // CHECK-LABEL: func.func @relu_grad_bias_sum
 // CHECK:      %[[K:.+]] = tg.kernel reduction(%{{.+}}, %{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<f32>, tensor<4x8xf32>) attributes {name = "fused_compare_select_reduce_sum"} {
 // CHECK-NEXT: ^bb0(%[[X:.+]]: tensor<4x8xf32>, %[[Z:.+]]: tensor<f32>, %[[G:.+]]: tensor<4x8xf32>):
-// CHECK-NEXT:   %[[P:.+]] = tg.compare "gt", %[[X]], %[[Z]]
+// CHECK-NEXT:   %[[P:.+]] = tg.compare gt, %[[X]], %[[Z]]
 // CHECK-NEXT:   %[[S:.+]] = tg.select %[[P]], %[[G]], %[[Z]]
 // CHECK-NEXT:   %[[R:.+]] = tg.reduce_sum %[[S]] {dims = array<i64: 0>}
 // CHECK-NEXT:   tg.yield %[[R]] : tensor<8xf32>
@@ -17,7 +17,7 @@
 // ELEMENTWISE-NOT:   tg.kernel reduction
 func.func @relu_grad_bias_sum(%x: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> tensor<8xf32> {
   %zero = tg.constant dense<0.000000e+00> : tensor<f32>
-  %p = tg.compare "gt", %x, %zero : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1>
+  %p = tg.compare gt, %x, %zero : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1>
   %s = tg.select %p, %g, %zero : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
   %r = tg.reduce_sum %s {dims = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>

@@ -88,8 +88,8 @@ TEST_F(BuildOpsTest, AddInfersTheBroadcastShape) {
 
 TEST_F(BuildOpsTest, CompareInfersABooleanTensor) {
   func::FuncOp f = startFunction({tensor({4}), tensor({})});
-  auto cmp = CompareOp::create(builder, loc, "lt", f.getArgument(0),
-                               f.getArgument(1));
+  auto cmp = CompareOp::create(builder, loc, ComparePredicate::lt,
+                               f.getArgument(0), f.getArgument(1));
   EXPECT_EQ(cmp.getType(), tensor({4}, builder.getI1Type()));
   EXPECT_TRUE(succeeded(finish()));
 }
