@@ -102,8 +102,8 @@ TEST(Matmul, LargeEnoughForThreadedBlas) {
 /// splits, with blocks that do not divide evenly, give what one thread gives.
 TEST(Matmul, ThreadedGemmMatchesOneThread) {
   int saved = omp_get_max_threads();
-  for (auto [m, n, k] : {std::array<int64_t, 3>{301, 67, 45},
-                         std::array<int64_t, 3>{53, 290, 61}})
+  for (auto [m, n, k] : {std::array<int64_t, 3>{601, 67, 45},
+                         std::array<int64_t, 3>{53, 790, 61}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         std::vector<float> a = randomVector(m * k, 21),
