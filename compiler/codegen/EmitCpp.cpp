@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/codegen/EmitCpp.h"
+#include "compiler/codegen/CSyntax.h"
 #include "compiler/codegen/ModelDescription.h"
 
 #include "dialects/tg/IR/TgOps.h"
@@ -54,25 +55,6 @@ int64_t product(ArrayRef<int64_t> dims) {
   for (int64_t d : dims)
     p *= d;
   return p;
-}
-
-/// The C++ operator of a tg.compare predicate.
-StringRef comparisonOperator(ComparePredicate predicate) {
-  switch (predicate) {
-  case ComparePredicate::eq:
-    return "==";
-  case ComparePredicate::ne:
-    return "!=";
-  case ComparePredicate::lt:
-    return "<";
-  case ComparePredicate::le:
-    return "<=";
-  case ComparePredicate::gt:
-    return ">";
-  case ComparePredicate::ge:
-    return ">=";
-  }
-  llvm_unreachable("unknown compare predicate");
 }
 
 /// The `tanh` argument of the runtime's GELU functions.

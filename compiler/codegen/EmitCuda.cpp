@@ -11,7 +11,7 @@
 //  2. schedule: the launches in op order, which tg-schedule decided: each
 //     tg.all_reduce is one bucket, launched on the communication stream
 //     where it stands (after its last gradient); the compute stream waits
-//     for a bucket right before the first launch that touches its results.
+//     for a bucket before the launch of the op its tg.waits names.
 //  3. memory: every buffer in one arena, placed by liveness over that
 //     schedule (LaunchArena), 256-byte aligned; gradients that are reduced
 //     in place are written straight into their bucket.
@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/codegen/EmitCuda.h"
+#include "compiler/codegen/CSyntax.h"
 #include "compiler/codegen/LaunchArena.h"
 #include "compiler/codegen/ModelDescription.h"
 
@@ -121,25 +122,6 @@ StringRef commReduceOp(Reduction reduction) {
     return "Mean";
   }
   llvm_unreachable("unknown reduction");
-}
-
-/// The C++ operator of a tg.compare predicate.
-StringRef comparisonOperator(ComparePredicate predicate) {
-  switch (predicate) {
-  case ComparePredicate::eq:
-    return "==";
-  case ComparePredicate::ne:
-    return "!=";
-  case ComparePredicate::lt:
-    return "<";
-  case ComparePredicate::le:
-    return "<=";
-  case ComparePredicate::gt:
-    return ">";
-  case ComparePredicate::ge:
-    return ">=";
-  }
-  llvm_unreachable("unknown compare predicate");
 }
 
 /// The runtime's GELU device function for `approximate` (tgc::cuda::geluTanh
@@ -395,7 +377,7 @@ private:
   LogicalResult planFusion();
   void formElementwiseGroups();
   LogicalResult buildLaunches();
-  void placeBucketWaits();
+  LogicalResult placeBucketWaits();
   LogicalResult planMemory();
   LogicalResult verifyPlan();
   void countFlops();
@@ -926,21 +908,40 @@ LogicalResult StepEmitter::buildLaunches() {
   return success();
 }
 
-void StepEmitter::placeBucketWaits() {
+LogicalResult StepEmitter::placeBucketWaits() {
   if (buckets.empty())
-    return;
-  // The values a bucket holds once reduced.
+    return success();
+  // tg-schedule's tg.waits: the buckets an op waits for, by the IR's bucket
+  // numbers; the return's are waited for at the step's end.
+  DenseMap<int64_t, int> bucketNumbered;
+  for (auto [i, b] : llvm::enumerate(buckets)) {
+    std::optional<uint64_t> number = b.op.getBucket();
+    if (!number)
+      return b.op.emitError(kBackend)
+             << ": a tg.all_reduce without a bucket; run tg-schedule first";
+    bucketNumbered[*number] = i;
+  }
+  auto waitsOf = [&](Operation *op) {
+    SmallVector<int> list;
+    if (auto attr = op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
+      for (int64_t number : attr.asArrayRef())
+        if (auto it = bucketNumbered.find(number); it != bucketNumbered.end())
+          list.push_back(it->second);
+    return list;
+  };
+  // What a bucket holds once reduced, to check that nothing touches it
+  // before its wait (the emitter's own grouping may not move a reader
+  // ahead of the op tg-schedule made wait).
   DenseMap<Value, int> heldBy;
   for (auto [i, b] : llvm::enumerate(buckets))
     for (Value r : b.op.getResults())
       heldBy[root(r)] = i;
-  // Before the first launch after a bucket that reads or writes what it
-  // holds, the compute stream waits for it; the step waits for the rest at
-  // its end.
   std::vector<bool> launched(buckets.size(), false),
       waited(buckets.size(), false);
   std::vector<Launch> scheduled;
   auto wait = [&](int b) {
+    if (waited[b])
+      return;
     Launch l;
     l.kind = LaunchKind::AllReduceWait;
     l.op = buckets[b].op;
@@ -949,28 +950,36 @@ void StepEmitter::placeBucketWaits() {
     waited[b] = true;
   };
   for (Launch &l : launches) {
-    if (l.kind != LaunchKind::Bucket) {
-      SmallVector<int> needed;
-      for (ArrayRef<Value> values : {ArrayRef<Value>(l.reads),
-                                     ArrayRef<Value>(l.writes)})
+    if (l.kind == LaunchKind::Bucket) {
+      launched[l.bucket] = true;
+    } else {
+      for (Operation *op : l.covered)
+        for (int b : waitsOf(op))
+          wait(b);
+      for (ArrayRef<Value> values :
+           {ArrayRef<Value>(l.reads), ArrayRef<Value>(l.writes)})
         for (Value v : values) {
           auto it = heldBy.find(root(v));
           if (it != heldBy.end() && launched[it->second] &&
-              !waited[it->second] && !llvm::is_contained(needed, it->second))
-            needed.push_back(it->second);
+              !waited[it->second])
+            return l.op->emitError(kBackend)
+                   << ": internal error: this launch touches all-reduce "
+                      "bucket "
+                   << *buckets[it->second].op.getBucket()
+                   << " before the op that waits for it (tg.waits)";
         }
-      llvm::sort(needed);
-      for (int b : needed)
-        wait(b);
-    } else {
-      launched[l.bucket] = true;
     }
     scheduled.push_back(std::move(l));
   }
+  for (int b : waitsOf(func.getBody().front().getTerminator()))
+    wait(b);
   for (size_t b = 0; b < buckets.size(); ++b)
     if (!waited[b])
-      wait(b);
+      return buckets[b].op.emitError(kBackend)
+             << ": no op waits for all-reduce bucket "
+             << *buckets[b].op.getBucket() << "; run tg-schedule first";
   launches = std::move(scheduled);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -2477,8 +2486,7 @@ LogicalResult StepEmitter::emit(
            << ": @" << func.getName() << " must have a single block";
   if (failed(checkTypes()) || failed(planFusion()) || failed(buildLaunches()))
     return failure();
-  placeBucketWaits();
-  if (failed(planMemory()))
+  if (failed(placeBucketWaits()) || failed(planMemory()))
     return failure();
   countFlops();
   countTraffic();

@@ -32,7 +32,8 @@ def SchedulePass : Pass<"tg-schedule", "func::FuncOp"> {
     - **Waits.** The first op that reads a bucket's results lists the
       bucket in `tg.waits`: there the compute stream waits for the
       communication stream (an event). Ops before it run concurrently
-      with the reduction.
+      with the reduction. A bucket nothing reads is waited for by the
+      return.
 
     A CPU backend runs the buckets as blocking MPI calls where they stand; a
     CUDA backend launches each on its communication stream and prints the

@@ -169,7 +169,8 @@ SmallVector<AllReduceOp> splitIntoBuckets(AllReduceOp reduce,
   return formed;
 }
 
-/// Marks the first reader of each bucket's results with `tg.waits`.
+/// Marks the first reader of each bucket's results (or the return, when
+/// nothing reads them) with `tg.waits`.
 void markWaits(Block &block, ArrayRef<AllReduceOp> buckets) {
   MLIRContext *ctx = block.getParentOp()->getContext();
   DenseMap<Operation *, SmallVector<int64_t>> waits;
@@ -180,8 +181,8 @@ void markWaits(Block &block, ArrayRef<AllReduceOp> buckets) {
       if (top && (!first || top->isBeforeInBlock(first)))
         first = top;
     }
-    if (first)
-      waits[first].push_back(*bucket.getBucket());
+    // A bucket nothing reads is waited for at the end of the step.
+    waits[first ? first : block.getTerminator()].push_back(*bucket.getBucket());
   }
   for (auto &[op, list] : waits) {
     if (auto old = op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))

@@ -38,75 +38,17 @@ bool worthThreads(int64_t rows, int64_t classes) {
   return rows > 1 && rows * classes > 16384;
 }
 
+/// The loss (when `perRow` or the returned total is wanted), dlogits (when
+/// `dlogits` is not null), or both in one sweep per row: the log-sum-exp
+/// computed once. cross_entropy, cross_entropy_grad and
+/// cross_entropy_with_grad are this one loop, so the fused classifier gives
+/// what the two calls give, bit for bit. `g` is read only for dlogits.
 template <typename Idx>
-float crossEntropyImpl(const float *logits, const Idx *labels, int64_t rows,
-                       int64_t classes, int64_t ignoreIndex, int reduction,
-                       float *perRow) {
-  double total = 0;
-  int64_t counted = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total, counted) if (worthThreads(rows, classes))
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = (int64_t)labels[r];
-    float loss = 0;
-    if (label != ignoreIndex) {
-      const float *x = logits + r * classes;
-      loss = label >= 0 && label < classes ? logSumExp(x, classes) - x[label]
-                                           : std::nanf("");
-      ++counted;
-    }
-    if (perRow)
-      perRow[r] = loss;
-    total += loss;
-  }
-  if (reduction == kMean)
-    return (float)(total / (double)counted);
-  return (float)total;
-}
-
-template <typename Idx>
-void crossEntropyGradImpl(const float *g, const float *logits,
-                          const Idx *labels, int64_t rows, int64_t classes,
-                          int64_t ignoreIndex, int reduction,
-                          float *dlogits) {
+float crossEntropyRows(const float *g, const float *logits, const Idx *labels,
+                       int64_t rows, int64_t classes, int64_t ignoreIndex,
+                       int reduction, float *perRow, float *dlogits) {
   float shared = 0;
-  if (reduction == kMean || reduction == kSum) {
-    int64_t counted = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      counted += (int64_t)labels[r] != ignoreIndex;
-    shared = reduction == kSum ? g[0] : (float)(g[0] / (double)counted);
-  }
-#pragma omp parallel for schedule(static) if (worthThreads(rows, classes))
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t label = (int64_t)labels[r];
-    float *dx = dlogits + r * classes;
-    if (label == ignoreIndex) {
-      std::memset(dx, 0, sizeof(float) * classes);
-      continue;
-    }
-    const float *x = logits + r * classes;
-    float scale = reduction == kMean || reduction == kSum ? shared : g[r];
-    if (label < 0 || label >= classes) {
-      std::fill(dx, dx + classes, std::nanf(""));
-      continue;
-    }
-    float lse = logSumExp(x, classes);
-#pragma omp simd
-    for (int64_t c = 0; c < classes; ++c)
-      dx[c] = scale * fastExp(x[c] - lse);
-    dx[label] -= scale;
-  }
-}
-
-/// The loss and its gradient in one sweep per row: the log-sum-exp once for
-/// both, with the very float operations of crossEntropyImpl and
-/// crossEntropyGradImpl, so the results are those two give, bit for bit.
-template <typename Idx>
-float crossEntropyWithGradImpl(const float *g, const float *logits,
-                               const Idx *labels, int64_t rows,
-                               int64_t classes, int64_t ignoreIndex,
-                               int reduction, float *perRow, float *dlogits) {
-  float shared = 0;
-  if (reduction == kMean || reduction == kSum) {
+  if (dlogits && (reduction == kMean || reduction == kSum)) {
     int64_t counted = 0;
     for (int64_t r = 0; r < rows; ++r)
       counted += (int64_t)labels[r] != ignoreIndex;
@@ -117,24 +59,29 @@ float crossEntropyWithGradImpl(const float *g, const float *logits,
 #pragma omp parallel for schedule(static) reduction(+ : total, counted) if (worthThreads(rows, classes))
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label = (int64_t)labels[r];
-    float *dx = dlogits + r * classes;
+    float *dx = dlogits ? dlogits + r * classes : nullptr;
     float loss = 0;
     if (label == ignoreIndex) {
-      std::memset(dx, 0, sizeof(float) * classes);
+      if (dx)
+        std::memset(dx, 0, sizeof(float) * classes);
     } else {
       ++counted;
       const float *x = logits + r * classes;
       if (label < 0 || label >= classes) {
         loss = std::nanf("");
-        std::fill(dx, dx + classes, std::nanf(""));
+        if (dx)
+          std::fill(dx, dx + classes, std::nanf(""));
       } else {
         float lse = logSumExp(x, classes);
         loss = lse - x[label];
-        float scale = reduction == kMean || reduction == kSum ? shared : g[r];
+        if (dx) {
+          float scale =
+              reduction == kMean || reduction == kSum ? shared : g[r];
 #pragma omp simd
-        for (int64_t c = 0; c < classes; ++c)
-          dx[c] = scale * fastExp(x[c] - lse);
-        dx[label] -= scale;
+          for (int64_t c = 0; c < classes; ++c)
+            dx[c] = scale * fastExp(x[c] - lse);
+          dx[label] -= scale;
+        }
       }
     }
     if (perRow)
@@ -152,40 +99,40 @@ float cross_entropy_with_grad(const float *g, const float *logits,
                               const int32_t *labels, int64_t rows,
                               int64_t classes, int64_t ignoreIndex,
                               int reduction, float *perRow, float *dlogits) {
-  return crossEntropyWithGradImpl(g, logits, labels, rows, classes,
-                                  ignoreIndex, reduction, perRow, dlogits);
+  return crossEntropyRows(g, logits, labels, rows, classes, ignoreIndex,
+                            reduction, perRow, dlogits);
 }
 float cross_entropy_with_grad(const float *g, const float *logits,
                               const int64_t *labels, int64_t rows,
                               int64_t classes, int64_t ignoreIndex,
                               int reduction, float *perRow, float *dlogits) {
-  return crossEntropyWithGradImpl(g, logits, labels, rows, classes,
-                                  ignoreIndex, reduction, perRow, dlogits);
+  return crossEntropyRows(g, logits, labels, rows, classes, ignoreIndex,
+                            reduction, perRow, dlogits);
 }
 
 float cross_entropy(const float *logits, const int32_t *labels, int64_t rows,
                     int64_t classes, int64_t ignoreIndex, int reduction,
                     float *perRow) {
-  return crossEntropyImpl(logits, labels, rows, classes, ignoreIndex,
-                          reduction, perRow);
+  return crossEntropyRows(nullptr, logits, labels, rows, classes,
+                          ignoreIndex, reduction, perRow, nullptr);
 }
 float cross_entropy(const float *logits, const int64_t *labels, int64_t rows,
                     int64_t classes, int64_t ignoreIndex, int reduction,
                     float *perRow) {
-  return crossEntropyImpl(logits, labels, rows, classes, ignoreIndex,
-                          reduction, perRow);
+  return crossEntropyRows(nullptr, logits, labels, rows, classes,
+                          ignoreIndex, reduction, perRow, nullptr);
 }
 void cross_entropy_grad(const float *g, const float *logits,
                         const int32_t *labels, int64_t rows, int64_t classes,
                         int64_t ignoreIndex, int reduction, float *dlogits) {
-  crossEntropyGradImpl(g, logits, labels, rows, classes, ignoreIndex,
-                       reduction, dlogits);
+  crossEntropyRows(g, logits, labels, rows, classes, ignoreIndex,
+                     reduction, nullptr, dlogits);
 }
 void cross_entropy_grad(const float *g, const float *logits,
                         const int64_t *labels, int64_t rows, int64_t classes,
                         int64_t ignoreIndex, int reduction, float *dlogits) {
-  crossEntropyGradImpl(g, logits, labels, rows, classes, ignoreIndex,
-                       reduction, dlogits);
+  crossEntropyRows(g, logits, labels, rows, classes, ignoreIndex,
+                     reduction, nullptr, dlogits);
 }
 
 } // namespace tgc::cpu
