@@ -39,6 +39,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -361,10 +362,13 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
   if (failed(oneOf("precision", training.precision(),
                    {"fp32", "bf16", "fp16", "fp8"})))
     return failure();
+  // The kinds are tg enums: the schema table lists their spellings.
+  auto strings = [](ArrayRef<StringRef> names) {
+    return llvm::map_to_vector(names, [](StringRef n) { return n.str(); });
+  };
   if (const fbs::Optimizer *opt = training.optimizer()) {
-    if (failed(oneOf(
-            "optimizer.kind", opt->kind(),
-            {"sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb", "lion"})) ||
+    if (failed(oneOf("optimizer.kind", opt->kind(),
+                     strings(getOptimizerKindSpellings()))) ||
         failed(finite("optimizer.lr", opt->lr(), 0)) ||
         failed(finite("optimizer.beta1", opt->beta1(), 0)) ||
         failed(finite("optimizer.beta2", opt->beta2(), 0)) ||
@@ -376,9 +380,8 @@ LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
       return failure();
   }
   if (const fbs::Schedule *sched = training.schedule()) {
-    if (failed(
-            oneOf("schedule.kind", sched->kind(),
-                  {"constant", "cosine", "linear", "step", "cyclic", "wsd"})) ||
+    if (failed(oneOf("schedule.kind", sched->kind(),
+                     strings(getScheduleKindSpellings()))) ||
         failed(atLeast("schedule.warmup_steps", sched->warmup_steps(), 0)) ||
         failed(atLeast("schedule.total_steps", sched->total_steps(), 0)) ||
         failed(atLeast("schedule.step_size", sched->step_size(), 0)) ||

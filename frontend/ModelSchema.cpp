@@ -142,16 +142,8 @@ template <typename... AttrTs> struct StringEnumList {
     return {};
   }
 
-  // The enums' cases are numbered from 0 without gaps, and stringifyEnum
-  // gives "" past the last.
   template <typename AttrT> static SmallVector<StringRef> spellings() {
-    SmallVector<StringRef> out;
-    for (uint32_t i = 0;; ++i) {
-      StringRef s = stringifyEnum(static_cast<EnumOf<AttrT>>(i));
-      if (s.empty())
-        return out;
-      out.push_back(s);
-    }
+    return getEnumSpellings<EnumOf<AttrT>>();
   }
 
   static ArrayRef<StringEnum> all() {
@@ -172,7 +164,8 @@ template <typename... AttrTs> struct StringEnumList {
 };
 
 using ModelFileEnums =
-    StringEnumList<ReductionAttr, GeluApproximationAttr, ComparePredicateAttr>;
+    StringEnumList<ReductionAttr, GeluApproximationAttr, ComparePredicateAttr,
+                   LossReductionAttr, OptimizerKindAttr, ScheduleKindAttr>;
 
 ArrayRef<StringEnum> mlir::tg::getStringEnums() {
   return ModelFileEnums::all();
@@ -180,4 +173,12 @@ ArrayRef<StringEnum> mlir::tg::getStringEnums() {
 
 std::optional<StringRef> mlir::tg::getEnumString(Attribute attr) {
   return ModelFileEnums::toString(attr);
+}
+
+SmallVector<StringRef> mlir::tg::getOptimizerKindSpellings() {
+  return ModelFileEnums::spellings<OptimizerKindAttr>();
+}
+
+SmallVector<StringRef> mlir::tg::getScheduleKindSpellings() {
+  return ModelFileEnums::spellings<ScheduleKindAttr>();
 }

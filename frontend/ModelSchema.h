@@ -79,6 +79,14 @@ llvm::ArrayRef<StringEnum> getStringEnums();
 /// The model-file string of `attr` when it is one of getStringEnums().
 std::optional<llvm::StringRef> getEnumString(Attribute attr);
 
+/// The strings the training table's `optimizer.kind` takes: the cases of
+/// tg.optimizer_update's kind (#tg<optimizer adamw>).
+llvm::SmallVector<llvm::StringRef> getOptimizerKindSpellings();
+
+/// The strings the training table's `schedule.kind` takes: the cases of
+/// tg.lr_schedule's kind (#tg<schedule cosine>).
+llvm::SmallVector<llvm::StringRef> getScheduleKindSpellings();
+
 } // namespace mlir::tg
 
 #endif // TGC_FRONTEND_MODELSCHEMA_H

@@ -769,9 +769,22 @@ FunctionEmitter::constantStorage(ConstantOp op, StringRef name) {
   return storage;
 }
 
+/// A cross-entropy reduction as the runtime numbers it.
+static int lossReductionCode(LossReduction reduction) {
+  switch (reduction) {
+  case LossReduction::mean:
+    return 0;
+  case LossReduction::sum:
+    return 1;
+  case LossReduction::none:
+    return 2;
+  }
+  llvm_unreachable("unhandled LossReduction");
+}
+
 /// tg.cross_entropy's reduction as the runtime numbers it.
 static int lossReductionCode(CrossEntropyOp op) {
-  return op.getReduction() == "mean" ? 0 : op.getReduction() == "sum" ? 1 : 2;
+  return lossReductionCode(op.getReduction());
 }
 
 void FunctionEmitter::emitClassifierKernel(KernelOp kernel) {
@@ -1023,9 +1036,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       .Case([&](CrossEntropyOp c) {
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back();
-        int reduction = c.getReduction() == "mean"  ? 0
-                        : c.getReduction() == "sum" ? 1
-                                                    : 2;
+        int reduction = lossReductionCode(c.getReduction());
         std::string call = llvm::formatv(
             "tgc::cpu::cross_entropy({0}, {1}, {2}, {3}, {4}, {5}, {6})",
             buf(c.getLogits()), buf(c.getLabels()), t.getNumElements() / classes,
@@ -1040,9 +1051,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       .Case([&](CrossEntropyGradOp c) {
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back();
-        int reduction = c.getReduction() == "mean"  ? 0
-                        : c.getReduction() == "sum" ? 1
-                                                    : 2;
+        int reduction = lossReductionCode(c.getReduction());
         os << "  tgc::cpu::cross_entropy_grad(" << buf(c.getGrad()) << ", "
            << buf(c.getLogits()) << ", " << buf(c.getLabels()) << ", "
            << t.getNumElements() / classes << ", " << classes << ", "
@@ -1219,13 +1228,27 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LrScheduleOp l) {
-        std::string kind = llvm::StringSwitch<std::string>(l.getKind())
-                               .Case("constant", "Constant")
-                               .Case("cosine", "Cosine")
-                               .Case("linear", "Linear")
-                               .Case("step", "Step")
-                               .Case("cyclic", "Cyclic")
-                               .Default("WSD");
+        StringRef kind;
+        switch (l.getKind()) {
+        case ScheduleKind::constant:
+          kind = "Constant";
+          break;
+        case ScheduleKind::cosine:
+          kind = "Cosine";
+          break;
+        case ScheduleKind::linear:
+          kind = "Linear";
+          break;
+        case ScheduleKind::step:
+          kind = "Step";
+          break;
+        case ScheduleKind::cyclic:
+          kind = "Cyclic";
+          break;
+        case ScheduleKind::wsd:
+          kind = "WSD";
+          break;
+        }
         os << "  {\n    static const tgc::cpu::ScheduleParams schedule{"
            << "tgc::cpu::ScheduleKind::" << kind << ", " << l.getWarmupSteps()
            << ", " << l.getTotalSteps() << ", " << l.getStepSize() << ", "
@@ -1239,14 +1262,30 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](OptimizerUpdateOp u) {
-        std::string kind = llvm::StringSwitch<std::string>(u.getKind())
-                               .Case("sgd", "SGD")
-                               .Case("adam", "Adam")
-                               .Case("adamw", "AdamW")
-                               .Case("rmsprop", "RMSprop")
-                               .Case("adagrad", "Adagrad")
-                               .Case("lamb", "LAMB")
-                               .Default("Lion");
+        StringRef kind;
+        switch (u.getKind()) {
+        case OptimizerKind::sgd:
+          kind = "SGD";
+          break;
+        case OptimizerKind::adam:
+          kind = "Adam";
+          break;
+        case OptimizerKind::adamw:
+          kind = "AdamW";
+          break;
+        case OptimizerKind::rmsprop:
+          kind = "RMSprop";
+          break;
+        case OptimizerKind::adagrad:
+          kind = "Adagrad";
+          break;
+        case OptimizerKind::lamb:
+          kind = "LAMB";
+          break;
+        case OptimizerKind::lion:
+          kind = "Lion";
+          break;
+        }
         std::string state;
         for (auto [i, v] : llvm::enumerate(u.getNewState()))
           state += (i ? ", " : "") + buf(v);

@@ -1759,15 +1759,26 @@ LogicalResult StepEmitter::emitGemm(Launch &launch) {
   return success();
 }
 
+/// The runtime's tgc::cuda::Reduction case for a cross-entropy reduction.
+static StringRef lossReductionCase(LossReduction reduction) {
+  switch (reduction) {
+  case LossReduction::mean:
+    return "Mean";
+  case LossReduction::sum:
+    return "Sum";
+  case LossReduction::none:
+    return "None";
+  }
+  llvm_unreachable("unknown loss reduction");
+}
+
 void StepEmitter::emitClassifier(Launch &launch) {
   CrossEntropyOp ce = launch.crossEntropy;
   CrossEntropyGradOp grad = launch.crossEntropyGrad;
   auto t = tensorType(ce.getLogits());
   int64_t classes = t.getShape().back();
   int64_t rows = t.getNumElements() / classes;
-  StringRef reduction = ce.getReduction() == "mean"  ? "Mean"
-                        : ce.getReduction() == "sum" ? "Sum"
-                                                     : "None";
+  StringRef reduction = lossReductionCase(ce.getReduction());
   bool none = reduction == "None";
   std::string logits = ptr(ce.getLogits()), labels = ptr(ce.getLabels()),
               g = isSplatOne(grad.getGrad()) ? "nullptr" : ptr(grad.getGrad()),
@@ -2113,9 +2124,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
           return failure();
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back(), rows = t.getNumElements() / classes;
-        StringRef reduction = c.getReduction() == "mean"  ? "Mean"
-                              : c.getReduction() == "sum" ? "Sum"
-                                                          : "None";
+        StringRef reduction = lossReductionCase(c.getReduction());
         bool none = reduction == "None";
         std::string logits = ptr(c.getLogits()), labels = ptr(c.getLabels()),
                     loss = ptr(c.getResult());
@@ -2141,9 +2150,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                  << ": tg.cross_entropy_grad needs an f32 loss gradient";
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back(), rows = t.getNumElements() / classes;
-        StringRef reduction = c.getReduction() == "mean"  ? "Mean"
-                              : c.getReduction() == "sum" ? "Sum"
-                                                          : "None";
+        StringRef reduction = lossReductionCase(c.getReduction());
         std::string g = ptr(c.getGrad()), logits = ptr(c.getLogits()),
                     labels = ptr(c.getLabels()), out = ptr(c.getResult());
         os << begin << "  tgc::cuda::cross_entropy_grad(" << g << ", " << logits
@@ -2394,13 +2401,27 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](LrScheduleOp l) -> LogicalResult {
-        std::string kind = llvm::StringSwitch<std::string>(l.getKind())
-                               .Case("constant", "Constant")
-                               .Case("cosine", "Cosine")
-                               .Case("linear", "Linear")
-                               .Case("step", "Step")
-                               .Case("cyclic", "Cyclic")
-                               .Default("WSD");
+        StringRef kind;
+        switch (l.getKind()) {
+        case ScheduleKind::constant:
+          kind = "Constant";
+          break;
+        case ScheduleKind::cosine:
+          kind = "Cosine";
+          break;
+        case ScheduleKind::linear:
+          kind = "Linear";
+          break;
+        case ScheduleKind::step:
+          kind = "Step";
+          break;
+        case ScheduleKind::cyclic:
+          kind = "Cyclic";
+          break;
+        case ScheduleKind::wsd:
+          kind = "WSD";
+          break;
+        }
         std::string step = ptr(l.getStep()), base = ptr(l.getBaseLr()),
                     out = ptr(l.getResult());
         os << begin << "  {\n    static const tgc::cuda::ScheduleParams schedule{"
@@ -2429,14 +2450,30 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
           return u.emitError(kBackend)
                  << ": tg.optimizer_update takes an f32 or bf16 gradient, got "
                  << ge;
-        std::string kind = llvm::StringSwitch<std::string>(u.getKind())
-                               .Case("sgd", "SGD")
-                               .Case("adam", "Adam")
-                               .Case("adamw", "AdamW")
-                               .Case("rmsprop", "RMSprop")
-                               .Case("adagrad", "Adagrad")
-                               .Case("lamb", "LAMB")
-                               .Default("Lion");
+        StringRef kind;
+        switch (u.getKind()) {
+        case OptimizerKind::sgd:
+          kind = "SGD";
+          break;
+        case OptimizerKind::adam:
+          kind = "Adam";
+          break;
+        case OptimizerKind::adamw:
+          kind = "AdamW";
+          break;
+        case OptimizerKind::rmsprop:
+          kind = "RMSprop";
+          break;
+        case OptimizerKind::adagrad:
+          kind = "Adagrad";
+          break;
+        case OptimizerKind::lamb:
+          kind = "LAMB";
+          break;
+        case OptimizerKind::lion:
+          kind = "Lion";
+          break;
+        }
         std::string param = ptr(u.getNewParam()), g = ptr(grad),
                     lr = ptr(u.getLr()), step = ptr(u.getStep()),
                     s = scale ? ptr(scale) : "nullptr";

@@ -63,6 +63,25 @@ struct TableReader {
   }
 };
 
+/// The case of the kind enum `EnumT` that `spelling` names, or an error that
+/// says where the string came from (`field` of the training table, which is
+/// the model file's `training.<field>`, or the pass option that overrides
+/// it) and lists the kinds there are.
+template <typename EnumT>
+FailureOr<EnumT> parseKind(ModuleOp module, StringRef spelling, bool fromOption,
+                           StringRef option, StringRef field) {
+  if (std::optional<EnumT> kind = symbolizeEnum<EnumT>(spelling))
+    return *kind;
+  InFlightDiagnostic diag = module.emitError("tg-optimizer: ");
+  if (fromOption)
+    diag << "option " << option;
+  else
+    diag << "training." << field;
+  diag << ": unknown value '" << spelling << "'; expected one of ";
+  llvm::interleaveComma(getEnumSpellings<EnumT>(), diag);
+  return LogicalResult(diag);
+}
+
 struct BuildTrainStepPass
     : public tg::impl::BuildTrainStepPassBase<BuildTrainStepPass> {
   using BuildTrainStepPassBase::BuildTrainStepPassBase;
@@ -87,14 +106,22 @@ struct BuildTrainStepPass
     TableReader table{module->getAttrOfType<DictionaryAttr>(
         TgDialect::kTrainingAttr)};
     TableReader opt = table.sub("optimizer"), sched = table.sub("schedule");
-    std::string kind = optimizer.empty() ? opt.string("kind", "adamw")
-                                         : optimizer.getValue();
+    FailureOr<OptimizerKind> kind = parseKind<OptimizerKind>(
+        module,
+        optimizer.empty() ? opt.string("kind", "adamw") : optimizer.getValue(),
+        !optimizer.empty(), "optimizer", "optimizer.kind");
+    if (failed(kind))
+      return failure();
+    FailureOr<ScheduleKind> schedKind = parseKind<ScheduleKind>(
+        module,
+        schedule.empty() ? sched.string("kind", "constant")
+                         : schedule.getValue(),
+        !schedule.empty(), "schedule", "schedule.kind");
+    if (failed(schedKind))
+      return failure();
     double momentum = opt.number("momentum", 0.0);
-    auto slots = OptimizerUpdateOp::stateSlots(kind, momentum);
-    if (failed(slots))
-      return module.emitError("tg-optimizer: unknown optimizer '")
-             << kind << "'; expected sgd, adam, adamw, rmsprop, adagrad, "
-             << "lamb or lion";
+    SmallVector<StringRef> slots =
+        OptimizerUpdateOp::stateSlots(*kind, momentum);
     double wd = weightDecay >= 0 ? (double)weightDecay
                                  : opt.number("weight_decay", 0.0);
     double clip = clipGradNorm >= 0 ? (double)clipGradNorm
@@ -147,7 +174,7 @@ struct BuildTrainStepPass
       }
     unsigned firstState = argTypes.size();
     for (const Trainable &t : trainables)
-      for (StringRef slot : *slots) {
+      for (StringRef slot : slots) {
         argTypes.push_back(fbType.getInput(t.arg));
         argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
             TgDialect::kStateAttr,
@@ -201,7 +228,7 @@ struct BuildTrainStepPass
     for (unsigned i = 0; i < fb.getNumArguments(); ++i)
       if (fb.getArgAttr(i, TgDialect::kParamAttr))
         mapping.map(fb.getArgument(i), step.getArgument(next++));
-    unsigned inputBase = firstState + trainables.size() * slots->size();
+    unsigned inputBase = firstState + trainables.size() * slots.size();
     for (auto [k, i] : llvm::enumerate(inputArgs))
       mapping.map(fb.getArgument(i), step.getArgument(inputBase + k));
     Block &fbBlock = fb.getBody().front();
@@ -259,8 +286,6 @@ struct BuildTrainStepPass
         g = MulOp::create(b, loc, g, scalarFor(scale, g));
     }
 
-    std::string schedKind =
-        schedule.empty() ? sched.string("kind", "constant") : schedule.getValue();
     int64_t total = totalSteps > 0 ? (int64_t)totalSteps
                                    : sched.integer("total_steps", 0);
     if (total <= 0)
@@ -268,8 +293,9 @@ struct BuildTrainStepPass
     int64_t warmup = warmupSteps >= 0 ? (int64_t)warmupSteps
                                       : sched.integer("warmup_steps", 0);
     auto lr = LrScheduleOp::create(
-        b, loc, f32Scalar, stepArg, baseLr, b.getStringAttr(schedKind),
-        b.getI64IntegerAttr(warmup), b.getI64IntegerAttr(total),
+        b, loc, f32Scalar, stepArg, baseLr,
+        ScheduleKindAttr::get(ctx, *schedKind), b.getI64IntegerAttr(warmup),
+        b.getI64IntegerAttr(total),
         b.getF64FloatAttr(sched.number("min_lr", 0.0)),
         b.getI64IntegerAttr(sched.integer("step_size", 0)),
         b.getF64FloatAttr(sched.number("gamma", 0.1)),
@@ -288,16 +314,17 @@ struct BuildTrainStepPass
     for (auto [k, t] : llvm::enumerate(trainables)) {
       Value param = step.getArgument(paramPosition[t.arg]);
       SmallVector<Value> state;
-      for (unsigned s = 0; s < slots->size(); ++s)
-        state.push_back(step.getArgument(firstState + k * slots->size() + s));
+      for (unsigned s = 0; s < slots.size(); ++s)
+        state.push_back(step.getArgument(firstState + k * slots.size() + s));
       bool decay = llvm::none_of(noDecay, [&](const llvm::GlobPattern &p) {
         return p.match(t.name);
       });
       numNoDecay += decay ? 0 : 1;
       SmallVector<Type> resultTypes(1 + state.size(), param.getType());
       auto update = OptimizerUpdateOp::create(
-          b, loc, resultTypes, b.getStringAttr(kind), param, grads[k], lr,
-          stepArg, state, b.getF64FloatAttr(opt.number("beta1", 0.9)),
+          b, loc, resultTypes, OptimizerKindAttr::get(ctx, *kind), param,
+          grads[k], lr, stepArg, state,
+          b.getF64FloatAttr(opt.number("beta1", 0.9)),
           b.getF64FloatAttr(opt.number("beta2", 0.999)),
           b.getF64FloatAttr(opt.number("eps", 1e-8)),
           b.getF64FloatAttr(decay ? wd : 0.0), b.getF64FloatAttr(momentum),
@@ -327,7 +354,7 @@ struct BuildTrainStepPass
     for (const Trainable &t : trainables)
       resultAttrs.push_back(named(TgDialect::kUpdateAttr, t.name));
     for (const Trainable &t : trainables)
-      for (StringRef slot : *slots)
+      for (StringRef slot : slots)
         resultAttrs.push_back(
             named(TgDialect::kUpdateAttr, t.name + "." + slot));
     for (StringRef metric : {"loss", "grad_norm", "lr"})

@@ -20,10 +20,10 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     The step computes the loss and gradients; with gradient accumulation
     (`grad_accum` > 1) it adds the gradients of the step's earlier
     micro-batches (arguments `tg.accum = "<param>"`, summed by the runtime's
-    accumulate calls) and divides by `micro_batches` (an i32 scalar). It then averages the
-    gradients over the data-parallel replicas with one `tg.all_reduce`
-    (`reduction = "mean"`, `mesh_axis = "data"`; the identity with one
-    process), and computes the global gradient norm
+    accumulate calls) and divides by `micro_batches` (an i32 scalar). It then
+    averages the gradients over the data-parallel replicas with one
+    `tg.all_reduce` (`reduction = #tg<reduction mean>`, `mesh_axis = "data"`;
+    the identity with one process), and computes the global gradient norm
     (always, as a metric), clips the gradients to `clip_grad_norm` when it is
     positive (as torch.nn.utils.clip_grad_norm_), evaluates the learning-rate
     schedule at `step` (counting from 1) and applies one `tg.optimizer_update`
@@ -35,6 +35,11 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     `tg.accum = "<param>"` and `tg.scalar = "step" | "base_lr" |
     "micro_batches"`; results carry `tg.update = "<name>"` or
     `tg.metric = "loss" | "grad_norm" | "lr"`.
+
+    The table spells `optimizer.kind` and `schedule.kind` as strings, as the
+    model file does; they become the kinds of `tg.optimizer_update` (`adamw`)
+    and `tg.lr_schedule` (`#tg<schedule cosine>`), and a string that names
+    no kind is an error that lists them.
 
     Options override the training table (as tgc's flags do).
   }];

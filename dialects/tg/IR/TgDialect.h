@@ -16,4 +16,22 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/tg/IR/TgAttrs.h.inc"
 
+namespace mlir::tg {
+
+/// The spelling of every case of the tg enum `EnumT`, in order: the values a
+/// diagnostic lists when a string names none of them. The enums number their
+/// cases from 0 without gaps, and stringifyEnum gives "" past the last.
+template <typename EnumT>
+llvm::SmallVector<llvm::StringRef> getEnumSpellings() {
+  llvm::SmallVector<llvm::StringRef> out;
+  for (uint32_t i = 0;; ++i) {
+    llvm::StringRef s = stringifyEnum(static_cast<EnumT>(i));
+    if (s.empty())
+      return out;
+    out.push_back(s);
+  }
+}
+
+} // namespace mlir::tg
+
 #endif // TGC_DIALECTS_TG_IR_TGDIALECT_H

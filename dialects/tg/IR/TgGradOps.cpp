@@ -92,7 +92,7 @@ LogicalResult CrossEntropyGradOp::verify() {
                          << " must be the logits shape "
                          << formatShape(logits.getShape())
                          << " without its last dim";
-  StringRef reduction = getReduction();
+  LossReduction reduction = getReduction();
   auto grad = getGrad().getType();
   // The gradient of the loss, which tg.cross_entropy makes f32 whatever the
   // logits' type; the result is the logits' gradient in the logits' type.
@@ -100,21 +100,16 @@ LogicalResult CrossEntropyGradOp::verify() {
     return emitOpError() << "grad must have element type f32 (the loss's), "
                             "got "
                          << grad.getElementType();
-  if (reduction == "none") {
+  if (reduction == LossReduction::none) {
     if (grad.getShape() != labelsShape)
       return emitOpError() << "grad shape " << formatShape(grad.getShape())
                            << " must be the labels shape "
                            << formatShape(labelsShape)
                            << " for reduction \"none\"";
-  } else if (reduction == "mean" || reduction == "sum") {
-    if (grad.getRank() != 0)
-      return emitOpError() << "grad must be a scalar for reduction \""
-                           << reduction << "\", got shape "
-                           << formatShape(grad.getShape());
-  } else {
-    return emitOpError() << "reduction must be \"mean\", \"sum\" or \"none\", "
-                            "got \""
-                         << reduction << "\"";
+  } else if (grad.getRank() != 0) {
+    return emitOpError() << "grad must be a scalar for reduction \""
+                         << stringifyEnum(reduction) << "\", got shape "
+                         << formatShape(grad.getShape());
   }
   return success();
 }

@@ -87,8 +87,8 @@ def Tg_CrossEntropyGradOp : Tg_GradOp<"cross_entropy_grad"> {
   let summary = "Gradient of tg.cross_entropy with respect to the logits";
   let description = [{
     `grad` is the gradient of the loss (a scalar, or shaped like the labels for
-    `reduction = "none"`), f32 as the loss is; the result has the logits'
-    type.
+    `reduction = #tg<loss_reduction none>`), f32 as the loss is; the result
+    has the logits' type.
 
     ```mlir
     %dlogits = tg.cross_entropy_grad %g, %logits, %y
@@ -98,7 +98,8 @@ def Tg_CrossEntropyGradOp : Tg_GradOp<"cross_entropy_grad"> {
   let arguments = (ins Tg_FloatTensor:$grad, Tg_FloatTensor:$logits,
                    Tg_IntTensor:$labels,
                    DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
-                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction);
+                   DefaultValuedAttr<Tg_LossReductionAttr,
+                       "::mlir::tg::LossReduction::mean">:$reduction);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits) `,`

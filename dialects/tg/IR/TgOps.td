@@ -394,13 +394,26 @@ def Tg_EmbeddingOp : Tg_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+// How a loss combines its per-label terms. Not the collective Reduction:
+// `none` keeps the per-label losses (and so changes the result type).
+def Tg_LossReduction : I32EnumAttr<"LossReduction",
+    "how tg.cross_entropy combines its per-label losses", [
+    I32EnumAttrCase<"mean", 0>, I32EnumAttrCase<"sum", 1>,
+    I32EnumAttrCase<"none", 2>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_LossReductionAttr :
+    EnumAttr<Tg_Dialect, Tg_LossReduction, "loss_reduction">;
+
 def Tg_CrossEntropyOp : Tg_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   let summary = "Softmax cross-entropy against integer labels";
   let description = [{
     `logits` is [..., C] and `labels` the leading dims [...]. Labels equal to
     `ignore_index` add nothing and do not count toward the mean.
-    `reduction` is `mean` (a scalar over the counted labels, the default),
-    `sum` (a scalar), or `none` (the per-label losses, shaped like `labels`).
+    `reduction` is `#tg<loss_reduction mean>` (a scalar over the counted
+    labels, the default), `sum` (a scalar), or `none` (the per-label losses,
+    shaped like `labels`).
     The loss is f32 whatever the logits' float type: the softmax and the sums
     accumulate in f32, and bf16 logits are read as they are (a fused
     classifier) rather than widened to an f32 copy.
@@ -408,11 +421,14 @@ def Tg_CrossEntropyOp : Tg_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
     ```mlir
     %l = tg.cross_entropy %logits, %y : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
     %m = tg.cross_entropy %h, %t : tensor<8x64x256xbf16>, tensor<8x64xi64> -> tensor<f32>
+    %n = tg.cross_entropy %logits, %y {reduction = #tg<loss_reduction none>}
+        : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
     ```
   }];
   let arguments = (ins Tg_FloatTensor:$logits, Tg_IntTensor:$labels,
                    DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
-                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction);
+                   DefaultValuedAttr<Tg_LossReductionAttr,
+                       "::mlir::tg::LossReduction::mean">:$reduction);
   let results = (outs Tg_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)

@@ -1,7 +1,7 @@
 //===- TgOptimizerOps.cpp - Verifiers of the tg optimizer ops -----*- C++ -*-===//
 //
-// Checks schedule and optimizer kinds, their hyperparameters, and that each
-// optimizer update carries the state slots its kind needs.
+// Checks the schedule and optimizer hyperparameters their kinds need, and
+// that each optimizer update carries the state slots of its kind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,13 +11,7 @@ using namespace mlir;
 using namespace mlir::tg;
 
 LogicalResult LrScheduleOp::verify() {
-  StringRef kind = getKind();
-  if (!llvm::is_contained({"constant", "cosine", "linear", "step", "cyclic",
-                           "wsd"},
-                          kind))
-    return emitOpError() << "unknown schedule \"" << kind
-                         << "\"; expected constant, cosine, linear, step, "
-                            "cyclic or wsd";
+  ScheduleKind kind = getKind();
   for (auto [name, count] :
        {std::pair<StringRef, int64_t>{"warmup_steps", getWarmupSteps()},
         {"total_steps", getTotalSteps()},
@@ -25,15 +19,17 @@ LogicalResult LrScheduleOp::verify() {
         {"decay_steps", getDecaySteps()}})
     if (count < 0)
       return emitOpError() << name << " must not be negative, got " << count;
-  if ((kind == "cosine" || kind == "linear" || kind == "wsd") &&
-      getTotalSteps() <= getWarmupSteps())
-    return emitOpError() << "schedule \"" << kind << "\" needs total_steps ("
-                         << getTotalSteps() << ") > warmup_steps ("
-                         << getWarmupSteps() << ")";
-  if ((kind == "step" || kind == "cyclic") && getStepSize() < 1)
-    return emitOpError() << "schedule \"" << kind
+  bool decays = kind == ScheduleKind::cosine || kind == ScheduleKind::linear ||
+                kind == ScheduleKind::wsd;
+  if (decays && getTotalSteps() <= getWarmupSteps())
+    return emitOpError() << "schedule \"" << stringifyEnum(kind)
+                         << "\" needs total_steps (" << getTotalSteps()
+                         << ") > warmup_steps (" << getWarmupSteps() << ")";
+  if ((kind == ScheduleKind::step || kind == ScheduleKind::cyclic) &&
+      getStepSize() < 1)
+    return emitOpError() << "schedule \"" << stringifyEnum(kind)
                          << "\" needs step_size >= 1, got " << getStepSize();
-  if (kind == "wsd" &&
+  if (kind == ScheduleKind::wsd &&
       (getDecaySteps() < 1 ||
        getDecaySteps() > getTotalSteps() - getWarmupSteps()))
     return emitOpError() << "schedule \"wsd\" needs 1 <= decay_steps <= "
@@ -48,44 +44,43 @@ LogicalResult GlobalNormOp::verify() {
   return success();
 }
 
-FailureOr<SmallVector<StringRef>>
-OptimizerUpdateOp::stateSlots(StringRef kind, double momentum) {
-  if (kind == "sgd")
+SmallVector<StringRef> OptimizerUpdateOp::stateSlots(OptimizerKind kind,
+                                                     double momentum) {
+  switch (kind) {
+  case OptimizerKind::sgd:
     return momentum > 0 ? SmallVector<StringRef>{"momentum_buffer"}
                         : SmallVector<StringRef>{};
-  if (kind == "adam" || kind == "adamw" || kind == "lamb")
-    return SmallVector<StringRef>{"exp_avg", "exp_avg_sq"};
-  if (kind == "rmsprop")
+  case OptimizerKind::adam:
+  case OptimizerKind::adamw:
+  case OptimizerKind::lamb:
+    return {"exp_avg", "exp_avg_sq"};
+  case OptimizerKind::rmsprop:
     return momentum > 0
                ? SmallVector<StringRef>{"square_avg", "momentum_buffer"}
                : SmallVector<StringRef>{"square_avg"};
-  if (kind == "adagrad")
-    return SmallVector<StringRef>{"sum"};
-  if (kind == "lion")
-    return SmallVector<StringRef>{"exp_avg"};
-  return failure();
+  case OptimizerKind::adagrad:
+    return {"sum"};
+  case OptimizerKind::lion:
+    return {"exp_avg"};
+  }
+  llvm_unreachable("unhandled OptimizerKind");
 }
 
 LogicalResult OptimizerUpdateOp::verify() {
   double momentum = getMomentum().convertToDouble();
-  auto slots = stateSlots(getKind(), momentum);
-  if (failed(slots))
-    return emitOpError() << "unknown optimizer \"" << getKind()
-                         << "\"; expected sgd, adam, adamw, rmsprop, adagrad, "
-                            "lamb or lion";
-  if (getState().size() != slots->size())
-    return emitOpError() << "optimizer \"" << getKind() << "\" needs "
-                         << slots->size() << " state tensors, got "
-                         << getState().size();
+  SmallVector<StringRef> slots = stateSlots(getKind(), momentum);
+  if (getState().size() != slots.size())
+    return emitOpError() << "optimizer \"" << stringifyEnum(getKind())
+                         << "\" needs " << slots.size()
+                         << " state tensors, got " << getState().size();
   Type paramType = getParam().getType();
   if (getGrad().getType() != paramType)
     return emitOpError() << "grad type " << getGrad().getType()
                          << " differs from param type " << paramType;
   for (auto [i, v] : llvm::enumerate(getState()))
     if (v.getType() != paramType)
-      return emitOpError() << "state " << i << " (" << (*slots)[i]
-                           << ") has type " << v.getType()
-                           << ", param has " << paramType;
+      return emitOpError() << "state " << i << " (" << slots[i] << ") has type "
+                           << v.getType() << ", param has " << paramType;
   if (getNewState().size() != getState().size())
     return emitOpError() << "needs " << getState().size() + 1
                          << " results (the param and its state), got "

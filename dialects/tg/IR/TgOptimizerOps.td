@@ -8,10 +8,37 @@
 #ifndef TG_OPTIMIZER_OPS_TD
 #define TG_OPTIMIZER_OPS_TD
 
+include "mlir/IR/EnumAttr.td"
+
+// Model files and the tg.training table spell both kinds as strings
+// (schedule.kind, optimizer.kind): the importer checks them against these
+// cases and tg-optimizer turns them into these attributes.
+def Tg_ScheduleKind : I32EnumAttr<"ScheduleKind",
+    "the learning-rate schedule tg.lr_schedule follows", [
+    I32EnumAttrCase<"constant", 0>, I32EnumAttrCase<"cosine", 1>,
+    I32EnumAttrCase<"linear", 2>, I32EnumAttrCase<"step", 3>,
+    I32EnumAttrCase<"cyclic", 4>, I32EnumAttrCase<"wsd", 5>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_ScheduleKindAttr : EnumAttr<Tg_Dialect, Tg_ScheduleKind, "schedule">;
+
+def Tg_OptimizerKind : I32EnumAttr<"OptimizerKind",
+    "the update rule tg.optimizer_update applies", [
+    I32EnumAttrCase<"sgd", 0>, I32EnumAttrCase<"adam", 1>,
+    I32EnumAttrCase<"adamw", 2>, I32EnumAttrCase<"rmsprop", 3>,
+    I32EnumAttrCase<"adagrad", 4>, I32EnumAttrCase<"lamb", 5>,
+    I32EnumAttrCase<"lion", 6>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_OptimizerKindAttr : EnumAttr<Tg_Dialect, Tg_OptimizerKind, "optimizer">;
+
 def Tg_LrScheduleOp : Tg_Op<"lr_schedule", [Pure]> {
   let summary = "Learning rate at a step";
   let description = [{
-    Scales `base_lr` by the schedule `kind` at `step` (counting from 1):
+    Scales `base_lr` by the schedule `kind` (`#tg<schedule cosine>`; the
+    default is `constant`) at `step` (counting from 1):
     - `constant`: base_lr after a linear warmup of `warmup_steps`;
     - `cosine`: warmup, then cosine decay to `min_lr` at `total_steps`;
     - `linear`: warmup, then linear decay to `min_lr` at `total_steps`;
@@ -22,12 +49,13 @@ def Tg_LrScheduleOp : Tg_Op<"lr_schedule", [Pure]> {
       the last `decay_steps` of `total_steps`.
 
     ```mlir
-    %lr = tg.lr_schedule %step, %base {kind = "cosine", warmup_steps = 100 : i64, total_steps = 5000 : i64}
+    %lr = tg.lr_schedule %step, %base {kind = #tg<schedule cosine>, warmup_steps = 100 : i64, total_steps = 5000 : i64}
         : tensor<i64>, tensor<f32> -> tensor<f32>
     ```
   }];
   let arguments = (ins 0DTensorOf<[I64]>:$step, 0DTensorOf<[F32]>:$base_lr,
-                   DefaultValuedStrAttr<StrAttr, "constant">:$kind,
+                   DefaultValuedAttr<Tg_ScheduleKindAttr,
+                       "::mlir::tg::ScheduleKind::constant">:$kind,
                    DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
                    DefaultValuedAttr<I64Attr, "0">:$total_steps,
                    DefaultValuedAttr<F64Attr, "0.0">:$min_lr,
@@ -61,7 +89,8 @@ def Tg_GlobalNormOp : Tg_Op<"global_norm", [Pure]> {
 def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
   let summary = "One optimizer step for one parameter";
   let description = [{
-    Returns the updated parameter and optimizer state. `kind` and the state
+    Returns the updated parameter and optimizer state. `kind` (a
+    `#tg<optimizer ...>`, printed bare after the op name) and the state
     slots it carries:
     - `sgd`: none, or `momentum_buffer` when momentum > 0 (Nesterov with
       `nesterov`);
@@ -75,12 +104,12 @@ def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
     The updates follow PyTorch's optimizers of the same name.
 
     ```mlir
-    %p1, %m1, %v1 = tg.optimizer_update "adamw" %p, %g, %lr, %step, %m, %v {weight_decay = 1.0e-01 : f64}
+    %p1, %m1, %v1 = tg.optimizer_update adamw %p, %g, %lr, %step, %m, %v {weight_decay = 1.0e-01 : f64}
         : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32>
         -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, Tg_FloatTensor:$param,
+  let arguments = (ins Tg_OptimizerKindAttr:$kind, Tg_FloatTensor:$param,
                    Tg_FloatTensor:$grad, 0DTensorOf<[F32]>:$lr,
                    0DTensorOf<[I64]>:$step, Variadic<Tg_FloatTensor>:$state,
                    DefaultValuedAttr<F64Attr, "0.9">:$beta1,
@@ -99,10 +128,9 @@ def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// The state slot names `kind` needs with these hyperparameters, or
-    /// failure for an unknown kind.
-    static ::mlir::FailureOr<::llvm::SmallVector<::llvm::StringRef>>
-    stateSlots(::llvm::StringRef kind, double momentum);
+    /// The state slot names `kind` needs with these hyperparameters.
+    static ::llvm::SmallVector<::llvm::StringRef>
+    stateSlots(::mlir::tg::OptimizerKind kind, double momentum);
   }];
 }
 

@@ -323,15 +323,16 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
     return diag(llvm::formatv(
         "labels shape {0} must be the logits shape {1} without its last dim",
         formatShape(labels.getShape()), formatShape(logits.getShape())));
-  StringRef reduction = adaptor.getReduction();
   Type f32 = Float32Type::get(context);
-  if (reduction == "none")
+  switch (adaptor.getReduction()) {
+  case LossReduction::none:
     inferred.push_back(RankedTensorType::get(labels.getShape(), f32));
-  else if (reduction == "mean" || reduction == "sum")
+    break;
+  case LossReduction::mean:
+  case LossReduction::sum:
     inferred.push_back(RankedTensorType::get({}, f32));
-  else
-    return diag("reduction must be \"mean\", \"sum\" or \"none\", got \"" +
-                reduction + "\"");
+    break;
+  }
   return success();
 }
 

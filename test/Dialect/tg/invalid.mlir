@@ -417,9 +417,26 @@ func.func @cross_entropy_labels_match_the_leading_dims(%l: tensor<32x10xf32>, %y
 // -----
 
 func.func @cross_entropy_reduction_must_be_known(%l: tensor<32x10xf32>, %y: tensor<32xi64>) {
-  // expected-error @+2 {{'tg.cross_entropy' op reduction must be "mean", "sum" or "none", got "max"}}
-  // expected-error @+1 {{'tg.cross_entropy' op failed to infer returned types}}
-  %0 = tg.cross_entropy %l, %y {reduction = "max"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  // expected-error @+2 {{expected ::mlir::tg::LossReduction to be one of: mean, sum, none}}
+  // expected-error @+1 {{failed to parse Tg_LossReductionAttr parameter 'value' which is to be a `::mlir::tg::LossReduction`}}
+  %0 = tg.cross_entropy %l, %y {reduction = #tg<loss_reduction max>} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+// A loss is not reduced by a collective's Reduction, nor by a string.
+func.func @cross_entropy_reduction_is_a_loss_reduction(%l: tensor<32x10xf32>, %y: tensor<32xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy' op attribute 'reduction' failed to satisfy constraint: how tg.cross_entropy combines its per-label losses}}
+  %0 = tg.cross_entropy %l, %y {reduction = #tg<reduction sum>} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_reduction_is_not_a_string(%l: tensor<32x10xf32>, %y: tensor<32xi64>) {
+  // expected-error @+1 {{'tg.cross_entropy' op attribute 'reduction' failed to satisfy constraint: how tg.cross_entropy combines its per-label losses}}
+  %0 = tg.cross_entropy %l, %y {reduction = "sum"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
   return
 }
 
@@ -1014,7 +1031,7 @@ func.func @cross_entropy_grad_result_keeps_the_logits_type(%g: tensor<f32>, %l: 
 
 func.func @cross_entropy_grad_unreduced_grad_is_per_label(%g: tensor<f32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
   // expected-error @+1 {{'tg.cross_entropy_grad' op grad shape scalar must be the labels shape 4 for reduction "none"}}
-  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = "none"} : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = #tg<loss_reduction none>} : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
   return
 }
 
@@ -1022,15 +1039,16 @@ func.func @cross_entropy_grad_unreduced_grad_is_per_label(%g: tensor<f32>, %l: t
 
 func.func @cross_entropy_grad_reduced_grad_is_a_scalar(%g: tensor<4xf32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
   // expected-error @+1 {{'tg.cross_entropy_grad' op grad must be a scalar for reduction "sum", got shape 4}}
-  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = "sum"} : tensor<4xf32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = #tg<loss_reduction sum>} : tensor<4xf32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
   return
 }
 
 // -----
 
 func.func @cross_entropy_grad_reduction_must_be_known(%g: tensor<f32>, %l: tensor<4x10xf32>, %y: tensor<4xi64>) {
-  // expected-error @+1 {{'tg.cross_entropy_grad' op reduction must be "mean", "sum" or "none", got "avg"}}
-  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = "avg"} : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
+  // expected-error @+2 {{expected ::mlir::tg::LossReduction to be one of: mean, sum, none}}
+  // expected-error @+1 {{failed to parse Tg_LossReductionAttr parameter 'value' which is to be a `::mlir::tg::LossReduction`}}
+  %0 = tg.cross_entropy_grad %g, %l, %y {reduction = #tg<loss_reduction avg>} : tensor<f32>, tensor<4x10xf32>, tensor<4xi64> -> tensor<4x10xf32>
   return
 }
 
@@ -1171,8 +1189,9 @@ func.func @slice_grad_grad_is_shaped_like_the_slice(%g: tensor<4x4xf32>) {
 // -----
 
 func.func @lr_schedule_kind_must_be_known(%s: tensor<i64>, %lr: tensor<f32>) {
-  // expected-error @+1 {{'tg.lr_schedule' op unknown schedule "exp"; expected constant, cosine, linear, step, cyclic or wsd}}
-  %0 = tg.lr_schedule %s, %lr {kind = "exp"} : tensor<i64>, tensor<f32> -> tensor<f32>
+  // expected-error @+2 {{expected ::mlir::tg::ScheduleKind to be one of: constant, cosine, linear, step, cyclic, wsd}}
+  // expected-error @+1 {{failed to parse Tg_ScheduleKindAttr parameter 'value' which is to be a `::mlir::tg::ScheduleKind`}}
+  %0 = tg.lr_schedule %s, %lr {kind = #tg<schedule exp>} : tensor<i64>, tensor<f32> -> tensor<f32>
   return
 }
 
@@ -1188,7 +1207,7 @@ func.func @lr_schedule_step_counts_are_not_negative(%s: tensor<i64>, %lr: tensor
 
 func.func @lr_schedule_decay_needs_steps_after_warmup(%s: tensor<i64>, %lr: tensor<f32>) {
   // expected-error @+1 {{'tg.lr_schedule' op schedule "cosine" needs total_steps (100) > warmup_steps (100)}}
-  %0 = tg.lr_schedule %s, %lr {kind = "cosine", warmup_steps = 100 : i64, total_steps = 100 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %0 = tg.lr_schedule %s, %lr {kind = #tg<schedule cosine>, warmup_steps = 100 : i64, total_steps = 100 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
   return
 }
 
@@ -1196,7 +1215,7 @@ func.func @lr_schedule_decay_needs_steps_after_warmup(%s: tensor<i64>, %lr: tens
 
 func.func @lr_schedule_step_needs_a_step_size(%s: tensor<i64>, %lr: tensor<f32>) {
   // expected-error @+1 {{'tg.lr_schedule' op schedule "step" needs step_size >= 1, got 0}}
-  %0 = tg.lr_schedule %s, %lr {kind = "step"} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %0 = tg.lr_schedule %s, %lr {kind = #tg<schedule step>} : tensor<i64>, tensor<f32> -> tensor<f32>
   return
 }
 
@@ -1204,7 +1223,7 @@ func.func @lr_schedule_step_needs_a_step_size(%s: tensor<i64>, %lr: tensor<f32>)
 
 func.func @lr_schedule_wsd_decays_within_the_run(%s: tensor<i64>, %lr: tensor<f32>) {
   // expected-error @+1 {{'tg.lr_schedule' op schedule "wsd" needs 1 <= decay_steps <= total_steps - warmup_steps, got 95}}
-  %0 = tg.lr_schedule %s, %lr {kind = "wsd", warmup_steps = 10 : i64, total_steps = 100 : i64, decay_steps = 95 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %0 = tg.lr_schedule %s, %lr {kind = #tg<schedule wsd>, warmup_steps = 10 : i64, total_steps = 100 : i64, decay_steps = 95 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
   return
 }
 
@@ -1219,8 +1238,9 @@ func.func @global_norm_needs_an_input() {
 // -----
 
 func.func @optimizer_kind_must_be_known(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
-  // expected-error @+1 {{'tg.optimizer_update' op unknown optimizer "adamax"; expected sgd, adam, adamw, rmsprop, adagrad, lamb or lion}}
-  %0 = tg.optimizer_update "adamax" %p, %p, %lr, %s : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  // expected-error @+2 {{custom op 'tg.optimizer_update' expected ::mlir::tg::OptimizerKind to be one of: sgd, adam, adamw, rmsprop, adagrad, lamb, lion}}
+  // expected-error @+1 {{custom op 'tg.optimizer_update' failed to parse Tg_OptimizerKindAttr parameter 'value' which is to be a `::mlir::tg::OptimizerKind`}}
+  %0 = tg.optimizer_update adamax %p, %p, %lr, %s : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
   return
 }
 
@@ -1228,7 +1248,7 @@ func.func @optimizer_kind_must_be_known(%p: tensor<4xf32>, %lr: tensor<f32>, %s:
 
 func.func @optimizer_needs_its_state(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op optimizer "adamw" needs 2 state tensors, got 1}}
-  %0:2 = tg.optimizer_update "adamw" %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  %0:2 = tg.optimizer_update adamw %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
   return
 }
 
@@ -1236,7 +1256,7 @@ func.func @optimizer_needs_its_state(%p: tensor<4xf32>, %lr: tensor<f32>, %s: te
 
 func.func @optimizer_momentum_adds_a_state_slot(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op optimizer "sgd" needs 1 state tensors, got 0}}
-  %0 = tg.optimizer_update "sgd" %p, %p, %lr, %s {momentum = 0.5 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  %0 = tg.optimizer_update sgd %p, %p, %lr, %s {momentum = 0.5 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
   return
 }
 
@@ -1244,7 +1264,7 @@ func.func @optimizer_momentum_adds_a_state_slot(%p: tensor<4xf32>, %lr: tensor<f
 
 func.func @optimizer_grad_matches_the_param(%p: tensor<4xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op grad type 'tensor<4xbf16>' differs from param type 'tensor<4xf32>'}}
-  %0 = tg.optimizer_update "sgd" %p, %g, %lr, %s : tensor<4xf32>, tensor<4xbf16>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  %0 = tg.optimizer_update sgd %p, %g, %lr, %s : tensor<4xf32>, tensor<4xbf16>, tensor<f32>, tensor<i64> -> tensor<4xf32>
   return
 }
 
@@ -1252,7 +1272,7 @@ func.func @optimizer_grad_matches_the_param(%p: tensor<4xf32>, %g: tensor<4xbf16
 
 func.func @optimizer_state_matches_the_param(%p: tensor<4xf32>, %m: tensor<2xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op state 1 (exp_avg_sq) has type 'tensor<2xf32>', param has 'tensor<4xf32>'}}
-  %0:3 = tg.optimizer_update "adam" %p, %p, %lr, %s, %p, %m : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %0:3 = tg.optimizer_update adam %p, %p, %lr, %s, %p, %m : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<2xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   return
 }
 
@@ -1260,7 +1280,7 @@ func.func @optimizer_state_matches_the_param(%p: tensor<4xf32>, %m: tensor<2xf32
 
 func.func @optimizer_returns_the_param_and_each_state(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op needs 2 results (the param and its state), got 1}}
-  %0 = tg.optimizer_update "lion" %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>
+  %0 = tg.optimizer_update lion %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -1268,7 +1288,7 @@ func.func @optimizer_returns_the_param_and_each_state(%p: tensor<4xf32>, %lr: te
 
 func.func @optimizer_results_have_the_param_type(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op result 1 has type 'tensor<4xbf16>', param has 'tensor<4xf32>'}}
-  %0:2 = tg.optimizer_update "adagrad" %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xbf16>
+  %0:2 = tg.optimizer_update adagrad %p, %p, %lr, %s, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xbf16>
   return
 }
 
@@ -1276,7 +1296,7 @@ func.func @optimizer_results_have_the_param_type(%p: tensor<4xf32>, %lr: tensor<
 
 func.func @optimizer_betas_are_below_one(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op beta2 must be in [0, 1), got 1}}
-  %0:3 = tg.optimizer_update "adam" %p, %p, %lr, %s, %p, %p {beta2 = 1.0 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %0:3 = tg.optimizer_update adam %p, %p, %lr, %s, %p, %p {beta2 = 1.0 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   return
 }
 
@@ -1284,7 +1304,7 @@ func.func @optimizer_betas_are_below_one(%p: tensor<4xf32>, %lr: tensor<f32>, %s
 
 func.func @optimizer_weight_decay_is_not_negative(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op weight_decay must not be negative, got -0.01}}
-  %0:3 = tg.optimizer_update "adamw" %p, %p, %lr, %s, %p, %p {weight_decay = -0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %0:3 = tg.optimizer_update adamw %p, %p, %lr, %s, %p, %p {weight_decay = -0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   return
 }
 
@@ -1292,7 +1312,7 @@ func.func @optimizer_weight_decay_is_not_negative(%p: tensor<4xf32>, %lr: tensor
 
 func.func @optimizer_nesterov_needs_momentum(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{'tg.optimizer_update' op nesterov needs momentum > 0, got 0}}
-  %0 = tg.optimizer_update "sgd" %p, %p, %lr, %s {nesterov = true} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  %0 = tg.optimizer_update sgd %p, %p, %lr, %s {nesterov = true} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
   return
 }
 

@@ -348,23 +348,23 @@ func.func @embedding_gathers_rows(%wte: tensor<256x128xf32>, %ids: tensor<8x64xi
 
 // CHECK-LABEL: func.func @cross_entropy_reductions
 // CHECK: tg.cross_entropy %{{.+}}, %{{.+}} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
-// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {ignore_index = 0 : i64, reduction = "sum"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
-// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {reduction = "none"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {ignore_index = 0 : i64, reduction = #tg<loss_reduction sum>} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {reduction = #tg<loss_reduction none>} : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
 func.func @cross_entropy_reductions(%logits: tensor<32x10xf32>, %y: tensor<32xi64>) {
-  %0 = tg.cross_entropy %logits, %y {reduction = "mean", ignore_index = -100} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
-  %1 = tg.cross_entropy %logits, %y {reduction = "sum", ignore_index = 0} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
-  %2 = tg.cross_entropy %logits, %y {reduction = "none"} : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
+  %0 = tg.cross_entropy %logits, %y {reduction = #tg<loss_reduction mean>, ignore_index = -100} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  %1 = tg.cross_entropy %logits, %y {reduction = #tg<loss_reduction sum>, ignore_index = 0} : tensor<32x10xf32>, tensor<32xi64> -> tensor<f32>
+  %2 = tg.cross_entropy %logits, %y {reduction = #tg<loss_reduction none>} : tensor<32x10xf32>, tensor<32xi64> -> tensor<32xf32>
   return
 }
 
 // bf16 logits give an f32 loss; the loss gradient is f32, the logits' bf16.
 // CHECK-LABEL: func.func @cross_entropy_on_bf16_logits
 // CHECK: tg.cross_entropy %{{.+}}, %{{.+}} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<f32>
-// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {reduction = "none"} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<32xf32>
+// CHECK: tg.cross_entropy %{{.+}}, %{{.+}} {reduction = #tg<loss_reduction none>} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<32xf32>
 // CHECK: tg.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<32x10xbf16>, tensor<32xi64> -> tensor<32x10xbf16>
 func.func @cross_entropy_on_bf16_logits(%logits: tensor<32x10xbf16>, %y: tensor<32xi64>, %g: tensor<f32>) {
   %0 = tg.cross_entropy %logits, %y : tensor<32x10xbf16>, tensor<32xi64> -> tensor<f32>
-  %1 = tg.cross_entropy %logits, %y {reduction = "none"} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<32xf32>
+  %1 = tg.cross_entropy %logits, %y {reduction = #tg<loss_reduction none>} : tensor<32x10xbf16>, tensor<32xi64> -> tensor<32xf32>
   %2 = tg.cross_entropy_grad %g, %logits, %y : tensor<f32>, tensor<32x10xbf16>, tensor<32xi64> -> tensor<32x10xbf16>
   return
 }
@@ -506,12 +506,12 @@ func.func @norm_grads_with_and_without_weight(%g: tensor<8x768xf32>, %x: tensor<
 // CHECK-LABEL: func.func @embedding_and_cross_entropy_grads
 // CHECK: tg.embedding_grad %{{.+}}, %{{.+}} : tensor<8x64x128xf32>, tensor<8x64xi32> -> tensor<256x128xf32>
 // CHECK: tg.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
-// CHECK: tg.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {ignore_index = 3 : i64, reduction = "none"} : tensor<32xf32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
+// CHECK: tg.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {ignore_index = 3 : i64, reduction = #tg<loss_reduction none>} : tensor<32xf32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
 func.func @embedding_and_cross_entropy_grads(%ge: tensor<8x64x128xf32>, %ids: tensor<8x64xi32>,
     %gl: tensor<f32>, %gn: tensor<32xf32>, %logits: tensor<32x10xf32>, %y: tensor<32xi64>) {
   %0 = tg.embedding_grad %ge, %ids : tensor<8x64x128xf32>, tensor<8x64xi32> -> tensor<256x128xf32>
   %1 = tg.cross_entropy_grad %gl, %logits, %y : tensor<f32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
-  %2 = tg.cross_entropy_grad %gn, %logits, %y {reduction = "none", ignore_index = 3} : tensor<32xf32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
+  %2 = tg.cross_entropy_grad %gn, %logits, %y {reduction = #tg<loss_reduction none>, ignore_index = 3} : tensor<32xf32>, tensor<32x10xf32>, tensor<32xi64> -> tensor<32x10xf32>
   return
 }
 
@@ -568,18 +568,18 @@ func.func @slice_grad(%g: tensor<8x128xf32>, %h: tensor<4x128xf32>) {
 // CHECK-LABEL: func.func @lr_schedules
 // CHECK-SAME: (%[[STEP:[^:]+]]: tensor<i64>, %[[BASE:[^:]+]]: tensor<f32>)
 // CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] : tensor<i64>, tensor<f32> -> tensor<f32>
-// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {kind = "cosine", min_lr = 1.000000e-05 : f64, total_steps = 5000 : i64, warmup_steps = 100 : i64}
-// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {kind = "linear", total_steps = 10 : i64}
-// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {gamma = 5.000000e-01 : f64, kind = "step", step_size = 30 : i64}
-// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {kind = "cyclic", max_lr = 1.000000e-02 : f64, step_size = 4 : i64}
-// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {decay_steps = 20 : i64, kind = "wsd", total_steps = 100 : i64, warmup_steps = 10 : i64}
+// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {kind = #tg<schedule cosine>, min_lr = 1.000000e-05 : f64, total_steps = 5000 : i64, warmup_steps = 100 : i64}
+// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {kind = #tg<schedule linear>, total_steps = 10 : i64}
+// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {gamma = 5.000000e-01 : f64, kind = #tg<schedule step>, step_size = 30 : i64}
+// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {kind = #tg<schedule cyclic>, max_lr = 1.000000e-02 : f64, step_size = 4 : i64}
+// CHECK: tg.lr_schedule %[[STEP]], %[[BASE]] {decay_steps = 20 : i64, kind = #tg<schedule wsd>, total_steps = 100 : i64, warmup_steps = 10 : i64}
 func.func @lr_schedules(%step: tensor<i64>, %base: tensor<f32>) {
-  %0 = tg.lr_schedule %step, %base {kind = "constant"} : tensor<i64>, tensor<f32> -> tensor<f32>
-  %1 = tg.lr_schedule %step, %base {kind = "cosine", warmup_steps = 100 : i64, total_steps = 5000 : i64, min_lr = 1.0e-5 : f64} : tensor<i64>, tensor<f32> -> tensor<f32>
-  %2 = tg.lr_schedule %step, %base {kind = "linear", total_steps = 10 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
-  %3 = tg.lr_schedule %step, %base {kind = "step", step_size = 30 : i64, gamma = 0.5 : f64} : tensor<i64>, tensor<f32> -> tensor<f32>
-  %4 = tg.lr_schedule %step, %base {kind = "cyclic", step_size = 4 : i64, max_lr = 0.01 : f64} : tensor<i64>, tensor<f32> -> tensor<f32>
-  %5 = tg.lr_schedule %step, %base {kind = "wsd", warmup_steps = 10 : i64, total_steps = 100 : i64, decay_steps = 20 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %0 = tg.lr_schedule %step, %base {kind = #tg<schedule constant>} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %1 = tg.lr_schedule %step, %base {kind = #tg<schedule cosine>, warmup_steps = 100 : i64, total_steps = 5000 : i64, min_lr = 1.0e-5 : f64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %2 = tg.lr_schedule %step, %base {kind = #tg<schedule linear>, total_steps = 10 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %3 = tg.lr_schedule %step, %base {kind = #tg<schedule step>, step_size = 30 : i64, gamma = 0.5 : f64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %4 = tg.lr_schedule %step, %base {kind = #tg<schedule cyclic>, step_size = 4 : i64, max_lr = 0.01 : f64} : tensor<i64>, tensor<f32> -> tensor<f32>
+  %5 = tg.lr_schedule %step, %base {kind = #tg<schedule wsd>, warmup_steps = 10 : i64, total_steps = 100 : i64, decay_steps = 20 : i64} : tensor<i64>, tensor<f32> -> tensor<f32>
   return
 }
 
@@ -594,25 +594,36 @@ func.func @global_norm_over_mixed_precision(%g0: tensor<64x128xf32>, %g1: tensor
 
 // CHECK-LABEL: func.func @optimizer_updates_with_their_state
 // CHECK-SAME: (%[[P:[^:]+]]: tensor<64x10xf32>, %[[G:[^:]+]]: tensor<64x10xf32>, %[[LR:[^:]+]]: tensor<f32>, %[[STEP:[^:]+]]: tensor<i64>, %[[M:[^:]+]]: tensor<64x10xf32>, %[[V:[^:]+]]: tensor<64x10xf32>)
-// CHECK: tg.optimizer_update "sgd" %[[P]], %[[G]], %[[LR]], %[[STEP]] : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64> -> tensor<64x10xf32>
-// CHECK: tg.optimizer_update "sgd" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] {momentum = 9.000000e-01 : f64, nesterov = true} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
-// CHECK: tg.optimizer_update "adamw" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] {weight_decay = 1.000000e-01 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
-// CHECK: tg.optimizer_update "adam" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] {beta1 = 5.000000e-01 : f64, beta2 = 7.500000e-01 : f64, eps = 2.500000e-01 : f64}
-// CHECK: tg.optimizer_update "lamb" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] :
-// CHECK: tg.optimizer_update "rmsprop" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] {alpha = 9.000000e-01 : f64} :
-// CHECK: tg.optimizer_update "rmsprop" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] {momentum = 5.000000e-01 : f64} :
-// CHECK: tg.optimizer_update "adagrad" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] :
-// CHECK: tg.optimizer_update "lion" %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] :
+// CHECK: tg.optimizer_update sgd %[[P]], %[[G]], %[[LR]], %[[STEP]] : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64> -> tensor<64x10xf32>
+// CHECK: tg.optimizer_update sgd %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] {momentum = 9.000000e-01 : f64, nesterov = true} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
+// CHECK: tg.optimizer_update adamw %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] {weight_decay = 1.000000e-01 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
+// CHECK: tg.optimizer_update adam %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] {beta1 = 5.000000e-01 : f64, beta2 = 7.500000e-01 : f64, eps = 2.500000e-01 : f64}
+// CHECK: tg.optimizer_update lamb %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] :
+// CHECK: tg.optimizer_update rmsprop %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] {alpha = 9.000000e-01 : f64} :
+// CHECK: tg.optimizer_update rmsprop %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]], %[[V]] {momentum = 5.000000e-01 : f64} :
+// CHECK: tg.optimizer_update adagrad %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] :
+// CHECK: tg.optimizer_update lion %[[P]], %[[G]], %[[LR]], %[[STEP]], %[[M]] :
 func.func @optimizer_updates_with_their_state(%p: tensor<64x10xf32>, %g: tensor<64x10xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<64x10xf32>, %v: tensor<64x10xf32>) {
-  %0 = tg.optimizer_update "sgd" %p, %g, %lr, %step : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64> -> tensor<64x10xf32>
-  %1:2 = tg.optimizer_update "sgd" %p, %g, %lr, %step, %m {momentum = 0.9 : f64, nesterov = true} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
-  %2:3 = tg.optimizer_update "adamw" %p, %g, %lr, %step, %m, %v {weight_decay = 0.1 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
-  %3:3 = tg.optimizer_update "adam" %p, %g, %lr, %step, %m, %v {beta1 = 0.5 : f64, beta2 = 0.75 : f64, eps = 0.25 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
-  %4:3 = tg.optimizer_update "lamb" %p, %g, %lr, %step, %m, %v : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
-  %5:2 = tg.optimizer_update "rmsprop" %p, %g, %lr, %step, %m {alpha = 0.9 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
-  %6:3 = tg.optimizer_update "rmsprop" %p, %g, %lr, %step, %m, %v {momentum = 0.5 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
-  %7:2 = tg.optimizer_update "adagrad" %p, %g, %lr, %step, %m : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
-  %8:2 = tg.optimizer_update "lion" %p, %g, %lr, %step, %m : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
+  %0 = tg.optimizer_update sgd %p, %g, %lr, %step : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64> -> tensor<64x10xf32>
+  %1:2 = tg.optimizer_update sgd %p, %g, %lr, %step, %m {momentum = 0.9 : f64, nesterov = true} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
+  %2:3 = tg.optimizer_update adamw %p, %g, %lr, %step, %m, %v {weight_decay = 0.1 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
+  %3:3 = tg.optimizer_update adam %p, %g, %lr, %step, %m, %v {beta1 = 0.5 : f64, beta2 = 0.75 : f64, eps = 0.25 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
+  %4:3 = tg.optimizer_update lamb %p, %g, %lr, %step, %m, %v : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
+  %5:2 = tg.optimizer_update rmsprop %p, %g, %lr, %step, %m {alpha = 0.9 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
+  %6:3 = tg.optimizer_update rmsprop %p, %g, %lr, %step, %m, %v {momentum = 0.5 : f64} : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>, tensor<64x10xf32>
+  %7:2 = tg.optimizer_update adagrad %p, %g, %lr, %step, %m : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
+  %8:2 = tg.optimizer_update lion %p, %g, %lr, %step, %m : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32> -> tensor<64x10xf32>, tensor<64x10xf32>
+  return
+}
+
+// The kind is a #tg<optimizer ...> attribute, printed bare in the custom
+// form; the quoted spelling and the generic form parse to the same op.
+// CHECK-LABEL: func.func @optimizer_kind_spellings
+// CHECK: tg.optimizer_update adagrad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK: tg.optimizer_update rmsprop %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+func.func @optimizer_kind_spellings(%p: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
+  %0:2 = tg.optimizer_update "adagrad" %p, %p, %lr, %step, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  %1:2 = "tg.optimizer_update"(%p, %p, %lr, %step, %p) <{kind = #tg<optimizer rmsprop>}> : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 

@@ -42,7 +42,7 @@ func.func @loss_read_in_between(%logits: tensor<8x10xf32>, %labels: tensor<8xi64
 // CHECK-NOT:   tg.kernel classifier
 func.func @different_reduction_or_labels(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %other: tensor<8xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>, tensor<8x10xf32>) {
   %l = tg.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
-  %d = tg.cross_entropy_grad %g, %logits, %labels {reduction = "sum"} : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+  %d = tg.cross_entropy_grad %g, %logits, %labels {reduction = #tg<loss_reduction sum>} : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
   %e = tg.cross_entropy_grad %g, %logits, %other : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
   return %l, %d, %e : tensor<f32>, tensor<8x10xf32>, tensor<8x10xf32>
 }

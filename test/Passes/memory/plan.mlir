@@ -45,6 +45,6 @@ func.func @long_life(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
 func.func @in_place(%p: tensor<64xf32>, %g: tensor<64xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %n = tg.neg %g : tensor<64xf32>
   %r = tg.all_reduce %n {reduction = #tg<reduction mean>} : tensor<64xf32>
-  %new, %state = tg.optimizer_update "sgd" %p, %r, %lr, %step, %m {momentum = 0.9 : f64} : tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<i64>, tensor<64xf32> -> tensor<64xf32>, tensor<64xf32>
+  %new, %state = tg.optimizer_update sgd %p, %r, %lr, %step, %m {momentum = 0.9 : f64} : tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<i64>, tensor<64xf32> -> tensor<64xf32>, tensor<64xf32>
   return %new, %state : tensor<64xf32>, tensor<64xf32>
 }

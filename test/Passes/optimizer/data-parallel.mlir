@@ -12,7 +12,7 @@
 // LOCAL-LABEL: func.func @train_step
 // LOCAL-NOT: tg.accum
 // LOCAL-NOT: tg.all_reduce
-// LOCAL: tg.optimizer_update "adamw"
+// LOCAL: tg.optimizer_update adamw
 module attributes {tg.training = {grad_accum = 8 : i64, optimizer = {kind = "adamw"}}} {
   func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
     %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>

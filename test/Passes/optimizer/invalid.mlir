@@ -1,7 +1,19 @@
 // RUN: tg-opt %s -tg-autodiff -tg-optimizer -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{tg-optimizer: unknown optimizer 'adamax'; expected sgd, adam, adamw, rmsprop, adagrad, lamb or lion}}
+// The table's kinds are strings, as in the model file: one that names no
+// kind is reported with the model file's field and the kinds there are.
+// expected-error @+1 {{tg-optimizer: training.optimizer.kind: unknown value 'adamax'; expected one of sgd, adam, adamw, rmsprop, adagrad, lamb, lion}}
 module attributes {tg.training = {optimizer = {kind = "adamax"}}} {
+  func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
+    %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{tg-optimizer: training.schedule.kind: unknown value 'exp'; expected one of constant, cosine, linear, step, cyclic, wsd}}
+module attributes {tg.training = {schedule = {kind = "exp"}}} {
   func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
     %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
     return %s : tensor<f32>

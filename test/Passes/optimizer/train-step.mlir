@@ -18,9 +18,9 @@
 // CHECK: %[[NORM:.+]] = tg.global_norm %[[AVG]]#0, %[[AVG]]#1
 // CHECK: %[[COEF:.+]] = tg.div %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32> -> tensor<f32>
 // CHECK: %[[SCALE:.+]] = tg.minimum %[[COEF]]
-// CHECK: %[[LR:.+]] = tg.lr_schedule %[[STEP]], %[[LR0]] {kind = "cosine", total_steps = 100 : i64, warmup_steps = 10 : i64}
-// CHECK: tg.optimizer_update "adamw" %[[W]], %{{.+}}, %[[LR]], %[[STEP]], %[[WM]], %[[WV]] {beta2 = 0.94999998807907104 : f64, weight_decay = 1.000000e-01 : f64}
-// CHECK: tg.optimizer_update "adamw" %[[B]], %{{.+}}, %[[LR]], %[[STEP]], %[[BM]], %[[BV]] {beta2 = 0.94999998807907104 : f64}
+// CHECK: %[[LR:.+]] = tg.lr_schedule %[[STEP]], %[[LR0]] {kind = #tg<schedule cosine>, total_steps = 100 : i64, warmup_steps = 10 : i64}
+// CHECK: tg.optimizer_update adamw %[[W]], %{{.+}}, %[[LR]], %[[STEP]], %[[WM]], %[[WV]] {beta2 = 0.94999998807907104 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK: tg.optimizer_update adamw %[[B]], %{{.+}}, %[[LR]], %[[STEP]], %[[BM]], %[[BV]] {beta2 = 0.94999998807907104 : f64}
 // CHECK: return
 module attributes {tg.training = {optimizer = {kind = "adamw", lr = 1.0e-3 : f64, beta2 = 0.95 : f32, weight_decay = 0.1 : f64, no_decay = ["*.bias"], clip_grad_norm = 1.0 : f64},
                                   schedule = {kind = "cosine", warmup_steps = 10 : i64, total_steps = 100 : i64}}} {
@@ -41,7 +41,7 @@ module attributes {tg.training = {optimizer = {kind = "adamw", lr = 1.0e-3 : f64
 // CHECK-SAME: {tg.state = "p.momentum_buffer"}
 // CHECK-NOT: tg.minimum
 // CHECK: tg.lr_schedule %{{.+}}, %{{.+}} : tensor<i64>, tensor<f32> -> tensor<f32>
-// CHECK: tg.optimizer_update "sgd" {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true}
+// CHECK: tg.optimizer_update sgd {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true}
 module attributes {tg.training = {optimizer = {kind = "sgd", momentum = 0.9 : f64, nesterov = true}}} {
   func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
     %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
@@ -65,7 +65,7 @@ module attributes {tg.training = {optimizer = {kind = "sgd", momentum = 0.9 : f6
 // CHECK: %[[MEAN:.+]] = tg.div %[[SUM]], %[[MBF]] : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
 // CHECK: %[[G:.+]] = tg.all_reduce %[[MEAN]] {reduction = #tg<reduction mean>} : tensor<4xf32>
 // CHECK: tg.global_norm %[[G]]
-// CHECK: tg.optimizer_update "sgd" %[[P]], %[[G]],
+// CHECK: tg.optimizer_update sgd %[[P]], %[[G]],
 module attributes {tg.training = {grad_accum = 4 : i64, optimizer = {kind = "sgd"}}} {
   func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
     %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>

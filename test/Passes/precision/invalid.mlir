@@ -105,7 +105,7 @@ module attributes {tg.training = {precision = "bf16"}} {
                      %step: tensor<i64> {tg.input = "step"}) -> tensor<f32> {
     // expected-error @+2 {{'tg.optimizer_update' op operand #2 must be 0D tensor of 32-bit float values, but got 'tensor<bf16>'}}
     // expected-error @+1 {{tg-precision: no type rule makes 'tg.optimizer_update' valid in 'bf16'}}
-    %q = tg.optimizer_update "sgd" %p, %p, %lr, %step : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+    %q = tg.optimizer_update sgd %p, %p, %lr, %step : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
     %s = tg.reduce_sum %q : tensor<4xf32> -> tensor<f32>
     return %s : tensor<f32>
   }

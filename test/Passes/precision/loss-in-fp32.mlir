@@ -75,13 +75,13 @@ func.func @forward(%w: tensor<8x5xf32> {tg.param = "head"}, %x: tensor<2x16x8xf3
 // Per-token losses come out of tg.cross_entropy in f32; their mean needs no
 // cast.
 // CHECK-LABEL: func.func @forward
-// CHECK: %[[PER:.+]] = tg.cross_entropy %{{.+}}, %{{.+}} {reduction = "none"} : tensor<2x4x16xbf16>, tensor<2x4xi64> -> tensor<2x4xf32>
+// CHECK: %[[PER:.+]] = tg.cross_entropy %{{.+}}, %{{.+}} {reduction = #tg<loss_reduction none>} : tensor<2x4x16xbf16>, tensor<2x4xi64> -> tensor<2x4xf32>
 // CHECK-NEXT: %[[L:.+]] = tg.reduce_mean %[[PER]] : tensor<2x4xf32> -> tensor<f32>
 // CHECK-NEXT: return %[[L]]
 func.func @forward(%w: tensor<8x16xf32> {tg.param = "w"}, %x: tensor<2x4x8xf32> {tg.input = "x"},
                    %y: tensor<2x4xi64> {tg.input = "y"}) -> tensor<f32> {
   %logits = tg.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
-  %per = tg.cross_entropy %logits, %y {reduction = "none"} : tensor<2x4x16xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
+  %per = tg.cross_entropy %logits, %y {reduction = #tg<loss_reduction none>} : tensor<2x4x16xf32>, tensor<2x4xi64> -> tensor<2x4xf32>
   %l = tg.reduce_mean %per : tensor<2x4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }

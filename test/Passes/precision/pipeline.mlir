@@ -26,8 +26,8 @@
 // CHECK-SAME: -> (tensor<4x3xf32> {tg.update = "fc.weight"}, tensor<3xf32> {tg.update = "fc.bias"}
 // CHECK: %[[AVG:.+]]:2 = tg.all_reduce %{{.+}}, %{{.+}} {reduction = #tg<reduction mean>} : tensor<4x3xf32>, tensor<3xf32>
 // CHECK: tg.global_norm %[[AVG]]#0, %[[AVG]]#1 : tensor<4x3xf32>, tensor<3xf32> -> tensor<f32>
-// CHECK: tg.optimizer_update "adamw" %[[TW]], %[[AVG]]#0, {{.*}} : tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<i64>, tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
-// CHECK: tg.optimizer_update "adamw" %[[TB]], %[[AVG]]#1, {{.*}} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+// CHECK: tg.optimizer_update adamw %[[TW]], %[[AVG]]#0, {{.*}} : tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<i64>, tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+// CHECK: tg.optimizer_update adamw %[[TB]], %[[AVG]]#1, {{.*}} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
 // CHECK-NOT: bf16
 // CHECK: return
 
@@ -35,7 +35,7 @@
 // PIPELINE-LABEL: module attributes {tg.precision = "bf16"
 // PIPELINE-LABEL: func.func @train_step
 // PIPELINE: tg.cross_entropy %{{.+}}, %{{.+}} : tensor<8x3xbf16>, tensor<8xi64> -> tensor<f32>
-// PIPELINE: tg.optimizer_update "adamw" %{{.+}} : tensor<4x3xf32>, tensor<4x3xf32>,
+// PIPELINE: tg.optimizer_update adamw %{{.+}} : tensor<4x3xf32>, tensor<4x3xf32>,
 module attributes {tg.training = {precision = "bf16", optimizer = {kind = "adamw"}}} {
   func.func @forward(%w: tensor<4x3xf32> {tg.param = "fc.weight"}, %b: tensor<3xf32> {tg.param = "fc.bias"},
                      %x: tensor<8x4xf32> {tg.input = "x"}, %y: tensor<8xi64> {tg.input = "y"})
@@ -60,7 +60,7 @@ module attributes {tg.training = {precision = "bf16", optimizer = {kind = "adamw
 // CHECK: %[[GW:.+]] = tg.cast %{{.+}} : tensor<4x2xbf16> to tensor<4x2xf32>
 // CHECK: return %{{.+}}, %[[GW]] : tensor<f32>, tensor<4x2xf32>
 // CHECK-LABEL: func.func @train_step
-// CHECK: tg.optimizer_update "sgd" %{{.+}} : tensor<4x2xf32>, tensor<4x2xf32>, tensor<f32>, tensor<i64> -> tensor<4x2xf32>
+// CHECK: tg.optimizer_update sgd %{{.+}} : tensor<4x2xf32>, tensor<4x2xf32>, tensor<f32>, tensor<i64> -> tensor<4x2xf32>
 // PIPELINE-LABEL: module attributes {tg.precision = "bf16"
 // PIPELINE: tg.reduce_mean %{{.+}} : tensor<8x2xf32> -> tensor<f32>
 module attributes {tg.training = {precision = "bf16", optimizer = {kind = "sgd"}}} {

@@ -138,8 +138,14 @@ TEST_F(BuildOpsTest, EmbeddingAndCrossEntropyInferTheirTypes) {
                                  f.getArgument(1));
   auto loss = CrossEntropyOp::create(builder, loc, f.getArgument(2),
                                      f.getArgument(3));
+  auto perLabel = CrossEntropyOp::create(
+      builder, loc, f.getArgument(2), f.getArgument(3),
+      builder.getI64IntegerAttr(-100),
+      LossReductionAttr::get(builder.getContext(), LossReduction::none));
   EXPECT_EQ(emb.getType(), tensor({8, 4, 16}));
   EXPECT_EQ(loss.getType(), tensor({}));
+  EXPECT_EQ(loss.getReduction(), LossReduction::mean);
+  EXPECT_EQ(perLabel.getType(), tensor({8, 4}));
   EXPECT_TRUE(succeeded(finish()));
 }
 
@@ -184,16 +190,28 @@ TEST_F(BuildOpsTest, SliceStrideDefaultsToOnes) {
 
 TEST(OptimizerStateSlots, EachKindNamesItsState) {
   using Slots = SmallVector<StringRef>;
-  EXPECT_EQ(*OptimizerUpdateOp::stateSlots("sgd", 0.0), Slots({}));
-  EXPECT_EQ(*OptimizerUpdateOp::stateSlots("sgd", 0.9),
+  EXPECT_EQ(OptimizerUpdateOp::stateSlots(OptimizerKind::sgd, 0.0), Slots({}));
+  EXPECT_EQ(OptimizerUpdateOp::stateSlots(OptimizerKind::sgd, 0.9),
             Slots({"momentum_buffer"}));
-  EXPECT_EQ(*OptimizerUpdateOp::stateSlots("adamw", 0.0),
+  EXPECT_EQ(OptimizerUpdateOp::stateSlots(OptimizerKind::adamw, 0.0),
             Slots({"exp_avg", "exp_avg_sq"}));
-  EXPECT_EQ(*OptimizerUpdateOp::stateSlots("rmsprop", 0.5),
+  EXPECT_EQ(OptimizerUpdateOp::stateSlots(OptimizerKind::rmsprop, 0.5),
             Slots({"square_avg", "momentum_buffer"}));
-  EXPECT_EQ(*OptimizerUpdateOp::stateSlots("adagrad", 0.0), Slots({"sum"}));
-  EXPECT_EQ(*OptimizerUpdateOp::stateSlots("lion", 0.0), Slots({"exp_avg"}));
-  EXPECT_TRUE(failed(OptimizerUpdateOp::stateSlots("adamax", 0.0)));
+  EXPECT_EQ(OptimizerUpdateOp::stateSlots(OptimizerKind::adagrad, 0.0),
+            Slots({"sum"}));
+  EXPECT_EQ(OptimizerUpdateOp::stateSlots(OptimizerKind::lion, 0.0),
+            Slots({"exp_avg"}));
+}
+
+TEST(KindEnums, SpellingsListEveryCaseInOrder) {
+  using Names = SmallVector<StringRef>;
+  EXPECT_EQ(
+      getEnumSpellings<OptimizerKind>(),
+      Names({"sgd", "adam", "adamw", "rmsprop", "adagrad", "lamb", "lion"}));
+  EXPECT_EQ(getEnumSpellings<ScheduleKind>(),
+            Names({"constant", "cosine", "linear", "step", "cyclic", "wsd"}));
+  EXPECT_EQ(getEnumSpellings<LossReduction>(), Names({"mean", "sum", "none"}));
+  EXPECT_FALSE(symbolizeEnum<OptimizerKind>("adamax"));
 }
 
 //===----------------------------------------------------------------------===//

@@ -5,7 +5,7 @@ module attributes {tg.model = "halfloss", tg.training = {batch_size = 4 : i64, o
                      %y: tensor<4xi64> {tg.input = "y", tg.dim_names = ["batch"]})
       -> (tensor<f32> {tg.output = "loss"}) {
     %h = tg.matmul %x, %w : tensor<4x8xf32>, tensor<8x6xf32> -> tensor<4x6xf32> loc("logits")
-    %l = tg.cross_entropy %h, %y {reduction = "sum"} : tensor<4x6xf32>, tensor<4xi64> -> tensor<f32> loc("ce")
+    %l = tg.cross_entropy %h, %y {reduction = #tg<loss_reduction sum>} : tensor<4x6xf32>, tensor<4xi64> -> tensor<f32> loc("ce")
     %c = tg.constant dense<0.5> : tensor<f32> loc("half")
     %loss = tg.mul %l, %c : tensor<f32>, tensor<f32> -> tensor<f32> loc("loss")
     return %loss : tensor<f32>
