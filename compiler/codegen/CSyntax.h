@@ -1,7 +1,9 @@
 //===- CSyntax.h - tg attributes as C/C++ syntax ------------------*- C++ -*-===//
 //
 // What both emitters print the same way, since both print C++ (host C++
-// and CUDA C++): the operator of a comparison predicate.
+// and CUDA C++): the operator of a comparison predicate, and the runtime's
+// names for the optimizer and schedule kinds and the loss reductions
+// (tgc::cpu and tgc::cuda spell their enums alike).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,10 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <optional>
+#include <string>
 
 namespace mlir::tg {
 
@@ -32,6 +38,101 @@ inline llvm::StringRef comparisonOperator(ComparePredicate predicate) {
     return ">=";
   }
   llvm_unreachable("unknown compare predicate");
+}
+
+/// The index of an operand shaped `in` for element `i` of a result shaped
+/// `out` (numpy broadcasting) when it is one division or modulo by
+/// constants: the same shape, a single element, a trailing block (a bias),
+/// or leading dims followed by broadcast ones (a per-row value). Nothing in
+/// the general case, which each backend indexes its own way.
+inline std::optional<std::string>
+simpleBroadcastIndex(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out,
+                     llvm::StringRef i) {
+  auto product = [](llvm::ArrayRef<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  };
+  if (in == out)
+    return i.str();
+  int64_t n = product(in);
+  if (n == 1)
+    return std::string("0");
+  // Leading ones never change the index.
+  while (!in.empty() && in.front() == 1)
+    in = in.drop_front();
+  if (out.take_back(in.size()) == in)
+    return llvm::formatv("({0} % {1})", i, n).str();
+  // [.., d, 1, 1] against [.., d, x, y]: i divided by the tail, wrapped
+  // when the result has leading dims beyond the operand's rank.
+  size_t lead = in.size();
+  while (lead > 0 && in[lead - 1] == 1)
+    --lead;
+  size_t offset = out.size() - in.size();
+  if (in.take_front(lead) == out.drop_front(offset).take_front(lead)) {
+    int64_t tail = product(out.drop_front(offset + lead));
+    if (offset == 0)
+      return llvm::formatv("({0} / {1})", i, tail).str();
+    return llvm::formatv("(({0} / {1}) % {2})", i, tail,
+                         product(in.take_front(lead)))
+        .str();
+  }
+  return std::nullopt;
+}
+
+/// The runtime's OptimizerKind case (tgc::cpu:: and tgc::cuda::).
+inline llvm::StringRef runtimeOptimizerKind(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::sgd:
+    return "SGD";
+  case OptimizerKind::adam:
+    return "Adam";
+  case OptimizerKind::adamw:
+    return "AdamW";
+  case OptimizerKind::rmsprop:
+    return "RMSprop";
+  case OptimizerKind::adagrad:
+    return "Adagrad";
+  case OptimizerKind::lamb:
+    return "LAMB";
+  case OptimizerKind::lion:
+    return "Lion";
+  }
+  llvm_unreachable("unknown optimizer kind");
+}
+
+/// The runtime's ScheduleKind case (tgc::cpu:: and tgc::cuda::).
+inline llvm::StringRef runtimeScheduleKind(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::constant:
+    return "Constant";
+  case ScheduleKind::cosine:
+    return "Cosine";
+  case ScheduleKind::linear:
+    return "Linear";
+  case ScheduleKind::step:
+    return "Step";
+  case ScheduleKind::cyclic:
+    return "Cyclic";
+  case ScheduleKind::wsd:
+    return "WSD";
+  }
+  llvm_unreachable("unknown schedule kind");
+}
+
+/// The runtime's Reduction case of a loss (tgc::cuda::Reduction; the CPU
+/// runtime takes its position, 0, 1 or 2).
+inline llvm::StringRef runtimeLossReduction(LossReduction reduction) {
+  switch (reduction) {
+  case LossReduction::mean:
+    return "Mean";
+  case LossReduction::sum:
+    return "Sum";
+  case LossReduction::none:
+    return "None";
+  }
+  llvm_unreachable("unknown loss reduction");
 }
 
 } // namespace mlir::tg

@@ -380,30 +380,10 @@ std::string FunctionEmitter::indexExpr(Value operand, Value result,
                                        StringRef i) {
   ArrayRef<int64_t> in = tensorType(operand).getShape();
   ArrayRef<int64_t> out = tensorType(result).getShape();
-  if (in == out)
-    return i.str();
-  int64_t n = product(in);
-  if (n == 1)
-    return "0";
-  // Drop leading ones: they never change the index.
+  if (std::optional<std::string> simple = simpleBroadcastIndex(in, out, i))
+    return *simple;
   while (!in.empty() && in.front() == 1)
     in = in.drop_front();
-  if (out.take_back(in.size()) == in)
-    return llvm::formatv("({0} % {1})", i, n).str();
-  // [.., d, 1, 1] against [.., d, x, y]: the index is i divided by the tail.
-  size_t lead = in.size();
-  while (lead > 0 && in[lead - 1] == 1)
-    --lead;
-  size_t offset = out.size() - in.size();
-  if (ArrayRef<int64_t>(in).take_front(lead) ==
-      out.drop_front(offset).take_front(lead)) {
-    int64_t tail = product(out.drop_front(offset + lead));
-    int64_t mod = product(in.take_front(lead));
-    // Leading result dims beyond the operand's rank wrap around.
-    if (offset == 0)
-      return llvm::formatv("({0} / {1})", i, tail).str();
-    return llvm::formatv("(({0} / {1}) % {2})", i, tail, mod).str();
-  }
   // General case: strides with zeros for broadcast dims.
   SmallVector<int64_t> padded(out.size() - in.size(), 1);
   padded.append(in.begin(), in.end());
@@ -1228,27 +1208,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LrScheduleOp l) {
-        StringRef kind;
-        switch (l.getKind()) {
-        case ScheduleKind::constant:
-          kind = "Constant";
-          break;
-        case ScheduleKind::cosine:
-          kind = "Cosine";
-          break;
-        case ScheduleKind::linear:
-          kind = "Linear";
-          break;
-        case ScheduleKind::step:
-          kind = "Step";
-          break;
-        case ScheduleKind::cyclic:
-          kind = "Cyclic";
-          break;
-        case ScheduleKind::wsd:
-          kind = "WSD";
-          break;
-        }
+        StringRef kind = runtimeScheduleKind(l.getKind());
         os << "  {\n    static const tgc::cpu::ScheduleParams schedule{"
            << "tgc::cpu::ScheduleKind::" << kind << ", " << l.getWarmupSteps()
            << ", " << l.getTotalSteps() << ", " << l.getStepSize() << ", "
@@ -1262,30 +1222,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](OptimizerUpdateOp u) {
-        StringRef kind;
-        switch (u.getKind()) {
-        case OptimizerKind::sgd:
-          kind = "SGD";
-          break;
-        case OptimizerKind::adam:
-          kind = "Adam";
-          break;
-        case OptimizerKind::adamw:
-          kind = "AdamW";
-          break;
-        case OptimizerKind::rmsprop:
-          kind = "RMSprop";
-          break;
-        case OptimizerKind::adagrad:
-          kind = "Adagrad";
-          break;
-        case OptimizerKind::lamb:
-          kind = "LAMB";
-          break;
-        case OptimizerKind::lion:
-          kind = "Lion";
-          break;
-        }
+        StringRef kind = runtimeOptimizerKind(u.getKind());
         std::string state;
         for (auto [i, v] : llvm::enumerate(u.getNewState()))
           state += (i ? ", " : "") + buf(v);

@@ -32,7 +32,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -1290,26 +1289,10 @@ std::string StepEmitter::timerEnd(const Launch &launch, StringRef stream) {
 /// `out`, with numpy broadcasting; constant strides fold at compile time.
 static std::string indexExpr(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                              StringRef i) {
-  if (in == out)
-    return i.str();
-  int64_t n = product(in);
-  if (n == 1)
-    return "0";
+  if (std::optional<std::string> simple = simpleBroadcastIndex(in, out, i))
+    return *simple;
   while (!in.empty() && in.front() == 1)
     in = in.drop_front();
-  if (out.take_back(in.size()) == in)
-    return llvm::formatv("({0} % {1})", i, n).str();
-  size_t lead = in.size();
-  while (lead > 0 && in[lead - 1] == 1)
-    --lead;
-  size_t offset = out.size() - in.size();
-  if (in.take_front(lead) == out.drop_front(offset).take_front(lead)) {
-    int64_t tail = product(out.drop_front(offset + lead));
-    int64_t mod = product(in.take_front(lead));
-    if (offset == 0)
-      return llvm::formatv("({0} / {1})", i, tail).str();
-    return llvm::formatv("(({0} / {1}) % {2})", i, tail, mod).str();
-  }
   // General case: one term per dim the operand does not broadcast along.
   SmallVector<int64_t> padded(out.size() - in.size(), 1);
   padded.append(in.begin(), in.end());
@@ -1759,26 +1742,13 @@ LogicalResult StepEmitter::emitGemm(Launch &launch) {
   return success();
 }
 
-/// The runtime's tgc::cuda::Reduction case for a cross-entropy reduction.
-static StringRef lossReductionCase(LossReduction reduction) {
-  switch (reduction) {
-  case LossReduction::mean:
-    return "Mean";
-  case LossReduction::sum:
-    return "Sum";
-  case LossReduction::none:
-    return "None";
-  }
-  llvm_unreachable("unknown loss reduction");
-}
-
 void StepEmitter::emitClassifier(Launch &launch) {
   CrossEntropyOp ce = launch.crossEntropy;
   CrossEntropyGradOp grad = launch.crossEntropyGrad;
   auto t = tensorType(ce.getLogits());
   int64_t classes = t.getShape().back();
   int64_t rows = t.getNumElements() / classes;
-  StringRef reduction = lossReductionCase(ce.getReduction());
+  StringRef reduction = runtimeLossReduction(ce.getReduction());
   bool none = reduction == "None";
   std::string logits = ptr(ce.getLogits()), labels = ptr(ce.getLabels()),
               g = isSplatOne(grad.getGrad()) ? "nullptr" : ptr(grad.getGrad()),
@@ -2124,7 +2094,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
           return failure();
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back(), rows = t.getNumElements() / classes;
-        StringRef reduction = lossReductionCase(c.getReduction());
+        StringRef reduction = runtimeLossReduction(c.getReduction());
         bool none = reduction == "None";
         std::string logits = ptr(c.getLogits()), labels = ptr(c.getLabels()),
                     loss = ptr(c.getResult());
@@ -2150,7 +2120,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                  << ": tg.cross_entropy_grad needs an f32 loss gradient";
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back(), rows = t.getNumElements() / classes;
-        StringRef reduction = lossReductionCase(c.getReduction());
+        StringRef reduction = runtimeLossReduction(c.getReduction());
         std::string g = ptr(c.getGrad()), logits = ptr(c.getLogits()),
                     labels = ptr(c.getLabels()), out = ptr(c.getResult());
         os << begin << "  tgc::cuda::cross_entropy_grad(" << g << ", " << logits
@@ -2401,27 +2371,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](LrScheduleOp l) -> LogicalResult {
-        StringRef kind;
-        switch (l.getKind()) {
-        case ScheduleKind::constant:
-          kind = "Constant";
-          break;
-        case ScheduleKind::cosine:
-          kind = "Cosine";
-          break;
-        case ScheduleKind::linear:
-          kind = "Linear";
-          break;
-        case ScheduleKind::step:
-          kind = "Step";
-          break;
-        case ScheduleKind::cyclic:
-          kind = "Cyclic";
-          break;
-        case ScheduleKind::wsd:
-          kind = "WSD";
-          break;
-        }
+        StringRef kind = runtimeScheduleKind(l.getKind());
         std::string step = ptr(l.getStep()), base = ptr(l.getBaseLr()),
                     out = ptr(l.getResult());
         os << begin << "  {\n    static const tgc::cuda::ScheduleParams schedule{"
@@ -2450,30 +2400,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
           return u.emitError(kBackend)
                  << ": tg.optimizer_update takes an f32 or bf16 gradient, got "
                  << ge;
-        StringRef kind;
-        switch (u.getKind()) {
-        case OptimizerKind::sgd:
-          kind = "SGD";
-          break;
-        case OptimizerKind::adam:
-          kind = "Adam";
-          break;
-        case OptimizerKind::adamw:
-          kind = "AdamW";
-          break;
-        case OptimizerKind::rmsprop:
-          kind = "RMSprop";
-          break;
-        case OptimizerKind::adagrad:
-          kind = "Adagrad";
-          break;
-        case OptimizerKind::lamb:
-          kind = "LAMB";
-          break;
-        case OptimizerKind::lion:
-          kind = "Lion";
-          break;
-        }
+        StringRef kind = runtimeOptimizerKind(u.getKind());
         std::string param = ptr(u.getNewParam()), g = ptr(grad),
                     lr = ptr(u.getLr()), step = ptr(u.getStep()),
                     s = scale ? ptr(scale) : "nullptr";
