@@ -477,7 +477,41 @@ void FunctionEmitter::emitElementwise(
            });
 }
 
+/// Whether the C++ backend prints `kernel`: the kernels tg-fuse forms for
+/// target=cpu. Other targets' (data movement in an elementwise loop, a
+/// GEMM storing two results, an optimizer kernel) are an error to report.
+static LogicalResult checkPrintable(KernelOp kernel) {
+  auto fail = [&](StringRef what) {
+    return kernel.emitError("C++ backend: a ")
+           << stringifyKernelKind(kernel.getKind()) << " kernel " << what
+           << "; tg-fuse's cpu target (tgc --emit=cpp) forms what it prints";
+  };
+  Block &body = kernel.getBody().front();
+  switch (kernel.getKind()) {
+  case KernelKind::elementwise:
+    for (Operation &op : body.without_terminator())
+      if (!isElementwiseOp(&op) ||
+          cast<RankedTensorType>(op.getResult(0).getType()).getShape() !=
+              cast<RankedTensorType>(kernel.getResult(0).getType()).getShape())
+        return fail("with '" + op.getName().getStringRef().str() +
+                    "' at another shape than its loop");
+    return success();
+  case KernelKind::gemm:
+    if (kernel.getNumResults() != 1)
+      return fail("storing more than one result");
+    return success();
+  case KernelKind::optimizer:
+    return fail("(an update with its gradient scale)");
+  case KernelKind::reduction:
+  case KernelKind::classifier:
+    return success();
+  }
+  llvm_unreachable("unknown kernel kind");
+}
+
 LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
+  if (failed(checkPrintable(kernel)))
+    return failure();
   switch (kernel.getKind()) {
   case KernelKind::elementwise:
     emitElementwiseKernel(kernel);
@@ -491,6 +525,8 @@ LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
   case KernelKind::classifier:
     emitClassifierKernel(kernel);
     return success();
+  case KernelKind::optimizer:
+    break;
   }
   llvm_unreachable("unknown kernel kind");
 }

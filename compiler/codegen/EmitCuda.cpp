@@ -324,6 +324,14 @@ struct Launch {
   int timer = -1;
 };
 
+/// A tg.kernel of tg-fuse's, flattened: its ops in order, in the block where
+/// it stood, and the values it stores (its results).
+struct FusedKernel {
+  KernelKind kind;
+  SmallVector<Operation *> ops;
+  SmallVector<Value> outputs;
+};
+
 /// One tg.all_reduce: its inputs travel in one buffer.
 struct Bucket {
   AllReduceOp op;
@@ -373,8 +381,9 @@ public:
 
 private:
   LogicalResult checkTypes();
+  LogicalResult flattenKernels();
+  LogicalResult gemmLaunch(const FusedKernel &kernel);
   LogicalResult planFusion();
-  void formElementwiseGroups();
   LogicalResult buildLaunches();
   LogicalResult placeBucketWaits();
   LogicalResult planMemory();
@@ -420,8 +429,10 @@ private:
   llvm::SmallPtrSet<Operation *, 16> absorbed;
   /// Launches by the op whose position they take.
   DenseMap<Operation *, Launch> anchored;
-  /// Elementwise root -> the ops of its tree (producers first).
-  DenseMap<Operation *, SmallVector<Operation *>> elementwiseTrees;
+  /// tg-fuse's kernels, flattened (flattenKernels).
+  std::vector<FusedKernel> fusedKernels;
+  /// Elementwise kernels by their last op.
+  DenseMap<Operation *, const FusedKernel *> elementwiseKernels;
   /// The multiply folded into an optimizer update: its scale operand.
   DenseMap<Operation *, Value> gradScaleOf;
   /// tg.attention_grad -> the tg.attention on the same q, k, v.
@@ -497,171 +508,161 @@ LogicalResult StepEmitter::checkTypes() {
 }
 
 //===----------------------------------------------------------------------===//
-// Fusion
+// Kernels
 //===----------------------------------------------------------------------===//
 
-/// Whether every use of `v` outside `except` comes after op number `at`.
-static bool usedOnlyAfter(Value v, int64_t at,
-                          const DenseMap<Operation *, int64_t> &opIndex,
-                          ArrayRef<Operation *> except) {
-  for (Operation *user : v.getUsers()) {
-    if (llvm::is_contained(except, user))
-      continue;
-    auto it = opIndex.find(user);
-    int64_t pos = it == opIndex.end() ? INT64_MAX : it->second;
-    if (pos <= at)
-      return false;
+/// tg-fuse's tg.kernel ops, each replaced by its body's ops where it stood:
+/// the launches are built from the recorded groups over one flat block.
+LogicalResult StepEmitter::flattenKernels() {
+  Block &block = func.getBody().front();
+  SmallVector<KernelOp> kernels;
+  for (Operation &op : block)
+    if (auto kernel = dyn_cast<KernelOp>(op))
+      kernels.push_back(kernel);
+  for (KernelOp kernel : kernels) {
+    Block &body = kernel.getBody().front();
+    for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
+      arg.replaceAllUsesWith(input);
+    FusedKernel fused;
+    fused.kind = kernel.getKind();
+    for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+      op.moveBefore(kernel);
+      fused.ops.push_back(&op);
+    }
+    for (auto [result, value] :
+         llvm::zip(kernel.getResults(), kernel.getYield().getValues())) {
+      result.replaceAllUsesWith(value);
+      fused.outputs.push_back(value);
+    }
+    // tg-schedule's waits are the kernel's first op's.
+    if (Attribute waits = kernel->getAttr(TgDialect::kWaitsAttr))
+      fused.ops.front()->setAttr(TgDialect::kWaitsAttr, waits);
+    kernel.erase();
+    fusedKernels.push_back(std::move(fused));
   }
-  return true;
+  return success();
 }
 
-static bool definedBefore(Value v, int64_t at,
-                          const DenseMap<Operation *, int64_t> &opIndex) {
-  Operation *def = v.getDefiningOp();
-  return !def || opIndex.lookup(def) < at;
+/// The cuBLASLt epilogue of a gemm kernel (tg-fuse's cuda rules): a bias
+/// add, a tanh GELU, both, or a tanh GELU gradient after the matmul.
+LogicalResult StepEmitter::gemmLaunch(const FusedKernel &kernel) {
+  auto mm = cast<MatmulOp>(kernel.ops.front());
+  Launch launch;
+  launch.kind = LaunchKind::Gemm;
+  launch.matmul = mm;
+  launch.covered = kernel.ops;
+  Value c = mm.getResult();
+  auto isTanhGelu = [](Operation *op) {
+    auto gelu = dyn_cast<GeluOp>(op);
+    return gelu && gelu.getApproximate() == GeluApproximation::tanh;
+  };
+  ArrayRef<Operation *> epilogue = ArrayRef(kernel.ops).drop_front();
+  auto add = dyn_cast<AddOp>(epilogue.front());
+  if (add && epilogue.size() <= 2 &&
+      (epilogue.size() == 1 || isTanhGelu(epilogue.back()))) {
+    launch.bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
+    if (epilogue.size() == 2) {
+      launch.epilogue = "BiasGelu";
+      launch.aux = add.getResult();
+    } else {
+      launch.epilogue = "Bias";
+    }
+  } else if (epilogue.size() == 1 && isTanhGelu(epilogue.front())) {
+    launch.epilogue = "Gelu";
+    launch.aux = c;
+  } else if (auto grad = dyn_cast<GeluGradOp>(epilogue.front());
+             grad && epilogue.size() == 1 &&
+             grad.getApproximate() == GeluApproximation::tanh &&
+             grad.getGrad() == c) {
+    launch.epilogue = "GeluGrad";
+    launch.aux = grad.getX();
+  } else {
+    std::string ops;
+    for (Operation *op : epilogue)
+      ops += (ops.empty() ? "" : ", ") + opLabel(op);
+    return mm.emitError(kBackend)
+           << ": a gemm kernel with an epilogue cuBLASLt lacks (" << ops
+           << "); tg-fuse's cuda target forms only bias, tanh GELU and its "
+              "gradient";
+  }
+  launch.out = epilogue.back()->getResult(0);
+  launch.op = kernel.ops.back();
+  for (Operation *op : kernel.ops)
+    if (op != launch.op)
+      absorbed.insert(op);
+  anchored[launch.op] = launch;
+  return success();
 }
 
 LogicalResult StepEmitter::planFusion() {
   Block &block = func.getBody().front();
+  DenseSet<Operation *> inKernel;
+  for (const FusedKernel &kernel : fusedKernels)
+    inKernel.insert(kernel.ops.begin(), kernel.ops.end());
   for (Operation &op : block.without_terminator()) {
     opIndex[&op] = ops.size();
     ops.push_back(&op);
   }
 
-  // Views share their operand's buffer.
+  // Views share their operand's buffer, unless a kernel computes them.
   for (Operation *op : ops)
-    if (isView(op))
+    if (isView(op) && !inKernel.contains(op))
       alias[op->getResult(0)] = op->getOperand(0);
 
-  // GEMM epilogues: matmul -> add(bias [N]) -> gelu(tanh), matmul -> add,
-  // matmul -> gelu, and in the backward matmul -> gelu_grad(., aux).
-  for (Operation *op : ops) {
-    auto mm = dyn_cast<MatmulOp>(op);
-    if (!mm || !mm.getResult().hasOneUse())
-      continue;
-    Value c = mm.getResult();
-    Type ct = elementType(c);
-    int64_t n = tensorType(c).getShape().back();
-    Operation *user = *c.getUsers().begin();
-    Launch launch;
-    launch.kind = LaunchKind::Gemm;
-    launch.matmul = mm;
-    launch.covered.push_back(mm);
-    auto isBias = [&](Value b) {
-      auto t = tensorType(b);
-      return t.getElementType() == ct && t.getNumElements() == n &&
-             t.getRank() >= 1 && t.getShape().back() == n &&
-             definedBefore(b, opIndex.lookup(mm), opIndex) &&
-             tensorType(c).getRank() >= t.getRank();
-    };
-    auto isTanhGelu = [](Operation *g) {
-      auto gelu = dyn_cast_or_null<GeluOp>(g);
-      return gelu && gelu.getApproximate() == GeluApproximation::tanh;
-    };
-    if (auto add = dyn_cast<AddOp>(user)) {
-      Value bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
-      if (bias == c || !isBias(bias) ||
-          tensorType(add.getResult()) != tensorType(c))
-        continue;
-      launch.bias = bias;
-      launch.covered.push_back(add);
-      Value sum = add.getResult();
-      GeluOp gelu;
-      for (Operation *u : sum.getUsers())
-        if (isTanhGelu(u) && !gelu)
-          gelu = cast<GeluOp>(u);
-      if (gelu && usedOnlyAfter(sum, opIndex.lookup(gelu), opIndex,
-                                {add.getOperation(), gelu.getOperation()})) {
-        launch.epilogue = "BiasGelu";
-        launch.aux = sum;
-        launch.out = gelu.getResult();
-        launch.covered.push_back(gelu);
-      } else {
-        launch.epilogue = "Bias";
-        launch.out = sum;
-      }
-    } else if (isTanhGelu(user)) {
-      launch.epilogue = "Gelu";
-      launch.aux = c;
-      launch.out = user->getResult(0);
-      launch.covered.push_back(user);
-    } else if (auto grad = dyn_cast<GeluGradOp>(user)) {
-      if (grad.getApproximate() != GeluApproximation::tanh ||
-          grad.getGrad() != c || grad.getX() == c ||
-          !definedBefore(grad.getX(), opIndex.lookup(grad), opIndex))
-        continue;
-      launch.epilogue = "GeluGrad";
-      launch.aux = grad.getX();
-      launch.out = grad.getResult();
-      launch.covered.push_back(grad);
-    } else {
-      continue;
+  for (const FusedKernel &kernel : fusedKernels) {
+    switch (kernel.kind) {
+    case KernelKind::gemm:
+      if (failed(gemmLaunch(kernel)))
+        return failure();
+      break;
+    case KernelKind::classifier: {
+      // cross_entropy + cross_entropy_grad in one read of the logits.
+      auto ce = cast<CrossEntropyOp>(kernel.ops[0]);
+      auto grad = cast<CrossEntropyGradOp>(kernel.ops[1]);
+      Launch launch;
+      launch.kind = LaunchKind::Classifier;
+      launch.op = grad;
+      launch.crossEntropy = ce;
+      launch.crossEntropyGrad = grad;
+      launch.covered = kernel.ops;
+      absorbed.insert(ce);
+      // In place when nothing else reads the logits: they become their
+      // gradient.
+      Value logits = ce.getLogits();
+      bool onlyLoss = llvm::all_of(logits.getUsers(), [&](Operation *u) {
+        return u == ce.getOperation() || u == grad.getOperation();
+      });
+      if (onlyLoss && logits.getDefiningOp() &&
+          !isView(logits.getDefiningOp()) && !alias.count(logits) &&
+          elementType(logits) == elementType(grad.getResult()))
+        alias[grad.getResult()] = logits;
+      anchored[grad] = launch;
+      break;
     }
-    Operation *last = launch.covered.back();
-    launch.op = last;
-    for (Operation *covered : launch.covered)
-      if (covered != last)
-        absorbed.insert(covered);
-    anchored[last] = launch;
-  }
-
-  // The fused classifier: cross_entropy and cross_entropy_grad of the same
-  // logits and labels, the gradient seed known before the forward's loss.
-  for (Operation *op : ops) {
-    auto ce = dyn_cast<CrossEntropyOp>(op);
-    if (!ce)
-      continue;
-    CrossEntropyGradOp grad;
-    for (Operation *user : ce.getLogits().getUsers())
-      if (auto g = dyn_cast<CrossEntropyGradOp>(user))
-        if (g.getLogits() == ce.getLogits() &&
-            g.getLabels() == ce.getLabels() &&
-            g.getIgnoreIndex() == ce.getIgnoreIndex() &&
-            g.getReduction() == ce.getReduction() &&
-            opIndex.count(g) && opIndex.lookup(g) > opIndex.lookup(ce) &&
-            (isSplatOne(g.getGrad()) ||
-             definedBefore(g.getGrad(), opIndex.lookup(ce), opIndex)))
-          grad = g;
-    if (!grad || absorbed.contains(grad))
-      continue;
-    Launch launch;
-    launch.kind = LaunchKind::Classifier;
-    launch.op = ce;
-    launch.crossEntropy = ce;
-    launch.crossEntropyGrad = grad;
-    launch.covered = {ce, grad};
-    absorbed.insert(grad);
-    // In place when nothing else reads the logits: they become their
-    // gradient.
-    Value logits = ce.getLogits();
-    bool onlyLoss = llvm::all_of(logits.getUsers(), [&](Operation *u) {
-      return u == ce.getOperation() || u == grad.getOperation();
-    });
-    if (onlyLoss && logits.getDefiningOp() &&
-        !isView(logits.getDefiningOp()) && !alias.count(logits) &&
-        elementType(logits) == elementType(grad.getResult()))
-      alias[grad.getResult()] = logits;
-    anchored[ce] = launch;
-  }
-
-  // The clip factor's multiply goes into the optimizer update as gradScale.
-  for (Operation *op : ops) {
-    auto update = dyn_cast<OptimizerUpdateOp>(op);
-    if (!update)
-      continue;
-    auto mul = update.getGrad().getDefiningOp<MulOp>();
-    if (!mul || !mul.getResult().hasOneUse())
-      continue;
-    for (int side = 0; side < 2; ++side) {
-      Value g = side ? mul.getRhs() : mul.getLhs();
-      Value s = side ? mul.getLhs() : mul.getRhs();
-      if (tensorType(s).getRank() != 0 || !elementType(s).isF32() ||
-          tensorType(g) != tensorType(mul.getResult()))
-        continue;
-      gradScaleOf[update] = s;
-      alias[mul.getResult()] = g;
+    case KernelKind::optimizer: {
+      // The update reads the gradient and multiplies it by the scale.
+      auto mul = cast<MulOp>(kernel.ops[0]);
+      auto update = cast<OptimizerUpdateOp>(kernel.ops[1]);
+      bool scaleIsRhs = tensorType(mul.getRhs()).getRank() == 0 &&
+                        elementType(mul.getRhs()).isF32();
+      gradScaleOf[update] = scaleIsRhs ? mul.getRhs() : mul.getLhs();
+      alias[mul.getResult()] = scaleIsRhs ? mul.getLhs() : mul.getRhs();
       absorbed.insert(mul);
       break;
+    }
+    case KernelKind::elementwise: {
+      // One generated kernel computing every output at each index.
+      Operation *last = kernel.ops.back();
+      for (Operation *op : kernel.ops)
+        if (op != last)
+          absorbed.insert(op);
+      elementwiseKernels[last] = &kernel;
+      break;
+    }
+    case KernelKind::reduction:
+      return kernel.ops.front()->emitError(kBackend)
+             << ": a reduction kernel; tg-fuse's cuda target forms none (the "
+                "runtime reduces)";
     }
   }
 
@@ -717,72 +718,7 @@ LogicalResult StepEmitter::planFusion() {
     bucketOf[reduce] = buckets.size();
     buckets.push_back(std::move(b));
   }
-
-  formElementwiseGroups();
   return success();
-}
-
-void StepEmitter::formElementwiseGroups() {
-  // A producer joins its consumer's kernel when the consumer is its only
-  // user and either computes on it elementwise at the same shape (so both
-  // index alike), or only moves its elements (transpose, slice, slice_grad,
-  // reshape: the kernel reads the producer at remapped indices, and nothing
-  // is computed twice). A tg.iota joins at any shape: recomputing its value
-  // at a broadcast index costs less than loading it.
-  auto fusable = [&](Operation *op) {
-    return (isElementwise(op) || isDataMovement(op)) &&
-           !absorbed.contains(op) && !anchored.count(op) && opIndex.count(op);
-  };
-  DenseMap<Operation *, Operation *> fusedInto;
-  for (Operation *op : ops) {
-    if (!fusable(op))
-      continue;
-    Value r = op->getResult(0);
-    if (!r.hasOneUse())
-      continue;
-    Operation *user = *r.getUsers().begin();
-    if (!fusable(user))
-      continue;
-    if (!isDataMovement(user) && !isa<IotaOp>(op) &&
-        tensorType(user->getResult(0)).getShape() != tensorType(r).getShape())
-      continue;
-    fusedInto[op] = user;
-  }
-  // A view is never a kernel's root (it has no buffer of its own): a chain
-  // that ends in one stops before it.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Operation *op : ops) {
-      auto it = fusedInto.find(op);
-      if (it != fusedInto.end() && isView(it->second) &&
-          !fusedInto.count(it->second)) {
-        fusedInto.erase(it);
-        changed = true;
-      }
-    }
-  }
-  // Roots in op order; each tree lists its ops producers first. A lone data
-  // movement op stays a runtime/cuda launcher (its transposes are tiled).
-  for (Operation *op : ops) {
-    if (!fusable(op) || isView(op) || fusedInto.count(op))
-      continue;
-    SmallVector<Operation *> tree;
-    std::function<void(Operation *)> collect = [&](Operation *o) {
-      for (Value operand : o->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          if (fusedInto.lookup(def) == o)
-            collect(def);
-      tree.push_back(o);
-    };
-    collect(op);
-    if (isDataMovement(op) &&
-        llvm::count_if(tree, [](Operation *o) { return !isView(o); }) == 1)
-      continue;
-    for (Operation *o : tree)
-      if (o != op)
-        absorbed.insert(o);
-    elementwiseTrees[op] = std::move(tree);
-  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -791,18 +727,29 @@ void StepEmitter::formElementwiseGroups() {
 
 LogicalResult StepEmitter::buildLaunches() {
   for (Operation *op : ops) {
-    if (isa<ConstantOp>(op) || isView(op))
+    if (isa<ConstantOp>(op))
       continue;
     if (auto it = anchored.find(op); it != anchored.end()) {
       launches.push_back(it->second);
     } else if (absorbed.contains(op)) {
       continue;
-    } else if (auto it = elementwiseTrees.find(op);
-               it != elementwiseTrees.end()) {
+    } else if (auto it = elementwiseKernels.find(op);
+               it != elementwiseKernels.end()) {
       Launch launch;
       launch.kind = LaunchKind::Elementwise;
       launch.op = op;
-      launch.covered = it->second;
+      launch.covered = it->second->ops;
+      launch.writes = it->second->outputs;
+      launches.push_back(launch);
+    } else if (isView(op)) {
+      continue;
+    } else if (isElementwise(op)) {
+      // A lone elementwise op: a generated kernel of its own.
+      Launch launch;
+      launch.kind = LaunchKind::Elementwise;
+      launch.op = op;
+      launch.covered = {op};
+      launch.writes = {op->getResult(0)};
       launches.push_back(launch);
     } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
       Launch launch;
@@ -852,7 +799,6 @@ LogicalResult StepEmitter::buildLaunches() {
             continue; // a literal in the kernel
           addRead(operand);
         }
-      l.writes.push_back(l.op->getResult(0));
       break;
     case LaunchKind::Gemm:
       addRead(l.matmul.getLhs());
@@ -1639,8 +1585,7 @@ FailureOr<std::string> KernelBody::value(Value v, const std::string &idx) {
 
 LogicalResult StepEmitter::emitElementwise(Launch &launch) {
   Operation *rootOp = launch.op;
-  Value result = rootOp->getResult(0);
-  // Parameters: the external operands, then the result.
+  // Parameters: the external operands, then the results.
   std::string params, args;
   DenseMap<Value, std::string> param;
   for (Value v : launch.reads) {
@@ -1649,22 +1594,29 @@ LogicalResult StepEmitter::emitElementwise(Launch &launch) {
     params += llvm::formatv("const {0} *__restrict__ {1}, ", storageOf(v), p);
     args += ptr(v) + ", ";
   }
-  params += llvm::formatv("{0} *__restrict__ y, int64_t n", storageOf(result));
-  std::string out = ptr(result);
+  bool one = launch.writes.size() == 1;
   KernelBody kernelBody(launch.covered, param);
-  auto value = kernelBody.value(result, "i");
-  if (failed(value))
-    return failure();
-  std::string body = kernelBody.text;
-  Type resultElem = elementType(result);
-  if (isa<FloatType>(resultElem))
-    body += llvm::formatv("    y[i] = fromFloat<{0}>({1});\n",
-                          storageType(resultElem), *value)
-                .str();
-  else
-    body += llvm::formatv("    y[i] = ({0})({1});\n", storageType(resultElem),
-                          *value)
-                .str();
+  std::string stores;
+  for (auto [k, result] : llvm::enumerate(launch.writes)) {
+    std::string y = one ? "y" : "y" + std::to_string(k);
+    params += llvm::formatv("{0} *__restrict__ {1}, ", storageOf(result), y);
+    args += ptr(result) + ", ";
+    auto value = kernelBody.value(result, "i");
+    if (failed(value))
+      return failure();
+    Type resultElem = elementType(result);
+    if (isa<FloatType>(resultElem))
+      stores += llvm::formatv("    {0}[i] = fromFloat<{1}>({2});\n", y,
+                              storageType(resultElem), *value)
+                    .str();
+    else
+      stores += llvm::formatv("    {0}[i] = ({1})({2});\n", y,
+                              storageType(resultElem), *value)
+                    .str();
+  }
+  params += "int64_t n";
+  std::string body = kernelBody.text + stores;
+  Value result = launch.writes.front();
   std::string text =
       "(" + params + ") {\n  for (int64_t i = (int64_t)blockIdx.x * " +
       "blockDim.x + threadIdx.x; i < n;\n       i += (int64_t)gridDim.x * " +
@@ -1689,7 +1641,7 @@ LogicalResult StepEmitter::emitElementwise(Launch &launch) {
   int64_t n = numel(result);
   int64_t blocks = std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65535);
   os << timerBegin(launch) << "  " << kernel << "<<<" << blocks << ", "
-     << kBlock << ", 0, stream>>>(" << args << out << ", " << n
+     << kBlock << ", 0, stream>>>(" << args << n
      << ");\n  TGC_CUDA_CHECK_LAUNCH();\n"
      << timerEnd(launch);
   return success();
@@ -2448,7 +2400,8 @@ LogicalResult StepEmitter::emit(
   if (!func.getBody().hasOneBlock())
     return func.emitError(kBackend)
            << ": @" << func.getName() << " must have a single block";
-  if (failed(checkTypes()) || failed(planFusion()) || failed(buildLaunches()))
+  if (failed(checkTypes()) || failed(flattenKernels()) ||
+      failed(planFusion()) || failed(buildLaunches()))
     return failure();
   if (failed(placeBucketWaits()) || failed(planMemory()))
     return failure();
@@ -2608,9 +2561,13 @@ void emitProgram(llvm::raw_ostream &os, const StepEmitter &e, StringRef name,
 
 } // namespace
 
-LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
+LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
                                  const CudaEmitOptions &options,
                                  CudaEmitSummary *summary) {
+  // The step emitters flatten tg.kernel ops into their functions: a copy,
+  // so the caller's module keeps them.
+  OwningOpRef<ModuleOp> copy(original.clone());
+  ModuleOp module = *copy;
   auto analyzed = StepSignature::analyze(module, kBackend);
   if (failed(analyzed))
     return failure();

@@ -65,8 +65,7 @@ TargetOptions mlir::tg::cudaTarget() {
   target.name = "cuda";
   // runtime/cuda has f32 kernels only for these.
   target.fp32Ops = {"tg.conv2d", "tg.max_pool2d", "tg.avg_pool2d"};
-  // EmitCuda still forms its launches and their arena itself.
-  target.printsKernels = false;
+  // EmitCuda still places its launches in its own arena.
   target.readsMemoryPlan = false;
   return target;
 }
@@ -115,6 +114,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // @forward_backward and @forward as they will run.
     FusePassOptions opt;
     opt.fusion = options.target.printsKernels ? options.fusion : "none";
+    opt.target = options.target.name;
     pm.addNestedPass<func::FuncOp>(createFusePass(opt));
   }
   if (from < Phase::Schedule && to >= Phase::Schedule) {

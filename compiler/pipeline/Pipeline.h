@@ -36,6 +36,7 @@ llvm::StringRef phaseName(Phase phase);
 /// What the backend a module is compiled for can do. The pipeline reads the
 /// target's choices from here; a new backend states its own.
 struct TargetOptions {
+  /// tg-fuse's `target`: "cpu" or "cuda".
   std::string name;
   /// Ops the backend computes in f32 only: under bf16 they (and so their
   /// gradients) stay in f32 (tg-precision's fp32-ops).
@@ -51,7 +52,7 @@ struct TargetOptions {
 /// C++ with OpenMP and OpenBLAS (EmitCpp): every kernel kind, the plan.
 TargetOptions cpuTarget();
 /// CUDA with cuBLASLt (EmitCuda): f32 kernels only for convolution and
-/// pooling; it still groups ops and plans its launches itself.
+/// pooling; tg-fuse's cuda rules; it still plans its arena itself.
 TargetOptions cudaTarget();
 
 /// Overrides of the model file's training table (tgc's flags).

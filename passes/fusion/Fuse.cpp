@@ -4,8 +4,10 @@
 // one kernel can compute, then replaces each group of two or more ops by a
 // tg.kernel placed where its last op stood. Every rule that decides a group
 // is in this file: elementwise chains (`--fusion=elementwise`), and with
-// `--fusion=all` GEMM epilogues and reductions with their elementwise
-// prologue and epilogue.
+// `--fusion=all` GEMM epilogues, reductions with their elementwise prologue
+// and epilogue, the classifier and the optimizer update's gradient scale.
+// Which of them apply, and how far, is the target's: what its backend can
+// print (TargetRules).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,37 @@ using namespace mlir::tg;
 
 namespace {
 
+/// What a target's backend prints, and so which rules apply.
+struct TargetRules {
+  /// Elementwise kernels read operands at remapped indices: transposes,
+  /// slices, their gradients, concatenations and views join them, and a
+  /// tg.iota joins at any shape (CUDA's generated kernels).
+  bool dataMovement = false;
+  /// Reductions with an elementwise prologue and epilogue (the C++
+  /// backend's loop nests).
+  bool reductions = true;
+  /// GEMM epilogues: any elementwise chain over the result (false: only
+  /// those cuBLASLt applies: bias, tanh GELU, bias then tanh GELU with the
+  /// pre-activation stored as well, and the tanh GELU gradient).
+  bool anyGemmEpilogue = true;
+  /// A scale multiply of the gradient joins its tg.optimizer_update.
+  bool optimizerScale = false;
+
+  static std::optional<TargetRules> forTarget(StringRef target) {
+    TargetRules rules;
+    if (target == "cpu")
+      return rules;
+    if (target == "cuda") {
+      rules.dataMovement = true;
+      rules.reductions = false;
+      rules.anyGemmEpilogue = false;
+      rules.optimizerScale = true;
+      return rules;
+    }
+    return std::nullopt;
+  }
+};
+
 /// Ops one kernel will compute, in program order.
 struct Group {
   KernelKind kind = KernelKind::elementwise;
@@ -40,6 +73,9 @@ struct Group {
   /// Set once an op outside the group has read one of its values: a later
   /// op joining it would put the kernel after that reader.
   bool closed = false;
+  /// The kernel stands where its first op stood (every op's operands are
+  /// defined before it), not where its last did.
+  bool atFirst = false;
 };
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -50,28 +86,103 @@ ArrayRef<int64_t> shapeOf(Value v) {
 // The rules
 //===----------------------------------------------------------------------===//
 
+/// Views: no work, their result is their operand's bytes.
+bool isView(Operation *op) { return isa<ReshapeOp, FlattenOp>(op); }
+
+/// Ops that only move elements: a kernel computes them by reading their
+/// operand at remapped indices.
+bool isDataMovement(Operation *op) {
+  return isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, ReshapeOp,
+             FlattenOp>(op);
+}
+
+/// The ops an elementwise kernel of the target may hold.
+bool isLoopOp(Operation *op, const TargetRules &rules) {
+  if (isElementwiseOp(op))
+    return op->getNumResults() == 1;
+  return rules.dataMovement && (isDataMovement(op) || isa<IotaOp>(op));
+}
+
+/// The position of each top-level op, to keep a group's ops in program
+/// order.
+using Positions = DenseMap<Operation *, unsigned>;
+
+/// Moves `from`'s ops into `into`, in program order, and empties `from`.
+void merge(Group &into, Group &from, DenseMap<Operation *, Group *> &groupOf,
+           const Positions &position) {
+  for (Operation *op : from.ops)
+    groupOf[op] = &into;
+  llvm::append_range(into.ops, from.ops);
+  llvm::sort(into.ops, [&](Operation *a, Operation *b) {
+    return position.lookup(a) < position.lookup(b);
+  });
+  from.ops.clear();
+}
+
+/// True when no op but `op` and the group's own reads the group's values.
+bool onlyFeeds(const Group &g, Operation *op,
+               const DenseMap<Operation *, Group *> &groupOf) {
+  return llvm::all_of(g.ops, [&](Operation *member) {
+    return llvm::all_of(member->getUsers(), [&](Operation *u) {
+      return u == op || groupOf.lookup(u) == &g;
+    });
+  });
+}
+
 /// Elementwise chains: the group `op` joins, or null to start its own.
-/// Among the open groups of its operands' producers with its iteration
-/// space, the one that ends latest (so the kernel stays where the chain
-/// ends).
+/// An elementwise op joins every open group among its operands' producers
+/// that iterates over its result shape (smaller operands broadcast into
+/// the loop); several such groups merge into one kernel standing where
+/// `op` stands, which their values may reach since nothing outside has
+/// read them yet. With the target's data movement, a transpose, slice,
+/// concat or view joins the groups whose values only it reads, and the
+/// kernel then iterates over its result, computing them at remapped
+/// indices.
 Group *elementwiseGroupFor(Operation *op,
-                           const DenseMap<Operation *, Group *> &groupOf,
-                           const DenseMap<Operation *, unsigned> &position) {
-  if (op->getNumResults() != 1)
-    return nullptr;
+                           DenseMap<Operation *, Group *> &groupOf,
+                           const Positions &position) {
+  bool remaps = !isElementwiseOp(op);
   ArrayRef<int64_t> space = shapeOf(op->getResult(0));
-  Group *best = nullptr;
+  SmallVector<Group *> candidates;
   for (Value operand : op->getOperands()) {
     Operation *def = operand.getDefiningOp();
     Group *g = def ? groupOf.lookup(def) : nullptr;
     if (!g || g->kind != KernelKind::elementwise || g->closed ||
-        ArrayRef<int64_t>(g->space) != space)
+        llvm::is_contained(candidates, g))
       continue;
-    if (!best ||
-        position.lookup(g->ops.back()) > position.lookup(best->ops.back()))
-      best = g;
+    if (remaps ? !onlyFeeds(*g, op, groupOf)
+               : ArrayRef<int64_t>(g->space) != space)
+      continue;
+    candidates.push_back(g);
   }
-  return best;
+  if (candidates.empty())
+    return nullptr;
+  // Into the one that ends latest.
+  Group *into = *llvm::max_element(candidates, [&](Group *a, Group *b) {
+    return position.lookup(a->ops.back()) < position.lookup(b->ops.back());
+  });
+  for (Group *g : candidates)
+    if (g != into)
+      merge(*into, *g, groupOf, position);
+  if (remaps)
+    into->space.assign(space.begin(), space.end());
+  return into;
+}
+
+/// With the target's data movement, a tg.iota that only `op` reads joins
+/// `op`'s kernel at any shape: computing its value at a broadcast index
+/// costs less than loading it.
+void pullInIotas(Operation *op, Group &into,
+                 DenseMap<Operation *, Group *> &groupOf,
+                 const Positions &position) {
+  for (Value operand : op->getOperands()) {
+    auto iota = operand.getDefiningOp<IotaOp>();
+    Group *g = iota ? groupOf.lookup(iota) : nullptr;
+    if (g && g != &into && g->ops.size() == 1 &&
+        llvm::all_of(operand.getUsers(),
+                     [&](Operation *u) { return u == op; }))
+      merge(into, *g, groupOf, position);
+  }
 }
 
 /// True when every reader of `v` is `op`: `v` may then live in a kernel's
@@ -88,8 +199,8 @@ bool onlyReadBy(Value v, Operation *op) {
 /// ops that then extend its result (epilogueGroupFor) join it, so the GEMM
 /// writes into the kernel's result and the epilogue (bias, activation,
 /// residual, scale) runs in place over it. A matmul nothing extends stays a
-/// plain op. Any transposes and batch dims: the CPU backend's GEMM call
-/// takes them all.
+/// plain op. Any transposes and batch dims: the backends' GEMM calls take
+/// them all.
 Group *startGemmGroup(MatmulOp matmul, std::deque<Group> &groups) {
   Group &g = groups.emplace_back();
   g.kind = KernelKind::gemm;
@@ -167,9 +278,11 @@ Group *reductionGroupFor(Operation *reduction,
 
 /// The classifier: a tg.cross_entropy starts a `classifier` group, and the
 /// tg.cross_entropy_grad of the same logits and labels (same ignore_index
-/// and reduction) joins it, unless something read the loss in between (the
-/// kernel stands where the gradient stood). The backend then computes each
-/// row's log-sum-exp once for the loss and its gradient.
+/// and reduction) joins it. The kernel stands where the gradient stood,
+/// unless something read the loss in between; then where the loss stood,
+/// when the gradient's seed is known before the loss (a constant, an
+/// argument: a scaled loss's seed). The backend then computes each row's
+/// log-sum-exp once for the loss and its gradient.
 Group *startClassifierGroup(CrossEntropyOp loss, std::deque<Group> &groups) {
   Group &g = groups.emplace_back();
   g.kind = KernelKind::classifier;
@@ -178,16 +291,24 @@ Group *startClassifierGroup(CrossEntropyOp loss, std::deque<Group> &groups) {
 }
 
 Group *classifierGroupFor(CrossEntropyGradOp grad,
-                          const DenseMap<Operation *, Group *> &groupOf) {
+                          const DenseMap<Operation *, Group *> &groupOf,
+                          const Positions &position) {
   for (Operation *user : grad.getLogits().getUsers()) {
     auto loss = dyn_cast<CrossEntropyOp>(user);
     Group *g = loss ? groupOf.lookup(loss) : nullptr;
-    if (g && g->kind == KernelKind::classifier && !g->closed &&
-        g->ops.size() == 1 && loss.getLabels() == grad.getLabels() &&
-        grad.getGrad().getDefiningOp() != loss &&
-        loss.getIgnoreIndex() == grad.getIgnoreIndex() &&
-        loss.getReductionAttr() == grad.getReductionAttr())
+    if (!g || g->kind != KernelKind::classifier || g->ops.size() != 1 ||
+        loss.getLabels() != grad.getLabels() ||
+        grad.getGrad().getDefiningOp() == loss ||
+        loss.getIgnoreIndex() != grad.getIgnoreIndex() ||
+        loss.getReductionAttr() != grad.getReductionAttr())
+      continue;
+    if (!g->closed)
       return g;
+    Operation *seed = grad.getGrad().getDefiningOp();
+    if (!seed || position.lookup(seed) < position.lookup(loss)) {
+      g->atFirst = true;
+      return g;
+    }
   }
   return nullptr;
 }
@@ -196,25 +317,103 @@ Group *classifierGroupFor(CrossEntropyGradOp grad,
 // Epilogues (of GEMMs and reductions)
 //===----------------------------------------------------------------------===//
 
+/// The epilogues cuBLASLt applies (CUBLASLT_EPILOGUE_BIAS, _GELU_AUX,
+/// _GELU_AUX_BIAS, _DGELU), of which `op` would extend `g`'s: a bias add
+/// (a vector over the last dim) or a tanh GELU of the matmul's result, the
+/// tanh GELU gradient of a gradient the matmul computes, or a tanh GELU
+/// after the bias add. The last one stores the pre-activation as well (the
+/// backward reads it), so its other readers are no reason to stop.
+bool extendsCublasLtEpilogue(const Group &g, Operation *op, Value tail) {
+  auto isTanh = [](GeluApproximation a) { return a == GeluApproximation::tanh; };
+  if (g.ops.size() == 2 && isa<AddOp>(g.ops[1]))
+    if (auto gelu = dyn_cast<GeluOp>(op))
+      return isTanh(gelu.getApproximate());
+  if (g.ops.size() != 1 || !onlyReadBy(tail, op))
+    return false;
+  if (auto add = dyn_cast<AddOp>(op)) {
+    Value bias = add.getLhs() == tail ? add.getRhs() : add.getLhs();
+    auto b = cast<RankedTensorType>(bias.getType());
+    auto c = cast<RankedTensorType>(tail.getType());
+    int64_t n = c.getShape().back();
+    return bias != tail && b.getElementType() == c.getElementType() &&
+           b.getRank() >= 1 && b.getShape().back() == n &&
+           b.getNumElements() == n && add.getType() == c;
+  }
+  if (auto gelu = dyn_cast<GeluOp>(op))
+    return isTanh(gelu.getApproximate());
+  if (auto grad = dyn_cast<GeluGradOp>(op))
+    return isTanh(grad.getApproximate()) && grad.getGrad() == tail &&
+           grad.getX() != tail;
+  return false;
+}
+
 /// The gemm or reduction group whose result `op` extends, or null: `op` is
 /// elementwise over that result's shape, and the result has no reader but
 /// `op`, so nothing reads a value the kernel keeps in registers and nothing
-/// expensive is recomputed. The epilogue is a chain: its last op's result is
-/// the kernel's.
+/// expensive is recomputed (on a target that takes only cuBLASLt's
+/// epilogues, extendsCublasLtEpilogue decides for GEMMs). The epilogue is
+/// a chain: its last op's result is the kernel's.
 Group *epilogueGroupFor(Operation *op,
-                        const DenseMap<Operation *, Group *> &groupOf) {
+                        const DenseMap<Operation *, Group *> &groupOf,
+                        const TargetRules &rules) {
   if (!isElementwiseOp(op) || op->getNumResults() != 1)
     return nullptr;
   ArrayRef<int64_t> space = shapeOf(op->getResult(0));
   for (Value operand : op->getOperands()) {
     Operation *def = operand.getDefiningOp();
     Group *g = def ? groupOf.lookup(def) : nullptr;
-    if (g && g->kind != KernelKind::elementwise && !g->closed &&
-        g->tail == operand && ArrayRef<int64_t>(g->space) == space &&
-        onlyReadBy(operand, op))
+    if (!g || g->kind == KernelKind::elementwise ||
+        g->kind == KernelKind::classifier ||
+        g->kind == KernelKind::optimizer || g->closed || g->tail != operand ||
+        ArrayRef<int64_t>(g->space) != space)
+      continue;
+    bool extends = g->kind == KernelKind::gemm && !rules.anyGemmEpilogue
+                       ? extendsCublasLtEpilogue(*g, op, operand)
+                       : onlyReadBy(operand, op);
+    if (extends)
       return g;
   }
   return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer update
+//===----------------------------------------------------------------------===//
+
+/// The optimizer update with its gradient scale: a tg.mul of the gradient
+/// by an f32 scalar (the clip factor, 1 / micro-batches) that only a
+/// tg.optimizer_update reads, as its gradient, starts an `optimizer` group
+/// the update then joins: the update scales each element as it reads it.
+bool isGradientScale(Operation *op) {
+  auto mul = dyn_cast<MulOp>(op);
+  if (!mul || !mul.getResult().hasOneUse())
+    return false;
+  auto update = dyn_cast<OptimizerUpdateOp>(*mul.getResult().getUsers().begin());
+  if (!update || update.getGrad() != mul.getResult())
+    return false;
+  for (Value s : {mul.getLhs(), mul.getRhs()}) {
+    auto t = cast<RankedTensorType>(s.getType());
+    Value g = s == mul.getLhs() ? mul.getRhs() : mul.getLhs();
+    if (t.getRank() == 0 && t.getElementType().isF32() &&
+        g.getType() == mul.getResult().getType())
+      return true;
+  }
+  return false;
+}
+
+Group *startOptimizerGroup(Operation *scale, std::deque<Group> &groups) {
+  Group &g = groups.emplace_back();
+  g.kind = KernelKind::optimizer;
+  g.ops.push_back(scale);
+  return &g;
+}
+
+Group *optimizerGroupFor(OptimizerUpdateOp update,
+                         const DenseMap<Operation *, Group *> &groupOf) {
+  Operation *def = update.getGrad().getDefiningOp();
+  Group *g = def ? groupOf.lookup(def) : nullptr;
+  return g && g->kind == KernelKind::optimizer && g->ops.size() == 1 ? g
+                                                                     : nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -253,7 +452,7 @@ void formKernel(const Group &group) {
 
   Operation *last = group.ops.back();
   OpBuilder b(last->getContext());
-  b.setInsertionPointAfter(last);
+  b.setInsertionPointAfter(group.atFirst ? group.ops.front() : last);
   auto kernel =
       KernelOp::create(b, last->getLoc(), ValueRange(outputs).getTypes(),
                        KernelKindAttr::get(b.getContext(), group.kind), inputs,
@@ -289,9 +488,16 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
           << fusion << "'; expected none, elementwise or all";
       return signalPassFailure();
     }
+    std::optional<TargetRules> rules = TargetRules::forTarget(target);
+    if (!rules) {
+      getOperation().emitError("tg-fuse: unknown target '")
+          << target << "'; expected cpu or cuda";
+      return signalPassFailure();
+    }
     if (fusion == "none")
       return;
-    // GEMM epilogues and reductions with prologues only with "all".
+    // GEMM epilogues, reductions with prologues, the classifier and the
+    // optimizer update only with "all".
     bool allRules = fusion == "all";
     func::FuncOp func = getOperation();
     if (!func.getBody().hasOneBlock())
@@ -300,28 +506,33 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
 
     std::deque<Group> groups;
     DenseMap<Operation *, Group *> groupOf;
-    DenseMap<Operation *, unsigned> position;
+    Positions position;
     unsigned index = 0;
     for (Operation &op : block.without_terminator()) {
       position[&op] = index++;
       Group *joined = nullptr;
       if (allRules) {
-        if ((joined = epilogueGroupFor(&op, groupOf))) {
+        if ((joined = epilogueGroupFor(&op, groupOf, *rules))) {
           joined->ops.push_back(&op);
           joined->tail = op.getResult(0);
         } else if (auto matmul = dyn_cast<MatmulOp>(op))
           joined = startGemmGroup(matmul, groups);
-        else if (isFusibleReduction(&op))
+        else if (rules->reductions && isFusibleReduction(&op))
           joined = reductionGroupFor(&op, groupOf, groups);
         else if (auto loss = dyn_cast<CrossEntropyOp>(op))
           joined = startClassifierGroup(loss, groups);
         else if (auto grad = dyn_cast<CrossEntropyGradOp>(op);
-                 grad && (joined = classifierGroupFor(grad, groupOf)))
+                 grad && (joined = classifierGroupFor(grad, groupOf, position)))
+          joined->ops.push_back(&op);
+        else if (rules->optimizerScale && isGradientScale(&op))
+          joined = startOptimizerGroup(&op, groups);
+        else if (auto update = dyn_cast<OptimizerUpdateOp>(op);
+                 update && (joined = optimizerGroupFor(update, groupOf)))
           joined->ops.push_back(&op);
         if (joined)
           groupOf[&op] = joined;
       }
-      if (!joined && isElementwiseOp(&op) && op.getNumResults() == 1) {
+      if (!joined && isLoopOp(&op, *rules)) {
         joined = elementwiseGroupFor(&op, groupOf, position);
         if (!joined) {
           groups.emplace_back();
@@ -330,6 +541,8 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         }
         joined->ops.push_back(&op);
         groupOf[&op] = joined;
+        if (rules->dataMovement)
+          pullInIotas(&op, *joined, groupOf, position);
       }
       // Any other group this op reads from now has a reader outside it.
       for (Value v : op.getOperands())
@@ -338,7 +551,9 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
             g->closed = true;
     }
     for (Group &g : groups) {
-      if (g.ops.size() < 2)
+      // A view costs nothing alone; a lone op, or a lone data movement op
+      // with views (the runtime's tiled transpose), is no kernel.
+      if (llvm::count_if(g.ops, [](Operation *op) { return !isView(op); }) < 2)
         continue;
       ++numKernels;
       switch (g.kind) {
@@ -353,6 +568,9 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         break;
       case KernelKind::classifier:
         ++numClassifierKernels;
+        break;
+      case KernelKind::optimizer:
+        ++numOptimizerKernels;
         break;
       }
       numFusedOps += g.ops.size();

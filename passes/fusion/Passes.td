@@ -39,8 +39,28 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       between; the backend computes each row's log-sum-exp once for both,
       reading the logits once instead of twice.
 
+    - **The optimizer update** (`optimizer`, target `cuda`): a `tg.mul` of
+      a gradient by an f32 scalar (the clip factor, 1 / micro-batches) that
+      only a `tg.optimizer_update` reads joins it; the update scales each
+      element of the gradient as it reads it.
+
     `elementwise` applies the first rule only; `all` (the default) every
     rule. Multi-tensor optimizer updates are the rule to come.
+
+    **Targets.** The rules are the same; `target` says how far each goes,
+    by what the backend prints:
+    - `cpu` (the C++ backend): elementwise kernels over one iteration
+      space; any elementwise epilogue of a GEMM; reductions.
+    - `cuda` (EmitCuda's generated kernels and cuBLASLt): elementwise
+      kernels also take data movement (`tg.transpose`, `tg.slice`,
+      `tg.slice_grad`, `tg.concat`, views) when only the kernel reads what
+      it moves, the kernel then iterating over the moved result and reading
+      at remapped indices, and a `tg.iota` only the kernel reads joins at
+      any shape; a lone data movement op stays the runtime's tiled
+      launcher. GEMM epilogues are cuBLASLt's: a bias add, a tanh GELU, a
+      bias add then a tanh GELU (the pre-activation is also stored, a second
+      result, when the backward reads it), and the tanh GELU gradient. No
+      reduction kernels; the optimizer update rule.
 
     ```mlir
     // Before
@@ -98,13 +118,18 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
     keeps its intermediates in registers; a gemm kernel as its GEMM call
     into the result and one loop applying the epilogue in place; a
     reduction kernel as one loop nest, with the same float operations in
-    the same order as the unfused ops. The CUDA backend still groups ops
-    itself and runs this pass with `fusion=none` until it prints tg.kernel.
+    the same order as the unfused ops. The CUDA backend prints an
+    elementwise kernel as one generated kernel computing every result at
+    each index, a gemm kernel as one cuBLASLt matmul with its epilogue, a
+    classifier kernel as one fused_classifier call and an optimizer kernel
+    as one update reading the scale.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [
     Option<"fusion", "fusion", "std::string", "\"all\"",
            "Which rules apply: none, elementwise or all">,
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "Whose kernels: cpu (the C++ backend) or cuda (EmitCuda)">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Kernels formed">,
@@ -116,6 +141,8 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
               "Reduction kernels (with prologue or epilogue) formed">,
     Statistic<"numClassifierKernels", "classifier-kernels",
               "Classifier kernels (cross-entropy with its gradient) formed">,
+    Statistic<"numOptimizerKernels", "optimizer-kernels",
+              "Optimizer updates with their gradient scale formed">,
     Statistic<"numFusedOps", "fused-ops", "Ops moved into kernels">,
   ];
 }

@@ -96,9 +96,9 @@ cl::opt<std::string> reportPlot(
     cl::value_desc("file.svg"), cl::cat(tgcCategory));
 cl::opt<std::string> fusionRules(
     "fusion",
-    cl::desc("tg-fuse's rules: none, elementwise or all (default). "
-             "--target=cuda groups ops in its emitter for now and ignores "
-             "this"),
+    cl::desc("tg-fuse's rules: none, elementwise or all (default), as "
+             "far as the target's backend prints them (tg-fuse's target: "
+             "cpu, or cuda with --target=cuda and --emit=cuda)"),
     cl::init("all"), cl::value_desc("rules"), cl::cat(tgcCategory));
 cl::opt<std::string> target(
     "target",

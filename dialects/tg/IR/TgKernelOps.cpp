@@ -5,7 +5,8 @@
 // elementwise ops over one iteration space, a gemm kernel one tg.matmul and
 // its elementwise epilogue, a reduction kernel one single-pass reduction
 // between an elementwise prologue and epilogue, a classifier kernel a
-// cross-entropy and its gradient on the same logits.
+// cross-entropy and its gradient on the same logits, an optimizer kernel an
+// update and its gradient scale.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +56,8 @@ LogicalResult KernelOp::verifyRegions() {
     return verifyReductionBody();
   case KernelKind::classifier:
     return verifyClassifierBody();
+  case KernelKind::optimizer:
+    return verifyOptimizerBody();
   }
   llvm_unreachable("unknown kernel kind");
 }
@@ -68,10 +71,12 @@ static ArrayRef<int64_t> shapeOf(Value v) {
 static LogicalResult verifyYieldsFrom(KernelOp kernel, Operation *anchor,
                                       StringRef what) {
   YieldOp yield = kernel.getYield();
-  Operation *def = yield.getValues()[0].getDefiningOp();
-  if (!def || def->isBeforeInBlock(anchor))
-    return yield.emitOpError("yields neither the ")
-           << what << "'s result nor an epilogue value";
+  for (Value v : yield.getValues()) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->isBeforeInBlock(anchor))
+      return yield.emitOpError("yields neither the ")
+             << what << "'s result nor an epilogue value";
+  }
   return success();
 }
 
@@ -93,14 +98,30 @@ static LogicalResult verifyElementwiseOver(iterator_range<Block::iterator> ops,
   return success();
 }
 
+/// Ops an elementwise kernel computes at any index it is asked for: data
+/// movement (read at a remapped index) and tg.iota.
+static bool isIndexRemapOp(Operation *op) {
+  return isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, ReshapeOp,
+             FlattenOp, IotaOp>(op);
+}
+
 LogicalResult KernelOp::verifyElementwiseBody() {
-  // One iteration space, the shape of the first result.
+  // One iteration space, the shape of the first result. Elementwise ops
+  // over it; data movement (and what it reads) may take other shapes.
   Block &body = getBody().front();
   auto space = shapeOf(getResult(0));
-  if (failed(verifyElementwiseOver(body.without_terminator(), space,
+  bool remaps = llvm::any_of(body.without_terminator(),
+                             [](Operation &op) { return isIndexRemapOp(&op); });
+  if (!remaps &&
+      failed(verifyElementwiseOver(body.without_terminator(), space,
                                    "an elementwise kernel holds",
                                    "the kernel over")))
     return failure();
+  if (remaps)
+    for (Operation &op : body.without_terminator())
+      if (!isElementwiseOp(&op) && !isIndexRemapOp(&op))
+        return op.emitOpError("is neither elementwise nor data movement: an "
+                              "elementwise kernel holds no other ops");
   for (Value r : getResults())
     if (shapeOf(r) != space)
       return emitOpError("results iterate over ")
@@ -115,8 +136,6 @@ LogicalResult KernelOp::verifyGemmBody() {
   if (!matmul)
     return emitOpError("a gemm kernel's body starts with tg.matmul, not ")
            << body.front().getName();
-  if (getNumResults() != 1)
-    return emitOpError("a gemm kernel has one result, not ") << getNumResults();
   auto space = shapeOf(matmul.getResult());
   if (failed(verifyElementwiseOver(
           llvm::make_range(std::next(body.begin()),
@@ -230,5 +249,32 @@ LogicalResult KernelOp::verifyClassifierBody() {
           "yields what is neither the loss nor its gradient");
   if (!llvm::is_contained(getYield().getValues(), grad.getResult()))
     return getYield().emitOpError("does not yield the gradient");
+  return success();
+}
+
+LogicalResult KernelOp::verifyOptimizerBody() {
+  // tg.mul scaling the gradient by an f32 scalar, then the update.
+  Block &body = getBody().front();
+  auto ops = body.without_terminator();
+  auto mul = dyn_cast<MulOp>(body.front());
+  auto update = dyn_cast<OptimizerUpdateOp>(
+      mul ? *std::next(body.begin()) : body.front());
+  if (!update || std::distance(ops.begin(), ops.end()) != (mul ? 2 : 1))
+    return emitOpError("an optimizer kernel holds a tg.mul scaling the "
+                       "gradient and then tg.optimizer_update, nothing else");
+  if (mul) {
+    if (update.getGrad() != mul.getResult())
+      return update.emitOpError("does not read the scaled gradient of the "
+                                "optimizer kernel's tg.mul");
+    auto isScale = [](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() == 0 && t.getElementType().isF32();
+    };
+    if (!isScale(mul.getLhs()) && !isScale(mul.getRhs()))
+      return mul.emitOpError("scales the gradient by no f32 scalar");
+  }
+  if (!llvm::equal(getYield().getValues(), update.getResults()))
+    return getYield().emitOpError("yields other values than the update's "
+                                  "new parameter and state");
   return success();
 }

@@ -13,7 +13,8 @@ include "mlir/IR/EnumAttr.td"
 
 def Tg_KernelKind : I32EnumAttr<"KernelKind", "what a fused kernel computes", [
     I32EnumAttrCase<"elementwise", 0>, I32EnumAttrCase<"gemm", 1>,
-    I32EnumAttrCase<"reduction", 2>, I32EnumAttrCase<"classifier", 3>]> {
+    I32EnumAttrCase<"reduction", 2>, I32EnumAttrCase<"classifier", 3>,
+    I32EnumAttrCase<"optimizer", 4>]> {
   let cppNamespace = "::mlir::tg";
   let genSpecializedAttr = 0;
 }
@@ -28,15 +29,20 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
     `kind` says how the backends print it:
 
     - `elementwise`: one loop over the iteration space, the shape of every
-      result and of every op in the body (elementwise ops, with numpy
-      broadcasting of smaller inputs). A CPU backend prints one OpenMP loop
-      that keeps the intermediates in registers.
+      result: elementwise ops (with numpy broadcasting of smaller inputs)
+      and, for a backend that reads at remapped indices, data movement
+      (`tg.transpose`, `tg.slice`, `tg.slice_grad`, `tg.concat`, views)
+      and `tg.iota`, computed at the index each consumer asks for. A CPU
+      backend prints one OpenMP loop that keeps the intermediates in
+      registers (elementwise ops over one shape only).
     - `gemm`: a GEMM and its epilogue. The body starts with exactly one
       `tg.matmul` (any transposes and batch dims it allows); every other op
-      is elementwise over the matmul's result shape (the epilogue), and the
-      kernel yields one value, the matmul's or an epilogue op's. A CPU
-      backend prints the GEMM call writing straight into the result, then
-      one loop applying the epilogue in place.
+      is elementwise over the matmul's result shape (the epilogue); the
+      kernel yields the matmul's or an epilogue op's value, last the final
+      one (a GEMM library may store an earlier one as well, as cuBLASLt's
+      GELU_AUX epilogues store the pre-activation). A CPU backend prints
+      the GEMM call writing straight into the result, then one loop
+      applying the epilogue in place.
     - `reduction`: one `tg.reduce_sum`, `tg.reduce_mean` or `tg.reduce_max`
       with an elementwise prologue before it (ops over the reduction's input
       shape) and an epilogue after it (ops over its result shape, reading
@@ -50,6 +56,9 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       that order; the kernel yields the gradient, and the loss when it is
       read. The backend computes each row's log-sum-exp once for both, as
       llm.c's fused classifier does, instead of sweeping the logits twice.
+    - `optimizer`: a `tg.optimizer_update` and the `tg.mul` that scales its
+      gradient by an f32 scalar before it; the kernel yields the update's
+      results. The backend multiplies each gradient element as it reads it.
 
     `name` names the generated kernel after the ops it fuses.
 
@@ -105,6 +114,7 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
     ::mlir::LogicalResult verifyGemmBody();
     ::mlir::LogicalResult verifyReductionBody();
     ::mlir::LogicalResult verifyClassifierBody();
+    ::mlir::LogicalResult verifyOptimizerBody();
   }];
 }
 

@@ -1,7 +1,8 @@
 // Elementwise ops become generated kernels named after their ops, each with a
-// comment naming the tg op and its model-file node; a chain of same-shaped
-// ops whose values have one use each becomes one kernel; broadcast operands
-// are indexed with constant strides; one-value constants are literals.
+// comment naming the tg op and its model-file node; tg-fuse's elementwise
+// kernels (test/Passes/fusion) become one generated kernel each, storing
+// every result; broadcast operands are indexed with constant strides;
+// one-value constants are literals.
 // RUN: tgc %s --emit=cuda --precision=fp32 -o %t
 // RUN: FileCheck %s --input-file=%t/elementwise.cu
 
@@ -20,53 +21,52 @@ module attributes {tg.model = "elementwise", tg.training = {batch_size = 4 : i64
   }
 }
 
-// A single op: its own kernel, named after it, with its comment.
+// tg-fuse's kernels (target cuda). The forward chain is one kernel; tanh's
+// value is read again by the backward, so the kernel stores it as well as
+// the exponential: one kernel, two results. The bias [6] broadcasts over
+// [4, 6]: index i % 6.
 // CHECK-LABEL: // Generated kernels
-// CHECK:      /// tg.tanh (squash)
-// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$TANH:tanh_k[0-9]+]](const float *__restrict__ x0, float *__restrict__ y, int64_t n) {
+// CHECK:      /// tg.tanh (squash) + tg.mul (scale) + tg.exp (grow)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$FWD:fused_tanh_mul_exp_k[0-9]+]](const float *__restrict__ x0, const float *__restrict__ x1, float *__restrict__ y0, float *__restrict__ y1, int64_t n) {
 // CHECK:        float [[X:l[0-9]+]] = toFloat(x0[i]);
 // CHECK-NEXT:   float [[T:t[0-9]+]] = tanhf([[X]]);
-// CHECK-NEXT:   y[i] = fromFloat<float>([[T]]);
-
-// The bias [6] broadcasts over [4, 6]: index i % 6.
-// CHECK:      /// tg.mul (scale) + tg.exp (grow)
-// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$MULEXP:fused_mul_exp_k[0-9]+]](const float *__restrict__ x0, const float *__restrict__ x1, float *__restrict__ y, int64_t n) {
-// CHECK:        float [[A:l[0-9]+]] = toFloat(x0[i]);
 // CHECK-NEXT:   const int64_t [[J:j[0-9]+]] = (i % 6);
 // CHECK-NEXT:   float [[B:l[0-9]+]] = toFloat(x1[[[J]]]);
-// CHECK-NEXT:   float [[P:t[0-9]+]] = [[A]] * [[B]];
+// CHECK-NEXT:   float [[P:t[0-9]+]] = [[T]] * [[B]];
 // CHECK-NEXT:   float [[E:t[0-9]+]] = expf([[P]]);
-// CHECK-NEXT:   y[i] = fromFloat<float>([[E]]);
+// CHECK-NEXT:   y0[i] = fromFloat<float>([[T]]);
+// CHECK-NEXT:   y1[i] = fromFloat<float>([[E]]);
 
-// One kernel serves every op with the same code.
-// CHECK:      /// tg.mul (grow)
-// CHECK-NEXT: /// also tg.mul (scale)
-// CHECK-NEXT: __global__ void __launch_bounds__(256) mul_k{{[0-9]+}}(
+// The backward's multiplies of one gradient: one kernel, named after the
+// kinds of op it computes, each once.
+// CHECK:      /// tg.mul (grow) + tg.mul (scale) + tg.mul (scale)
+// CHECK-NEXT: __global__ void __launch_bounds__(256) fused_mul_k{{[0-9]+}}(
 
-// The constant 1 of tanh's derivative is a literal; the kernel is named
-// after the kinds of op it computes.
-// CHECK:      /// tg.mul (scale) + tg.mul (squash) + tg.sub (squash) + tg.mul (squash)
+// The constant 1 of tanh's derivative is a literal.
+// CHECK:      /// tg.mul (squash) + tg.sub (squash) + tg.mul (squash)
 // CHECK-NEXT: __global__ void __launch_bounds__(256) fused_mul_sub_k{{[0-9]+}}(
 // CHECK:        float [[SQ:t[0-9]+]] = [[T2:l[0-9]+]] * [[T2]];
 // CHECK-NEXT:   float t{{[0-9]+}} = 1.000000000e+00f - [[SQ]];
 
-// @forward alone: tanh has one use, so the whole chain is one kernel.
+// @forward alone: nothing reads tanh again, so the kernel stores one value.
 // CHECK:      /// tg.tanh (squash) + tg.mul (scale) + tg.exp (grow)
-// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$CHAIN:fused_tanh_mul_exp_k[0-9]+]](
+// CHECK-NEXT: __global__ void __launch_bounds__(256) [[$CHAIN:fused_tanh_mul_exp_k[0-9]+]](const float *__restrict__ x0, const float *__restrict__ x1, float *__restrict__ y, int64_t n) {
 
 // The launches: one block of 256 threads for 24 elements, on the compute
-// stream, each between its profiling events.
+// stream, each between its profiling events; one kernel serves both steps
+// with the same code.
 // CHECK-LABEL: static void train_step_launches(
 // CHECK:      // tg.tanh (squash)
+// CHECK-NEXT: // tg.mul (scale)
+// CHECK-NEXT: // tg.exp (grow)
 // CHECK:      t.begin([[T:[0-9]+]], stream);
-// CHECK-NEXT: [[$TANH]]<<<1, 256, 0, stream>>>(v{{[0-9]+}}, v{{[0-9]+}}, 24);
+// CHECK-NEXT: [[$FWD]]<<<1, 256, 0, stream>>>(v{{[0-9]+}}, a{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}, 24);
 // CHECK-NEXT: TGC_CUDA_CHECK_LAUNCH();
 // CHECK-NEXT: t.end([[T]], stream);
-// CHECK:      // tg.mul (scale)
-// CHECK-NEXT: // tg.exp (grow)
-// CHECK:      [[$MULEXP]]<<<1, 256, 0, stream>>>(
 // CHECK-LABEL: static void eval_step_launches(
 // CHECK:      // tg.tanh (squash)
 // CHECK-NEXT: // tg.mul (scale)
 // CHECK-NEXT: // tg.exp (grow)
 // CHECK:      [[$CHAIN]]<<<1, 256, 0, stream>>>(
+// CHECK-LABEL: static void grad_step_launches(
+// CHECK:      [[$FWD]]<<<1, 256, 0, stream>>>(

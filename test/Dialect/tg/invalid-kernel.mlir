@@ -96,13 +96,13 @@ func.func @gemm_without_matmul(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-func.func @gemm_two_results(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'tg.kernel' op a gemm kernel has one result, not 2}}
+func.func @gemm_yields_input(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   %y:2 = tg.kernel gemm (%h, %w : tensor<4x8xf32>, tensor<8x8xf32>) {
   ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>):
     %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
     %r = tg.relu %p : tensor<4x8xf32>
-    tg.yield %p, %r : tensor<4x8xf32>, tensor<4x8xf32>
+    // expected-error @+1 {{'tg.yield' op yields neither the matmul's result nor an epilogue value}}
+    tg.yield %r, %x : tensor<4x8xf32>, tensor<4x8xf32>
   } -> tensor<4x8xf32>, tensor<4x8xf32>
   return %y#1 : tensor<4x8xf32>
 }
@@ -338,4 +338,55 @@ func.func @classifier_yields_the_gradient(%l: tensor<8x10xf32>, %y: tensor<8xi64
     tg.yield %loss : tensor<f32>
   } -> tensor<f32>
   return %d : tensor<f32>
+}
+
+// -----
+
+func.func @elementwise_with_matmul(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<8x4xf32> {
+  %y = tg.kernel elementwise (%h, %w : tensor<4x8xf32>, tensor<8x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>):
+    // expected-error @+1 {{'tg.matmul' op is neither elementwise nor data movement: an elementwise kernel holds no other ops}}
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %t = tg.transpose %p {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    tg.yield %t : tensor<8x4xf32>
+  } -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+func.func @optimizer_without_update(%g: tensor<8xf32>, %s: tensor<f32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tg.kernel' op an optimizer kernel holds a tg.mul scaling the gradient and then tg.optimizer_update, nothing else}}
+  %y = tg.kernel optimizer (%g, %s : tensor<8xf32>, tensor<f32>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<f32>):
+    %m = tg.mul %a, %b : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+    tg.yield %m : tensor<8xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @optimizer_scale_not_scalar(%p: tensor<8xf32>, %g: tensor<8xf32>, %s: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<8xf32> {
+  %y = tg.kernel optimizer (%p, %g, %s, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>, %d: tensor<f32>, %e: tensor<i64>):
+    // expected-error @+1 {{'tg.mul' op scales the gradient by no f32 scalar}}
+    %m = tg.mul %b, %c : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+    %u = tg.optimizer_update sgd %a, %m, %d, %e : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64> -> tensor<8xf32>
+    tg.yield %u : tensor<8xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @optimizer_reads_unscaled(%p: tensor<8xf32>, %g: tensor<8xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<8xf32> {
+  %y = tg.kernel optimizer (%p, %g, %s, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<f32>, %d: tensor<f32>, %e: tensor<i64>):
+    %m = tg.mul %b, %c : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+    // expected-error @+1 {{'tg.optimizer_update' op does not read the scaled gradient of the optimizer kernel's tg.mul}}
+    %u = tg.optimizer_update sgd %a, %b, %d, %e : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64> -> tensor<8xf32>
+    tg.yield %u : tensor<8xf32>
+  } -> tensor<8xf32>
+  return %y : tensor<8xf32>
 }

@@ -54,3 +54,38 @@ func.func @reduction_prologue_epilogue(%g: tensor<32x128xf32>, %x: tensor<32x128
   } -> tensor<128xf32>
   return %y : tensor<128xf32>
 }
+
+// -----
+
+// An elementwise kernel with data movement (target=cuda's), a gemm kernel
+// that stores its pre-activation too, an optimizer kernel.
+// CHECK-LABEL: func.func @cuda_kernels
+// CHECK:      tg.kernel elementwise
+// CHECK:        tg.transpose
+// CHECK:        tg.neg
+// CHECK:      tg.kernel gemm
+// CHECK:        tg.yield %{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<4x8xf32>
+// CHECK:      tg.kernel optimizer
+// CHECK:        tg.optimizer_update sgd
+func.func @cuda_kernels(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) {
+  %t = tg.kernel elementwise (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %0 = tg.transpose %x {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    %1 = tg.neg %0 : tensor<8x4xf32>
+    tg.yield %1 : tensor<8x4xf32>
+  } -> tensor<8x4xf32>
+  %g:2 = tg.kernel gemm (%h, %w, %b : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>, %c: tensor<8xf32>):
+    %0 = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %1 = tg.add %0, %c : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %2 = tg.gelu %1 {approximate = #tg<approximation tanh>} : tensor<4x8xf32>
+    tg.yield %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>
+  } -> tensor<4x8xf32>, tensor<4x8xf32>
+  %u = tg.kernel optimizer (%w, %w, %s, %lr, %step : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%p: tensor<8x8xf32>, %q: tensor<8x8xf32>, %c: tensor<f32>, %l: tensor<f32>, %k: tensor<i64>):
+    %0 = tg.mul %q, %c : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
+    %1 = tg.optimizer_update sgd %p, %0, %l, %k : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<i64> -> tensor<8x8xf32>
+    tg.yield %1 : tensor<8x8xf32>
+  } -> tensor<8x8xf32>
+  return %t, %g#0, %g#1, %u : tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
+}

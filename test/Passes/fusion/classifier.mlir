@@ -21,17 +21,35 @@ func.func @loss_and_gradient(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) 
 
 // -----
 
-// Something reads the loss before the gradient: the kernel could not stand
-// where the gradient stands, so both stay ops.
+// Something reads the loss before the gradient, whose seed is known before
+// the loss (an argument here, a constant for a scaled loss): the kernel
+// stands where the loss stood.
 // CHECK-LABEL: func.func @loss_read_in_between
-// CHECK-NOT:   tg.kernel classifier
-// CHECK:       tg.cross_entropy
-// CHECK:       tg.neg
-// CHECK:       tg.cross_entropy_grad
+// CHECK:       %[[K:.+]]:2 = tg.kernel classifier
+// CHECK:       tg.neg %[[K]]#0
+// CHECK:       return %{{.+}}, %[[K]]#1
 func.func @loss_read_in_between(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>) {
   %l = tg.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
   %n = tg.neg %l : tensor<f32>
   %d = tg.cross_entropy_grad %g, %logits, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+  return %n, %d : tensor<f32>, tensor<8x10xf32>
+}
+
+// -----
+
+// The loss is read before the gradient and the seed computed after the
+// loss: the kernel could stand neither where the loss stood nor where the
+// gradient stands, so both stay ops.
+// CHECK-LABEL: func.func @seed_after_loss_read
+// CHECK-NOT:   tg.kernel classifier
+// CHECK:       tg.cross_entropy
+// CHECK:       tg.neg
+// CHECK:       tg.cross_entropy_grad
+func.func @seed_after_loss_read(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>) {
+  %l = tg.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  %n = tg.neg %l : tensor<f32>
+  %s = tg.exp %g : tensor<f32>
+  %d = tg.cross_entropy_grad %s, %logits, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
   return %n, %d : tensor<f32>, tensor<8x10xf32>
 }
 

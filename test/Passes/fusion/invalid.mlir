@@ -4,3 +4,6 @@
 func.func @bad_option(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// RUN: not tg-opt %s -tg-fuse=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: tg-fuse: unknown target 'tpu'; expected cpu or cuda
