@@ -86,31 +86,83 @@ void rms_norm_grad(const float *g, const float *x, const float *w, float *dx,
 // Activations and dropout
 //===----------------------------------------------------------------------===//
 
-/// GELU of one element: x * Phi(x) exactly (through erfc, which keeps its
-/// relative accuracy for large negative x), or with tanhApprox
-/// 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), written as
-/// x * sigmoid(2u) (no cancellation near -1; vectorizes through fastExp).
+/// GELU of one element and its gradient, written for loops that vectorize
+/// (no libm calls, no branches; see FastExp.h) and accurate to a few ulp of
+/// the exact function, large negative x included
+/// (test/unit/cpu/GeluTest.cpp):
+/// - exact: x Phi(x) with Phi(-|x|) = 1/2 erfc(|x|/sqrt 2) =
+///   1/2 t Q(t) exp(-x^2/2), t = 1/(1 + 0.4 |x|/sqrt 2), Q a degree-10
+///   polynomial fitted to erfcx (relative error 6e-9); exp(-x^2/2) from x^2
+///   in double, split in two floats, so that it keeps its relative accuracy
+///   where x^2/2 is large;
+/// - tanhApprox: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+///   written as x * sigmoid(2u) (no cancellation near -1), with 2u in
+///   double and split in two floats for the same reason.
 /// Inline so that generated fused loops compute what gelu() does.
+namespace detail {
+/// Phi(-|x|) and exp(-x^2/2) for the exact GELU.
+inline void geluNormalTail(float x, float &tail, float &density) {
+  double half = -0.5 * (double)x * (double)x; // exact in double
+  float hi = (float)half;
+  float lo = (float)(half - (double)hi);
+  density = fastExpSplit(hi, lo);
+  float a = detail::bitsFloat(detail::floatBits(x) & 0x7FFFFFFFu);
+  float t = 1.0f / (1.0f + 0.28284271247461901f * a); // 0.4 / sqrt(2)
+  float q = -2.921516848e-02f;
+  q = q * t + 1.404469747e-01f;
+  q = q * t - 2.355278130e-01f;
+  q = q * t + 1.375620836e-01f;
+  q = q * t - 4.689567023e-02f;
+  q = q * t + 8.391663589e-02f;
+  q = q * t + 1.190082318e-01f;
+  q = q * t + 1.717392966e-01f;
+  q = q * t + 2.076137280e-01f;
+  q = q * t + 2.256758602e-01f;
+  q = q * t + 2.256758348e-01f;
+  tail = 0.5f * t * q * density;
+}
+/// Phi(x) from Phi(-|x|): tail itself for x < 0, 1 - tail otherwise, with
+/// selects of constants only (so the loop stays free of branches).
+inline float geluNormalCdf(float x, float tail) {
+  float base = x < 0.0f ? 0.0f : 1.0f;
+  float sign = x < 0.0f ? 1.0f : -1.0f;
+  return base + sign * tail;
+}
+/// exp(-2u) for the tanh GELU, 2u = 2 sqrt(2/pi) (x + 0.044715 x^3) in
+/// double.
+inline float geluTanhExp(float x) {
+  double xd = x;
+  double v = -1.5957691216057308 * xd * (1.0 + 0.044715 * xd * xd);
+  float hi = (float)v;
+  float lo = (float)(v - (double)hi);
+  return fastExpSplit(hi, lo);
+}
+} // namespace detail
+
 inline float gelu_scalar(float x, bool tanhApprox) {
-  if (tanhApprox) {
-    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    return x / (1.0f + fastExp(-2.0f * u));
-  }
-  return x * 0.5f * std::erfc(-x * 0.7071067811865476f);
+  if (tanhApprox)
+    return x / (1.0f + detail::geluTanhExp(x));
+  float tail, density;
+  detail::geluNormalTail(x, tail, density);
+  return x * detail::geluNormalCdf(x, tail);
 }
 /// g * gelu'(x) for one element.
 inline float gelu_grad_scalar(float g, float x, bool tanhApprox) {
   if (tanhApprox) {
-    // d/dx [x s(2u)] = s + x s (1 - s) 2 u'.
-    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-    float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
-    float s = 1.0f / (1.0f + fastExp(-2.0f * u));
-    return g * (s + x * s * (1.0f - s) * 2.0f * du);
+    // d/dx [x s(2u)] = s + x s (1 - s) 2 u', with 1 - s = e / (1 + e) for
+    // e = exp(-2u) written as 1 / (1 + 1/e): accurate where s is near 1,
+    // and 1 (not inf / inf) where e overflows.
+    float e = detail::geluTanhExp(x);
+    float s = 1.0f / (1.0f + e);
+    float oneMinusS = 1.0f / (1.0f + 1.0f / e);
+    float du2 = 1.5957691216057308f * (1.0f + 3.0f * 0.044715f * x * x);
+    return g * (s + x * s * oneMinusS * du2);
   }
   // d/dx [x Phi(x)] = Phi(x) + x phi(x).
-  float cdf = 0.5f * std::erfc(-x * 0.7071067811865476f);
-  float pdf = 0.3989422804014327f * std::exp(-0.5f * x * x);
-  return g * (cdf + x * pdf);
+  float tail, density;
+  detail::geluNormalTail(x, tail, density);
+  float cdf = detail::geluNormalCdf(x, tail);
+  return g * (cdf + x * (0.3989422804014327f * density));
 }
 
 /// GELU: gelu_scalar over n elements.
