@@ -52,42 +52,56 @@ struct ConvGeometry {
 };
 
 /// col[(c, ki, kj), (oy, ox)] = x[c, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw].
-void im2col(const float *x, const ConvGeometry &geo, float *col) {
+/// `ld`: the distance between the column matrix's rows (geo.ohw for one
+/// image's; n * geo.ohw for one image's block of a batch's). Rows are as
+/// short as the image (4 to 32 floats for small CNNs): plain loops, which
+/// GCC must not turn back into memset/memcpy calls costing more than the
+/// copy.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+void im2col(const float *x, const ConvGeometry &geo, float *col,
+            int64_t ld) {
   const Conv2dDims &d = geo.d;
   for (int64_t c = 0; c < geo.cg; ++c)
     for (int64_t ki = 0; ki < d.kh; ++ki)
       for (int64_t kj = 0; kj < d.kw; ++kj) {
-        float *dst = col + ((c * d.kh + ki) * d.kw + kj) * geo.ohw;
+        float *dst = col + ((c * d.kh + ki) * d.kw + kj) * ld;
         int64_t base = kj * d.dilW - d.padW, lo, hi;
         geo.validColumns(base, lo, hi);
         for (int64_t oy = 0; oy < d.oh; ++oy) {
           float *out = dst + oy * d.ow;
           int64_t iy = oy * d.strideH - d.padH + ki * d.dilH;
           if (iy < 0 || iy >= d.h) {
-            std::memset(out, 0, sizeof(float) * d.ow);
+            for (int64_t ox = 0; ox < d.ow; ++ox)
+              out[ox] = 0.0f;
             continue;
           }
           const float *in = x + (c * d.h + iy) * d.w + base;
-          std::fill(out, out + lo, 0.0f);
+          for (int64_t ox = 0; ox < lo; ++ox)
+            out[ox] = 0.0f;
           if (d.strideW == 1)
-            std::memcpy(out + lo, in + lo, sizeof(float) * (hi - lo));
+            for (int64_t ox = lo; ox < hi; ++ox)
+              out[ox] = in[ox];
           else
             for (int64_t ox = lo; ox < hi; ++ox)
               out[ox] = in[ox * d.strideW];
-          std::fill(out + hi, out + d.ow, 0.0f);
+          for (int64_t ox = hi; ox < d.ow; ++ox)
+            out[ox] = 0.0f;
         }
       }
 }
 
 /// x[c, iy, ix] += col[(c, ki, kj), (oy, ox)], the adjoint of im2col; x is
 /// zeroed first.
-void col2im(const float *col, const ConvGeometry &geo, float *x) {
+void col2im(const float *col, const ConvGeometry &geo, float *x,
+            int64_t ld) {
   const Conv2dDims &d = geo.d;
   std::memset(x, 0, sizeof(float) * geo.cg * d.h * d.w);
   for (int64_t c = 0; c < geo.cg; ++c)
     for (int64_t ki = 0; ki < d.kh; ++ki)
       for (int64_t kj = 0; kj < d.kw; ++kj) {
-        const float *src = col + ((c * d.kh + ki) * d.kw + kj) * geo.ohw;
+        const float *src = col + ((c * d.kh + ki) * d.kw + kj) * ld;
         int64_t base = kj * d.dilW - d.padW, lo, hi;
         geo.validColumns(base, lo, hi);
         for (int64_t oy = 0; oy < d.oh; ++oy) {
@@ -119,6 +133,46 @@ bool forEachTask(int64_t count, Fn fn) {
   return false;
 }
 
+/// Small images (the column matrix of the whole batch within
+/// kBatchedFloats): one GEMM over all images' columns instead of one per
+/// image, whose M x N x K of, say, 32 x 16 x 144 leaves the GEMM kernel
+/// mostly in its edges. The columns are [rows, n * ohw], image-major
+/// within a row.
+constexpr int64_t kBatchedFloats = 1 << 22;
+bool batchesImages(const ConvGeometry &geo) {
+  const Conv2dDims &d = geo.d;
+  return d.groups == 1 && d.n > 1 && !geo.isPointwise() && geo.rows > 0 &&
+         geo.ohw * d.n * std::max(geo.rows, geo.og) <= kBatchedFloats;
+}
+
+/// The batch's column matrix, one image's block per task.
+float *batchColumns(const float *x, const ConvGeometry &geo, int slot) {
+  const Conv2dDims &d = geo.d;
+  int64_t ld = d.n * geo.ohw;
+  float *col = threadScratch(slot, (size_t)geo.rows * ld);
+  forEachTask(d.n, [&](int64_t img) {
+    im2col(x + img * d.c * d.h * d.w, geo, col + img * geo.ohw, ld);
+  });
+  return col;
+}
+
+/// [n, og, ohw] <-> [og, n * ohw].
+void toImageMajor(const float *rows, const ConvGeometry &geo, float *y) {
+  const Conv2dDims &d = geo.d;
+  for (int64_t img = 0; img < d.n; ++img)
+    for (int64_t o = 0; o < geo.og; ++o)
+      std::memcpy(y + (img * geo.og + o) * geo.ohw,
+                  rows + o * d.n * geo.ohw + img * geo.ohw,
+                  sizeof(float) * geo.ohw);
+}
+void toChannelMajor(const float *y, const ConvGeometry &geo, float *rows) {
+  const Conv2dDims &d = geo.d;
+  for (int64_t img = 0; img < d.n; ++img)
+    for (int64_t o = 0; o < geo.og; ++o)
+      std::memcpy(rows + o * d.n * geo.ohw + img * geo.ohw,
+                  y + (img * geo.og + o) * geo.ohw, sizeof(float) * geo.ohw);
+}
+
 } // namespace
 
 void conv2d(const float *x, const float *w, const float *bias, float *y,
@@ -126,6 +180,24 @@ void conv2d(const float *x, const float *w, const float *bias, float *y,
   ConvGeometry geo(d);
   if (d.n * d.o * geo.ohw == 0)
     return;
+  if (batchesImages(geo)) {
+    int64_t ld = d.n * geo.ohw;
+    const float *col = batchColumns(x, geo, 2);
+    float *out = threadScratch(3, (size_t)geo.og * ld);
+    gemm(CblasNoTrans, CblasNoTrans, geo.og, ld, geo.rows, 1.0f, w, geo.rows,
+         col, ld, 0.0f, out, ld);
+    toImageMajor(out, geo, y);
+    if (bias)
+      for (int64_t img = 0; img < d.n; ++img)
+        for (int64_t o = 0; o < geo.og; ++o) {
+          float b = bias[o];
+          float *row = y + (img * geo.og + o) * geo.ohw;
+#pragma omp simd
+          for (int64_t j = 0; j < geo.ohw; ++j)
+            row[j] += b;
+        }
+    return;
+  }
   forEachTask(d.n * d.groups, [&](int64_t task) {
     int64_t img = task / d.groups, gi = task % d.groups;
     const float *xg = x + (img * d.c + gi * geo.cg) * d.h * d.w;
@@ -133,7 +205,7 @@ void conv2d(const float *x, const float *w, const float *bias, float *y,
     const float *col = xg;
     if (!geo.isPointwise()) {
       float *buf = threadScratch(2, (size_t)geo.rows * geo.ohw);
-      im2col(xg, geo, buf);
+      im2col(xg, geo, buf, geo.ohw);
       col = buf;
     }
     if (geo.rows == 0)
@@ -158,6 +230,18 @@ void conv2d_grad_input(const float *g, const float *w, float *dx,
   ConvGeometry geo(d);
   if (d.n * d.c * d.h * d.w == 0)
     return;
+  if (batchesImages(geo) && geo.og > 0 && geo.ohw > 0) {
+    int64_t ld = d.n * geo.ohw;
+    float *grows = threadScratch(3, (size_t)geo.og * ld);
+    toChannelMajor(g, geo, grows);
+    float *dcol = threadScratch(2, (size_t)geo.rows * ld);
+    gemm(CblasTrans, CblasNoTrans, geo.rows, ld, geo.og, 1.0f, w, geo.rows,
+         grows, ld, 0.0f, dcol, ld);
+    forEachTask(d.n, [&](int64_t img) {
+      col2im(dcol + img * geo.ohw, geo, dx + img * d.c * d.h * d.w, ld);
+    });
+    return;
+  }
   forEachTask(d.n * d.groups, [&](int64_t task) {
     int64_t img = task / d.groups, gi = task % d.groups;
     const float *gg = g + (img * d.o + gi * geo.og) * geo.ohw;
@@ -172,7 +256,7 @@ void conv2d_grad_input(const float *g, const float *w, float *dx,
          w + gi * geo.og * geo.rows, geo.rows, gg, geo.ohw, 0.0f, dcol,
          geo.ohw);
     if (!direct)
-      col2im(dcol, geo, dxg);
+      col2im(dcol, geo, dxg, geo.ohw);
   });
 }
 
@@ -185,6 +269,15 @@ void conv2d_grad_weight(const float *g, const float *x, float *dw,
   std::memset(dw, 0, sizeof(float) * wsize);
   if (d.n * geo.ohw == 0)
     return;
+  if (batchesImages(geo)) {
+    int64_t ld = d.n * geo.ohw;
+    const float *col = batchColumns(x, geo, 2);
+    float *grows = threadScratch(3, (size_t)geo.og * ld);
+    toChannelMajor(g, geo, grows);
+    gemm(CblasNoTrans, CblasTrans, geo.og, geo.rows, ld, 1.0f, grows, ld, col,
+         ld, 0.0f, dw, geo.rows);
+    return;
+  }
   // Per-thread partial sums over images, or dw itself when run in turn.
   int threads = maxThreads();
   std::vector<float> partials;
@@ -199,7 +292,7 @@ void conv2d_grad_weight(const float *g, const float *x, float *dw,
     const float *col = xg;
     if (!geo.isPointwise()) {
       float *buf = threadScratch(2, (size_t)geo.rows * geo.ohw);
-      im2col(xg, geo, buf);
+      im2col(xg, geo, buf, geo.ohw);
       col = buf;
     }
     gemm(CblasNoTrans, CblasTrans, geo.og, geo.rows, geo.ohw, 1.0f, gg, geo.ohw,
