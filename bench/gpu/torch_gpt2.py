@@ -88,7 +88,7 @@ class GPT2(nn.Module):
 
 
 def step_flops(B, T):
-    """tgc's count (EmitCuda.cpp, countFlops) for GPT-2 124M."""
+    """tgc's count (codegen/cuda/LaunchPlan.cpp, countFlops) for GPT-2 124M."""
     tokens = B * T
     forward = 2 * tokens * (LAYERS * 12 * D * D + D * VOCAB)
     attention = LAYERS * 6 * B * T * T * D  # causal: fwd 2BT^2D, bwd twice

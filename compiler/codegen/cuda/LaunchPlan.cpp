@@ -1,0 +1,489 @@
+//===- LaunchPlan.cpp - Which ops share a CUDA launch -----------*- C++ -*-===//
+//
+// The first stages of a step function's emission: tg-fuse's tg.kernel ops
+// flattened into launches (a matmul with its cuBLASLt epilogue, the fused
+// classifier, a generated elementwise kernel, an optimizer update that
+// takes the clip factor), the views and in-place results that share a
+// buffer, one bucket per tg.all_reduce, and the launches in op order with
+// what each reads and writes. Also the step's model FLOPs and the traffic
+// of its launches, for the generated file's header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/cuda/StepEmitter.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace mlir::tg::cuda_emit;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+LogicalResult StepEmitter::checkTypes() {
+  // Blame the first op that touches a value of a type the GPU lacks.
+  auto check = [&](Value v, Operation *where) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return where->emitError(kBackend)
+             << ": " << where->getName() << " has a value of type "
+             << v.getType() << ", expected a ranked tensor";
+    if (storageType(t.getElementType()).empty())
+      return where->emitError(kBackend)
+             << ": " << where->getName() << " has element type "
+             << t.getElementType()
+             << ", which the GPU backend does not support (f32, bf16, i32, "
+                "i64 and i1 are)";
+    return success();
+  };
+  WalkResult walk = func.walk([&](Operation *op) {
+    if (op == func.getOperation())
+      return WalkResult::advance();
+    for (Value v : op->getOperands())
+      if (failed(check(v, op)))
+        return WalkResult::interrupt();
+    for (Value r : op->getResults())
+      if (failed(check(r, op)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  for (BlockArgument arg : func.getArguments())
+    if (failed(check(arg, func)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// tg-fuse's tg.kernel ops, each replaced by its body's ops where it stood:
+/// the launches are built from the recorded groups over one flat block.
+LogicalResult StepEmitter::flattenKernels() {
+  Block &block = func.getBody().front();
+  SmallVector<KernelOp> kernels;
+  for (Operation &op : block)
+    if (auto kernel = dyn_cast<KernelOp>(op))
+      kernels.push_back(kernel);
+  for (KernelOp kernel : kernels) {
+    Block &body = kernel.getBody().front();
+    for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
+      arg.replaceAllUsesWith(input);
+    FusedKernel fused;
+    fused.kind = kernel.getKind();
+    for (Operation &op :
+         llvm::make_early_inc_range(body.without_terminator())) {
+      op.moveBefore(kernel);
+      fused.ops.push_back(&op);
+    }
+    for (auto [result, value] :
+         llvm::zip(kernel.getResults(), kernel.getYield().getValues())) {
+      result.replaceAllUsesWith(value);
+      fused.outputs.push_back(value);
+    }
+    // tg-schedule's waits are the kernel's first op's.
+    if (Attribute waits = kernel->getAttr(TgDialect::kWaitsAttr))
+      fused.ops.front()->setAttr(TgDialect::kWaitsAttr, waits);
+    kernel.erase();
+    fusedKernels.push_back(std::move(fused));
+  }
+  return success();
+}
+
+/// The cuBLASLt epilogue of a gemm kernel (tg-fuse's cuda rules): a bias
+/// add, a tanh GELU, both, or a tanh GELU gradient after the matmul.
+LogicalResult StepEmitter::gemmLaunch(const FusedKernel &kernel) {
+  auto mm = cast<MatmulOp>(kernel.ops.front());
+  Launch launch;
+  launch.kind = LaunchKind::Gemm;
+  launch.matmul = mm;
+  launch.covered = kernel.ops;
+  Value c = mm.getResult();
+  auto isTanhGelu = [](Operation *op) {
+    auto gelu = dyn_cast<GeluOp>(op);
+    return gelu && gelu.getApproximate() == GeluApproximation::tanh;
+  };
+  ArrayRef<Operation *> epilogue = ArrayRef(kernel.ops).drop_front();
+  auto add = dyn_cast<AddOp>(epilogue.front());
+  if (add && epilogue.size() <= 2 &&
+      (epilogue.size() == 1 || isTanhGelu(epilogue.back()))) {
+    launch.bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
+    if (epilogue.size() == 2) {
+      launch.epilogue = "BiasGelu";
+      launch.aux = add.getResult();
+    } else {
+      launch.epilogue = "Bias";
+    }
+  } else if (epilogue.size() == 1 && isTanhGelu(epilogue.front())) {
+    launch.epilogue = "Gelu";
+    launch.aux = c;
+  } else if (auto grad = dyn_cast<GeluGradOp>(epilogue.front());
+             grad && epilogue.size() == 1 &&
+             grad.getApproximate() == GeluApproximation::tanh &&
+             grad.getGrad() == c) {
+    launch.epilogue = "GeluGrad";
+    launch.aux = grad.getX();
+  } else {
+    std::string ops;
+    for (Operation *op : epilogue)
+      ops += (ops.empty() ? "" : ", ") + opLabel(op);
+    return mm.emitError(kBackend)
+           << ": a gemm kernel with an epilogue cuBLASLt lacks (" << ops
+           << "); tg-fuse's cuda target forms only bias, tanh GELU and its "
+              "gradient";
+  }
+  launch.out = epilogue.back()->getResult(0);
+  launch.op = kernel.ops.back();
+  for (Operation *op : kernel.ops)
+    if (op != launch.op)
+      absorbed.insert(op);
+  anchored[launch.op] = launch;
+  return success();
+}
+
+LogicalResult StepEmitter::planFusion() {
+  Block &block = func.getBody().front();
+  DenseSet<Operation *> inKernel;
+  for (const FusedKernel &kernel : fusedKernels)
+    inKernel.insert(kernel.ops.begin(), kernel.ops.end());
+  for (Operation &op : block.without_terminator()) {
+    opIndex[&op] = ops.size();
+    ops.push_back(&op);
+  }
+
+  // Views share their operand's buffer, unless a kernel computes them.
+  for (Operation *op : ops)
+    if (isView(op) && !inKernel.contains(op))
+      alias[op->getResult(0)] = op->getOperand(0);
+
+  for (const FusedKernel &kernel : fusedKernels) {
+    switch (kernel.kind) {
+    case KernelKind::gemm:
+      if (failed(gemmLaunch(kernel)))
+        return failure();
+      break;
+    case KernelKind::classifier: {
+      // cross_entropy + cross_entropy_grad in one read of the logits.
+      auto ce = cast<CrossEntropyOp>(kernel.ops[0]);
+      auto grad = cast<CrossEntropyGradOp>(kernel.ops[1]);
+      Launch launch;
+      launch.kind = LaunchKind::Classifier;
+      launch.op = grad;
+      launch.crossEntropy = ce;
+      launch.crossEntropyGrad = grad;
+      launch.covered = kernel.ops;
+      absorbed.insert(ce);
+      // In place when nothing else reads the logits: they become their
+      // gradient.
+      Value logits = ce.getLogits();
+      bool onlyLoss = llvm::all_of(logits.getUsers(), [&](Operation *u) {
+        return u == ce.getOperation() || u == grad.getOperation();
+      });
+      if (onlyLoss && logits.getDefiningOp() &&
+          !isView(logits.getDefiningOp()) && !alias.count(logits) &&
+          elementType(logits) == elementType(grad.getResult()))
+        alias[grad.getResult()] = logits;
+      anchored[grad] = launch;
+      break;
+    }
+    case KernelKind::optimizer: {
+      // The update reads the gradient and multiplies it by the scale.
+      auto mul = cast<MulOp>(kernel.ops[0]);
+      auto update = cast<OptimizerUpdateOp>(kernel.ops[1]);
+      bool scaleIsRhs = tensorType(mul.getRhs()).getRank() == 0 &&
+                        elementType(mul.getRhs()).isF32();
+      gradScaleOf[update] = scaleIsRhs ? mul.getRhs() : mul.getLhs();
+      alias[mul.getResult()] = scaleIsRhs ? mul.getLhs() : mul.getRhs();
+      absorbed.insert(mul);
+      break;
+    }
+    case KernelKind::elementwise: {
+      // One generated kernel computing every output at each index.
+      Operation *last = kernel.ops.back();
+      for (Operation *op : kernel.ops)
+        if (op != last)
+          absorbed.insert(op);
+      elementwiseKernels[last] = &kernel;
+      break;
+    }
+    case KernelKind::reduction:
+      return kernel.ops.front()->emitError(kBackend)
+             << ": a reduction kernel; tg-fuse's cuda target forms none (the "
+                "runtime reduces)";
+    }
+  }
+
+  // tg.attention_grad reads the forward's output and log-sum-exp when the
+  // forward is in the same function.
+  for (Operation *op : ops) {
+    auto grad = dyn_cast<AttentionGradOp>(op);
+    if (!grad)
+      continue;
+    for (Operation *user : grad.getQuery().getUsers()) {
+      auto fwd = dyn_cast<AttentionOp>(user);
+      if (fwd && fwd.getKey() == grad.getKey() &&
+          fwd.getValue() == grad.getValue() &&
+          fwd.getMask() == grad.getMask() &&
+          fwd.getCausal() == grad.getCausal() &&
+          fwd.getScale() == grad.getScale() && opIndex.count(fwd) &&
+          opIndex.lookup(fwd) < opIndex.lookup(grad) &&
+          tensorType(fwd.getResult()) == tensorType(grad.getGrad())) {
+        forwardOf[grad] = fwd;
+        break;
+      }
+    }
+  }
+
+  // Each tg.all_reduce (a bucket of tg-schedule's) is one message: its
+  // inputs laid out in one buffer, each reduced in place when nothing else
+  // reads it.
+  for (Operation *op : ops) {
+    auto reduce = dyn_cast<AllReduceOp>(op);
+    if (!reduce)
+      continue;
+    Bucket b;
+    b.op = reduce;
+    b.elementType = elementType(reduce.getInputs()[0]);
+    for (auto [input, result] :
+         llvm::zip(reduce.getInputs(), reduce.getResults())) {
+      if (elementType(input) != b.elementType)
+        return reduce.emitError(kBackend)
+               << ": a tg.all_reduce of " << b.elementType << " and "
+               << elementType(input)
+               << " tensors; one message holds one type (tg-schedule splits "
+                  "them)";
+      Operation *def = input.getDefiningOp();
+      bool own = def && !isView(def) && !isa<ConstantOp>(def) &&
+                 !alias.count(input) && input.hasOneUse() &&
+                 !absorbed.contains(def);
+      b.inPlace.push_back(own);
+      if (own)
+        alias[result] = input;
+      b.offsets.push_back(b.bytes);
+      b.bytes += (bytesOf(input) + 255) / 256 * 256;
+    }
+    bucketOf[reduce] = buckets.size();
+    buckets.push_back(std::move(b));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule
+//===----------------------------------------------------------------------===//
+
+/// Ops whose result element i depends on operand elements at i only (with
+/// numpy broadcasting), or, for tg.iota, on i alone: the generated kernels.
+static bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, CompareOp,
+             SelectOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
+             ReluOp, SigmoidOp, SiluOp, GeluOp, GeluGradOp, CastOp,
+             BroadcastToOp, SinOp, CosOp, IotaOp>(op);
+}
+
+LogicalResult StepEmitter::buildLaunches() {
+  for (Operation *op : ops) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (auto it = anchored.find(op); it != anchored.end()) {
+      launches.push_back(it->second);
+    } else if (absorbed.contains(op)) {
+      continue;
+    } else if (auto it = elementwiseKernels.find(op);
+               it != elementwiseKernels.end()) {
+      Launch launch;
+      launch.kind = LaunchKind::Elementwise;
+      launch.op = op;
+      launch.covered = it->second->ops;
+      launch.writes = it->second->outputs;
+      launches.push_back(launch);
+    } else if (isView(op)) {
+      continue;
+    } else if (isElementwise(op)) {
+      // A lone elementwise op: a generated kernel of its own.
+      Launch launch;
+      launch.kind = LaunchKind::Elementwise;
+      launch.op = op;
+      launch.covered = {op};
+      launch.writes = {op->getResult(0)};
+      launches.push_back(launch);
+    } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      Launch launch;
+      launch.kind = LaunchKind::Bucket;
+      launch.op = op;
+      launch.bucket = bucketOf.lookup(op);
+      launch.covered = {op};
+      Bucket &b = buckets[launch.bucket];
+      for (auto [i, own] : llvm::enumerate(b.inPlace))
+        if (!own) {
+          launch.reads.push_back(reduce.getInputs()[i]);
+          launch.writes.push_back(reduce.getResults()[i]);
+        }
+      launches.push_back(launch);
+    } else if (auto mm = dyn_cast<MatmulOp>(op)) {
+      Launch launch;
+      launch.kind = LaunchKind::Gemm;
+      launch.op = op;
+      launch.matmul = mm;
+      launch.out = mm.getResult();
+      launch.covered = {op};
+      launches.push_back(launch);
+    } else {
+      Launch launch;
+      launch.op = op;
+      launch.covered = {op};
+      launches.push_back(launch);
+    }
+  }
+
+  // Reads and writes.
+  for (Launch &l : launches) {
+    llvm::SmallPtrSet<Operation *, 8> inside(l.covered.begin(),
+                                             l.covered.end());
+    auto addRead = [&](Value v) {
+      if (!llvm::is_contained(l.reads, v))
+        l.reads.push_back(v);
+    };
+    switch (l.kind) {
+    case LaunchKind::Elementwise:
+      for (Operation *op : l.covered)
+        for (Value operand : op->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if (def && inside.contains(def))
+            continue;
+          if (splatValue(operand))
+            continue; // a literal in the kernel
+          addRead(operand);
+        }
+      break;
+    case LaunchKind::Gemm:
+      addRead(l.matmul.getLhs());
+      addRead(l.matmul.getRhs());
+      if (l.bias)
+        addRead(l.bias);
+      if (l.epilogue == "GeluGrad")
+        addRead(l.aux);
+      else if (l.aux)
+        l.writes.push_back(l.aux);
+      l.writes.push_back(l.out);
+      break;
+    case LaunchKind::Classifier:
+      addRead(l.crossEntropy.getLogits());
+      addRead(l.crossEntropy.getLabels());
+      if (!isSplatOne(l.crossEntropyGrad.getGrad()))
+        addRead(l.crossEntropyGrad.getGrad());
+      l.writes.push_back(l.crossEntropy.getResult());
+      l.writes.push_back(l.crossEntropyGrad.getResult());
+      break;
+    case LaunchKind::AllReduceWait:
+      break;
+    case LaunchKind::Op: {
+      for (Value operand : l.op->getOperands())
+        addRead(operand);
+      if (auto update = dyn_cast<OptimizerUpdateOp>(l.op)) {
+        // In place: the new parameter and state overwrite the old.
+        alias[update.getNewParam()] = update.getParam();
+        for (auto [newState, old] :
+             llvm::zip(update.getNewState(), update.getState()))
+          alias[newState] = old;
+        if (Value scale = gradScaleOf.lookup(update))
+          addRead(scale);
+      }
+      if (auto grad = dyn_cast<AttentionGradOp>(l.op))
+        if (AttentionOp fwd = forwardOf.lookup(grad))
+          addRead(fwd.getResult());
+      for (Value r : l.op->getResults())
+        l.writes.push_back(r);
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  // Constants read through memory.
+  for (Launch &l : launches)
+    for (Value v : l.reads)
+      if (Operation *def = root(v).getDefiningOp())
+        if (isa<ConstantOp>(def))
+          materialized.insert(root(v));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FLOPs
+//===----------------------------------------------------------------------===//
+
+void StepEmitter::countFlops() {
+  double matmuls = 0, attention = 0;
+  int64_t numMatmuls = 0, numAttention = 0;
+  for (Operation *op : ops) {
+    if (auto mm = dyn_cast<MatmulOp>(op)) {
+      auto a = tensorType(mm.getLhs()), c = tensorType(mm.getResult());
+      int64_t k = mm.getTransposeLhs() ? a.getShape()[a.getRank() - 2]
+                                       : a.getShape().back();
+      matmuls += 2.0 * c.getNumElements() * k;
+      ++numMatmuls;
+    } else if (auto at = dyn_cast<AttentionOp>(op)) {
+      ArrayRef<int64_t> q = tensorType(at.getQuery()).getShape(),
+                        k = tensorType(at.getKey()).getShape(),
+                        v = tensorType(at.getValue()).getShape();
+      double f = 2.0 * q[0] * q[1] * q[2] * k[2] * (q[3] + v[3]);
+      attention += at.getCausal() ? f / 2 : f;
+      ++numAttention;
+    } else if (auto at = dyn_cast<AttentionGradOp>(op)) {
+      ArrayRef<int64_t> q = tensorType(at.getQuery()).getShape(),
+                        k = tensorType(at.getKey()).getShape(),
+                        v = tensorType(at.getValue()).getShape();
+      double f = 4.0 * q[0] * q[1] * q[2] * k[2] * (q[3] + v[3]);
+      attention += at.getCausal() ? f / 2 : f;
+      ++numAttention;
+    }
+  }
+  totalFlops = matmuls + attention;
+  flopsComment = llvm::formatv(
+      "//   {0} tg.matmul: 2*M*N*K each (batch dims included) = {1:e4}\n"
+      "//   {2} tg.attention / tg.attention_grad: 4*B*H*T*S*D forward, twice "
+      "that\n//     backward, halved when causal = {3:e4}\n",
+      numMatmuls, matmuls, numAttention, attention);
+}
+
+/// What the step's launches move: the tensors each launch other than a
+/// GEMM or a collective reads and writes, once per launch (a lower bound on
+/// its memory traffic: a launcher may read a tensor twice). Intermediates a
+/// launch keeps in registers are not counted, which is what fusion saves.
+void StepEmitter::countTraffic() {
+  for (Launch &l : launches) {
+    switch (l.kind) {
+    case LaunchKind::Gemm:
+      ++gemmLaunches;
+      continue;
+    case LaunchKind::Bucket:
+    case LaunchKind::AllReduceWait:
+    case LaunchKind::Return:
+      continue;
+    case LaunchKind::Op:
+      if (isa<MatmulOp>(l.op)) {
+        ++gemmLaunches;
+        continue;
+      }
+      break;
+    default:
+      break;
+    }
+    ++otherLaunches;
+    llvm::SmallPtrSet<void *, 8> seen;
+    for (Value v : l.reads)
+      if (seen.insert(root(v).getAsOpaquePointer()).second)
+        otherReadBytes += bytesOf(v);
+    for (Value v : l.writes)
+      otherWrittenBytes += bytesOf(v);
+  }
+  trafficComment = llvm::formatv(
+      "//   {0} GEMM launches, {1} other kernel launches, {2} all-reduce "
+      "buckets;\n//   the other kernels read {3:e4} and write {4:e4} bytes "
+      "(each\n//   tensor once per launch)\n",
+      gemmLaunches, otherLaunches, buckets.size(), otherReadBytes,
+      otherWrittenBytes);
+}

@@ -1,0 +1,743 @@
+//===- LibraryLaunches.cpp - cuBLASLt and runtime/cuda calls ----*- C++ -*-===//
+//
+// The code of one launch (emitLaunch): a matmul as one cuBLASLt call with
+// its epilogue, the fused classifier, and for every other op its call into
+// runtime/cuda (reductions, softmax, norms, attention, convolution,
+// pooling, data movement, the global norm, the LR schedule and the
+// optimizer updates), after checking the element types its kernel takes.
+// Generated kernels and collectives are ElementwiseKernels.cpp's and
+// Streams.cpp's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/CSyntax.h"
+#include "compiler/codegen/cuda/StepEmitter.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::tg;
+using namespace mlir::tg::cuda_emit;
+
+//===----------------------------------------------------------------------===//
+// One launch
+//===----------------------------------------------------------------------===//
+
+LogicalResult StepEmitter::emitLaunch(Launch &launch) {
+  // The comment: the ops and where they came from.
+  if (launch.kind != LaunchKind::Bucket) {
+    for (Operation *op : launch.covered)
+      os << "  // " << describeOp(op) << "\n";
+    if (launch.kind == LaunchKind::Gemm && launch.epilogue != "None")
+      os << "  //   (one cuBLASLt call, the " << launch.epilogue
+         << " epilogue)\n";
+    if (launch.kind == LaunchKind::Classifier)
+      os << "  //   (the fused classifier: loss and dlogits in one read of "
+            "the logits"
+         << (root(launch.crossEntropyGrad.getResult()) ==
+                     launch.crossEntropy.getLogits()
+                 ? ", in place"
+                 : "")
+         << ")\n";
+  }
+  switch (launch.kind) {
+  case LaunchKind::Elementwise:
+    return emitElementwise(launch);
+  case LaunchKind::Gemm:
+    return emitGemm(launch);
+  case LaunchKind::Classifier:
+    emitClassifier(launch);
+    return success();
+  case LaunchKind::Bucket:
+    emitBucket(launch);
+    return success();
+  case LaunchKind::AllReduceWait:
+    os << "  // Bucket " << launch.bucket
+       << " is reduced before what follows touches it.\n"
+       << "  TGC_CUDA_CHECK(cudaStreamWaitEvent(stream, d.bucketDone["
+       << launch.bucket << "], 0));\n";
+    return success();
+  case LaunchKind::Op:
+    return emitOp(launch, launch.op);
+  case LaunchKind::Return:
+    return success();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt GEMMs and the fused classifier
+//===----------------------------------------------------------------------===//
+
+LogicalResult StepEmitter::emitGemm(Launch &launch) {
+  MatmulOp op = launch.matmul;
+  Value out = launch.out ? launch.out : op.getResult();
+  auto a = tensorType(op.getLhs()), b = tensorType(op.getRhs()),
+       c = tensorType(out);
+  Type at = a.getElementType(), bt = b.getElementType(),
+       ct = c.getElementType();
+  bool ok = (at.isF32() && bt.isF32() && ct.isF32()) ||
+            (at.isBF16() && bt.isBF16() && (ct.isBF16() || ct.isF32()));
+  if (!ok)
+    return op.emitError(kBackend)
+           << ": tg.matmul of " << at << " x " << bt << " -> " << ct
+           << " has no cuBLASLt kernel (f32 x f32 -> f32, bf16 x bf16 -> "
+              "bf16 or f32 do)";
+  int64_t batchRank = c.getRank() - 2;
+  auto padBatch = [&](RankedTensorType t) {
+    SmallVector<int64_t> dims(batchRank - (t.getRank() - 2), 1);
+    llvm::append_range(dims, t.getShape().drop_back(2));
+    return dims;
+  };
+  int64_t m = c.getShape()[c.getRank() - 2], n = c.getShape().back();
+  int64_t k = op.getTransposeLhs() ? a.getShape()[a.getRank() - 2]
+                                   : a.getShape().back();
+  std::string lhs = ptr(op.getLhs()), rhs = ptr(op.getRhs()),
+              bias = launch.bias ? ptr(launch.bias) : "",
+              aux = launch.aux ? ptr(launch.aux) : "", result = ptr(out);
+  os << timerBegin(launch)
+     << "  {\n    static const int64_t aBatch[] = " << intList(padBatch(a))
+     << ", bBatch[] = " << intList(padBatch(b))
+     << ", cBatch[] = " << intList(c.getShape().drop_back(2)) << ";\n"
+     << "    tgc::cuda::MatmulOptions options;\n";
+  if (launch.epilogue != "None")
+    os << "    options.epilogue = tgc::cuda::Epilogue::" << launch.epilogue
+       << ";\n";
+  if (!bias.empty())
+    os << "    options.bias = " << bias << ";\n";
+  if (!aux.empty())
+    os << "    options.geluAux = " << aux << ";\n";
+  os << "    tgc::cuda::matmul(" << lhs << ", " << rhs << ", " << result << ", "
+     << m << ", " << n << ", " << k << ", "
+     << (op.getTransposeLhs() ? "true" : "false") << ", "
+     << (op.getTransposeRhs() ? "true" : "false")
+     << ", aBatch, bBatch, cBatch, " << batchRank << ", options, stream);\n"
+     << "  }\n"
+     << timerEnd(launch);
+  return success();
+}
+
+void StepEmitter::emitClassifier(Launch &launch) {
+  CrossEntropyOp ce = launch.crossEntropy;
+  CrossEntropyGradOp grad = launch.crossEntropyGrad;
+  auto t = tensorType(ce.getLogits());
+  int64_t classes = t.getShape().back();
+  int64_t rows = t.getNumElements() / classes;
+  StringRef reduction = runtimeLossReduction(ce.getReduction());
+  bool none = reduction == "None";
+  std::string logits = ptr(ce.getLogits()), labels = ptr(ce.getLabels()),
+              g = isSplatOne(grad.getGrad()) ? "nullptr" : ptr(grad.getGrad()),
+              loss = ptr(ce.getResult()), dlogits = ptr(grad.getResult());
+  os << timerBegin(launch) << "  tgc::cuda::fused_classifier(" << logits << ", "
+     << labels << ", " << rows << ", " << classes << ", "
+     << (int64_t)ce.getIgnoreIndex() << ", tgc::cuda::Reduction::" << reduction
+     << ", " << g << ", " << (none ? "nullptr" : loss) << ", "
+     << (none ? loss : "nullptr") << ", " << dlogits << ", "
+     << workspace(
+            llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})", rows)
+                .str())
+     << ", stream);\n"
+     << timerEnd(launch);
+}
+
+//===----------------------------------------------------------------------===//
+// runtime/cuda calls, one per op
+//===----------------------------------------------------------------------===//
+
+static std::string nullable(StepEmitter &e, Value v) {
+  return v ? e.ptr(v) : "nullptr";
+}
+
+/// tg.attention's mask shape as tgc::cuda::AttentionMaskShape's initializer,
+/// [B', H', T', S'] with 1s in front of a lower-rank mask; `{}` without a
+/// mask.
+static std::string attentionMaskShape(Value mask) {
+  if (!mask)
+    return "{}";
+  ArrayRef<int64_t> shape = tensorType(mask).getShape();
+  SmallVector<int64_t, 4> dims(4 - shape.size(), 1);
+  dims.append(shape.begin(), shape.end());
+  return intList(dims);
+}
+
+static int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+/// Outer, axis and inner extents of a tensor around one axis.
+static std::tuple<int64_t, int64_t, int64_t> splitAxis(RankedTensorType t,
+                                                       int64_t axis) {
+  ArrayRef<int64_t> s = t.getShape();
+  return {product(s.take_front(axis)), s[axis],
+          product(s.drop_front(axis + 1))};
+}
+
+static std::string convDims(Value input, Value weight, Value output,
+                            ArrayRef<int64_t> stride, ArrayRef<int64_t> pad,
+                            ArrayRef<int64_t> dil, int64_t groups) {
+  ArrayRef<int64_t> x = tensorType(input).getShape(),
+                    w = tensorType(weight).getShape(),
+                    y = tensorType(output).getShape();
+  return llvm::formatv("tgc::cuda::Conv2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
+                       "{6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, "
+                       "{15}}",
+                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
+                       stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
+                       groups)
+      .str();
+}
+
+static std::string poolDims(Value input, Value output, ArrayRef<int64_t> kernel,
+                            ArrayRef<int64_t> stride, ArrayRef<int64_t> pad) {
+  ArrayRef<int64_t> x = tensorType(input).getShape(),
+                    y = tensorType(output).getShape();
+  return llvm::formatv("tgc::cuda::Pool2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
+                       "{6}, {7}, {8}, {9}, {10}, {11}}",
+                       x[0], x[1], x[2], x[3], y[2], y[3], kernel[0], kernel[1],
+                       stride[0], stride[1], pad[0], pad[1])
+      .str();
+}
+
+LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
+  // Every operand and result of one op kernel has one float type (f32 or
+  // bf16) unless said otherwise.
+  auto sameFloat = [&](ArrayRef<Value> values) -> LogicalResult {
+    Type t;
+    for (Value v : values) {
+      if (!v)
+        continue;
+      Type e = elementType(v);
+      if (!e.isF32() && !e.isBF16())
+        return op->emitError(kBackend)
+               << ": " << op->getName() << " takes f32 or bf16, got " << e;
+      if (t && e != t)
+        return op->emitError(kBackend)
+               << ": " << op->getName() << " mixes " << t << " and " << e;
+      t = e;
+    }
+    return success();
+  };
+  auto f32Only = [&](ArrayRef<Value> values) -> LogicalResult {
+    for (Value v : values)
+      if (v && !elementType(v).isF32())
+        return op->emitError(kBackend)
+               << ": " << op->getName() << " runs in f32 only on the GPU, got "
+               << elementType(v)
+               << " (compile with --precision=fp32, or keep this op in f32)";
+    return success();
+  };
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(
+          [&](auto r) -> LogicalResult {
+            if (failed(sameFloat({r.getX(), r.getResult()})))
+              return failure();
+            StringRef kind = isa<ReduceSumOp>(op)    ? "Sum"
+                             : isa<ReduceMeanOp>(op) ? "Mean"
+                                                     : "Max";
+            SmallVector<int64_t> dims = r.getReducedDims();
+            auto x = tensorType(r.getX());
+            std::string in = ptr(r.getX()), out = ptr(r.getResult());
+            os << begin << "  {\n    static const int64_t shape[] = "
+               << intList(x.getShape()) << ", dims[] = " << intList(dims)
+               << ";\n    tgc::cuda::reduce(tgc::cuda::ReduceKind::" << kind
+               << ", " << in << ", shape, " << x.getRank() << ", dims, "
+               << dims.size() << ", " << out << ", "
+               << workspace(
+                      llvm::formatv(
+                          "[] {{ static const int64_t shape[] = {0}, dims[] "
+                          "= {1}; return "
+                          "tgc::cuda::reduce_workspace_bytes(shape, {2}, "
+                          "dims, {3}); }()",
+                          intList(x.getShape()), intList(dims), x.getRank(),
+                          dims.size())
+                          .str())
+               << ", stream);\n  }\n"
+               << end;
+            return success();
+          })
+      .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) -> LogicalResult {
+        if (failed(sameFloat({s.getX(), s.getResult()})))
+          return failure();
+        auto t = tensorType(s.getX());
+        auto [outer, n, inner] =
+            splitAxis(t, *normalizeAxis(s.getAxis(), t.getRank()));
+        std::string in = ptr(s.getX()), out = ptr(s.getResult());
+        os << begin << "  tgc::cuda::"
+           << (isa<SoftmaxOp>(op) ? "softmax" : "log_softmax") << "(" << in
+           << ", " << out << ", " << outer << ", " << n << ", " << inner
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](LayerNormOp l) -> LogicalResult {
+        if (failed(sameFloat(
+                {l.getX(), l.getWeight(), l.getBias(), l.getResult()})))
+          return failure();
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back();
+        std::string x = ptr(l.getX()), w = nullable(*this, l.getWeight()),
+                    b = nullable(*this, l.getBias()), y = ptr(l.getResult());
+        os << begin << "  tgc::cuda::layer_norm(" << x << ", " << w << ", " << b
+           << ", " << y << ", " << t.getNumElements() / d << ", " << d << ", "
+           << floatLiteral(l.getEps().convertToDouble()) << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](LayerNormGradOp l) -> LogicalResult {
+        if (failed(sameFloat({l.getGrad(), l.getX(), l.getWeight(), l.getDx(),
+                              l.getDweight(), l.getDbias()})))
+          return failure();
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back(), rows = t.getNumElements() / d;
+        std::string g = ptr(l.getGrad()), x = ptr(l.getX()),
+                    w = nullable(*this, l.getWeight()), dx = ptr(l.getDx()),
+                    dw = ptr(l.getDweight()), db = ptr(l.getDbias());
+        os << begin << "  tgc::cuda::layer_norm_grad(" << g << ", " << x << ", "
+           << w << ", " << dx << ", " << dw << ", " << db << ", " << rows
+           << ", " << d << ", " << floatLiteral(l.getEps().convertToDouble())
+           << ", "
+           << workspace(llvm::formatv(
+                            "tgc::cuda::layer_norm_grad_workspace_bytes({0}, "
+                            "{1})",
+                            rows, d)
+                            .str())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](RmsNormOp l) -> LogicalResult {
+        if (failed(sameFloat({l.getX(), l.getWeight(), l.getResult()})))
+          return failure();
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back();
+        std::string x = ptr(l.getX()), w = nullable(*this, l.getWeight()),
+                    y = ptr(l.getResult());
+        os << begin << "  tgc::cuda::rms_norm(" << x << ", " << w << ", " << y
+           << ", " << t.getNumElements() / d << ", " << d << ", "
+           << floatLiteral(l.getEps().convertToDouble()) << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](RmsNormGradOp l) -> LogicalResult {
+        if (failed(sameFloat({l.getGrad(), l.getX(), l.getWeight(), l.getDx(),
+                              l.getDweight()})))
+          return failure();
+        auto t = tensorType(l.getX());
+        int64_t d = t.getShape().back(), rows = t.getNumElements() / d;
+        std::string g = ptr(l.getGrad()), x = ptr(l.getX()),
+                    w = nullable(*this, l.getWeight()), dx = ptr(l.getDx()),
+                    dw = ptr(l.getDweight());
+        os << begin << "  tgc::cuda::rms_norm_grad(" << g << ", " << x << ", "
+           << w << ", " << dx << ", " << dw << ", " << rows << ", " << d << ", "
+           << floatLiteral(l.getEps().convertToDouble()) << ", "
+           << workspace(
+                  llvm::formatv(
+                      "tgc::cuda::rms_norm_grad_workspace_bytes({0}, {1})",
+                      rows, d)
+                      .str())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](DropoutOp dr) -> LogicalResult {
+        if (failed(sameFloat({dr.getX(), dr.getResult()})))
+          return failure();
+        std::string x = ptr(dr.getX()), y = ptr(dr.getResult());
+        os << begin << "  tgc::cuda::dropout(" << x << ", " << y << ", "
+           << numel(dr.getX()) << ", "
+           << floatLiteral(dr.getP().convertToDouble()) << ", "
+           << (uint64_t)dr.getSeed()
+           << "ull, &d.scalars->step, &d.scalars->randomStream, stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](EmbeddingOp e) -> LogicalResult {
+        if (failed(sameFloat({e.getTable(), e.getResult()})))
+          return failure();
+        auto t = tensorType(e.getTable());
+        std::string table = ptr(e.getTable()), idx = ptr(e.getIndices()),
+                    out = ptr(e.getResult());
+        os << begin << "  tgc::cuda::embedding(" << table << ", "
+           << t.getDimSize(0) << ", " << t.getDimSize(1) << ", " << idx << ", "
+           << numel(e.getIndices()) << ", " << out << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](EmbeddingGradOp e) -> LogicalResult {
+        if (failed(sameFloat({e.getGrad(), e.getResult()})))
+          return failure();
+        auto t = tensorType(e.getResult());
+        int64_t n = numel(e.getIndices());
+        std::string g = ptr(e.getGrad()), idx = ptr(e.getIndices()),
+                    out = ptr(e.getResult());
+        os << begin << "  tgc::cuda::embedding_grad(" << g << ", " << idx
+           << ", " << n << ", " << t.getDimSize(0) << ", " << t.getDimSize(1)
+           << ", " << out << ", "
+           << workspace(llvm::formatv(
+                            "tgc::cuda::embedding_grad_workspace_bytes({0}, "
+                            "{1})",
+                            n, t.getDimSize(0))
+                            .str())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](CrossEntropyOp c) -> LogicalResult {
+        if (failed(sameFloat({c.getLogits()})))
+          return failure();
+        auto t = tensorType(c.getLogits());
+        int64_t classes = t.getShape().back(),
+                rows = t.getNumElements() / classes;
+        StringRef reduction = runtimeLossReduction(c.getReduction());
+        bool none = reduction == "None";
+        std::string logits = ptr(c.getLogits()), labels = ptr(c.getLabels()),
+                    loss = ptr(c.getResult());
+        os << begin << "  tgc::cuda::cross_entropy(" << logits << ", " << labels
+           << ", " << rows << ", " << classes << ", "
+           << (int64_t)c.getIgnoreIndex()
+           << ", tgc::cuda::Reduction::" << reduction << ", "
+           << (none ? "nullptr" : loss) << ", " << (none ? loss : "nullptr")
+           << ", "
+           << workspace(
+                  llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})",
+                                rows)
+                      .str())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](CrossEntropyGradOp c) -> LogicalResult {
+        if (failed(sameFloat({c.getLogits(), c.getResult()})))
+          return failure();
+        if (!elementType(c.getGrad()).isF32())
+          return c.emitError(kBackend)
+                 << ": tg.cross_entropy_grad needs an f32 loss gradient";
+        auto t = tensorType(c.getLogits());
+        int64_t classes = t.getShape().back(),
+                rows = t.getNumElements() / classes;
+        StringRef reduction = runtimeLossReduction(c.getReduction());
+        std::string g = ptr(c.getGrad()), logits = ptr(c.getLogits()),
+                    labels = ptr(c.getLabels()), out = ptr(c.getResult());
+        os << begin << "  tgc::cuda::cross_entropy_grad(" << g << ", " << logits
+           << ", " << labels << ", " << rows << ", " << classes << ", "
+           << (int64_t)c.getIgnoreIndex()
+           << ", tgc::cuda::Reduction::" << reduction << ", " << out << ", "
+           << workspace(
+                  llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})",
+                                rows)
+                      .str())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](AttentionOp a) -> LogicalResult {
+        if (failed(sameFloat({a.getQuery(), a.getKey(), a.getValue(),
+                              a.getMask(), a.getResult()})))
+          return failure();
+        ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
+                          k = tensorType(a.getKey()).getShape(),
+                          v = tensorType(a.getValue()).getShape();
+        // ptr() declares what it names on first use: all before the call.
+        std::string qp = ptr(a.getQuery()), kp = ptr(a.getKey()),
+                    vp = ptr(a.getValue()), mask = nullable(*this, a.getMask()),
+                    out = ptr(a.getResult());
+        std::string lse = "nullptr";
+        if (lseBuffer.count(a))
+          lse = llvm::formatv("(float *)(work + {0})",
+                              arena.offset(lseBuffer.lookup(a)))
+                    .str();
+        os << begin << "  tgc::cuda::attention(" << qp << ", " << kp << ", "
+           << vp << ", " << mask << ", " << attentionMaskShape(a.getMask())
+           << ", " << out << ", " << lse << ", " << q[0] << ", " << q[1] << ", "
+           << k[1] << ", " << q[2] << ", " << k[2] << ", " << q[3] << ", "
+           << v[3] << ", " << (a.getCausal() ? "true" : "false") << ", "
+           << floatLiteral(a.getEffectiveScale()) << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](AttentionGradOp a) -> LogicalResult {
+        if (failed(sameFloat({a.getGrad(), a.getQuery(), a.getKey(),
+                              a.getValue(), a.getMask(), a.getDquery(),
+                              a.getDkey(), a.getDvalue(), a.getDmask()})))
+          return failure();
+        ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
+                          k = tensorType(a.getKey()).getShape(),
+                          v = tensorType(a.getValue()).getShape();
+        double scale = a.getScale() ? a.getScale()->convertToDouble()
+                                    : 1.0 / std::sqrt((double)q[3]);
+        std::string out = "nullptr", lse = "nullptr";
+        if (AttentionOp fwd = forwardOf.lookup(a)) {
+          out = ptr(fwd.getResult());
+          lse = llvm::formatv("(const float *)(work + {0})",
+                              arena.offset(lseBuffer.lookup(fwd)))
+                    .str();
+        }
+        std::string g = ptr(a.getGrad()), qp = ptr(a.getQuery()),
+                    kp = ptr(a.getKey()), vp = ptr(a.getValue()),
+                    mask = nullable(*this, a.getMask()),
+                    dq = ptr(a.getDquery()), dk = ptr(a.getDkey()),
+                    dv = ptr(a.getDvalue()),
+                    dmask = nullable(*this, a.getDmask());
+        bool maskGrad = (bool)a.getDmask();
+        os << begin << "  tgc::cuda::attention_grad(" << g << ", " << qp << ", "
+           << kp << ", " << vp << ", " << mask << ", "
+           << attentionMaskShape(a.getMask()) << ", " << out << ", " << lse
+           << ", " << dq << ", " << dk << ", " << dv << ", " << dmask << ", "
+           << q[0] << ", " << q[1] << ", " << k[1] << ", " << q[2] << ", "
+           << k[2] << ", " << q[3] << ", " << v[3] << ", "
+           << (a.getCausal() ? "true" : "false") << ", " << floatLiteral(scale)
+           << ", "
+           << workspace(llvm::formatv(
+                            "tgc::cuda::attention_grad_workspace_bytes({0}, "
+                            "{1}, {2}, {3}, {4})",
+                            q[0], q[1], q[2], k[2], maskGrad ? "true" : "false")
+                            .str())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](Conv2dOp c) -> LogicalResult {
+        if (failed(f32Only({c.getInput(), c.getWeight(), c.getBias()})))
+          return failure();
+        std::string x = ptr(c.getInput()), w = ptr(c.getWeight()),
+                    b = nullable(*this, c.getBias()), y = ptr(c.getResult());
+        os << begin << "  tgc::cuda::conv2d(" << x << ", " << w << ", " << b
+           << ", " << y << ", "
+           << convDims(c.getInput(), c.getWeight(), c.getResult(),
+                       c.getStride(), c.getPadding(), c.getDilation(),
+                       c.getGroups())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](Conv2dGradInputOp c) -> LogicalResult {
+        if (failed(f32Only({c.getGrad(), c.getWeight()})))
+          return failure();
+        std::string g = ptr(c.getGrad()), w = ptr(c.getWeight()),
+                    dx = ptr(c.getResult());
+        os << begin << "  tgc::cuda::conv2d_grad_input(" << g << ", " << w
+           << ", " << dx << ", "
+           << convDims(c.getResult(), c.getWeight(), c.getGrad(), c.getStride(),
+                       c.getPadding(), c.getDilation(), c.getGroups())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case([&](Conv2dGradWeightOp c) -> LogicalResult {
+        if (failed(f32Only({c.getGrad(), c.getInput()})))
+          return failure();
+        std::string g = ptr(c.getGrad()), x = ptr(c.getInput()),
+                    dw = ptr(c.getResult());
+        os << begin << "  tgc::cuda::conv2d_grad_weight(" << g << ", " << x
+           << ", " << dw << ", "
+           << convDims(c.getInput(), c.getResult(), c.getGrad(), c.getStride(),
+                       c.getPadding(), c.getDilation(), c.getGroups())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case<MaxPool2dOp, AvgPool2dOp>([&](auto p) -> LogicalResult {
+        if (failed(f32Only({p.getInput()})))
+          return failure();
+        std::string x = ptr(p.getInput()), y = ptr(p.getResult());
+        os << begin << "  tgc::cuda::" << (isa<MaxPool2dOp>(op) ? "max" : "avg")
+           << "_pool2d(" << x << ", " << y << ", "
+           << poolDims(p.getInput(), p.getResult(), p.getKernelSize(),
+                       p.getEffectiveStride(), p.getPadding())
+           << ", stream);\n"
+           << end;
+        return success();
+      })
+      .Case<MaxPool2dGradOp, AvgPool2dGradOp>([&](auto p) -> LogicalResult {
+        if (failed(f32Only({p.getGrad(), p.getInput()})))
+          return failure();
+        SmallVector<int64_t> stride = p.getStride()
+                                          ? llvm::to_vector(*p.getStride())
+                                          : llvm::to_vector(p.getKernelSize());
+        std::string dims = poolDims(p.getInput(), p.getGrad(),
+                                    p.getKernelSize(), stride, p.getPadding());
+        std::string g = ptr(p.getGrad()), dx = ptr(p.getResult());
+        if (isa<MaxPool2dGradOp>(op)) {
+          std::string x = ptr(p.getInput());
+          os << begin << "  tgc::cuda::max_pool2d_grad(" << g << ", " << x
+             << ", " << dx << ", " << dims << ", stream);\n"
+             << end;
+        } else {
+          os << begin << "  tgc::cuda::avg_pool2d_grad(" << g << ", " << dx
+             << ", " << dims << ", stream);\n"
+             << end;
+        }
+        return success();
+      })
+      .Case([&](TransposeOp t) -> LogicalResult {
+        std::string x = ptr(t.getX()), y = ptr(t.getResult());
+        os << begin << "  {\n    static const int64_t shape[] = "
+           << intList(tensorType(t.getX()).getShape())
+           << ", perm[] = " << intList(t.getPerm()) << ";\n"
+           << "    tgc::cuda::transpose_bytes(" << x << ", "
+           << elementBytes(elementType(t.getX())) << ", shape, "
+           << t.getPerm().size() << ", perm, " << y << ", stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Case([&](SliceOp s) -> LogicalResult {
+        std::string x = ptr(s.getX()), y = ptr(s.getResult());
+        os << begin << "  {\n    static const int64_t shape[] = "
+           << intList(tensorType(s.getX()).getShape())
+           << ", start[] = " << intList(s.getStart())
+           << ", stride[] = " << intList(s.getEffectiveStride())
+           << ", outShape[] = " << intList(tensorType(s.getResult()).getShape())
+           << ";\n    tgc::cuda::slice_bytes(" << x << ", "
+           << elementBytes(elementType(s.getX())) << ", shape, "
+           << tensorType(s.getX()).getRank() << ", start, stride, " << y
+           << ", outShape, stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Case([&](SliceGradOp s) -> LogicalResult {
+        SmallVector<int64_t> stride =
+            s.getStride() ? llvm::to_vector(*s.getStride())
+                          : SmallVector<int64_t>(s.getStart().size(), 1);
+        std::string g = ptr(s.getGrad()), dx = ptr(s.getResult());
+        os << begin << "  {\n    static const int64_t gShape[] = "
+           << intList(tensorType(s.getGrad()).getShape())
+           << ", start[] = " << intList(s.getStart())
+           << ", stride[] = " << intList(stride)
+           << ", xShape[] = " << intList(tensorType(s.getResult()).getShape())
+           << ";\n    tgc::cuda::slice_grad_bytes(" << g << ", "
+           << elementBytes(elementType(s.getGrad())) << ", gShape, "
+           << stride.size() << ", start, stride, " << dx
+           << ", xShape, stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Case([&](ConcatOp c) -> LogicalResult {
+        SmallVector<std::string> inputs;
+        for (Value v : c.getInputs())
+          inputs.push_back(ptr(v));
+        std::string out = ptr(c.getResult());
+        os << begin << "  {\n";
+        std::string list, shapes;
+        for (auto [i, v] : llvm::enumerate(c.getInputs())) {
+          os << "    static const int64_t shape" << i
+             << "[] = " << intList(tensorType(v).getShape()) << ";\n";
+          list += (i ? ", " : "") + inputs[i];
+          shapes += (i ? ", shape" : "shape") + std::to_string(i);
+        }
+        os << "    const void *inputs[] = {" << list << "};\n"
+           << "    const int64_t *shapes[] = {" << shapes << "};\n"
+           << "    tgc::cuda::concat_bytes(inputs, "
+           << elementBytes(elementType(c.getResult())) << ", shapes, "
+           << c.getInputs().size() << ", "
+           << tensorType(c.getResult()).getRank() << ", "
+           << *normalizeAxis(c.getAxis(), tensorType(c.getResult()).getRank())
+           << ", " << out << ", stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Case([&](GlobalNormOp g) -> LogicalResult {
+        std::string list, sizes;
+        for (Value v : g.getInputs()) {
+          Type e = elementType(v);
+          if (!e.isF32() && !e.isBF16())
+            return g.emitError(kBackend)
+                   << ": tg.global_norm takes f32 or bf16, got " << e;
+          list += llvm::formatv("      {{{0}, {1}, {2}},\n", ptr(v),
+                                dtypeName(e), numel(v))
+                      .str();
+          sizes +=
+              llvm::formatv("{{nullptr, {0}, {1}}, ", dtypeName(e), numel(v))
+                  .str();
+        }
+        std::string out = ptr(g.getResult());
+        os << begin << "  {\n    const tgc::cuda::NormInput inputs[] = {\n"
+           << list << "    };\n    tgc::cuda::global_norm(inputs, "
+           << g.getInputs().size() << ", " << out << ", "
+           << workspace(
+                  llvm::formatv(
+                      "[] {{ const tgc::cuda::NormInput inputs[] = {{{0}}; "
+                      "return tgc::cuda::global_norm_workspace_bytes("
+                      "inputs, {1}); }()",
+                      sizes, g.getInputs().size())
+                      .str())
+           << ", stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Case([&](LrScheduleOp l) -> LogicalResult {
+        StringRef kind = runtimeScheduleKind(l.getKind());
+        std::string step = ptr(l.getStep()), base = ptr(l.getBaseLr()),
+                    out = ptr(l.getResult());
+        os << begin
+           << "  {\n    static const tgc::cuda::ScheduleParams schedule{"
+           << "tgc::cuda::ScheduleKind::" << kind << ", " << l.getWarmupSteps()
+           << ", " << l.getTotalSteps() << ", " << l.getStepSize() << ", "
+           << l.getDecaySteps() << ", "
+           << floatLiteral(l.getMinLr().convertToDouble()) << ", "
+           << floatLiteral(l.getGamma().convertToDouble()) << ", "
+           << floatLiteral(l.getMaxLr().convertToDouble()) << "};\n"
+           << "    tgc::cuda::lr_schedule(schedule, " << step << ", " << base
+           << ", " << out << ", stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Case([&](OptimizerUpdateOp u) -> LogicalResult {
+        Value grad = u.getGrad();
+        Value scale = gradScaleOf.lookup(u);
+        if (!elementType(u.getParam()).isF32() ||
+            llvm::any_of(u.getState(),
+                         [](Value s) { return !elementType(s).isF32(); }))
+          return u.emitError(kBackend)
+                 << ": tg.optimizer_update needs f32 parameters and state "
+                    "(fp32 master weights)";
+        Type ge = elementType(grad);
+        if (!ge.isF32() && !ge.isBF16())
+          return u.emitError(kBackend)
+                 << ": tg.optimizer_update takes an f32 or bf16 gradient, got "
+                 << ge;
+        StringRef kind = runtimeOptimizerKind(u.getKind());
+        std::string param = ptr(u.getNewParam()), g = ptr(grad),
+                    lr = ptr(u.getLr()), step = ptr(u.getStep()),
+                    s = scale ? ptr(scale) : "nullptr";
+        std::string states;
+        for (auto [i, v] : llvm::enumerate(u.getNewState()))
+          states += (i ? ", " : "") + ptr(v);
+        if (scale)
+          os << "  //   (gradient scaled by the clip factor inside the "
+                "update)\n";
+        os << begin << "  {\n    float *state[] = {"
+           << (states.empty() ? "nullptr" : states)
+           << "};\n    static const tgc::cuda::OptimizerHyper hyper{"
+           << floatLiteral(u.getBeta1().convertToDouble()) << ", "
+           << floatLiteral(u.getBeta2().convertToDouble()) << ", "
+           << floatLiteral(u.getEps().convertToDouble()) << ", "
+           << floatLiteral(u.getWeightDecay().convertToDouble()) << ", "
+           << floatLiteral(u.getMomentum().convertToDouble()) << ", "
+           << floatLiteral(u.getAlpha().convertToDouble()) << ", "
+           << (u.getNesterov() ? "true" : "false") << "};\n"
+           << "    tgc::cuda::optimizer_update(tgc::cuda::OptimizerKind::"
+           << kind << ", " << param << ", " << g << ", state, "
+           << u.getState().size() << ", " << numel(u.getParam()) << ", " << lr
+           << ", " << step << ", " << s << ", hyper, nullptr, "
+           << workspace(llvm::formatv(
+                            "tgc::cuda::optimizer_workspace_bytes(tgc::cuda::"
+                            "OptimizerKind::{0}, {1})",
+                            kind, numel(u.getParam()))
+                            .str())
+           << ", stream);\n  }\n"
+           << end;
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitError(kBackend)
+               << ": no lowering for '" << other->getName() << "'";
+      });
+}

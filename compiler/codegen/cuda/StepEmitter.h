@@ -1,0 +1,350 @@
+//===- StepEmitter.h - The CUDA emitter's shared declarations ---*- C++ -*-===//
+//
+// What the pieces of the CUDA emitter share, private to compiler/codegen:
+// the launches a step function becomes (Launch, FusedKernel, Bucket), the
+// module-wide state its step functions add to (generated kernels,
+// constants, workspaces), and StepEmitter, which turns one step function
+// into a function of launches. Its members are defined by concern:
+//   cuda/LaunchPlan.cpp          fusion, the launch list, FLOPs and traffic
+//   cuda/MemoryPlan.cpp          the arena plan, its check, pointer names
+//   cuda/Streams.cpp             all-reduce buckets and the stream waits
+//   cuda/ElementwiseKernels.cpp  the generated elementwise kernels
+//   cuda/LibraryLaunches.cpp     cuBLASLt and runtime/cuda calls per op
+//   EmitCuda.cpp                 one step function's code, and the file
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_CODEGEN_CUDA_STEPEMITTER_H
+#define TGC_COMPILER_CODEGEN_CUDA_STEPEMITTER_H
+
+#include "compiler/codegen/EmitCuda.h"
+#include "compiler/codegen/LaunchArena.h"
+#include "compiler/codegen/ModelDescription.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mlir::tg::cuda_emit {
+
+inline constexpr StringLiteral kBackend = "cuda backend";
+/// Threads per block of the generated kernels.
+inline constexpr int64_t kBlock = 256;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+inline RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+inline Type elementType(Value v) { return tensorType(v).getElementType(); }
+inline int64_t numel(Value v) { return tensorType(v).getNumElements(); }
+
+/// The C type the generated code stores an element type in, "" when the
+/// CUDA backend lacks it.
+inline StringRef storageType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isInteger(64))
+    return "int64_t";
+  if (t.isInteger(32))
+    return "int32_t";
+  if (t.isInteger(1))
+    return "uint8_t";
+  return "";
+}
+inline StringRef storageOf(Value v) { return storageType(elementType(v)); }
+
+inline int64_t elementBytes(Type t) {
+  return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+inline int64_t bytesOf(Value v) {
+  return numel(v) * elementBytes(elementType(v));
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+inline std::string opLabel(Operation *op) {
+  return op->getName().stripDialect().str();
+}
+
+/// "tg.add (h.0.resid_1)".
+inline std::string describeOp(Operation *op) {
+  std::string s = op->getName().getStringRef().str();
+  std::string where = describeLoc(op->getLoc());
+  if (!where.empty())
+    s += " (" + where + ")";
+  return s;
+}
+
+inline bool isView(Operation *op) { return isa<ReshapeOp, FlattenOp>(op); }
+
+/// A constant the generated kernels write as a literal: one value.
+inline std::optional<Attribute> splatValue(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense)
+    return std::nullopt;
+  if (dense.isSplat())
+    return dense.getSplatValue<Attribute>();
+  if (dense.getNumElements() == 1)
+    return *dense.getValues<Attribute>().begin();
+  return std::nullopt;
+}
+
+inline bool isSplatOne(Value v) {
+  auto value = splatValue(v);
+  if (!value)
+    return false;
+  if (auto f = dyn_cast<FloatAttr>(*value))
+    return f.getValueAsDouble() == 1.0;
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Module-wide state: generated kernels, constants, workspaces
+//===----------------------------------------------------------------------===//
+
+struct Kernel {
+  std::string name;
+  std::string text; ///< parameter list and body, the deduplication key
+  SmallVector<std::string> sites;
+  llvm::StringSet<> siteSet; ///< sites, looked up (a deep model has many)
+};
+
+struct ModuleState {
+  std::vector<Kernel> kernels;
+  llvm::StringMap<unsigned> kernelByText;
+  /// Host arrays of the constants and the copies that upload them.
+  std::string constantArrays, constantUploads;
+  int64_t constantBytes = 0;
+  unsigned constantCounter = 0;
+  /// One call of a *_workspace_bytes function each, in first-use order.
+  std::vector<std::string> workspaceNeeds;
+  std::set<std::string> workspaceSeen;
+  int64_t numBuckets = 0;
+  int64_t plannedBytes = 0;
+
+  /// The name of the kernel with this parameter list and body, added under
+  /// `baseName` when new; `site` is the op it computes, for its comment
+  /// (ElementwiseKernels.cpp).
+  std::string kernel(StringRef baseName, StringRef text, StringRef site);
+
+  /// Places `constant` in the constants region; returns its offset
+  /// (EmitCuda.cpp).
+  FailureOr<int64_t> addConstant(ConstantOp constant);
+};
+
+//===----------------------------------------------------------------------===//
+// Launches
+//===----------------------------------------------------------------------===//
+
+enum class LaunchKind {
+  Op,            ///< one op, one runtime/cuda call (or a copy)
+  Elementwise,   ///< a generated kernel for a tree of elementwise ops
+  Gemm,          ///< a matmul with its cuBLASLt epilogue
+  Classifier,    ///< cross_entropy + cross_entropy_grad in one read
+  Bucket,        ///< one all-reduce bucket, on the communication stream
+  AllReduceWait, ///< the compute stream waits for one bucket
+  Return         ///< the results go to the StepIO (for liveness)
+};
+
+struct Launch {
+  LaunchKind kind = LaunchKind::Op;
+  /// The op whose position this launch takes in op order (the last op of a
+  /// GEMM epilogue or an elementwise tree; the cross_entropy of a
+  /// classifier).
+  Operation *op = nullptr;
+  /// Every op whose work this launch does, producers first.
+  SmallVector<Operation *> covered;
+  // Gemm.
+  MatmulOp matmul;
+  StringRef epilogue = "None";
+  Value bias, aux, out;
+  // Classifier.
+  CrossEntropyOp crossEntropy;
+  CrossEntropyGradOp crossEntropyGrad;
+  // Bucket.
+  int bucket = -1;
+  /// Values read and written (before view resolution).
+  SmallVector<Value> reads, writes;
+  /// LaunchArena buffers touched that are no SSA value (the attention LSE).
+  SmallVector<int> extra;
+  int timer = -1;
+};
+
+/// A tg.kernel of tg-fuse's, flattened: its ops in order, in the block where
+/// it stood, and the values it stores (its results).
+struct FusedKernel {
+  KernelKind kind;
+  SmallVector<Operation *> ops;
+  SmallVector<Value> outputs;
+};
+
+/// One tg.all_reduce: its inputs travel in one buffer.
+struct Bucket {
+  AllReduceOp op;
+  /// Per operand: reduced in place (the bucket is the gradient's buffer).
+  SmallVector<bool> inPlace;
+  SmallVector<int64_t> offsets; ///< byte offset of each operand
+  int64_t bytes = 0;
+  Type elementType;
+  int buffer = -1;
+};
+
+//===----------------------------------------------------------------------===//
+// One step function
+//===----------------------------------------------------------------------===//
+
+class StepEmitter {
+public:
+  StepEmitter(ModuleState &state, const CudaEmitOptions &options,
+              func::FuncOp func, StringRef name, llvm::raw_ostream &os)
+      : state(state), options(options), func(func), name(name), os(os) {}
+
+  /// `bindArgument` gives the StepIO expression of an argument (a device
+  /// pointer); `bindResults` writes the code that hands the results over.
+  LogicalResult
+  emit(llvm::function_ref<std::string(unsigned)> bindArgument,
+       llvm::function_ref<LogicalResult(StepEmitter &, func::ReturnOp)>
+           bindResults,
+       StringRef summary);
+
+  /// The pointer variable of `v` (declared on first use).
+  std::string ptr(Value v);
+  /// Its name where it has one already, without declaring it again in this
+  /// part.
+  std::string nameOf(Value v) {
+    auto it = names.find(v);
+    return it != names.end() ? it->second : ptr(v);
+  }
+  llvm::raw_ostream &out() { return os; }
+  int64_t arenaBytes() const { return arena.peakBytes(); }
+  int64_t numTimed() const { return timers; }
+  double flops() const { return totalFlops; }
+  int64_t numBuckets() const { return buckets.size(); }
+  const std::vector<std::string> &timerLabels() const { return labels; }
+  const std::vector<bool> &timerOnComm() const { return onComm; }
+  std::string flopsComment;
+  std::string trafficComment;
+
+private:
+  // LaunchPlan.cpp: which ops share a launch, and the launches in op order.
+  LogicalResult checkTypes();
+  LogicalResult flattenKernels();
+  LogicalResult gemmLaunch(const FusedKernel &kernel);
+  LogicalResult planFusion();
+  LogicalResult buildLaunches();
+  void countFlops();
+  void countTraffic();
+  // Streams.cpp: where the compute stream waits for each bucket.
+  LogicalResult placeBucketWaits();
+  // MemoryPlan.cpp: every buffer in the arena.
+  LogicalResult planMemory();
+  LogicalResult verifyPlan();
+
+  // The code of one launch: LibraryLaunches.cpp (emitLaunch dispatches),
+  // ElementwiseKernels.cpp and Streams.cpp.
+  LogicalResult emitLaunch(Launch &launch);
+  LogicalResult emitOp(Launch &launch, Operation *op);
+  LogicalResult emitElementwise(Launch &launch);
+  LogicalResult emitGemm(Launch &launch);
+  void emitClassifier(Launch &launch);
+  void emitBucket(Launch &launch);
+  std::string timerBegin(const Launch &launch, StringRef stream = "stream") {
+    return llvm::formatv("  t.begin({0}, {1});\n", launch.timer, stream).str();
+  }
+  std::string timerEnd(const Launch &launch, StringRef stream = "stream") {
+    return llvm::formatv("  t.end({0}, {1});\n", launch.timer, stream).str();
+  }
+
+  Value root(Value v) const {
+    while (true) {
+      auto it = alias.find(v);
+      if (it == alias.end())
+        return v;
+      v = it->second;
+    }
+  }
+  std::string workspace(StringRef need) {
+    if (state.workspaceSeen.insert(need.str()).second)
+      state.workspaceNeeds.push_back(need.str());
+    return "d.workspace";
+  }
+
+  ModuleState &state;
+  const CudaEmitOptions &options;
+  func::FuncOp func;
+  std::string name;
+  llvm::raw_ostream &os;
+  llvm::function_ref<std::string(unsigned)> bindArgument;
+
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, int64_t> opIndex;
+  /// Views and in-place results: the value whose buffer a value uses.
+  DenseMap<Value, Value> alias;
+  /// Ops with no launch of their own (covered by another op's launch).
+  llvm::SmallPtrSet<Operation *, 16> absorbed;
+  /// Launches by the op whose position they take.
+  DenseMap<Operation *, Launch> anchored;
+  /// tg-fuse's kernels, flattened (flattenKernels).
+  std::vector<FusedKernel> fusedKernels;
+  /// Elementwise kernels by their last op.
+  DenseMap<Operation *, const FusedKernel *> elementwiseKernels;
+  /// The multiply folded into an optimizer update: its scale operand.
+  DenseMap<Operation *, Value> gradScaleOf;
+  /// tg.attention_grad -> the tg.attention on the same q, k, v.
+  DenseMap<Operation *, AttentionOp> forwardOf;
+  DenseMap<Operation *, int> lseBuffer;
+  /// Constants read through memory (not as literals).
+  llvm::SetVector<Value> materialized;
+
+  std::vector<Launch> launches; ///< in schedule order
+  /// One per tg.all_reduce, in op order.
+  std::vector<Bucket> buckets;
+  DenseMap<Operation *, int> bucketOf;
+
+  LaunchArena arena;
+  DenseMap<Value, int> bufferOf;
+  DenseMap<Value, int64_t> memberOffset;
+  DenseMap<Value, int64_t> constantOffset;
+
+  DenseMap<Value, std::string> names;
+  /// The line that declares each named pointer, for the parts that
+  /// redeclare it, and the values declared in the part being emitted (all,
+  /// when the step is one function).
+  DenseMap<Value, std::string> declarations;
+  DenseSet<Value> declaredHere;
+  unsigned valueCounter = 0;
+  int timers = 0;
+  std::vector<std::string> labels;
+  std::vector<bool> onComm;
+  double totalFlops = 0;
+  /// Launches by kind, and the bytes the launches other than GEMMs and
+  /// collectives read and write (countTraffic).
+  int64_t gemmLaunches = 0, otherLaunches = 0;
+  double otherReadBytes = 0, otherWrittenBytes = 0;
+};
+
+} // namespace mlir::tg::cuda_emit
+
+#endif // TGC_COMPILER_CODEGEN_CUDA_STEPEMITTER_H
