@@ -112,6 +112,76 @@ void maxPoolTiled2x2(const float *plane, float *out, const Pool2dDims &d) {
   }
 }
 
+/// The backward of maxPoolTiled2x2 when the windows cover the planes
+/// exactly (h = 2 oh, w = 2 ow): each input gets its window's gradient when
+/// it is the window's first maximum (the first element equal to the
+/// maximum, or the first NaN: argMax2x2's pick), else 0, written once. The
+/// windows' four elements are first copied apart into contiguous arrays
+/// for a block of output rows, so that the mask arithmetic in between
+/// vectorizes (on the strided rows themselves GCC keeps it scalar).
+void maxPoolGradExact2x2(const float *x, const float *g, float *dx,
+                         const Pool2dDims &d) {
+  constexpr int64_t kBlock = 512;
+  int64_t rows = d.n * d.c * d.oh, rowsPerBlock = std::max<int64_t>(
+                                       1, kBlock / std::max<int64_t>(d.ow, 1));
+  int64_t blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
+#pragma omp parallel for schedule(static) if (worthThreads(d))
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    int64_t r0 = blk * rowsPerBlock, r1 = std::min(rows, r0 + rowsPerBlock);
+    int64_t len = (r1 - r0) * d.ow;
+    alignas(64) float a[kBlock], b[kBlock], c[kBlock], e[kBlock];
+    if (len > kBlock) // one output row longer than the block
+      len = 0;
+    auto forEach = [&](auto fn) {
+      for (int64_t r = r0, i = 0; r < r1; ++r)
+        for (int64_t ox = 0; ox < d.ow; ++ox, ++i)
+          fn(i, 2 * r * d.w + 2 * ox, r * d.ow + ox);
+    };
+    if (len == 0) {
+      // Rows too long for the block: the scatter.
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t ox = 0; ox < d.ow; ++ox) {
+          int64_t at = argMax2x2(x, d.w, 2 * r * d.w + 2 * ox);
+          int64_t base = 2 * r * d.w + 2 * ox;
+          float v = 0.0f + g[r * d.ow + ox];
+          dx[base] = at == base ? v : 0.0f;
+          dx[base + 1] = at == base + 1 ? v : 0.0f;
+          dx[base + d.w] = at == base + d.w ? v : 0.0f;
+          dx[base + d.w + 1] = at == base + d.w + 1 ? v : 0.0f;
+        }
+      continue;
+    }
+    forEach([&](int64_t i, int64_t in, int64_t) {
+      a[i] = x[in];
+      b[i] = x[in + 1];
+      c[i] = x[in + d.w];
+      e[i] = x[in + d.w + 1];
+    });
+    alignas(64) float gv[kBlock];
+    forEach([&](int64_t i, int64_t, int64_t out) { gv[i] = g[out]; });
+    for (int64_t i = 0; i < len; ++i) {
+      float m = max4(a[i], b[i], c[i], e[i]);
+      bool mNaN = m != m;
+      bool k0 = (a[i] == m) | ((a[i] != a[i]) & mNaN);
+      bool k1 = ((b[i] == m) | ((b[i] != b[i]) & mNaN)) & !k0;
+      bool k2 = ((c[i] == m) | ((c[i] != c[i]) & mNaN)) & !(k0 | k1);
+      bool k3 = !(k0 | k1 | k2);
+      // 0 + g, as the scatter into a zeroed plane adds it (-0 becomes +0).
+      float v = 0.0f + gv[i];
+      a[i] = pick(k0, v, 0.0f);
+      b[i] = pick(k1, v, 0.0f);
+      c[i] = pick(k2, v, 0.0f);
+      e[i] = pick(k3, v, 0.0f);
+    }
+    forEach([&](int64_t i, int64_t in, int64_t) {
+      dx[in] = a[i];
+      dx[in + 1] = b[i];
+      dx[in + d.w] = c[i];
+      dx[in + d.w + 1] = e[i];
+    });
+  }
+}
+
 /// Calls fn(outputIndex, argMaxInPlane) for each output of one plane.
 template <typename Fn>
 void forEachArgMax(const float *plane, const Pool2dDims &d, Fn fn) {
@@ -145,6 +215,10 @@ void max_pool2d(const float *x, float *y, const Pool2dDims &d) {
 
 void max_pool2d_grad(const float *g, const float *x, float *dx,
                      const Pool2dDims &d) {
+  if (isTiled2x2(d) && 2 * d.oh == d.h && 2 * d.ow == d.w) {
+    maxPoolGradExact2x2(x, g, dx, d);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (worthThreads(d))
   for (int64_t p = 0; p < d.n * d.c; ++p) {
     const float *plane = x + p * d.h * d.w;
