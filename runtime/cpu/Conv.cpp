@@ -94,8 +94,7 @@ void im2col(const float *x, const ConvGeometry &geo, float *col,
 
 /// x[c, iy, ix] += col[(c, ki, kj), (oy, ox)], the adjoint of im2col; x is
 /// zeroed first.
-void col2im(const float *col, const ConvGeometry &geo, float *x,
-            int64_t ld) {
+void col2im(const float *col, const ConvGeometry &geo, float *x, int64_t ld) {
   const Conv2dDims &d = geo.d;
   std::memset(x, 0, sizeof(float) * geo.cg * d.h * d.w);
   for (int64_t c = 0; c < geo.cg; ++c)
@@ -143,9 +142,8 @@ bool forEachTask(int64_t count, Fn fn) {
 constexpr int64_t kBatchedFloats = 1 << 22;
 bool batchesImages(const ConvGeometry &geo) {
   const Conv2dDims &d = geo.d;
-  return maxThreads() == 1 && d.groups == 1 && d.n > 1 &&
-         !geo.isPointwise() && geo.rows > 0 &&
-         geo.ohw * d.n * std::max(geo.rows, geo.og) <= kBatchedFloats;
+  return maxThreads() == 1 && d.groups == 1 && d.n > 1 && !geo.isPointwise() &&
+         geo.rows > 0 && geo.ohw * d.n * std::max(geo.rows, geo.og) <= kBatchedFloats;
 }
 
 /// The batch's column matrix, one image's block per task.

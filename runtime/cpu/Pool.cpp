@@ -122,8 +122,9 @@ void maxPoolTiled2x2(const float *plane, float *out, const Pool2dDims &d) {
 void maxPoolGradExact2x2(const float *x, const float *g, float *dx,
                          const Pool2dDims &d) {
   constexpr int64_t kBlock = 512;
-  int64_t rows = d.n * d.c * d.oh, rowsPerBlock = std::max<int64_t>(
-                                       1, kBlock / std::max<int64_t>(d.ow, 1));
+  int64_t rows = d.n * d.c * d.oh;
+  int64_t rowsPerBlock =
+      std::max<int64_t>(1, kBlock / std::max<int64_t>(d.ow, 1));
   int64_t blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
 #pragma omp parallel for schedule(static) if (worthThreads(d))
   for (int64_t blk = 0; blk < blocks; ++blk) {
