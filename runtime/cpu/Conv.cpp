@@ -143,7 +143,8 @@ constexpr int64_t kBatchedFloats = 1 << 22;
 bool batchesImages(const ConvGeometry &geo) {
   const Conv2dDims &d = geo.d;
   return maxThreads() == 1 && d.groups == 1 && d.n > 1 && !geo.isPointwise() &&
-         geo.rows > 0 && geo.ohw * d.n * std::max(geo.rows, geo.og) <= kBatchedFloats;
+         geo.rows > 0 &&
+         geo.ohw * d.n * std::max(geo.rows, geo.og) <= kBatchedFloats;
 }
 
 /// The batch's column matrix, one image's block per task.
