@@ -482,7 +482,7 @@ void FunctionEmitter::emitElementwise(
 /// GEMM storing two results, an optimizer kernel) are an error to report.
 static LogicalResult checkPrintable(KernelOp kernel) {
   auto fail = [&](StringRef what) {
-    return kernel.emitError("C++ backend: a ")
+    return kernel.emitError("C++ backend: this ")
            << stringifyKernelKind(kernel.getKind()) << " kernel " << what
            << "; tg-fuse's cpu target (tgc --emit=cpp) forms what it prints";
   };
