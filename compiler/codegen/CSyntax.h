@@ -1,9 +1,11 @@
-//===- CSyntax.h - tg attributes as C/C++ syntax ------------------*- C++ -*-===//
+//===- CSyntax.h - tg attributes as C/C++ syntax ------------------*- C++
+//-*-===//
 //
 // What both emitters print the same way, since both print C++ (host C++
 // and CUDA C++): the operator of a comparison predicate, and the runtime's
 // names for the optimizer and schedule kinds and the loss reductions
-// (tgc::cpu and tgc::cuda spell their enums alike).
+// (tgc::cpu and tgc::cuda spell their enums alike), the runtimes'
+// Conv2dDims and Pool2dDims initializers, and broadcast indexing's shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include "dialects/tg/IR/TgOps.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -79,6 +82,54 @@ simpleBroadcastIndex(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out,
         .str();
   }
   return std::nullopt;
+}
+
+/// The operand shape `in` aligned with a result shaped `out` for the
+/// general broadcast case: leading ones dropped, then ones in front up to
+/// the result's rank.
+inline llvm::SmallVector<int64_t>
+broadcastAligned(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
+  while (!in.empty() && in.front() == 1)
+    in = in.drop_front();
+  llvm::SmallVector<int64_t> padded(out.size() - in.size(), 1);
+  padded.append(in.begin(), in.end());
+  return padded;
+}
+
+/// `runtime`::Conv2dDims{...} (runtime: "tgc::cpu" or "tgc::cuda") of a
+/// tg.conv2d or its gradients: NCHW input, OIHW weight, output.
+inline std::string conv2dDims(llvm::StringRef runtime, Value input,
+                              Value weight, Value output,
+                              llvm::ArrayRef<int64_t> stride,
+                              llvm::ArrayRef<int64_t> pad,
+                              llvm::ArrayRef<int64_t> dil, int64_t groups) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  llvm::ArrayRef<int64_t> x = shape(input), w = shape(weight),
+                          y = shape(output);
+  return llvm::formatv("{0}::Conv2dDims{{{1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                       "{8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}}",
+                       runtime, x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2],
+                       y[3], stride[0], stride[1], pad[0], pad[1], dil[0],
+                       dil[1], groups)
+      .str();
+}
+
+/// `runtime`::Pool2dDims{...} of a 2-D pooling op (NCHW input and output).
+inline std::string pool2dDims(llvm::StringRef runtime, Value input,
+                              Value output, llvm::ArrayRef<int64_t> kernel,
+                              llvm::ArrayRef<int64_t> stride,
+                              llvm::ArrayRef<int64_t> pad) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  llvm::ArrayRef<int64_t> x = shape(input), y = shape(output);
+  return llvm::formatv("{0}::Pool2dDims{{{1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+                       "{8}, {9}, {10}, {11}, {12}}",
+                       runtime, x[0], x[1], x[2], x[3], y[2], y[3], kernel[0],
+                       kernel[1], stride[0], stride[1], pad[0], pad[1])
+      .str();
 }
 
 /// The runtime's OptimizerKind case (tgc::cpu:: and tgc::cuda::).

@@ -382,11 +382,8 @@ std::string FunctionEmitter::indexExpr(Value operand, Value result,
   ArrayRef<int64_t> out = tensorType(result).getShape();
   if (std::optional<std::string> simple = simpleBroadcastIndex(in, out, i))
     return *simple;
-  while (!in.empty() && in.front() == 1)
-    in = in.drop_front();
   // General case: strides with zeros for broadcast dims.
-  SmallVector<int64_t> padded(out.size() - in.size(), 1);
-  padded.append(in.begin(), in.end());
+  SmallVector<int64_t> padded = broadcastAligned(in, out);
   SmallVector<int64_t> strides(out.size(), 0);
   int64_t stride = 1;
   for (int64_t d = out.size() - 1; d >= 0; --d) {
@@ -874,32 +871,6 @@ std::tuple<int64_t, int64_t, int64_t> splitAxis(RankedTensorType t,
   return {product(s.take_front(axis)), s[axis], product(s.drop_front(axis + 1))};
 }
 
-std::string convDims(Value input, Value weight, Value output,
-                     ArrayRef<int64_t> stride, ArrayRef<int64_t> pad,
-                     ArrayRef<int64_t> dil, int64_t groups) {
-  ArrayRef<int64_t> x = tensorType(input).getShape(),
-                    w = tensorType(weight).getShape(),
-                    y = tensorType(output).getShape();
-  return llvm::formatv("tgc::cpu::Conv2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
-                       "{6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, "
-                       "{15}}",
-                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
-                       stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
-                       groups)
-      .str();
-}
-
-std::string poolDims(Value input, Value output, ArrayRef<int64_t> kernel,
-                     ArrayRef<int64_t> stride, ArrayRef<int64_t> pad) {
-  ArrayRef<int64_t> x = tensorType(input).getShape(),
-                    y = tensorType(output).getShape();
-  return llvm::formatv("tgc::cpu::Pool2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
-                       "{6}, {7}, {8}, {9}, {10}, {11}}",
-                       x[0], x[1], x[2], x[3], y[2], y[3], kernel[0], kernel[1],
-                       stride[0], stride[1], pad[0], pad[1])
-      .str();
-}
-
 std::string nullable(FunctionEmitter &e, Value v) {
   return v ? e.buf(v) : "nullptr";
 }
@@ -1108,29 +1079,29 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       })
       .Case([&](Conv2dOp c) {
         os << "  tgc::cpu::conv2d(" << buf(c.getInput()) << ", "
-           << buf(c.getWeight()) << ", " << nullable(*this, c.getBias())
-           << ", " << buf(c.getResult()) << ", "
-           << convDims(c.getInput(), c.getWeight(), c.getResult(),
-                       c.getStride(), c.getPadding(), c.getDilation(),
-                       c.getGroups())
+           << buf(c.getWeight()) << ", " << nullable(*this, c.getBias()) << ", "
+           << buf(c.getResult()) << ", "
+           << conv2dDims("tgc::cpu", c.getInput(), c.getWeight(), c.getResult(),
+                         c.getStride(), c.getPadding(), c.getDilation(),
+                         c.getGroups())
            << ");\n";
         return success();
       })
       .Case([&](Conv2dGradInputOp c) {
         os << "  tgc::cpu::conv2d_grad_input(" << buf(c.getGrad()) << ", "
            << buf(c.getWeight()) << ", " << buf(c.getResult()) << ", "
-           << convDims(c.getResult(), c.getWeight(), c.getGrad(),
-                       c.getStride(), c.getPadding(), c.getDilation(),
-                       c.getGroups())
+           << conv2dDims("tgc::cpu", c.getResult(), c.getWeight(), c.getGrad(),
+                         c.getStride(), c.getPadding(), c.getDilation(),
+                         c.getGroups())
            << ");\n";
         return success();
       })
       .Case([&](Conv2dGradWeightOp c) {
         os << "  tgc::cpu::conv2d_grad_weight(" << buf(c.getGrad()) << ", "
            << buf(c.getInput()) << ", " << buf(c.getResult()) << ", "
-           << convDims(c.getInput(), c.getResult(), c.getGrad(),
-                       c.getStride(), c.getPadding(), c.getDilation(),
-                       c.getGroups())
+           << conv2dDims("tgc::cpu", c.getInput(), c.getResult(), c.getGrad(),
+                         c.getStride(), c.getPadding(), c.getDilation(),
+                         c.getGroups())
            << ");\n";
         return success();
       })
@@ -1138,8 +1109,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         os << "  tgc::cpu::" << (isa<MaxPool2dOp>(op) ? "max" : "avg")
            << "_pool2d(" << buf(p.getInput()) << ", " << buf(p.getResult())
            << ", "
-           << poolDims(p.getInput(), p.getResult(), p.getKernelSize(),
-                       p.getEffectiveStride(), p.getPadding())
+           << pool2dDims("tgc::cpu", p.getInput(), p.getResult(),
+                         p.getKernelSize(), p.getEffectiveStride(),
+                         p.getPadding())
            << ");\n";
         return success();
       })
@@ -1147,8 +1119,9 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         SmallVector<int64_t> stride =
             p.getStride() ? llvm::to_vector(*p.getStride())
                           : llvm::to_vector(p.getKernelSize());
-        std::string dims = poolDims(p.getInput(), p.getGrad(),
-                                    p.getKernelSize(), stride, p.getPadding());
+        std::string dims =
+            pool2dDims("tgc::cpu", p.getInput(), p.getGrad(), p.getKernelSize(),
+                       stride, p.getPadding());
         if (isa<MaxPool2dGradOp>(op))
           os << "  tgc::cpu::max_pool2d_grad(" << buf(p.getGrad()) << ", "
              << buf(p.getInput()) << ", " << buf(p.getResult()) << ", " << dims

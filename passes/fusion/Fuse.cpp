@@ -89,18 +89,17 @@ ArrayRef<int64_t> shapeOf(Value v) {
 /// Views: no work, their result is their operand's bytes.
 bool isView(Operation *op) { return isa<ReshapeOp, FlattenOp>(op); }
 
-/// Ops that only move elements: a kernel computes them by reading their
-/// operand at remapped indices.
-bool isDataMovement(Operation *op) {
-  return isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, ReshapeOp,
-             FlattenOp>(op);
-}
-
 /// The ops an elementwise kernel of the target may hold.
 bool isLoopOp(Operation *op, const TargetRules &rules) {
   if (isElementwiseOp(op))
     return op->getNumResults() == 1;
-  return rules.dataMovement && (isDataMovement(op) || isa<IotaOp>(op));
+  return rules.dataMovement && (isDataMovementOp(op) || isa<IotaOp>(op));
+}
+
+/// True when every reader of `v` is `op`: `v` may then live in a kernel's
+/// registers between its producer and `op`.
+bool onlyReadBy(Value v, Operation *op) {
+  return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == op; });
 }
 
 /// The position of each top-level op, to keep a group's ops in program
@@ -178,17 +177,9 @@ void pullInIotas(Operation *op, Group &into,
   for (Value operand : op->getOperands()) {
     auto iota = operand.getDefiningOp<IotaOp>();
     Group *g = iota ? groupOf.lookup(iota) : nullptr;
-    if (g && g != &into && g->ops.size() == 1 &&
-        llvm::all_of(operand.getUsers(),
-                     [&](Operation *u) { return u == op; }))
+    if (g && g != &into && g->ops.size() == 1 && onlyReadBy(operand, op))
       merge(into, *g, groupOf, position);
   }
-}
-
-/// True when every reader of `v` is `op`: `v` may then live in a kernel's
-/// registers between its producer and `op`.
-bool onlyReadBy(Value v, Operation *op) {
-  return llvm::all_of(v.getUsers(), [&](Operation *u) { return u == op; });
 }
 
 //===----------------------------------------------------------------------===//

@@ -70,11 +70,8 @@ static std::string indexExpr(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
                              StringRef i) {
   if (std::optional<std::string> simple = simpleBroadcastIndex(in, out, i))
     return *simple;
-  while (!in.empty() && in.front() == 1)
-    in = in.drop_front();
   // General case: one term per dim the operand does not broadcast along.
-  SmallVector<int64_t> padded(out.size() - in.size(), 1);
-  padded.append(in.begin(), in.end());
+  SmallVector<int64_t> padded = broadcastAligned(in, out);
   std::string expr;
   int64_t stride = 1, inner = 1;
   for (int64_t d = out.size() - 1; d >= 0; --d) {

@@ -178,32 +178,6 @@ static std::tuple<int64_t, int64_t, int64_t> splitAxis(RankedTensorType t,
           product(s.drop_front(axis + 1))};
 }
 
-static std::string convDims(Value input, Value weight, Value output,
-                            ArrayRef<int64_t> stride, ArrayRef<int64_t> pad,
-                            ArrayRef<int64_t> dil, int64_t groups) {
-  ArrayRef<int64_t> x = tensorType(input).getShape(),
-                    w = tensorType(weight).getShape(),
-                    y = tensorType(output).getShape();
-  return llvm::formatv("tgc::cuda::Conv2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
-                       "{6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, "
-                       "{15}}",
-                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3],
-                       stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
-                       groups)
-      .str();
-}
-
-static std::string poolDims(Value input, Value output, ArrayRef<int64_t> kernel,
-                            ArrayRef<int64_t> stride, ArrayRef<int64_t> pad) {
-  ArrayRef<int64_t> x = tensorType(input).getShape(),
-                    y = tensorType(output).getShape();
-  return llvm::formatv("tgc::cuda::Pool2dDims{{{0}, {1}, {2}, {3}, {4}, {5}, "
-                       "{6}, {7}, {8}, {9}, {10}, {11}}",
-                       x[0], x[1], x[2], x[3], y[2], y[3], kernel[0], kernel[1],
-                       stride[0], stride[1], pad[0], pad[1])
-      .str();
-}
-
 LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
   // Every operand and result of one op kernel has one float type (f32 or
   // bf16) unless said otherwise.
@@ -511,9 +485,9 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                     b = nullable(*this, c.getBias()), y = ptr(c.getResult());
         os << begin << "  tgc::cuda::conv2d(" << x << ", " << w << ", " << b
            << ", " << y << ", "
-           << convDims(c.getInput(), c.getWeight(), c.getResult(),
-                       c.getStride(), c.getPadding(), c.getDilation(),
-                       c.getGroups())
+           << conv2dDims("tgc::cuda", c.getInput(), c.getWeight(),
+                         c.getResult(), c.getStride(), c.getPadding(),
+                         c.getDilation(), c.getGroups())
            << ", stream);\n"
            << end;
         return success();
@@ -525,8 +499,9 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                     dx = ptr(c.getResult());
         os << begin << "  tgc::cuda::conv2d_grad_input(" << g << ", " << w
            << ", " << dx << ", "
-           << convDims(c.getResult(), c.getWeight(), c.getGrad(), c.getStride(),
-                       c.getPadding(), c.getDilation(), c.getGroups())
+           << conv2dDims("tgc::cuda", c.getResult(), c.getWeight(), c.getGrad(),
+                         c.getStride(), c.getPadding(), c.getDilation(),
+                         c.getGroups())
            << ", stream);\n"
            << end;
         return success();
@@ -538,8 +513,9 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                     dw = ptr(c.getResult());
         os << begin << "  tgc::cuda::conv2d_grad_weight(" << g << ", " << x
            << ", " << dw << ", "
-           << convDims(c.getInput(), c.getResult(), c.getGrad(), c.getStride(),
-                       c.getPadding(), c.getDilation(), c.getGroups())
+           << conv2dDims("tgc::cuda", c.getInput(), c.getResult(), c.getGrad(),
+                         c.getStride(), c.getPadding(), c.getDilation(),
+                         c.getGroups())
            << ", stream);\n"
            << end;
         return success();
@@ -550,8 +526,9 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         std::string x = ptr(p.getInput()), y = ptr(p.getResult());
         os << begin << "  tgc::cuda::" << (isa<MaxPool2dOp>(op) ? "max" : "avg")
            << "_pool2d(" << x << ", " << y << ", "
-           << poolDims(p.getInput(), p.getResult(), p.getKernelSize(),
-                       p.getEffectiveStride(), p.getPadding())
+           << pool2dDims("tgc::cuda", p.getInput(), p.getResult(),
+                         p.getKernelSize(), p.getEffectiveStride(),
+                         p.getPadding())
            << ", stream);\n"
            << end;
         return success();
@@ -562,8 +539,9 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         SmallVector<int64_t> stride = p.getStride()
                                           ? llvm::to_vector(*p.getStride())
                                           : llvm::to_vector(p.getKernelSize());
-        std::string dims = poolDims(p.getInput(), p.getGrad(),
-                                    p.getKernelSize(), stride, p.getPadding());
+        std::string dims =
+            pool2dDims("tgc::cuda", p.getInput(), p.getGrad(),
+                       p.getKernelSize(), stride, p.getPadding());
         std::string g = ptr(p.getGrad()), dx = ptr(p.getResult());
         if (isa<MaxPool2dGradOp>(op)) {
           std::string x = ptr(p.getInput());

@@ -22,6 +22,11 @@ bool mlir::tg::isElementwiseOp(Operation *op) {
              BroadcastToOp, SinOp, CosOp>(op);
 }
 
+bool mlir::tg::isDataMovementOp(Operation *op) {
+  return isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, ReshapeOp,
+             FlattenOp>(op);
+}
+
 YieldOp KernelOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }
@@ -101,8 +106,7 @@ static LogicalResult verifyElementwiseOver(iterator_range<Block::iterator> ops,
 /// Ops an elementwise kernel computes at any index it is asked for: data
 /// movement (read at a remapped index) and tg.iota.
 static bool isIndexRemapOp(Operation *op) {
-  return isa<TransposeOp, SliceOp, SliceGradOp, ConcatOp, ReshapeOp,
-             FlattenOp, IotaOp>(op);
+  return isDataMovementOp(op) || isa<IotaOp>(op);
 }
 
 LogicalResult KernelOp::verifyElementwiseBody() {

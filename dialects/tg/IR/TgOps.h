@@ -32,6 +32,11 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
 /// kind `elementwise` may hold and tg-fuse groups.
 bool isElementwiseOp(Operation *op);
 
+/// Whether `op` only moves elements (tg.transpose, tg.slice,
+/// tg.slice_grad, tg.concat, and the views tg.reshape and tg.flatten): an
+/// elementwise kernel that reads at remapped indices may compute it.
+bool isDataMovementOp(Operation *op);
+
 /// `axis` counted from the back when negative; failure when out of range.
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
