@@ -60,7 +60,27 @@ unsigned hoistGradientChains(Block &block) {
       feeds.insert(&op);
   }
   // Forwards: a chain's ops land in order after their producer, and after
-  // anything already moved there.
+  // anything already moved there. Positions are kept here, with room
+  // between them for the ops moved in: MLIR's own order would be recomputed
+  // over the whole block after nearly every move (quadratic in depth).
+  constexpr uint64_t kStride = 1ull << 20;
+  DenseMap<Operation *, uint64_t> position;
+  auto renumber = [&] {
+    uint64_t at = kStride;
+    for (Operation &op : block) {
+      position[&op] = at;
+      at += kStride;
+    }
+  };
+  renumber();
+  // Places `op`'s position between its new neighbours.
+  auto placed = [&](Operation *op) {
+    Operation *prev = op->getPrevNode(), *next = op->getNextNode();
+    uint64_t lo = prev ? position[prev] : 0, hi = position[next];
+    if (hi - lo < 2)
+      return renumber();
+    position[op] = lo + (hi - lo) / 2;
+  };
   DenseMap<Operation *, Operation *> lastPlacedAfter;
   unsigned moved = 0;
   for (Operation &op : llvm::make_early_inc_range(block.without_terminator())) {
@@ -70,7 +90,7 @@ unsigned hoistGradientChains(Block &block) {
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
       if (def && def->getBlock() == &block &&
-          (!producer || producer->isBeforeInBlock(def)))
+          (!producer || position[producer] < position[def]))
         producer = def;
     }
     // An op of arguments alone (the micro-batch count's cast) goes to the
@@ -79,12 +99,14 @@ unsigned hoistGradientChains(Block &block) {
     if (!anchor && !producer) {
       if (&op != &block.front()) {
         op.moveBefore(&block.front());
+        placed(&op);
         ++moved;
       }
     } else {
       Operation *after = anchor ? anchor : producer;
       if (after->getNextNode() != &op) {
         op.moveAfter(after);
+        placed(&op);
         ++moved;
       }
     }
