@@ -1188,7 +1188,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
            << ", " << buf(c.getResult()) << ");\n  }\n";
         return success();
       })
-      .Case([&](AllReduceOp r) {
+      .Case([&](AllReduceOp r) -> LogicalResult {
         StringRef fn;
         switch (r.getReduction()) {
         case Reduction::sum:
@@ -1198,13 +1198,18 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           fn = "allReduceMean";
           break;
         }
-        for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults())) {
+        // tg-plan-memory laid the gradients out side by side: one message.
+        auto span = r->getAttrOfType<DenseI64ArrayAttr>(
+            TgDialect::kBucketSpanAttr);
+        if (!span)
+          return r.emitError("cpu backend: a tg.all_reduce without "
+                             "tg.bucket_span; run tg-plan-memory");
+        for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults()))
           if (viewOf(out) != in)
             os << "  std::memcpy(" << buf(out) << ", " << buf(in) << ", "
                << numel(in) << " * sizeof(float));\n";
-          os << "  tgc::comm::" << fn << "(io.comm, " << buf(out) << ", "
-             << numel(out) << ");\n";
-        }
+        os << "  tgc::comm::" << fn << "(io.comm, (float *)(arena + "
+           << span[0] << "), " << span[1] / 4 << ");\n";
         return success();
       })
       .Case([&](GlobalNormOp g) {

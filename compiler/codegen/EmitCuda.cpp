@@ -14,9 +14,10 @@
 //     launched on the communication stream where it stands (after its last
 //     gradient); the compute stream waits for a bucket before the launch of
 //     the op its tg.waits names.
-//  3. memory (cuda/MemoryPlan.cpp): every buffer in one arena, placed by
-//     liveness over that schedule (LaunchArena), 256-byte aligned; gradients
-//     that are reduced in place are written straight into their bucket.
+//  3. memory (cuda/MemoryPlan.cpp): every buffer at the offset
+//     tg-plan-memory gave it in one arena (256-byte aligned under the cuda
+//     target); gradients that are reduced in place are written straight
+//     into their bucket; a replay of the launches checks the plan.
 //  4. code: one function of launches per step kind (StepEmitter::emit, here;
 //     each launch in cuda/LibraryLaunches.cpp, cuda/ElementwiseKernels.cpp
 //     and cuda/Streams.cpp), and this file's layout: the generated kernels,
@@ -114,10 +115,10 @@ LogicalResult StepEmitter::emit(
   if (!func.getBody().hasOneBlock())
     return func.emitError(kBackend)
            << ": @" << func.getName() << " must have a single block";
-  if (failed(checkTypes()) || failed(flattenKernels()) ||
+  if (failed(checkTypes()) || failed(readPlan()) || failed(flattenKernels()) ||
       failed(planFusion()) || failed(buildLaunches()))
     return failure();
-  if (failed(placeBucketWaits()) || failed(planMemory()))
+  if (failed(placeBucketWaits()) || failed(verifyPlan()))
     return failure();
   countFlops();
   countTraffic();
@@ -128,7 +129,7 @@ LogicalResult StepEmitter::emit(
     constantOffset[c] = *offset;
   }
   state.numBuckets = std::max<int64_t>(state.numBuckets, buckets.size());
-  state.plannedBytes = std::max(state.plannedBytes, arena.peakBytes());
+  state.plannedBytes = std::max(state.plannedBytes, plannedBytes);
 
   // Timers: one per launch that runs something.
   for (Launch &l : launches) {
@@ -162,7 +163,7 @@ LogicalResult StepEmitter::emit(
   std::string header =
       llvm::formatv("\n/// @{0}: {1}\n/// {2} launches, {3} bytes of arena, "
                     "{4} all-reduce buckets.\n",
-                    func.getName(), summary, numLaunches, arena.peakBytes(),
+                    func.getName(), summary, numLaunches, plannedBytes,
                     buckets.size())
           .str();
   size_t perPart = std::max(1u, options.launchesPerFunction);
@@ -476,6 +477,9 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
      << "constexpr int64_t kConstantsOffset = " << constantsOffset << ";\n"
      << "constexpr int64_t kWorkOffset = " << workOffset << ";\n"
      << "constexpr int64_t kArenaBytes = " << arenaBytes << ";\n"
+     << "/// The intermediates' part, as tg-plan-memory planned it (the "
+        "largest step\n/// function's tg.arena_bytes).\n"
+     << "constexpr int64_t kPlannedBytes = " << state.plannedBytes << ";\n"
      << "constexpr int kNumBuckets = " << state.numBuckets << ";\n"
      << "constexpr double kFlopsPerStep = " << llvm::formatv("{0:e6}", flops)
      << ";\n"
@@ -552,7 +556,7 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
      << "    /*device=*/tgc::cuda::deviceOps(tgc::cuda::Precision::"
      << (precision == "bf16" ? "BF16" : "FP32") << "),\n"
      << "    /*flopsPerStep=*/kFlopsPerStep,\n"
-     << "    /*arenaBytes=*/kArenaBytes,\n};\n\n"
+     << "    /*arenaBytes=*/kPlannedBytes,\n};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";
 

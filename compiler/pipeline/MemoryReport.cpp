@@ -3,9 +3,10 @@
 // Categories: the step's arguments by role (parameters, optimizer state,
 // batch inputs, accumulated gradients) and, at the instant the arena is
 // fullest, its buffers split into parameter gradients (what reaches an
-// optimizer update or a tg.grad result, through views and all-reduces) and
-// activations and temporaries (everything else). Workspace the runtime
-// allocates inside a kernel call is not in the IR and not counted.
+// optimizer update or a tg.grad result, through views and all-reduces),
+// communication buffers (the all-reduce buckets, with the gradients
+// reduced in them) and activations and temporaries (everything else). Workspace
+// the runtime allocates inside a kernel call is not in the IR and not counted.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +74,7 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
                                           llvm::raw_ostream &os) {
   auto name = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
   os << "memory plan of model '" << (name ? name.getValue() : "model")
-     << "' (tg-plan-memory; the CPU backend's arena)\n";
+     << "' (tg-plan-memory: one arena per step function)\n";
   for (StringRef fn : {"train_step", "forward_backward", "forward"}) {
     auto func = module.lookupSymbol<func::FuncOp>(fn);
     if (!func)
@@ -82,7 +83,7 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
     if (!arena)
       return func.emitError("--report=memory: @")
              << fn << " has no memory plan (run tg-plan-memory)";
-    StepLiveness live = StepLiveness::analyze(func);
+    StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
     int64_t peak = arena.getInt();
     os << llvm::formatv("\n@{0}: arena {1} at its peak, lower bound {2} "
                         "(the most bytes live at once): {3:f3}x\n",
@@ -112,10 +113,15 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
       if (live.liveBytes[i] > live.liveBytes[at])
         at = i;
     DenseSet<Value> grads = gradientRoots(func, live);
-    int64_t gradBytes = 0, otherBytes = 0;
-    for (const Buffer &b : live.buffers)
-      if (b.def <= (int64_t)at && (int64_t)at <= b.lastUse)
+    int64_t gradBytes = 0, bucketBytes = 0, otherBytes = 0;
+    for (const Buffer &b : live.buffers) {
+      if (b.def > (int64_t)at || (int64_t)at > b.lastUse)
+        continue;
+      if (!b.value && live.bucketOf.count(b.owner))
+        bucketBytes += b.bytes;
+      else
         (grads.contains(b.value) ? gradBytes : otherBytes) += b.bytes;
+    }
     std::string where = at < live.ops.size()
                             ? live.ops[at]->getName().getStringRef().str()
                             : "";
@@ -123,6 +129,10 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
                         "{4})\n",
                         "parameter gradients", formatBytes(gradBytes), at,
                         live.ops.size(), where);
+    if (!live.bucketOf.empty())
+      os << llvm::formatv("  {0,-28} {1,12}  (in the arena, same instant: "
+                          "all-reduce buckets, gradients included)\n",
+                          "communication buffers", formatBytes(bucketBytes));
     os << llvm::formatv("  {0,-28} {1,12}  (in the arena, same instant)\n",
                         "activations and temporaries", formatBytes(otherBytes));
   }
@@ -138,7 +148,7 @@ LogicalResult mlir::tg::writeMemoryPlot(ModuleOp module,
   if (!arena)
     return func.emitError("--report-plot: @train_step has no memory plan "
                           "(run tg-plan-memory)");
-  StepLiveness live = StepLiveness::analyze(func);
+  StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
   const double width = 900, height = 360, left = 90, right = 20, top = 40,
                bottom = 50;
   double maxBytes = std::max<double>(arena.getInt(), 1);

@@ -65,8 +65,10 @@ TargetOptions mlir::tg::cudaTarget() {
   target.name = "cuda";
   // runtime/cuda has f32 kernels only for these.
   target.fp32Ops = {"tg.conv2d", "tg.max_pool2d", "tg.avg_pool2d"};
-  // EmitCuda still places its launches in its own arena.
-  target.readsMemoryPlan = false;
+  // cuBLASLt's fastest kernels want 256-byte aligned operands; its flash
+  // attention keeps the forward's statistics for the backward.
+  target.arenaAlignment = 256;
+  target.attentionStatistics = true;
   return target;
 }
 
@@ -123,11 +125,14 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.bucketBytes = options.bucketBytes;
     pm.addNestedPass<func::FuncOp>(createSchedulePass(opt));
   }
-  if (from < Phase::Memory && to >= Phase::Memory &&
-      options.target.readsMemoryPlan) {
-    // After tg-schedule: liveness follows the final order. After tg-fuse: a
-    // kernel's intermediates need no buffers, its results do. Checked right away: a plan that overlaps live buffers is a bug.
-    pm.addNestedPass<func::FuncOp>(createPlanMemoryPass());
+  if (from < Phase::Memory && to >= Phase::Memory) {
+    // After tg-schedule: liveness follows the final order and its waits.
+    // After tg-fuse: a kernel's intermediates need no buffers, its results
+    // do. Checked right away: a plan that overlaps live buffers is a bug.
+    PlanMemoryPassOptions opt;
+    opt.alignment = options.target.arenaAlignment;
+    opt.attentionStatistics = options.target.attentionStatistics;
+    pm.addNestedPass<func::FuncOp>(createPlanMemoryPass(opt));
     pm.addNestedPass<func::FuncOp>(createVerifyMemoryPass());
   }
 }

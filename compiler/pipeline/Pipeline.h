@@ -44,15 +44,16 @@ struct TargetOptions {
   /// The backend prints tg.kernel ops: tg-fuse applies the pipeline's
   /// rules. Otherwise it runs with fusion=none.
   bool printsKernels = true;
-  /// The backend reads tg-plan-memory's plan; otherwise the memory phase
-  /// adds nothing.
-  bool readsMemoryPlan = true;
+  /// tg-plan-memory's rules: arena offsets are multiples of this, and
+  /// tg.attention keeps its statistics for its gradient.
+  int64_t arenaAlignment = 64;
+  bool attentionStatistics = false;
 };
 
 /// C++ with OpenMP and OpenBLAS (EmitCpp): every kernel kind, the plan.
 TargetOptions cpuTarget();
 /// CUDA with cuBLASLt (EmitCuda): f32 kernels only for convolution and
-/// pooling; tg-fuse's cuda rules; it still plans its arena itself.
+/// pooling; tg-fuse's cuda rules; a 256-byte aligned arena.
 TargetOptions cudaTarget();
 
 /// Overrides of the model file's training table (tgc's flags).

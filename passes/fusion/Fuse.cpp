@@ -76,6 +76,9 @@ struct Group {
   /// The kernel stands where its first op stood (every op's operands are
   /// defined before it), not where its last did.
   bool atFirst = false;
+  /// Values the kernel stores though only its own ops read them: the
+  /// pre-activation that cuBLASLt's GELU epilogue writes beside its result.
+  SmallVector<Value> stored;
 };
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -436,7 +439,8 @@ void formKernel(const Group &group) {
         inputs.push_back(v);
     }
     for (Value r : op->getResults())
-      if (llvm::any_of(r.getUsers(),
+      if (llvm::is_contained(group.stored, r) ||
+          llvm::any_of(r.getUsers(),
                        [&](Operation *u) { return !members.contains(u); }))
         outputs.push_back(r);
   }
@@ -506,6 +510,9 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         if ((joined = epilogueGroupFor(&op, groupOf, *rules))) {
           joined->ops.push_back(&op);
           joined->tail = op.getResult(0);
+          if (joined->kind == KernelKind::gemm && !rules->anyGemmEpilogue &&
+              isa<GeluOp>(op))
+            joined->stored.push_back(op.getOperand(0));
         } else if (auto matmul = dyn_cast<MatmulOp>(op))
           joined = startGemmGroup(matmul, groups);
         else if (rules->reductions && isFusibleReduction(&op))

@@ -58,8 +58,9 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       at remapped indices, and a `tg.iota` only the kernel reads joins at
       any shape; a lone data movement op stays the runtime's tiled
       launcher. GEMM epilogues are cuBLASLt's: a bias add, a tanh GELU, a
-      bias add then a tanh GELU (the pre-activation is also stored, a second
-      result, when the backward reads it), and the tanh GELU gradient. No
+      bias add then a tanh GELU (with a GELU, the pre-activation is a second
+      result: cuBLASLt stores it for the backward, read or not), and the
+      tanh GELU gradient. No
       reduction kernels; the optimizer update rule.
 
     ```mlir

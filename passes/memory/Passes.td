@@ -14,8 +14,20 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
     last reader (through any view of it), so two buffers share bytes only
     when their lives do not overlap. Views share their operand's buffer:
     `tg.reshape` and `tg.flatten` always, `tg.all_reduce` when nothing else
-    reads its input, `tg.optimizer_update` writes the new parameter and
-    state over the old ones. Constants and arguments need no arena.
+    reads its input, `tg.optimizer_update` (and an `optimizer` kernel)
+    writes the new parameter and state over the old ones, a `classifier`
+    kernel writes the logits' gradient over the logits when nothing else
+    reads them. Constants and arguments need no arena.
+
+    Each `tg.all_reduce` is one message: its operands lie side by side in
+    one bucket, in operand order, each at a multiple of the alignment (a
+    gradient reduced in place is computed there; any other is copied in).
+    The bucket is taken when its first gradient is computed and stays
+    taken until the op that waits for it (`tg.waits`, tg-schedule's), since
+    a backend may reduce it on another stream until then. With
+    `attention-statistics`, each `tg.attention` that has a gradient keeps
+    its output and one f32 per query row (the log-sum-exp) for it, as the
+    CUDA backend's flash attention does.
 
     Placement is best fit over a list of free blocks that merge as they are
     given back, so the peak stays near the lower bound: the largest number
@@ -23,8 +35,10 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
 
     The plan is in the IR: on each op `tg.offsets` (per result, the arena
     offset, or -1 for a view or a constant) and, where a result views an
-    operand, `tg.views` (per result, the operand it shares, or -1); on the
-    function `tg.arena_bytes` (the peak) and `tg.live_bytes` (the bound).
+    operand, `tg.views` (per result, the operand it shares, or -1); on each
+    all-reduce `tg.bucket_span` and on each attention that keeps statistics
+    `tg.scratch` (`[offset, bytes]`); on the function `tg.arena_bytes` (the
+    peak), `tg.live_bytes` (the bound) and `tg.arena_alignment`.
 
     ```mlir
     // After
@@ -38,9 +52,18 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Offsets and sizes are multiples of this many bytes (a power of "
+           "two: 64 for the C++ backend, 256 for CUDA)">,
+    Option<"attentionStatistics", "attention-statistics", "bool", "false",
+           "Each tg.attention with a gradient keeps its output and its "
+           "rows' log-sum-exp until the gradient (the CUDA backend)">,
+  ];
   let statistics = [
-    Statistic<"numBuffers", "buffers", "Buffers placed in the arena">,
+    Statistic<"numBuffers", "buffers", "Values placed in the arena">,
     Statistic<"numViews", "views", "Values that share an operand's buffer">,
+    Statistic<"numBuckets", "buckets", "All-reduce buckets laid out">,
   ];
 }
 
@@ -49,7 +72,8 @@ def VerifyMemoryPass : Pass<"tg-verify-memory", "func::FuncOp"> {
   let description = [{
     Reads the plan tg-plan-memory wrote and fails, naming both ops, when two
     buffers whose lives overlap overlap in the arena, when a buffer ends
-    past `tg.arena_bytes`, or when an op that owns memory has no offset. It
+    past `tg.arena_bytes`, when an op that owns memory has no offset, or
+    when a bucket's gradients do not lie side by side in its span. It
     recomputes the lives from the IR, so it also catches a plan that a later
     pass made stale.
   }];

@@ -179,7 +179,15 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
           << func.getName() << " must have a single block";
       return signalPassFailure();
     }
-    StepLiveness live = StepLiveness::analyze(func);
+    if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+      func.emitError("tg-plan-memory: alignment must be a power of two, got ")
+          << alignment;
+      return signalPassFailure();
+    }
+    MemoryRules rules;
+    rules.alignment = alignment;
+    rules.attentionStatistics = attentionStatistics;
+    StepLiveness live = StepLiveness::analyze(func, rules);
     Placement placement = placeInOrder(live);
     if (live.buffers.size() <= kMaxBuffersBySize) {
       Placement bySize = placeBySize(live);
@@ -188,16 +196,26 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
     }
 
     Builder builder(func.getContext());
+    auto span = [&](unsigned buffer) {
+      return builder.getDenseI64ArrayAttr(
+          {placement.offsets[buffer], live.buffers[buffer].bytes});
+    };
     for (Operation *op : live.ops) {
+      if (auto it = live.bucketOf.find(op); it != live.bucketOf.end()) {
+        op->setAttr(TgDialect::kBucketSpanAttr, span(it->second));
+        ++numBuckets;
+      }
+      if (auto it = live.scratchOf.find(op); it != live.scratchOf.end())
+        op->setAttr(TgDialect::kScratchAttr, span(it->second));
       if (op->getNumResults() == 0)
         continue;
       SmallVector<int64_t> offsets, views;
       bool anyView = false;
       for (OpResult r : op->getResults()) {
-        auto it = live.bufferOf.find(r);
+        auto it = live.slotOf.find(r);
         int64_t offset = -1, view = -1;
-        if (it != live.bufferOf.end()) {
-          offset = placement.offsets[it->second];
+        if (it != live.slotOf.end()) {
+          offset = placement.offsets[it->second.buffer] + it->second.offset;
           ++numBuffers;
         } else if (Value viewed = viewedOperand(r)) {
           for (OpOperand &operand : op->getOpOperands())
@@ -219,6 +237,8 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
                   builder.getI64IntegerAttr(placement.peak));
     func->setAttr(TgDialect::kLiveBytesAttr,
                   builder.getI64IntegerAttr(live.liveBound));
+    func->setAttr(TgDialect::kArenaAlignmentAttr,
+                  builder.getI64IntegerAttr(alignment));
   }
 };
 

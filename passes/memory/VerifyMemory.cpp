@@ -39,25 +39,63 @@ struct VerifyMemoryPass
       return signalPassFailure();
     }
     int64_t arenaBytes = arenaAttr.getInt();
-    StepLiveness live = StepLiveness::analyze(func);
+    MemoryRules rules = MemoryRules::of(func);
+    StepLiveness live = StepLiveness::analyze(func, rules);
+
+    // Each value's planned offset, -1 where it has none.
+    auto plannedOffset = [](Value v) -> int64_t {
+      auto r = dyn_cast<OpResult>(v);
+      auto planned = r ? r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
+                             TgDialect::kOffsetsAttr)
+                       : DenseI64ArrayAttr();
+      if (!planned || planned.size() != r.getOwner()->getNumResults())
+        return -1;
+      return planned[r.getResultNumber()];
+    };
+    auto spanOf = [](Operation *op, StringRef attr) -> int64_t {
+      auto span = op->getAttrOfType<DenseI64ArrayAttr>(attr);
+      return span ? span[0] : -1;
+    };
     SmallVector<int64_t> offsets(live.buffers.size());
     for (auto [i, b] : llvm::enumerate(live.buffers)) {
-      auto r = cast<OpResult>(b.value);
-      auto planned =
-          r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
-      if (!planned || planned.size() != r.getOwner()->getNumResults() ||
-          planned[r.getResultNumber()] < 0) {
-        r.getOwner()->emitError("tg-verify-memory: result ")
-            << r.getResultNumber() << " needs arena memory but has no offset";
+      if (b.value) {
+        offsets[i] = plannedOffset(b.value);
+        if (offsets[i] < 0) {
+          b.owner->emitError("tg-verify-memory: result ")
+              << cast<OpResult>(b.value).getResultNumber()
+              << " needs arena memory but has no offset";
+          return signalPassFailure();
+        }
+      } else {
+        bool bucket = live.bucketOf.count(b.owner);
+        StringRef attr =
+            bucket ? TgDialect::kBucketSpanAttr : TgDialect::kScratchAttr;
+        offsets[i] = spanOf(b.owner, attr);
+        auto span = b.owner->getAttrOfType<DenseI64ArrayAttr>(attr);
+        if (!span || span[1] != b.bytes) {
+          b.owner->emitError("tg-verify-memory: no ")
+              << attr << " of " << b.bytes << " bytes for its "
+              << (bucket ? "bucket" : "statistics");
+          return signalPassFailure();
+        }
+      }
+      if (offsets[i] % rules.alignment != 0 ||
+          offsets[i] + b.bytes > arenaBytes) {
+        b.owner->emitError("tg-verify-memory: bytes [")
+            << offsets[i] << ", " << offsets[i] + b.bytes
+            << ") are misaligned or outside the arena of " << arenaBytes
+            << " bytes";
         return signalPassFailure();
       }
-      offsets[i] = planned[r.getResultNumber()];
-      if (offsets[i] % kArenaAlignment != 0 ||
-          offsets[i] + b.bytes > arenaBytes) {
-        r.getOwner()->emitError("tg-verify-memory: result ")
-            << r.getResultNumber() << " at bytes [" << offsets[i] << ", "
-            << offsets[i] + b.bytes << ") is misaligned or outside the arena of "
-            << arenaBytes << " bytes";
+    }
+    // A bucket's gradients side by side, as one message.
+    for (auto [v, slot] : live.slotOf) {
+      int64_t planned = plannedOffset(v);
+      if (planned != offsets[slot.buffer] + slot.offset) {
+        v.getDefiningOp()->emitError("tg-verify-memory: result ")
+            << cast<OpResult>(v).getResultNumber() << " is planned at "
+            << planned << ", not at byte " << slot.offset
+            << " of its all-reduce bucket at " << offsets[slot.buffer];
         return signalPassFailure();
       }
     }
@@ -68,15 +106,12 @@ struct VerifyMemoryPass
     std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>>
         expiries;
     auto clash = [&](unsigned a, unsigned b) {
-      InFlightDiagnostic diag =
-          b < live.buffers.size()
-              ? live.buffers[b].value.getDefiningOp()->emitError(
-                    "tg-verify-memory: this result's bytes [")
-              : func.emitError();
+      InFlightDiagnostic diag = live.buffers[b].owner->emitError(
+          "tg-verify-memory: this op's bytes [");
       diag << offsets[b] << ", " << offsets[b] + live.buffers[b].bytes
            << ") overlap those of a buffer live at the same time, at ["
            << offsets[a] << ", " << offsets[a] + live.buffers[a].bytes << ")";
-      diag.attachNote(live.buffers[a].value.getLoc()) << "the other buffer";
+      diag.attachNote(live.buffers[a].owner->getLoc()) << "the other buffer";
       signalPassFailure();
     };
     for (auto [i, b] : llvm::enumerate(live.buffers)) {

@@ -190,7 +190,8 @@ struct ModelDesc {
   /// 6·N·tokens plus attention), for MFU; 0 when not computed.
   double flopsPerStep;
   /// Bytes of the one arena the step functions' buffers live in, as the
-  /// compiler planned it (the runtime allocates exactly this and reports
+  /// compiler planned it (the runtime allocates exactly this for them, on
+  /// a GPU beside the constants and the libraries' workspace, and reports
   /// it); 0 when unknown.
   int64_t arenaBytes;
 };

@@ -87,7 +87,7 @@ cl::opt<std::string> report(
     "report",
     cl::desc("memory: compile to the memory phase and print the plan: the "
              "arena's peak beside its lower bound, and bytes by category "
-             "(--target=cpu)"),
+             "(as the --target's backend lays it out)"),
     cl::value_desc("kind"), cl::cat(tgcCategory));
 cl::opt<std::string> reportPlot(
     "report-plot",
@@ -444,10 +444,6 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return failure();
   }
   if (!report.empty()) {
-    if (cuda)
-      return fail("--report=memory reads tg-plan-memory's plan, which "
-                  "--target=cuda does not use yet (its arena is planned in "
-                  "the emitter); use --target=cpu");
     if (failed(printMemoryReport(*module, llvm::outs())))
       return failure();
     if (reportPlot.empty())

@@ -3,10 +3,9 @@
 // The first stages of a step function's emission: tg-fuse's tg.kernel ops
 // flattened into launches (a matmul with its cuBLASLt epilogue, the fused
 // classifier, a generated elementwise kernel, an optimizer update that
-// takes the clip factor), the views and in-place results that share a
-// buffer, one bucket per tg.all_reduce, and the launches in op order with
-// what each reads and writes. Also the step's model FLOPs and the traffic
-// of its launches, for the generated file's header.
+// takes the clip factor), one bucket per tg.all_reduce, and the launches in
+// op order with what each reads and writes. Also the step's model FLOPs and the
+// traffic of its launches, for the generated file's header.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +62,7 @@ LogicalResult StepEmitter::checkTypes() {
 /// the launches are built from the recorded groups over one flat block.
 LogicalResult StepEmitter::flattenKernels() {
   Block &block = func.getBody().front();
+  DenseMap<Value, Value> replaced; // kernel results -> the values yielded
   SmallVector<KernelOp> kernels;
   for (Operation &op : block)
     if (auto kernel = dyn_cast<KernelOp>(op))
@@ -82,6 +82,7 @@ LogicalResult StepEmitter::flattenKernels() {
          llvm::zip(kernel.getResults(), kernel.getYield().getValues())) {
       result.replaceAllUsesWith(value);
       fused.outputs.push_back(value);
+      replaced[result] = value;
     }
     // tg-schedule's waits are the kernel's first op's.
     if (Attribute waits = kernel->getAttr(TgDialect::kWaitsAttr))
@@ -89,6 +90,18 @@ LogicalResult StepEmitter::flattenKernels() {
     kernel.erase();
     fusedKernels.push_back(std::move(fused));
   }
+  // The plan of a kernel's result is its yielded value's now.
+  auto current = [&](Value v) {
+    return replaced.lookup(v) ? replaced.lookup(v) : v;
+  };
+  DenseMap<Value, int64_t> offsets;
+  for (auto [v, offset] : offsetOf)
+    offsets[current(v)] = offset;
+  offsetOf = std::move(offsets);
+  DenseMap<Value, Value> views;
+  for (auto [v, viewed] : alias)
+    views[current(v)] = current(viewed);
+  alias = std::move(views);
   return success();
 }
 
@@ -145,18 +158,10 @@ LogicalResult StepEmitter::gemmLaunch(const FusedKernel &kernel) {
 
 LogicalResult StepEmitter::planFusion() {
   Block &block = func.getBody().front();
-  DenseSet<Operation *> inKernel;
-  for (const FusedKernel &kernel : fusedKernels)
-    inKernel.insert(kernel.ops.begin(), kernel.ops.end());
   for (Operation &op : block.without_terminator()) {
     opIndex[&op] = ops.size();
     ops.push_back(&op);
   }
-
-  // Views share their operand's buffer, unless a kernel computes them.
-  for (Operation *op : ops)
-    if (isView(op) && !inKernel.contains(op))
-      alias[op->getResult(0)] = op->getOperand(0);
 
   for (const FusedKernel &kernel : fusedKernels) {
     switch (kernel.kind) {
@@ -175,16 +180,6 @@ LogicalResult StepEmitter::planFusion() {
       launch.crossEntropyGrad = grad;
       launch.covered = kernel.ops;
       absorbed.insert(ce);
-      // In place when nothing else reads the logits: they become their
-      // gradient.
-      Value logits = ce.getLogits();
-      bool onlyLoss = llvm::all_of(logits.getUsers(), [&](Operation *u) {
-        return u == ce.getOperation() || u == grad.getOperation();
-      });
-      if (onlyLoss && logits.getDefiningOp() &&
-          !isView(logits.getDefiningOp()) && !alias.count(logits) &&
-          elementType(logits) == elementType(grad.getResult()))
-        alias[grad.getResult()] = logits;
       anchored[grad] = launch;
       break;
     }
@@ -215,36 +210,30 @@ LogicalResult StepEmitter::planFusion() {
     }
   }
 
-  // tg.attention_grad reads the forward's output and log-sum-exp when the
-  // forward is in the same function.
-  for (Operation *op : ops) {
-    auto grad = dyn_cast<AttentionGradOp>(op);
-    if (!grad)
-      continue;
-    for (Operation *user : grad.getQuery().getUsers()) {
-      auto fwd = dyn_cast<AttentionOp>(user);
-      if (fwd && fwd.getKey() == grad.getKey() &&
-          fwd.getValue() == grad.getValue() &&
-          fwd.getMask() == grad.getMask() &&
-          fwd.getCausal() == grad.getCausal() &&
-          fwd.getScale() == grad.getScale() && opIndex.count(fwd) &&
-          opIndex.lookup(fwd) < opIndex.lookup(grad) &&
-          tensorType(fwd.getResult()) == tensorType(grad.getGrad())) {
+  // tg.attention_grad reads the forward's output and log-sum-exp where
+  // tg-plan-memory kept them for it.
+  for (Operation *op : ops)
+    if (auto grad = dyn_cast<AttentionGradOp>(op))
+      if (AttentionOp fwd = grad.getForward(); fwd && scratchOffset.count(fwd))
         forwardOf[grad] = fwd;
-        break;
-      }
-    }
-  }
 
   // Each tg.all_reduce (a bucket of tg-schedule's) is one message: its
-  // inputs laid out in one buffer, each reduced in place when nothing else
-  // reads it.
+  // inputs in tg-plan-memory's span, each reduced in place where the plan
+  // computed it there.
   for (Operation *op : ops) {
     auto reduce = dyn_cast<AllReduceOp>(op);
     if (!reduce)
       continue;
+    auto span =
+        reduce->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kBucketSpanAttr);
+    if (!span)
+      return reduce.emitError(kBackend)
+             << ": a tg.all_reduce without tg.bucket_span; run "
+                "tg-plan-memory";
     Bucket b;
     b.op = reduce;
+    b.offset = span[0];
+    b.bytes = span[1];
     b.elementType = elementType(reduce.getInputs()[0]);
     for (auto [input, result] :
          llvm::zip(reduce.getInputs(), reduce.getResults())) {
@@ -254,15 +243,7 @@ LogicalResult StepEmitter::planFusion() {
                << elementType(input)
                << " tensors; one message holds one type (tg-schedule splits "
                   "them)";
-      Operation *def = input.getDefiningOp();
-      bool own = def && !isView(def) && !isa<ConstantOp>(def) &&
-                 !alias.count(input) && input.hasOneUse() &&
-                 !absorbed.contains(def);
-      b.inPlace.push_back(own);
-      if (own)
-        alias[result] = input;
-      b.offsets.push_back(b.bytes);
-      b.bytes += (bytesOf(input) + 255) / 256 * 256;
+      b.inPlace.push_back(alias.lookup(result) == input);
     }
     bucketOf[reduce] = buckets.size();
     buckets.push_back(std::move(b));
@@ -382,15 +363,9 @@ LogicalResult StepEmitter::buildLaunches() {
     case LaunchKind::Op: {
       for (Value operand : l.op->getOperands())
         addRead(operand);
-      if (auto update = dyn_cast<OptimizerUpdateOp>(l.op)) {
-        // In place: the new parameter and state overwrite the old.
-        alias[update.getNewParam()] = update.getParam();
-        for (auto [newState, old] :
-             llvm::zip(update.getNewState(), update.getState()))
-          alias[newState] = old;
+      if (auto update = dyn_cast<OptimizerUpdateOp>(l.op))
         if (Value scale = gradScaleOf.lookup(update))
           addRead(scale);
-      }
       if (auto grad = dyn_cast<AttentionGradOp>(l.op))
         if (AttentionOp fwd = forwardOf.lookup(grad))
           addRead(fwd.getResult());

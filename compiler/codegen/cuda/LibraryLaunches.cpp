@@ -424,10 +424,8 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                     vp = ptr(a.getValue()), mask = nullable(*this, a.getMask()),
                     out = ptr(a.getResult());
         std::string lse = "nullptr";
-        if (lseBuffer.count(a))
-          lse = llvm::formatv("(float *)(work + {0})",
-                              arena.offset(lseBuffer.lookup(a)))
-                    .str();
+        if (auto it = scratchOffset.find(a); it != scratchOffset.end())
+          lse = llvm::formatv("(float *)(work + {0})", it->second).str();
         os << begin << "  tgc::cuda::attention(" << qp << ", " << kp << ", "
            << vp << ", " << mask << ", " << attentionMaskShape(a.getMask())
            << ", " << out << ", " << lse << ", " << q[0] << ", " << q[1] << ", "
@@ -451,7 +449,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         if (AttentionOp fwd = forwardOf.lookup(a)) {
           out = ptr(fwd.getResult());
           lse = llvm::formatv("(const float *)(work + {0})",
-                              arena.offset(lseBuffer.lookup(fwd)))
+                              scratchOffset.lookup(fwd))
                     .str();
         }
         std::string g = ptr(a.getGrad()), qp = ptr(a.getQuery()),

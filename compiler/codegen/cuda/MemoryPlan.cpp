@@ -1,11 +1,11 @@
 //===- MemoryPlan.cpp - The CUDA step's arena -------------------*- C++ -*-===//
 //
-// Every buffer of a step function in one device arena, placed by liveness
-// over the launch schedule (LaunchArena), 256-byte aligned: gradients that
-// are reduced in place live inside their all-reduce bucket, a bucket stays
-// taken until the compute stream waits for it, and the attention LSE lives
-// from the forward to its gradient. verifyPlan replays the schedule to
-// check the plan; ptr() names each value's pointer in the generated code.
+// Every buffer of a step function in one device arena, at the offsets
+// tg-plan-memory wrote into the IR (256-byte aligned, with the attention
+// log-sum-exp kept for the backward and each all-reduce bucket in one
+// span): readPlan reads them, verifyPlan replays the launches over them to
+// check that the emitter's launches keep to the plan, and ptr() names each
+// value's pointer in the generated code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,78 +17,53 @@ using namespace mlir;
 using namespace mlir::tg;
 using namespace mlir::tg::cuda_emit;
 
-LogicalResult StepEmitter::planMemory() {
-  // Buckets first: their members are placed inside them.
-  for (Bucket &b : buckets) {
-    b.buffer = arena.addBuffer(b.bytes);
-    for (auto [m, offset] : llvm::enumerate(b.offsets)) {
-      Value slot = b.inPlace[m] ? b.op.getInputs()[m] : b.op.getResults()[m];
-      bufferOf[slot] = b.buffer;
-      memberOffset[slot] = offset;
+LogicalResult StepEmitter::readPlan() {
+  auto arenaBytes =
+      func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+  if (!arenaBytes)
+    return func.emitError(kBackend)
+           << ": @" << func.getName()
+           << " has no memory plan (run tg-plan-memory)";
+  plannedBytes = arenaBytes.getInt();
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (auto span =
+            op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kScratchAttr))
+      scratchOffset[&op] = span[0];
+    if (op.getNumResults() == 0 || isa<ConstantOp>(op))
+      continue;
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
+    if (!offsets)
+      return op.emitError(kBackend)
+             << ": " << describeOp(&op)
+             << " has no arena offsets (tg.offsets); run tg-plan-memory last";
+    auto views = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kViewsAttr);
+    for (OpResult r : op.getResults()) {
+      unsigned n = r.getResultNumber();
+      if (views && views[n] >= 0)
+        alias[r] = op.getOperand(views[n]);
+      else if (offsets[n] >= 0)
+        offsetOf[r] = offsets[n];
     }
   }
-  auto bufferFor = [&](Value v) -> int {
-    Value r = root(v);
-    if (isa<BlockArgument>(r) || r.getDefiningOp<ConstantOp>())
-      return -1;
-    auto it = bufferOf.find(r);
-    if (it != bufferOf.end())
-      return it->second;
-    int id = arena.addBuffer(bytesOf(r));
-    bufferOf[r] = id;
-    return id;
-  };
-  Launch returnLaunch;
-  returnLaunch.kind = LaunchKind::Return;
-  for (Value v : func.getBody().front().getTerminator()->getOperands())
-    returnLaunch.reads.push_back(v);
-  llvm::SmallPtrSet<Operation *, 16> differentiated; // attention forwards
-  for (auto [grad, fwd] : forwardOf)
-    differentiated.insert(fwd);
-  for (auto [pos, l] : llvm::enumerate(launches)) {
-    for (Value v : l.writes)
-      if (int b = bufferFor(v); b >= 0)
-        arena.touch(b, pos);
-    for (Value v : l.reads)
-      if (int b = bufferFor(v); b >= 0)
-        arena.touch(b, pos);
-    // A bucket is reduced on the communication stream until the compute
-    // stream waits for it: its bytes stay taken until then.
-    if (l.kind == LaunchKind::Bucket)
-      arena.touch(buckets[l.bucket].buffer, pos);
-    if (l.kind == LaunchKind::AllReduceWait)
-      arena.touch(buckets[l.bucket].buffer, pos);
-    // The attention LSE lives from the forward to its gradient.
-    if (auto fwd = dyn_cast<AttentionOp>(l.op);
-        fwd && l.kind == LaunchKind::Op && differentiated.contains(fwd)) {
-      if (!lseBuffer.count(fwd)) {
-        ArrayRef<int64_t> q = tensorType(fwd.getQuery()).getShape();
-        lseBuffer[fwd] = arena.addBuffer(q[0] * q[1] * q[2] * 4);
-      }
-      arena.touch(lseBuffer[fwd], pos);
-    }
-    if (auto grad = dyn_cast<AttentionGradOp>(l.op))
-      if (AttentionOp fwd = forwardOf.lookup(grad))
-        arena.touch(lseBuffer.lookup(fwd), pos);
-  }
-  for (Value v : returnLaunch.reads)
-    if (int b = bufferFor(v); b >= 0)
-      arena.touch(b, launches.size());
-  arena.plan(256);
-
-  return verifyPlan();
+  return success();
 }
 
 /// Replays the schedule over the arena: every value a launch reads must
 /// still be in its bytes (written earlier, not overwritten since). A failure
-/// is a compiler bug, reported rather than emitted.
+/// is a compiler bug (the launches disagree with the IR the plan was made
+/// for), reported rather than emitted.
 LogicalResult StepEmitter::verifyPlan() {
   // Disjoint byte ranges of the planned region and the value in each; the
-  // LSE buffers are owned by their attention op.
+  // log-sum-exp buffers are owned by their attention op.
   std::map<int64_t, std::pair<int64_t, const void *>> owners;
   auto rangeOf = [&](Value r) -> std::pair<int64_t, int64_t> {
-    int64_t start = arena.offset(bufferOf.lookup(r)) + memberOffset.lookup(r);
+    int64_t start = offsetOf.lookup(r);
     return {start, start + std::max<int64_t>(bytesOf(r), 1)};
+  };
+  auto lseRange = [&](AttentionOp fwd) -> std::pair<int64_t, int64_t> {
+    ArrayRef<int64_t> q = tensorType(fwd.getQuery()).getShape();
+    int64_t start = scratchOffset.lookup(fwd);
+    return {start, start + q[0] * q[1] * q[2] * 4};
   };
   auto write = [&](int64_t start, int64_t end, const void *owner) {
     auto it = owners.lower_bound(start);
@@ -121,13 +96,19 @@ LogicalResult StepEmitter::verifyPlan() {
     return at >= end;
   };
   auto planned = [&](Value v) {
-    return !isa<BlockArgument>(v) && !v.getDefiningOp<ConstantOp>() &&
-           bufferOf.count(v);
+    return !isa<BlockArgument>(v) && !v.getDefiningOp<ConstantOp>();
+  };
+  auto unplanned = [&](Launch &l) {
+    return l.op->emitError(kBackend)
+           << ": internal error: " << describeOp(l.op)
+           << " touches a value tg-plan-memory gave no bytes";
   };
   auto check = [&](Launch &l, Value v) -> LogicalResult {
     Value r = root(v);
     if (!planned(r))
       return success();
+    if (!offsetOf.count(r))
+      return unplanned(l);
     auto [start, end] = rangeOf(r);
     if (holds(start, end, r.getAsOpaquePointer()))
       return success();
@@ -141,12 +122,18 @@ LogicalResult StepEmitter::verifyPlan() {
         return failure();
     if (auto grad = dyn_cast_or_null<AttentionGradOp>(l.op))
       if (AttentionOp fwd = forwardOf.lookup(grad)) {
-        int b = lseBuffer.lookup(fwd);
-        if (!holds(arena.offset(b), arena.offset(b) + arena.bytes(b),
-                   fwd.getOperation()))
+        auto [start, end] = lseRange(fwd);
+        if (!holds(start, end, fwd.getOperation()))
           return l.op->emitError(kBackend)
                  << ": internal error: the attention LSE is overwritten";
       }
+    // Nothing overwrote a bucket while the communication stream reduced it.
+    if (l.kind == LaunchKind::AllReduceWait) {
+      Bucket &b = buckets[l.bucket];
+      for (auto [m, own] : llvm::enumerate(b.inPlace))
+        if (failed(check(l, own ? b.op.getInputs()[m] : b.op.getResults()[m])))
+          return failure();
+    }
     if (l.kind == LaunchKind::Bucket) {
       Bucket &b = buckets[l.bucket];
       for (auto [m, own] : llvm::enumerate(b.inPlace))
@@ -155,16 +142,17 @@ LogicalResult StepEmitter::verifyPlan() {
     }
     for (Value v : l.writes) {
       Value r = root(v);
-      if (planned(r)) {
-        auto [start, end] = rangeOf(r);
-        write(start, end, r.getAsOpaquePointer());
-      }
+      if (!planned(r))
+        continue;
+      if (!offsetOf.count(r))
+        return unplanned(l);
+      auto [start, end] = rangeOf(r);
+      write(start, end, r.getAsOpaquePointer());
     }
     if (auto fwd = dyn_cast_or_null<AttentionOp>(l.op))
-      if (lseBuffer.count(fwd)) {
-        int b = lseBuffer.lookup(fwd);
-        write(arena.offset(b), arena.offset(b) + arena.bytes(b),
-              fwd.getOperation());
+      if (scratchOffset.count(fwd)) {
+        auto [start, end] = lseRange(fwd);
+        write(start, end, fwd.getOperation());
       }
   }
   Launch end;
@@ -208,8 +196,7 @@ std::string StepEmitter::ptr(Value v) {
                .str();
   } else {
     name = "v" + std::to_string(valueCounter++);
-    int64_t offset = arena.offset(bufferOf.lookup(r)) + memberOffset.lookup(r);
-    expr = llvm::formatv("({0} *)(work + {1})", type, offset).str();
+    expr = llvm::formatv("({0} *)(work + {1})", type, offsetOf.lookup(r)).str();
   }
   if (r != v) // a view with another element type (a bitcast reshape)
     name = "v" + std::to_string(valueCounter++);

@@ -6,7 +6,7 @@
 // constants, workspaces), and StepEmitter, which turns one step function
 // into a function of launches. Its members are defined by concern:
 //   cuda/LaunchPlan.cpp          fusion, the launch list, FLOPs and traffic
-//   cuda/MemoryPlan.cpp          the arena plan, its check, pointer names
+//   cuda/MemoryPlan.cpp          tg-plan-memory's plan, its check, pointers
 //   cuda/Streams.cpp             all-reduce buckets and the stream waits
 //   cuda/ElementwiseKernels.cpp  the generated elementwise kernels
 //   cuda/LibraryLaunches.cpp     cuBLASLt and runtime/cuda calls per op
@@ -18,7 +18,6 @@
 #define TGC_COMPILER_CODEGEN_CUDA_STEPEMITTER_H
 
 #include "compiler/codegen/EmitCuda.h"
-#include "compiler/codegen/LaunchArena.h"
 #include "compiler/codegen/ModelDescription.h"
 
 #include "dialects/tg/IR/TgOps.h"
@@ -187,8 +186,6 @@ struct Launch {
   int bucket = -1;
   /// Values read and written (before view resolution).
   SmallVector<Value> reads, writes;
-  /// LaunchArena buffers touched that are no SSA value (the attention LSE).
-  SmallVector<int> extra;
   int timer = -1;
 };
 
@@ -200,15 +197,14 @@ struct FusedKernel {
   SmallVector<Value> outputs;
 };
 
-/// One tg.all_reduce: its inputs travel in one buffer.
+/// One tg.all_reduce: its inputs travel in one buffer, tg-plan-memory's
+/// `tg.bucket_span`.
 struct Bucket {
   AllReduceOp op;
   /// Per operand: reduced in place (the bucket is the gradient's buffer).
   SmallVector<bool> inPlace;
-  SmallVector<int64_t> offsets; ///< byte offset of each operand
-  int64_t bytes = 0;
+  int64_t offset = 0, bytes = 0;
   Type elementType;
-  int buffer = -1;
 };
 
 //===----------------------------------------------------------------------===//
@@ -238,7 +234,7 @@ public:
     return it != names.end() ? it->second : ptr(v);
   }
   llvm::raw_ostream &out() { return os; }
-  int64_t arenaBytes() const { return arena.peakBytes(); }
+  int64_t arenaBytes() const { return plannedBytes; }
   int64_t numTimed() const { return timers; }
   double flops() const { return totalFlops; }
   int64_t numBuckets() const { return buckets.size(); }
@@ -258,8 +254,9 @@ private:
   void countTraffic();
   // Streams.cpp: where the compute stream waits for each bucket.
   LogicalResult placeBucketWaits();
-  // MemoryPlan.cpp: every buffer in the arena.
-  LogicalResult planMemory();
+  // MemoryPlan.cpp: tg-plan-memory's offsets, and a replay of the launches
+  // over them.
+  LogicalResult readPlan();
   LogicalResult verifyPlan();
 
   // The code of one launch: LibraryLaunches.cpp (emitLaunch dispatches),
@@ -312,9 +309,9 @@ private:
   DenseMap<Operation *, const FusedKernel *> elementwiseKernels;
   /// The multiply folded into an optimizer update: its scale operand.
   DenseMap<Operation *, Value> gradScaleOf;
-  /// tg.attention_grad -> the tg.attention on the same q, k, v.
+  /// tg.attention_grad -> the tg.attention on the same q, k, v that keeps
+  /// its log-sum-exp for it (in its tg.scratch).
   DenseMap<Operation *, AttentionOp> forwardOf;
-  DenseMap<Operation *, int> lseBuffer;
   /// Constants read through memory (not as literals).
   llvm::SetVector<Value> materialized;
 
@@ -323,9 +320,12 @@ private:
   std::vector<Bucket> buckets;
   DenseMap<Operation *, int> bucketOf;
 
-  LaunchArena arena;
-  DenseMap<Value, int> bufferOf;
-  DenseMap<Value, int64_t> memberOffset;
+  /// tg-plan-memory's plan: the arena offset of each value with bytes of
+  /// its own (views are in `alias`), of each attention's log-sum-exp, and
+  /// the arena's size.
+  DenseMap<Value, int64_t> offsetOf;
+  DenseMap<Operation *, int64_t> scratchOffset;
+  int64_t plannedBytes = 0;
   DenseMap<Value, int64_t> constantOffset;
 
   DenseMap<Value, std::string> names;

@@ -133,7 +133,7 @@ void StepEmitter::emitBucket(Launch &launch) {
       os << "  TGC_CUDA_CHECK(cudaMemcpyAsync(" << dst << ", " << src << ", "
          << bytesOf(in) << ", cudaMemcpyDeviceToDevice, stream));\n";
     }
-  int64_t offset = arena.offset(b.buffer);
+  int64_t offset = b.offset;
   StringRef reduction = commReduceOp(b.op.getReduction());
   os << "  TGC_CUDA_CHECK(cudaEventRecord(d.bucketReady[" << launch.bucket
      << "], stream));\n"

@@ -238,6 +238,27 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a byte count on a function";
     return success();
   }
+  if (name == kArenaAlignmentAttr) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() <= 0 ||
+        !llvm::isPowerOf2_64(bytes.getInt()))
+      return op->emitError() << "'" << name
+                             << "' must be a power-of-two byte count on a "
+                                "function";
+    return success();
+  }
+  if (name == kBucketSpanAttr || name == kScratchAttr) {
+    // [offset, bytes] in the arena: an all-reduce's bucket, the statistics
+    // an attention keeps for its gradient.
+    bool onRightOp =
+        name == kBucketSpanAttr ? isa<AllReduceOp>(op) : isa<AttentionOp>(op);
+    auto span = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!onRightOp || !span || span.size() != 2 || span[0] < 0 || span[1] <= 0)
+      return op->emitError()
+             << "'" << name << "' must be [offset, bytes] in the arena on a "
+             << (name == kBucketSpanAttr ? "tg.all_reduce" : "tg.attention");
+    return success();
+  }
   if (name == kWaitsAttr) {
     auto buckets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!buckets || buckets.empty() ||

@@ -88,6 +88,9 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kViewsAttr = "tg.views";
     static constexpr ::llvm::StringLiteral kArenaBytesAttr = "tg.arena_bytes";
     static constexpr ::llvm::StringLiteral kLiveBytesAttr = "tg.live_bytes";
+    static constexpr ::llvm::StringLiteral kArenaAlignmentAttr = "tg.arena_alignment";
+    static constexpr ::llvm::StringLiteral kBucketSpanAttr = "tg.bucket_span";
+    static constexpr ::llvm::StringLiteral kScratchAttr = "tg.scratch";
     // The schedule (tg-schedule): the all-reduce buckets an op waits for.
     static constexpr ::llvm::StringLiteral kWaitsAttr = "tg.waits";
   }];

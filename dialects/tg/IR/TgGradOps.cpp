@@ -114,6 +114,19 @@ LogicalResult CrossEntropyGradOp::verify() {
   return success();
 }
 
+AttentionOp AttentionGradOp::getForward() {
+  for (Operation *user : getQuery().getUsers()) {
+    auto fwd = dyn_cast<AttentionOp>(user);
+    if (fwd && fwd->getBlock() == (*this)->getBlock() &&
+        fwd->isBeforeInBlock(*this) && fwd.getKey() == getKey() &&
+        fwd.getValue() == getValue() && fwd.getMask() == getMask() &&
+        fwd.getCausal() == getCausal() && fwd.getScale() == getScale() &&
+        fwd.getType() == getGrad().getType())
+      return fwd;
+  }
+  return {};
+}
+
 LogicalResult AttentionGradOp::verify() {
   SmallVector<Type> forward;
   AttentionOp::Properties props;

@@ -139,6 +139,12 @@ def Tg_AttentionGradOp : Tg_GradOp<"attention_grad"> {
     $grad `,` $query `,` $key `,` $value (`mask` $mask^)? attr-dict `:`
     functional-type(operands, results)
   }];
+  let extraClassDeclaration = [{
+    /// The tg.attention before it in its block on the same operands and
+    /// attributes, whose output and row statistics a backend may keep for
+    /// this gradient (CUDA's flash attention); null when there is none.
+    AttentionOp getForward();
+  }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }

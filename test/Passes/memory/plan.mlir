@@ -1,10 +1,11 @@
 // RUN: tg-opt %s -split-input-file -tg-plan-memory -tg-verify-memory | FileCheck %s
+// RUN: tg-opt %s -split-input-file -tg-plan-memory="alignment=256 attention-statistics=true" -tg-verify-memory | FileCheck %s --check-prefix=CUDA
 
 // A chain: each result takes a block, given back after its last reader;
 // the reshape views its operand; constants and arguments need no arena.
 // The peak meets the lower bound.
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME:  attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64}
+// CHECK-SAME:  attributes {tg.arena_alignment = 64 : i64, tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64}
 // CHECK:       tg.constant {{.*}}: tensor<f32>
 // CHECK-NOT:   tg.offsets
 // CHECK:       tg.mul {{.*}} {tg.offsets = array<i64: 0>}
@@ -40,11 +41,74 @@ func.func @long_life(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
 // An all-reduce works in place when nothing else reads its input; the
 // optimizer update writes over the parameter and its state.
 // CHECK-LABEL: func.func @in_place
-// CHECK:       tg.all_reduce {{.*}}tg.offsets = array<i64: -1>, tg.views = array<i64: 0>
+// CHECK:       tg.all_reduce {{.*}}tg.bucket_span = array<i64: 0, 256>, tg.offsets = array<i64: -1>, tg.views = array<i64: 0>
 // CHECK:       tg.optimizer_update {{.*}}tg.offsets = array<i64: -1, -1>, tg.views = array<i64: 0, 4>
 func.func @in_place(%p: tensor<64xf32>, %g: tensor<64xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %n = tg.neg %g : tensor<64xf32>
   %r = tg.all_reduce %n {reduction = #tg<reduction mean>} : tensor<64xf32>
   %new, %state = tg.optimizer_update sgd %p, %r, %lr, %step, %m {momentum = 0.9 : f64} : tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<i64>, tensor<64xf32> -> tensor<64xf32>, tensor<64xf32>
   return %new, %state : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A bucket is one message: its gradients side by side, each at a multiple
+// of the alignment. %a is reduced in place (computed in the bucket); %b is
+// read again, so it is copied in. The bucket is taken when %a is computed
+// and stays taken until the op that waits for it, though nothing reads its
+// results before: %late cannot reuse its bytes.
+// CHECK-LABEL: func.func @bucket
+// CHECK:       %[[A:.+]] = tg.neg %arg0 {tg.offsets = array<i64: [[A_AT:[0-9]+]]>}
+// CHECK:       tg.all_reduce %[[A]], %{{.+}} {bucket = 0 : i64, tg.bucket_span = array<i64: [[A_AT]], 384>, tg.offsets = array<i64: -1, {{[0-9]+}}>, tg.views = array<i64: 0, -1>}
+// CUDA-LABEL: func.func @bucket
+// CUDA-SAME:  tg.arena_alignment = 256 : i64
+// CUDA:       tg.all_reduce {{.*}}tg.bucket_span = array<i64: {{[0-9]+}}, 512>
+func.func @bucket(%x: tensor<64xf32>, %y: tensor<32xf32>) -> (tensor<64xf32>, tensor<32xf32>, tensor<32xf32>) {
+  %a = tg.neg %x : tensor<64xf32>
+  %b = tg.exp %y : tensor<32xf32>
+  %r:2 = tg.all_reduce %a, %b {bucket = 0 : i64, reduction = #tg<reduction sum>} : tensor<64xf32>, tensor<32xf32>
+  %late = tg.abs %b : tensor<32xf32>
+  %w = tg.neg %r#0 {tg.waits = array<i64: 0>} : tensor<64xf32>
+  return %w, %r#1, %late : tensor<64xf32>, tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
+
+// The classifier writes the gradient over the logits nothing else reads;
+// an optimizer kernel writes over the parameter.
+// CHECK-LABEL: func.func @kernels_in_place
+// CHECK:       tg.kernel classifier{{.*}}tg.offsets = array<i64: {{[0-9]+}}, -1>, tg.views = array<i64: -1, 0>
+// CHECK:       tg.kernel optimizer{{.*}}tg.offsets = array<i64: -1>, tg.views = array<i64: 0>
+func.func @kernels_in_place(%x: tensor<8x10xf32>, %labels: tensor<8xi64>, %p: tensor<8x10xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<f32>, tensor<8x10xf32>) {
+  %logits = tg.neg %x : tensor<8x10xf32>
+  %one = tg.constant dense<1.0> : tensor<f32>
+  %k:2 = tg.kernel classifier (%logits, %labels, %one : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) {
+  ^bb0(%l: tensor<8x10xf32>, %y: tensor<8xi64>, %g: tensor<f32>):
+    %loss = tg.cross_entropy %l, %y : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    %d = tg.cross_entropy_grad %g, %l, %y : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    tg.yield %loss, %d : tensor<f32>, tensor<8x10xf32>
+  } -> tensor<f32>, tensor<8x10xf32>
+  %u = tg.kernel optimizer (%p, %k#1, %s, %lr, %step : tensor<8x10xf32>, tensor<8x10xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%q: tensor<8x10xf32>, %gr: tensor<8x10xf32>, %c: tensor<f32>, %l: tensor<f32>, %t: tensor<i64>):
+    %0 = tg.mul %gr, %c : tensor<8x10xf32>, tensor<f32> -> tensor<8x10xf32>
+    %1 = tg.optimizer_update sgd %q, %0, %l, %t : tensor<8x10xf32>, tensor<8x10xf32>, tensor<f32>, tensor<i64> -> tensor<8x10xf32>
+    tg.yield %1 : tensor<8x10xf32>
+  } -> tensor<8x10xf32>
+  return %k#0, %u : tensor<f32>, tensor<8x10xf32>
+}
+
+// -----
+
+// With attention-statistics (CUDA), the forward keeps its output and one
+// f32 per query row (2x2x16 rows: 128 bytes, aligned to 256) until its
+// gradient reads them; without, it keeps nothing.
+// CHECK-LABEL: func.func @attention
+// CHECK-NOT:   tg.scratch
+// CUDA-LABEL: func.func @attention
+// CUDA:       tg.attention {{.*}}tg.scratch = array<i64: {{[0-9]+}}, 256>
+func.func @attention(%q: tensor<2x2x16x8xf32>, %g: tensor<2x2x16x8xf32>) -> (tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
+  %o = tg.attention %q, %q, %q {causal = true} : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<2x2x16x8xf32>
+  %n = tg.neg %o : tensor<2x2x16x8xf32>
+  %dq, %dk, %dv = tg.attention_grad %g, %q, %q, %q {causal = true} : (tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) -> (tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
+  return %n, %dq : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
 }

@@ -4,7 +4,7 @@
 func.func @overlap(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64} {
   // expected-note @+1 {{the other buffer}}
   %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<8x64xf32>
-  // expected-error @+1 {{tg-verify-memory: this result's bytes [1024, 3072) overlap those of a buffer live at the same time, at [0, 2048)}}
+  // expected-error @+1 {{tg-verify-memory: this op's bytes [1024, 3072) overlap those of a buffer live at the same time, at [0, 2048)}}
   %b = tg.neg %x {tg.offsets = array<i64: 1024>} : tensor<8x64xf32>
   %c = tg.add %a, %b {tg.offsets = array<i64: 2048>} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32>
   return %c : tensor<8x64xf32>
@@ -22,7 +22,7 @@ func.func @stale(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena_
 // -----
 
 func.func @outside(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena_bytes = 2048 : i64, tg.live_bytes = 2048 : i64} {
-  // expected-error @+1 {{tg-verify-memory: result 0 at bytes [64, 2112) is misaligned or outside the arena of 2048 bytes}}
+  // expected-error @+1 {{tg-verify-memory: bytes [64, 2112) are misaligned or outside the arena of 2048 bytes}}
   %a = tg.exp %x {tg.offsets = array<i64: 64>} : tensor<8x64xf32>
   return %a : tensor<8x64xf32>
 }
