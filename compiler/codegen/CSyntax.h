@@ -5,17 +5,21 @@
 // and CUDA C++): the operator of a comparison predicate, and the runtime's
 // names for the optimizer and schedule kinds and the loss reductions
 // (tgc::cpu and tgc::cuda spell their enums alike), the runtimes'
-// Conv2dDims and Pool2dDims initializers, and broadcast indexing's shapes.
+// Conv2dDims, Pool2dDims, ScheduleParams and OptimizerHyper initializers,
+// a matmul's GEMM dims, the C types of elements, the elementwise ops'
+// expressions and broadcast indexing's shapes.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TGC_COMPILER_CODEGEN_CSYNTAX_H
 #define TGC_COMPILER_CODEGEN_CSYNTAX_H
 
+#include "compiler/codegen/ModelDescription.h" // floatLiteral, intList
 #include "dialects/tg/IR/TgOps.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -23,6 +27,20 @@
 #include <string>
 
 namespace mlir::tg {
+
+/// The C type of an element type both runtimes store alike, "" for the
+/// others (bf16 is the CUDA backend's alone).
+inline llvm::StringRef cElementType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isInteger(64))
+    return "int64_t";
+  if (t.isInteger(32))
+    return "int32_t";
+  if (t.isInteger(1))
+    return "uint8_t";
+  return "";
+}
 
 /// The C++ operator of a tg.compare predicate.
 inline llvm::StringRef comparisonOperator(ComparePredicate predicate) {
@@ -82,6 +100,38 @@ simpleBroadcastIndex(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out,
         .str();
   }
   return std::nullopt;
+}
+
+/// The C expression of an elementwise op both backends spell alike, as a
+/// formatv format of its operands ({0}, {1}, {2}); `math` spells a float
+/// math function from its name ("std::{0}" on the host, "{0}f" in CUDA).
+/// Nothing for the ops each backend spells its own way.
+inline std::optional<std::string> elementwiseFormat(Operation *op,
+                                                    llvm::StringRef math) {
+  auto fn = [&](llvm::StringRef name) {
+    return llvm::formatv(math.data(), name).str();
+  };
+  return llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
+      .Case([&](AddOp) { return "{0} + {1}"; })
+      .Case([&](SubOp) { return "{0} - {1}"; })
+      .Case([&](MulOp) { return "{0} * {1}"; })
+      .Case([&](DivOp) { return "{0} / {1}"; })
+      .Case([&](MaximumOp) { return "({0} >= {1} ? {0} : {1})"; })
+      .Case([&](MinimumOp) { return "({0} <= {1} ? {0} : {1})"; })
+      .Case([&](SelectOp) { return "({0} ? {1} : {2})"; })
+      .Case([&](NegOp) { return "-{0}"; })
+      .Case([&](ExpOp) { return fn("exp") + "({0})"; })
+      .Case([&](LogOp) { return fn("log") + "({0})"; })
+      .Case([&](SqrtOp) { return fn("sqrt") + "({0})"; })
+      .Case([&](RsqrtOp) { return "1.0f / " + fn("sqrt") + "({0})"; })
+      .Case([&](TanhOp) { return fn("tanh") + "({0})"; })
+      .Case([&](SinOp) { return fn("sin") + "({0})"; })
+      .Case([&](CosOp) { return fn("cos") + "({0})"; })
+      .Case([&](ReluOp) { return "({0} > 0.0f ? {0} : 0.0f)"; })
+      .Case(
+          [&](SigmoidOp) { return "1.0f / (1.0f + " + fn("exp") + "(-{0}))"; })
+      .Case([&](SiluOp) { return "{0} / (1.0f + " + fn("exp") + "(-{0}))"; })
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 /// The operand shape `in` aligned with a result shaped `out` for the
@@ -184,6 +234,90 @@ inline llvm::StringRef runtimeLossReduction(LossReduction reduction) {
     return "None";
   }
   llvm_unreachable("unknown loss reduction");
+}
+
+/// A tg.matmul as both runtimes' matmul takes it: C[m, n] = A[m, k] B[k, n]
+/// (A or B stored transposed), over batch dims broadcast numpy-style.
+struct MatmulDims {
+  int64_t m, n, k;
+  bool transposeLhs, transposeRhs;
+  /// Each operand's batch dims, with ones in front up to the result's.
+  llvm::SmallVector<int64_t> aBatch, bBatch, cBatch;
+
+  explicit MatmulDims(MatmulOp op) {
+    auto a = cast<RankedTensorType>(op.getLhs().getType()),
+         b = cast<RankedTensorType>(op.getRhs().getType()),
+         c = cast<RankedTensorType>(op.getResult().getType());
+    auto padBatch = [&](RankedTensorType t) {
+      llvm::SmallVector<int64_t> dims(c.getRank() - t.getRank(), 1);
+      llvm::append_range(dims, t.getShape().drop_back(2));
+      return dims;
+    };
+    m = c.getShape()[c.getRank() - 2];
+    n = c.getShape().back();
+    transposeLhs = op.getTransposeLhs();
+    transposeRhs = op.getTransposeRhs();
+    k = transposeLhs ? a.getShape()[a.getRank() - 2] : a.getShape().back();
+    aBatch = padBatch(a);
+    bBatch = padBatch(b);
+    cBatch = padBatch(c);
+  }
+
+  /// The batch arrays the call reads: "static const int64_t aBatch[] =
+  /// {...}, bBatch[] = {...}, cBatch[] = {...};".
+  std::string batchArrays() const {
+    return "static const int64_t aBatch[] = " + intList(aBatch) +
+           ", bBatch[] = " + intList(bBatch) +
+           ", cBatch[] = " + intList(cBatch) + ";";
+  }
+
+  /// The call's arguments after its three pointers, up to the batch rank.
+  std::string arguments() const {
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}, aBatch, bBatch, cBatch, {5}",
+                         m, n, k, transposeLhs ? "true" : "false",
+                         transposeRhs ? "true" : "false", cBatch.size())
+        .str();
+  }
+};
+
+/// tg.attention's mask shape as the runtimes' AttentionMaskShape
+/// initializer, [B', H', T', S'] with 1s in front of a lower-rank mask;
+/// `{}` without a mask.
+inline std::string attentionMaskShape(Value mask) {
+  if (!mask)
+    return "{}";
+  llvm::ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(mask.getType()).getShape();
+  llvm::SmallVector<int64_t, 4> dims(4 - shape.size(), 1);
+  dims.append(shape.begin(), shape.end());
+  return intList(dims);
+}
+
+/// The braced initializer of `runtime`::ScheduleParams of a tg.lr_schedule.
+inline std::string scheduleParams(llvm::StringRef runtime, LrScheduleOp l) {
+  return llvm::formatv("{{{0}::ScheduleKind::{1}, {2}, {3}, {4}, {5}, {6}, "
+                       "{7}, {8}}",
+                       runtime, runtimeScheduleKind(l.getKind()),
+                       l.getWarmupSteps(), l.getTotalSteps(), l.getStepSize(),
+                       l.getDecaySteps(),
+                       floatLiteral(l.getMinLr().convertToDouble()),
+                       floatLiteral(l.getGamma().convertToDouble()),
+                       floatLiteral(l.getMaxLr().convertToDouble()))
+      .str();
+}
+
+/// The braced initializer of the runtimes' OptimizerHyper of a
+/// tg.optimizer_update.
+inline std::string optimizerHyper(OptimizerUpdateOp u) {
+  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}}",
+                       floatLiteral(u.getBeta1().convertToDouble()),
+                       floatLiteral(u.getBeta2().convertToDouble()),
+                       floatLiteral(u.getEps().convertToDouble()),
+                       floatLiteral(u.getWeightDecay().convertToDouble()),
+                       floatLiteral(u.getMomentum().convertToDouble()),
+                       floatLiteral(u.getAlpha().convertToDouble()),
+                       u.getNesterov() ? "true" : "false")
+      .str();
 }
 
 } // namespace mlir::tg

@@ -34,17 +34,7 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// The C type of an element type, or "" when the CPU backend lacks it.
-StringRef cType(Type t) {
-  if (t.isF32())
-    return "float";
-  if (t.isInteger(64))
-    return "int64_t";
-  if (t.isInteger(32))
-    return "int32_t";
-  if (t.isInteger(1))
-    return "uint8_t";
-  return "";
-}
+StringRef cType(Type t) { return cElementType(t); }
 
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t numel(Value v) { return tensorType(v).getNumElements(); }
@@ -59,13 +49,7 @@ int64_t product(ArrayRef<int64_t> dims) {
 
 /// The `tanh` argument of the runtime's GELU functions.
 StringRef tanhArgument(GeluApproximation approximate) {
-  switch (approximate) {
-  case GeluApproximation::none:
-    return "false";
-  case GeluApproximation::tanh:
-    return "true";
-  }
-  llvm_unreachable("unknown gelu approximation");
+  return approximate == GeluApproximation::tanh ? "true" : "false";
 }
 
 /// The C literal of a splat constant's value, else nothing.
@@ -128,35 +112,19 @@ std::string scalarExpr(Operation *op, ArrayRef<std::string> a) {
            : a.size() == 2 ? llvm::formatv(fmt, a[0], a[1]).str()
                            : llvm::formatv(fmt, a[0], a[1], a[2]).str();
   };
+  if (std::optional<std::string> shared = elementwiseFormat(op, "std::{0}"))
+    return format(shared->c_str());
   Type elem = tensorType(op->getResult(0)).getElementType();
   return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case([&](AddOp) { return format("{0} + {1}"); })
-      .Case([&](SubOp) { return format("{0} - {1}"); })
-      .Case([&](MulOp) { return format("{0} * {1}"); })
-      .Case([&](DivOp) { return format("{0} / {1}"); })
       .Case([&](PowOp) { return format("std::pow({0}, {1})"); })
-      .Case([&](MaximumOp) { return format("({0} >= {1} ? {0} : {1})"); })
-      .Case([&](MinimumOp) { return format("({0} <= {1} ? {0} : {1})"); })
       .Case([&](CompareOp c) {
         StringRef sym = comparisonOperator(c.getPredicate());
         return format(("(uint8_t)({0} " + sym + " {1})").str().c_str());
       })
-      .Case([&](SelectOp) { return format("({0} ? {1} : {2})"); })
-      .Case([&](NegOp) { return format("-{0}"); })
       .Case([&](AbsOp) {
         return format(isa<FloatType>(elem) ? "std::fabs({0})"
                                            : "std::abs({0})");
       })
-      .Case([&](ExpOp) { return format("std::exp({0})"); })
-      .Case([&](LogOp) { return format("std::log({0})"); })
-      .Case([&](SqrtOp) { return format("std::sqrt({0})"); })
-      .Case([&](RsqrtOp) { return format("1.0f / std::sqrt({0})"); })
-      .Case([&](TanhOp) { return format("std::tanh({0})"); })
-      .Case([&](SinOp) { return format("std::sin({0})"); })
-      .Case([&](CosOp) { return format("std::cos({0})"); })
-      .Case([&](ReluOp) { return format("({0} > 0.0f ? {0} : 0.0f)"); })
-      .Case([&](SigmoidOp) { return format("1.0f / (1.0f + std::exp(-{0}))"); })
-      .Case([&](SiluOp) { return format("{0} / (1.0f + std::exp(-{0}))"); })
       .Case([&](GeluOp g) {
         return llvm::formatv("tgc::cpu::gelu_scalar({0}, {1})", a[0],
                              tanhArgument(g.getApproximate()))
@@ -512,20 +480,20 @@ LogicalResult FunctionEmitter::emitKernel(KernelOp kernel) {
   switch (kernel.getKind()) {
   case KernelKind::elementwise:
     emitElementwiseKernel(kernel);
-    return success();
+    break;
   case KernelKind::gemm:
     emitGemmKernel(kernel);
-    return success();
+    break;
   case KernelKind::reduction:
     emitReductionKernel(kernel);
-    return success();
+    break;
   case KernelKind::classifier:
     emitClassifierKernel(kernel);
-    return success();
-  case KernelKind::optimizer:
     break;
+  case KernelKind::optimizer:
+    llvm_unreachable("checkPrintable refuses optimizer kernels");
   }
-  llvm_unreachable("unknown kernel kind");
+  return success();
 }
 
 void FunctionEmitter::emitScalarOps(iterator_range<Block::iterator> ops,
@@ -841,26 +809,10 @@ LogicalResult FunctionEmitter::emitMatmul(MatmulOp op) {
 
 void FunctionEmitter::emitMatmulCall(MatmulOp op, StringRef lhs, StringRef rhs,
                                      StringRef out) {
-  auto a = tensorType(op.getLhs()), b = tensorType(op.getRhs()),
-       c = tensorType(op.getResult());
-  int64_t batchRank = c.getRank() - 2;
-  auto padBatch = [&](RankedTensorType t) {
-    SmallVector<int64_t> dims(batchRank - (t.getRank() - 2), 1);
-    llvm::append_range(dims, t.getShape().drop_back(2));
-    return dims;
-  };
-  int64_t m = c.getShape()[c.getRank() - 2], n = c.getShape().back();
-  int64_t k = op.getTransposeLhs() ? a.getShape()[a.getRank() - 2]
-                                   : a.getShape().back();
+  MatmulDims dims(op);
   std::string id = std::to_string(shapeCounter++);
-  os << "  {\n    static const int64_t aBatch[] = " << intList(padBatch(a))
-     << ", bBatch[] = " << intList(padBatch(b))
-     << ", cBatch[] = " << intList(c.getShape().drop_back(2)) << ";\n"
-     << "    tgc::cpu::matmul(" << lhs << ", " << rhs << ", " << out << ", "
-     << m << ", " << n << ", " << k << ", "
-     << (op.getTransposeLhs() ? "true" : "false") << ", "
-     << (op.getTransposeRhs() ? "true" : "false")
-     << ", aBatch, bBatch, cBatch, " << batchRank << ");\n  }\n";
+  os << "  {\n    " << dims.batchArrays() << "\n    tgc::cpu::matmul(" << lhs
+     << ", " << rhs << ", " << out << ", " << dims.arguments() << ");\n  }\n";
   (void)id;
 }
 
@@ -873,18 +825,6 @@ std::tuple<int64_t, int64_t, int64_t> splitAxis(RankedTensorType t,
 
 std::string nullable(FunctionEmitter &e, Value v) {
   return v ? e.buf(v) : "nullptr";
-}
-
-/// tg.attention's mask shape as the kernels' AttentionMaskShape
-/// initializer, [B', H', T', S'] with 1s in front of a lower-rank mask;
-/// `{}` without a mask.
-std::string attentionMaskShape(Value mask) {
-  if (!mask)
-    return "{}";
-  ArrayRef<int64_t> shape = tensorType(mask).getShape();
-  SmallVector<int64_t, 4> dims(4 - shape.size(), 1);
-  dims.append(shape.begin(), shape.end());
-  return intList(dims);
 }
 
 LogicalResult FunctionEmitter::emitOp(Operation *op) {
@@ -1222,14 +1162,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](LrScheduleOp l) {
-        StringRef kind = runtimeScheduleKind(l.getKind());
-        os << "  {\n    static const tgc::cpu::ScheduleParams schedule{"
-           << "tgc::cpu::ScheduleKind::" << kind << ", " << l.getWarmupSteps()
-           << ", " << l.getTotalSteps() << ", " << l.getStepSize() << ", "
-           << l.getDecaySteps() << ", "
-           << floatLiteral(l.getMinLr().convertToDouble()) << ", "
-           << floatLiteral(l.getGamma().convertToDouble()) << ", "
-           << floatLiteral(l.getMaxLr().convertToDouble()) << "};\n"
+        os << "  {\n    static const tgc::cpu::ScheduleParams schedule"
+           << scheduleParams("tgc::cpu", l) << ";\n"
            << "    " << buf(l.getResult())
            << "[0] = tgc::cpu::lr_schedule(schedule, " << buf(l.getStep())
            << "[0], " << buf(l.getBaseLr()) << "[0]);\n  }\n";
@@ -1241,14 +1175,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         for (auto [i, v] : llvm::enumerate(u.getNewState()))
           state += (i ? ", " : "") + buf(v);
         os << "  {\n    float *state[] = {" << (state.empty() ? "nullptr" : state)
-           << "};\n    static const tgc::cpu::OptimizerHyper hyper{"
-           << floatLiteral(u.getBeta1().convertToDouble()) << ", "
-           << floatLiteral(u.getBeta2().convertToDouble()) << ", "
-           << floatLiteral(u.getEps().convertToDouble()) << ", "
-           << floatLiteral(u.getWeightDecay().convertToDouble()) << ", "
-           << floatLiteral(u.getMomentum().convertToDouble()) << ", "
-           << floatLiteral(u.getAlpha().convertToDouble()) << ", "
-           << (u.getNesterov() ? "true" : "false") << "};\n"
+           << "};\n    static const tgc::cpu::OptimizerHyper hyper"
+           << optimizerHyper(u) << ";\n"
            << "    tgc::cpu::optimizer_update(tgc::cpu::OptimizerKind::" << kind
            << ", " << buf(u.getNewParam()) << ", " << buf(u.getGrad()) << ", "
            << "state, " << u.getState().size() << ", " << numel(u.getParam())
@@ -1478,14 +1406,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
 
   // @train_step: params, state, inputs, step, base_lr.
   FunctionEmitter trainEmitter(step, bodyOs, options.opsPerFunction);
-  auto bindTrainArg = [&](unsigned i) -> std::string {
-    std::string buffer = sig.trainArgument(i);
-    if (!buffer.empty())
-      return buffer;
-    StringRef scalar = sig.scalarArgs.lookup(i);
-    return scalar == "step"      ? "&io.step"
-           : scalar == "base_lr" ? "&io.baseLr"
-                                 : "&io.microBatches";
+  auto bindTrainArg = [&](unsigned i) {
+    return sig.trainArgumentOrScalar(i, "&io.");
   };
   auto bindTrainResult = [&](FunctionEmitter &e, unsigned r,
                              Value v) -> LogicalResult {
@@ -1598,20 +1520,7 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   emitModelTables(sig, os);
   os << "\n} // namespace\n\n";
 
-  os << "const tgc::ModelDesc kModel = {\n"
-     << "    \"" << model << "\",\n"
-     << "    " << sig.fwdParams.size() << ", kParams,\n"
-     << "    " << sig.stateArgs.size() << ", kState,\n"
-     << "    " << sig.fwdInputs.size() << ", kInputs,\n"
-     << "    " << (forward.getFunctionType().getNumResults() - 1)
-     << ", kOutputs,\n"
-     << "    " << trainingDefaults(sig, module) << ",\n"
-     << "    train_step,\n    /*accumulate=*/"
-     << (sig.accumArgs.empty() ? "nullptr" : "grad_step")
-     << ",\n    eval_step,\n    grad_step,\n"
-     << "    /*device=*/nullptr,\n    /*flopsPerStep=*/0,\n"
-     << "    /*arenaBytes=*/kArenaBytes,\n};\n\n"
-     << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
-        "argc, argv); }\n";
+  emitModelDesc(sig, module, /*deviceOps=*/"nullptr", /*flopsPerStep=*/"0",
+                /*arenaBytes=*/"kArenaBytes", os);
   return success();
 }

@@ -310,14 +310,8 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
 
   // @train_step.
   StepEmitter trainEmitter(state, options, step, "train_step", bodyOs);
-  auto bindTrainArg = [&](unsigned i) -> std::string {
-    std::string buffer = sig.trainArgument(i);
-    if (!buffer.empty())
-      return buffer;
-    StringRef scalar = sig.scalarArgs.lookup(i);
-    return scalar == "step"      ? "&d.scalars->step"
-           : scalar == "base_lr" ? "&d.scalars->baseLr"
-                                 : "&d.scalars->microBatches";
+  auto bindTrainArg = [&](unsigned i) {
+    return sig.trainArgumentOrScalar(i, "&d.scalars->");
   };
   auto bindTrainResults = [&](StepEmitter &e,
                               func::ReturnOp ret) -> LogicalResult {
@@ -541,24 +535,14 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
 
   // The model description.
   emitModelTables(sig, os);
-  os << "\n} // namespace\n\n"
-     << "const tgc::ModelDesc kModel = {\n"
-     << "    \"" << model << "\",\n"
-     << "    " << sig.fwdParams.size() << ", kParams,\n"
-     << "    " << sig.stateArgs.size() << ", kState,\n"
-     << "    " << sig.fwdInputs.size() << ", kInputs,\n"
-     << "    " << (forward.getFunctionType().getNumResults() - 1)
-     << ", kOutputs,\n"
-     << "    " << trainingDefaults(sig, module) << ",\n"
-     << "    train_step,\n    /*accumulate=*/"
-     << (sig.accumArgs.empty() ? "nullptr" : "grad_step")
-     << ",\n    eval_step,\n    grad_step,\n"
-     << "    /*device=*/tgc::cuda::deviceOps(tgc::cuda::Precision::"
-     << (precision == "bf16" ? "BF16" : "FP32") << "),\n"
-     << "    /*flopsPerStep=*/kFlopsPerStep,\n"
-     << "    /*arenaBytes=*/kPlannedBytes,\n};\n\n"
-     << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
-        "argc, argv); }\n";
+  os << "\n} // namespace\n\n";
+  emitModelDesc(sig, module,
+                /*deviceOps=*/
+                llvm::formatv("tgc::cuda::deviceOps(tgc::cuda::Precision::{0})",
+                              precision == "bf16" ? "BF16" : "FP32")
+                    .str(),
+                /*flopsPerStep=*/"kFlopsPerStep",
+                /*arenaBytes=*/"kPlannedBytes", os);
 
   if (summary) {
     summary->modelName = model;

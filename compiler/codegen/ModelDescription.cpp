@@ -300,6 +300,18 @@ std::string StepSignature::trainArgument(unsigned i) const {
   return i < trainBindings.size() ? trainBindings[i] : "";
 }
 
+std::string StepSignature::trainArgumentOrScalar(unsigned i,
+                                                 StringRef scalars) const {
+  std::string buffer = trainArgument(i);
+  if (!buffer.empty())
+    return buffer;
+  StringRef scalar = scalarArgs.lookup(i);
+  return (scalars + (scalar == "step"      ? "step"
+                     : scalar == "base_lr" ? "baseLr"
+                                           : "microBatches"))
+      .str();
+}
+
 std::string StepSignature::forwardArgument(unsigned i) const {
   return forwardBindings[i];
 }
@@ -462,4 +474,25 @@ std::string mlir::tg::trainingDefaults(const StepSignature &sig,
                        floatLiteral(table.sub("optimizer").get("lr", 1e-3)),
                        (int64_t)table.get("grad_accum", 1))
       .str();
+}
+
+void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
+                             StringRef deviceOps, StringRef flopsPerStep,
+                             StringRef arenaBytes, llvm::raw_ostream &os) {
+  os << "const tgc::ModelDesc kModel = {\n"
+     << "    \"" << sig.modelName << "\",\n"
+     << "    " << sig.fwdParams.size() << ", kParams,\n"
+     << "    " << sig.stateArgs.size() << ", kState,\n"
+     << "    " << sig.fwdInputs.size() << ", kInputs,\n"
+     << "    " << (sig.forward.getFunctionType().getNumResults() - 1)
+     << ", kOutputs,\n"
+     << "    " << trainingDefaults(sig, module) << ",\n"
+     << "    train_step,\n    /*accumulate=*/"
+     << (sig.accumArgs.empty() ? "nullptr" : "grad_step")
+     << ",\n    eval_step,\n    grad_step,\n"
+     << "    /*device=*/" << deviceOps << ",\n"
+     << "    /*flopsPerStep=*/" << flopsPerStep << ",\n"
+     << "    /*arenaBytes=*/" << arenaBytes << ",\n};\n\n"
+     << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
+        "argc, argv); }\n";
 }

@@ -81,6 +81,9 @@ struct StepSignature {
   /// The StepIO buffer behind @train_step's argument `i` ("io.params[0]",
   /// "io.state[3]", "io.inputs[1]", "io.grads[2]"); "" for a scalar.
   std::string trainArgument(unsigned i) const;
+  /// trainArgument(i), or for a scalar the address of its field among
+  /// `scalars` ("&io." gives "&io.step", "&io.baseLr", "&io.microBatches").
+  std::string trainArgumentOrScalar(unsigned i, StringRef scalars) const;
   /// The StepIO buffer behind @forward's (or @forward_backward's) argument
   /// `i`: params then inputs.
   std::string forwardArgument(unsigned i) const;
@@ -111,6 +114,15 @@ LogicalResult checkTensorSizes(ModuleOp module, int64_t limitBytes,
 /// The TrainingDefaults initializer of ModelDesc, from the module's training
 /// table ("{/*batchSize=*/32, ...}").
 std::string trainingDefaults(const StepSignature &signature, ModuleOp module);
+
+/// The definition of kModel, the ModelDesc of runtime/core/Model.h, and
+/// main(), which trains it: the tables of emitModelTables, the step
+/// functions train_step, grad_step and eval_step, and what each target says
+/// for itself, the expressions of `deviceOps` ("nullptr" for none),
+/// `flopsPerStep` and `arenaBytes`.
+void emitModelDesc(const StepSignature &signature, ModuleOp module,
+                   StringRef deviceOps, StringRef flopsPerStep,
+                   StringRef arenaBytes, llvm::raw_ostream &os);
 
 /// One number of the module's training table (tg.training), or `fallback`.
 double trainingNumber(ModuleOp module, ArrayRef<StringRef> path,

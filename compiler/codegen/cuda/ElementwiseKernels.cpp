@@ -115,37 +115,21 @@ static FailureOr<std::string> elementwiseExpr(Operation *op,
                          a.size() > 1 ? a[1] : "", a.size() > 2 ? a[2] : "")
         .str();
   };
+  if (std::optional<std::string> shared = elementwiseFormat(op, "{0}f"))
+    return fmt(*shared);
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
-      .Case([&](AddOp) { return fmt("{0} + {1}"); })
-      .Case([&](SubOp) { return fmt("{0} - {1}"); })
-      .Case([&](MulOp) { return fmt("{0} * {1}"); })
-      .Case([&](DivOp) { return fmt("{0} / {1}"); })
       .Case([&](PowOp) {
         return isFloat ? fmt("powf({0}, {1})")
                        : "(" + math.str() + ")pow((double)" + a[0] +
                              ", (double)" + a[1] + ")";
       })
-      .Case([&](MaximumOp) { return fmt("({0} >= {1} ? {0} : {1})"); })
-      .Case([&](MinimumOp) { return fmt("({0} <= {1} ? {0} : {1})"); })
       .Case([&](CompareOp c) {
         StringRef sym = comparisonOperator(c.getPredicate());
         return "(" + a[0] + " " + sym.str() + " " + a[1] + ")";
       })
-      .Case([&](SelectOp) { return fmt("({0} ? {1} : {2})"); })
-      .Case([&](NegOp) { return fmt("-{0}"); })
       .Case([&](AbsOp) {
         return isFloat ? fmt("fabsf({0})") : fmt("({0} < 0 ? -{0} : {0})");
       })
-      .Case([&](ExpOp) { return fmt("expf({0})"); })
-      .Case([&](LogOp) { return fmt("logf({0})"); })
-      .Case([&](SqrtOp) { return fmt("sqrtf({0})"); })
-      .Case([&](RsqrtOp) { return fmt("1.0f / sqrtf({0})"); })
-      .Case([&](TanhOp) { return fmt("tanhf({0})"); })
-      .Case([&](SinOp) { return fmt("sinf({0})"); })
-      .Case([&](CosOp) { return fmt("cosf({0})"); })
-      .Case([&](ReluOp) { return fmt("({0} > 0.0f ? {0} : 0.0f)"); })
-      .Case([&](SigmoidOp) { return fmt("1.0f / (1.0f + expf(-{0}))"); })
-      .Case([&](SiluOp) { return fmt("{0} / (1.0f + expf(-{0}))"); })
       .Case([&](GeluOp g) {
         return "tgc::cuda::" + geluFunction(g.getApproximate()).str() + "(" +
                a[0] + ")";

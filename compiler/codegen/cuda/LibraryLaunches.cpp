@@ -86,22 +86,11 @@ LogicalResult StepEmitter::emitGemm(Launch &launch) {
            << ": tg.matmul of " << at << " x " << bt << " -> " << ct
            << " has no cuBLASLt kernel (f32 x f32 -> f32, bf16 x bf16 -> "
               "bf16 or f32 do)";
-  int64_t batchRank = c.getRank() - 2;
-  auto padBatch = [&](RankedTensorType t) {
-    SmallVector<int64_t> dims(batchRank - (t.getRank() - 2), 1);
-    llvm::append_range(dims, t.getShape().drop_back(2));
-    return dims;
-  };
-  int64_t m = c.getShape()[c.getRank() - 2], n = c.getShape().back();
-  int64_t k = op.getTransposeLhs() ? a.getShape()[a.getRank() - 2]
-                                   : a.getShape().back();
   std::string lhs = ptr(op.getLhs()), rhs = ptr(op.getRhs()),
               bias = launch.bias ? ptr(launch.bias) : "",
               aux = launch.aux ? ptr(launch.aux) : "", result = ptr(out);
-  os << timerBegin(launch)
-     << "  {\n    static const int64_t aBatch[] = " << intList(padBatch(a))
-     << ", bBatch[] = " << intList(padBatch(b))
-     << ", cBatch[] = " << intList(c.getShape().drop_back(2)) << ";\n"
+  MatmulDims dims(op);
+  os << timerBegin(launch) << "  {\n    " << dims.batchArrays() << "\n"
      << "    tgc::cuda::MatmulOptions options;\n";
   if (launch.epilogue != "None")
     os << "    options.epilogue = tgc::cuda::Epilogue::" << launch.epilogue
@@ -111,10 +100,7 @@ LogicalResult StepEmitter::emitGemm(Launch &launch) {
   if (!aux.empty())
     os << "    options.geluAux = " << aux << ";\n";
   os << "    tgc::cuda::matmul(" << lhs << ", " << rhs << ", " << result << ", "
-     << m << ", " << n << ", " << k << ", "
-     << (op.getTransposeLhs() ? "true" : "false") << ", "
-     << (op.getTransposeRhs() ? "true" : "false")
-     << ", aBatch, bBatch, cBatch, " << batchRank << ", options, stream);\n"
+     << dims.arguments() << ", options, stream);\n"
      << "  }\n"
      << timerEnd(launch);
   return success();
@@ -149,18 +135,6 @@ void StepEmitter::emitClassifier(Launch &launch) {
 
 static std::string nullable(StepEmitter &e, Value v) {
   return v ? e.ptr(v) : "nullptr";
-}
-
-/// tg.attention's mask shape as tgc::cuda::AttentionMaskShape's initializer,
-/// [B', H', T', S'] with 1s in front of a lower-rank mask; `{}` without a
-/// mask.
-static std::string attentionMaskShape(Value mask) {
-  if (!mask)
-    return "{}";
-  ArrayRef<int64_t> shape = tensorType(mask).getShape();
-  SmallVector<int64_t, 4> dims(4 - shape.size(), 1);
-  dims.append(shape.begin(), shape.end());
-  return intList(dims);
 }
 
 static int64_t product(ArrayRef<int64_t> dims) {
@@ -649,17 +623,11 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](LrScheduleOp l) -> LogicalResult {
-        StringRef kind = runtimeScheduleKind(l.getKind());
         std::string step = ptr(l.getStep()), base = ptr(l.getBaseLr()),
                     out = ptr(l.getResult());
         os << begin
-           << "  {\n    static const tgc::cuda::ScheduleParams schedule{"
-           << "tgc::cuda::ScheduleKind::" << kind << ", " << l.getWarmupSteps()
-           << ", " << l.getTotalSteps() << ", " << l.getStepSize() << ", "
-           << l.getDecaySteps() << ", "
-           << floatLiteral(l.getMinLr().convertToDouble()) << ", "
-           << floatLiteral(l.getGamma().convertToDouble()) << ", "
-           << floatLiteral(l.getMaxLr().convertToDouble()) << "};\n"
+           << "  {\n    static const tgc::cuda::ScheduleParams schedule"
+           << scheduleParams("tgc::cuda", l) << ";\n"
            << "    tgc::cuda::lr_schedule(schedule, " << step << ", " << base
            << ", " << out << ", stream);\n  }\n"
            << end;
@@ -691,14 +659,8 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
                 "update)\n";
         os << begin << "  {\n    float *state[] = {"
            << (states.empty() ? "nullptr" : states)
-           << "};\n    static const tgc::cuda::OptimizerHyper hyper{"
-           << floatLiteral(u.getBeta1().convertToDouble()) << ", "
-           << floatLiteral(u.getBeta2().convertToDouble()) << ", "
-           << floatLiteral(u.getEps().convertToDouble()) << ", "
-           << floatLiteral(u.getWeightDecay().convertToDouble()) << ", "
-           << floatLiteral(u.getMomentum().convertToDouble()) << ", "
-           << floatLiteral(u.getAlpha().convertToDouble()) << ", "
-           << (u.getNesterov() ? "true" : "false") << "};\n"
+           << "};\n    static const tgc::cuda::OptimizerHyper hyper"
+           << optimizerHyper(u) << ";\n"
            << "    tgc::cuda::optimizer_update(tgc::cuda::OptimizerKind::"
            << kind << ", " << param << ", " << g << ", state, "
            << u.getState().size() << ", " << numel(u.getParam()) << ", " << lr

@@ -17,6 +17,7 @@
 #ifndef TGC_COMPILER_CODEGEN_CUDA_STEPEMITTER_H
 #define TGC_COMPILER_CODEGEN_CUDA_STEPEMITTER_H
 
+#include "compiler/codegen/CSyntax.h"
 #include "compiler/codegen/EmitCuda.h"
 #include "compiler/codegen/ModelDescription.h"
 
@@ -55,17 +56,7 @@ inline int64_t numel(Value v) { return tensorType(v).getNumElements(); }
 /// The C type the generated code stores an element type in, "" when the
 /// CUDA backend lacks it.
 inline StringRef storageType(Type t) {
-  if (t.isF32())
-    return "float";
-  if (t.isBF16())
-    return "bf16";
-  if (t.isInteger(64))
-    return "int64_t";
-  if (t.isInteger(32))
-    return "int32_t";
-  if (t.isInteger(1))
-    return "uint8_t";
-  return "";
+  return t.isBF16() ? "bf16" : cElementType(t);
 }
 inline StringRef storageOf(Value v) { return storageType(elementType(v)); }
 
