@@ -44,6 +44,9 @@ struct TargetRules {
   bool anyGemmEpilogue = true;
   /// A scale multiply of the gradient joins its tg.optimizer_update.
   bool optimizerScale = false;
+  /// Consecutive updates of one kind, hyperparameters, learning rate and
+  /// step form one multi-tensor kernel (one launch for many parameters).
+  bool multiTensorOptimizer = false;
 
   static std::optional<TargetRules> forTarget(StringRef target) {
     TargetRules rules;
@@ -54,6 +57,7 @@ struct TargetRules {
       rules.reductions = false;
       rules.anyGemmEpilogue = false;
       rules.optimizerScale = true;
+      rules.multiTensorOptimizer = true;
       return rules;
     }
     return std::nullopt;
@@ -410,12 +414,72 @@ Group *optimizerGroupFor(OptimizerUpdateOp update,
                                                                      : nullptr;
 }
 
+/// The update of an optimizer group that decides what may join it: its
+/// first.
+OptimizerUpdateOp firstUpdate(const Group &g) {
+  for (Operation *op : g.ops)
+    if (auto update = dyn_cast<OptimizerUpdateOp>(op))
+      return update;
+  return {};
+}
+
+/// Whether `update` may be a lane of the multi-tensor group `lanes`: one
+/// launch applies one kind, hyperparameters, learning rate and step, to
+/// gradients of one element type.
+bool isLaneOf(OptimizerUpdateOp update, const Group &lanes) {
+  OptimizerUpdateOp first = firstUpdate(lanes);
+  return first && !lanes.closed && update.getLr() == first.getLr() &&
+         update.getStep() == first.getStep() &&
+         update->getAttrDictionary() == first->getAttrDictionary() &&
+         cast<RankedTensorType>(update.getGrad().getType()).getElementType() ==
+             cast<RankedTensorType>(first.getGrad().getType()).getElementType();
+}
+
+/// Adds `update` (with the group of its gradient scale, `own`, when it has
+/// one) as a lane of a multi-tensor group of `open` it may join (decay and
+/// no decay make two), else starts a new one from it; returns the update's
+/// group.
+Group *addLane(OptimizerUpdateOp update, Group *own,
+               SmallVectorImpl<Group *> &open, std::deque<Group> &groups,
+               DenseMap<Operation *, Group *> &groupOf) {
+  for (Group *lanes : open) {
+    if (lanes == own || !isLaneOf(update, *lanes))
+      continue;
+    SmallVector<Operation *> ops =
+        own ? own->ops : SmallVector<Operation *>{update};
+    if (own)
+      own->ops.clear();
+    for (Operation *op : ops) {
+      lanes->ops.push_back(op);
+      groupOf[op] = lanes;
+    }
+    return lanes;
+  }
+  if (!own) {
+    own = &groups.emplace_back();
+    own->kind = KernelKind::optimizer;
+    own->ops.push_back(update);
+  }
+  open.push_back(own);
+  return own;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels from groups
 //===----------------------------------------------------------------------===//
 
-/// "fused_add_mul_relu" from the ops' names (at most six, then a count).
-std::string kernelName(ArrayRef<Operation *> ops) {
+/// "fused_add_mul_relu" from the ops' names (at most six, then a count);
+/// "multi_tensor_adamw_18" for an optimizer kernel of several updates.
+std::string kernelName(const Group &group) {
+  ArrayRef<Operation *> ops = group.ops;
+  if (group.kind == KernelKind::optimizer) {
+    auto updates = llvm::count_if(
+        ops, [](Operation *op) { return isa<OptimizerUpdateOp>(op); });
+    if (updates > 1)
+      return "multi_tensor_" +
+             stringifyEnum(firstUpdate(group).getKind()).str() + "_" +
+             std::to_string(updates);
+  }
   std::string name = "fused";
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (i == 6) {
@@ -451,7 +515,7 @@ void formKernel(const Group &group) {
   auto kernel =
       KernelOp::create(b, last->getLoc(), ValueRange(outputs).getTypes(),
                        KernelKindAttr::get(b.getContext(), group.kind), inputs,
-                       b.getStringAttr(kernelName(group.ops)));
+                       b.getStringAttr(kernelName(group)));
   Block *body = b.createBlock(&kernel.getBody());
   IRMapping map;
   for (Value v : inputs)
@@ -501,6 +565,8 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
 
     std::deque<Group> groups;
     DenseMap<Operation *, Group *> groupOf;
+    // The multi-tensor optimizer groups updates may still join.
+    SmallVector<Group *> lanes;
     Positions position;
     unsigned index = 0;
     for (Operation &op : block.without_terminator()) {
@@ -524,9 +590,12 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
           joined->ops.push_back(&op);
         else if (rules->optimizerScale && isGradientScale(&op))
           joined = startOptimizerGroup(&op, groups);
-        else if (auto update = dyn_cast<OptimizerUpdateOp>(op);
-                 update && (joined = optimizerGroupFor(update, groupOf)))
-          joined->ops.push_back(&op);
+        else if (auto update = dyn_cast<OptimizerUpdateOp>(op)) {
+          if ((joined = optimizerGroupFor(update, groupOf)))
+            joined->ops.push_back(&op);
+          if (rules->multiTensorOptimizer)
+            joined = addLane(update, joined, lanes, groups, groupOf);
+        }
         if (joined)
           groupOf[&op] = joined;
       }

@@ -43,9 +43,17 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       a gradient by an f32 scalar (the clip factor, 1 / micro-batches) that
       only a `tg.optimizer_update` reads joins it; the update scales each
       element of the gradient as it reads it.
+    - **Multi-tensor updates** (`optimizer`, target `cuda`): updates of one
+      kind, hyperparameters, learning rate and step, over gradients of one
+      element type, with their scales, become one kernel
+      (`multi_tensor_adamw_18`), as apex's and PyTorch's foreach optimizers
+      do: one launch updates many parameters. An update joins an open
+      multi-tensor kernel it matches (weight decay and no decay make two);
+      a read of an update's result before a later update closes the kernel
+      the first is in, so the kernel can stand where its last update stood.
 
     `elementwise` applies the first rule only; `all` (the default) every
-    rule. Multi-tensor optimizer updates are the rule to come.
+    rule.
 
     **Targets.** The rules are the same; `target` says how far each goes,
     by what the backend prints:
@@ -123,7 +131,8 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
     elementwise kernel as one generated kernel computing every result at
     each index, a gemm kernel as one cuBLASLt matmul with its epilogue, a
     classifier kernel as one fused_classifier call and an optimizer kernel
-    as one update reading the scale.
+    as one runtime call over a table of its updates (tensors, gradients,
+    state, scales), which packs 48 of them into each launch.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [

@@ -563,6 +563,26 @@ void optimizer_update(OptimizerKind kind, float *param, const bf16 *grad,
                       const float *gradScale, const OptimizerHyper &hyper,
                       bf16 *paramCopy, void *workspace, cudaStream_t stream);
 
+/// One tensor of a multi-tensor update (tg-fuse's optimizer kernel of
+/// several updates): optimizer_update's pointers and size.
+struct OptimizerLane {
+  float *param;
+  const void *grad; ///< f32, or bf16 with `bf16Grads`
+  float *state[2];  ///< the update's slots in order; null where unused
+  int64_t n;
+  const float *gradScale; ///< null: the gradient is not scaled
+};
+
+/// optimizer_update on each of `count` lanes, all with the same kind,
+/// hyperparameters, learning rate and step: one launch per 48 lanes (each
+/// block on one lane), the per-element arithmetic of optimizer_update.
+/// LAMB goes lane by lane (its trust ratio needs each lane's norms), in a
+/// workspace of the largest lane's optimizer_workspace_bytes.
+void optimizer_update_lanes(OptimizerKind kind, const OptimizerLane *lanes,
+                            int count, bool bf16Grads, const float *lr,
+                            const int64_t *step, const OptimizerHyper &hyper,
+                            void *workspace, cudaStream_t stream);
+
 /// As tgc::cpu::ScheduleKind / ScheduleParams.
 enum class ScheduleKind { Constant, Cosine, Linear, Step, Cyclic, WSD };
 

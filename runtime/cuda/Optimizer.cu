@@ -1,7 +1,8 @@
 //===- Optimizer.cu - Fused optimizer updates and LR schedules -----*- C++ -*-===//
 //
-// One kernel per optimizer step of a parameter, with runtime/cpu/
-// Optimizer.cpp's arithmetic: per-element math in fp32 in torch's order,
+// One kernel per optimizer step of up to 48 parameters (a multi-tensor
+// update: each block of the grid's y dimension on one parameter, its
+// grid-stride loop along x), with runtime/cpu/Optimizer.cpp's arithmetic: per-element math in fp32 in torch's order,
 // step-dependent factors (bias corrections) in double and rounded once.
 // Everything that changes from step to step is read on the device (the
 // learning rate, the step, the gradient scale), so that a captured CUDA
@@ -30,6 +31,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <vector>
 
 namespace tgc::cuda {
 
@@ -83,7 +85,7 @@ __device__ __forceinline__ void storeCopy(bf16 *copy, int64_t i, float p) {
 //===----------------------------------------------------------------------===//
 
 template <typename G>
-__global__ void sgdKernel(float *p, const G *g, float *buf, int64_t n,
+__device__ __forceinline__ void sgdUpdate(float *p, const G *g, float *buf, int64_t n,
                           const float *lrPtr, const float *scalePtr, Hyper h,
                           bf16 *copy) {
   float lr = *lrPtr, scale = scalePtr ? *scalePtr : 1.0f;
@@ -102,7 +104,7 @@ __global__ void sgdKernel(float *p, const G *g, float *buf, int64_t n,
 }
 
 template <typename G>
-__global__ void adamKernel(bool decoupled, float *p, const G *g, float *m,
+__device__ __forceinline__ void adamUpdate(bool decoupled, float *p, const G *g, float *m,
                            float *v, int64_t n, const float *lrPtr,
                            const int64_t *stepPtr, const float *scalePtr,
                            Hyper h, bf16 *copy) {
@@ -128,7 +130,7 @@ __global__ void adamKernel(bool decoupled, float *p, const G *g, float *m,
 }
 
 template <typename G>
-__global__ void rmspropKernel(float *p, const G *g, float *sq, float *buf,
+__device__ __forceinline__ void rmspropUpdate(float *p, const G *g, float *sq, float *buf,
                               int64_t n, const float *lrPtr,
                               const float *scalePtr, Hyper h, bf16 *copy) {
   float lr = *lrPtr, scale = scalePtr ? *scalePtr : 1.0f;
@@ -149,7 +151,7 @@ __global__ void rmspropKernel(float *p, const G *g, float *sq, float *buf,
 }
 
 template <typename G>
-__global__ void adagradKernel(float *p, const G *g, float *sum, int64_t n,
+__device__ __forceinline__ void adagradUpdate(float *p, const G *g, float *sum, int64_t n,
                               const float *lrPtr, const float *scalePtr,
                               Hyper h, bf16 *copy) {
   float lr = *lrPtr, scale = scalePtr ? *scalePtr : 1.0f;
@@ -164,7 +166,7 @@ __global__ void adagradKernel(float *p, const G *g, float *sum, int64_t n,
 }
 
 template <typename G>
-__global__ void lionKernel(float *p, const G *g, float *m, int64_t n,
+__device__ __forceinline__ void lionUpdate(float *p, const G *g, float *m, int64_t n,
                            const float *lrPtr, const float *scalePtr, Hyper h,
                            bf16 *copy) {
   float lr = *lrPtr, scale = scalePtr ? *scalePtr : 1.0f;
@@ -275,6 +277,74 @@ int requiredSlots(OptimizerKind kind) {
   return 0;
 }
 
+/// Lanes per launch of a multi-tensor update: their pointers travel as
+/// kernel parameters (2.7 kB of the 4 kB).
+constexpr int kLanesPerLaunch = 48;
+
+/// A chunk of lanes, by value: one launch, lane blockIdx.y.
+struct LaneChunk {
+  struct Lane {
+    float *param;
+    const void *grad;
+    float *state[2];
+    int64_t n;
+    const float *gradScale;
+    bf16 *copy;
+  } lanes[kLanesPerLaunch];
+};
+
+template <typename G>
+__global__ void lanesKernel(OptimizerKind kind, LaneChunk chunk,
+                            const float *lr, const int64_t *step, Hyper h) {
+  const LaneChunk::Lane &l = chunk.lanes[blockIdx.y];
+  const G *g = static_cast<const G *>(l.grad);
+  switch (kind) {
+  case OptimizerKind::SGD:
+    sgdUpdate<G>(l.param, g, l.state[0], l.n, lr, l.gradScale, h, l.copy);
+    break;
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW:
+    adamUpdate<G>(kind == OptimizerKind::AdamW, l.param, g, l.state[0],
+                  l.state[1], l.n, lr, step, l.gradScale, h, l.copy);
+    break;
+  case OptimizerKind::RMSprop:
+    rmspropUpdate<G>(l.param, g, l.state[0], l.state[1], l.n, lr,
+                     l.gradScale, h, l.copy);
+    break;
+  case OptimizerKind::Adagrad:
+    adagradUpdate<G>(l.param, g, l.state[0], l.n, lr, l.gradScale, h, l.copy);
+    break;
+  case OptimizerKind::Lion:
+    lionUpdate<G>(l.param, g, l.state[0], l.n, lr, l.gradScale, h, l.copy);
+    break;
+  case OptimizerKind::LAMB: // two kernels of its own
+    break;
+  }
+}
+
+/// Every kind but LAMB: the lanes in launches of kLanesPerLaunch, each
+/// block of a launch on one lane's grid-stride loop.
+template <typename G>
+void launchLanes(OptimizerKind kind, const LaneChunk::Lane *lanes, int count,
+                 const float *lr, const int64_t *step, const Hyper &h,
+                 cudaStream_t stream) {
+  for (int first = 0; first < count; first += kLanesPerLaunch) {
+    int inChunk = std::min(count - first, kLanesPerLaunch);
+    LaneChunk chunk{};
+    int64_t most = 0;
+    for (int i = 0; i < inChunk; ++i) {
+      chunk.lanes[i] = lanes[first + i];
+      most = std::max(most, lanes[first + i].n);
+    }
+    // About one H100's worth of blocks in all, each lane's loop strided.
+    unsigned perLane = std::min(gridStrideBlocks(most, kThreads),
+                                std::max(8u, 2 * 132 * 32 / (unsigned)inChunk));
+    lanesKernel<G><<<dim3(perLane, inChunk), kThreads, 0, stream>>>(
+        kind, chunk, lr, step, h);
+    TGC_CUDA_CHECK_LAUNCH();
+  }
+}
+
 template <typename G>
 void optimizerImpl(OptimizerKind kind, float *param, const G *grad,
                    float *const *state, int numState, int64_t n,
@@ -289,30 +359,17 @@ void optimizerImpl(OptimizerKind kind, float *param, const G *grad,
     throw Error("tgc::cuda::optimizer_update: " + std::to_string(needed) +
                 " state slots needed, got " + std::to_string(numState));
   Hyper h = hyperOf(hyper);
-  unsigned blocks = gridStrideBlocks(n, kThreads);
   switch (kind) {
   case OptimizerKind::SGD:
-    sgdKernel<G><<<blocks, kThreads, 0, stream>>>(param, grad, slot(0), n, lr,
-                                                  gradScale, h, copy);
-    break;
   case OptimizerKind::Adam:
   case OptimizerKind::AdamW:
-    adamKernel<G><<<blocks, kThreads, 0, stream>>>(
-        kind == OptimizerKind::AdamW, param, grad, state[0], state[1], n, lr,
-        step, gradScale, h, copy);
-    break;
   case OptimizerKind::RMSprop:
-    rmspropKernel<G><<<blocks, kThreads, 0, stream>>>(
-        param, grad, state[0], slot(1), n, lr, gradScale, h, copy);
-    break;
   case OptimizerKind::Adagrad:
-    adagradKernel<G><<<blocks, kThreads, 0, stream>>>(param, grad, state[0], n,
-                                                      lr, gradScale, h, copy);
-    break;
-  case OptimizerKind::Lion:
-    lionKernel<G><<<blocks, kThreads, 0, stream>>>(param, grad, state[0], n,
-                                                   lr, gradScale, h, copy);
-    break;
+  case OptimizerKind::Lion: {
+    LaneChunk::Lane lane{param, grad, {slot(0), slot(1)}, n, gradScale, copy};
+    launchLanes<G>(kind, &lane, 1, lr, step, h, stream);
+    return;
+  }
   case OptimizerKind::LAMB: {
     if (!workspace)
       throw Error("tgc::cuda::optimizer_update: LAMB needs a workspace of "
@@ -409,6 +466,44 @@ void optimizer_update(OptimizerKind kind, float *param, const bf16 *grad,
                       bf16 *paramCopy, void *workspace, cudaStream_t stream) {
   optimizerImpl(kind, param, grad, state, numState, n, lr, step, gradScale,
                 hyper, paramCopy, workspace, stream);
+}
+
+void optimizer_update_lanes(OptimizerKind kind, const OptimizerLane *lanes,
+                            int count, bool bf16Grads, const float *lr,
+                            const int64_t *step, const OptimizerHyper &hyper,
+                            void *workspace, cudaStream_t stream) {
+  if (kind == OptimizerKind::LAMB) {
+    // Its trust ratio needs each lane's norms: lane by lane.
+    for (int i = 0; i < count; ++i) {
+      const OptimizerLane &l = lanes[i];
+      float *state[] = {l.state[0], l.state[1]};
+      if (bf16Grads)
+        optimizerImpl(kind, l.param, static_cast<const bf16 *>(l.grad), state,
+                      2, l.n, lr, step, l.gradScale, hyper, nullptr, workspace,
+                      stream);
+      else
+        optimizerImpl(kind, l.param, static_cast<const float *>(l.grad), state,
+                      2, l.n, lr, step, l.gradScale, hyper, nullptr, workspace,
+                      stream);
+    }
+    return;
+  }
+  int needed = requiredSlots(kind);
+  std::vector<LaneChunk::Lane> all;
+  for (int i = 0; i < count; ++i) {
+    const OptimizerLane &l = lanes[i];
+    if ((needed > 0 && !l.state[0]) || (needed > 1 && !l.state[1]))
+      throw Error("tgc::cuda::optimizer_update_lanes: lane " +
+                  std::to_string(i) + " lacks a state slot");
+    if (l.n > 0)
+      all.push_back({l.param, l.grad, {l.state[0], l.state[1]}, l.n,
+                     l.gradScale, nullptr});
+  }
+  Hyper h = hyperOf(hyper);
+  if (bf16Grads)
+    launchLanes<bf16>(kind, all.data(), (int)all.size(), lr, step, h, stream);
+  else
+    launchLanes<float>(kind, all.data(), (int)all.size(), lr, step, h, stream);
 }
 
 void lr_schedule(const ScheduleParams &params, const int64_t *step,

@@ -184,14 +184,30 @@ LogicalResult StepEmitter::planFusion() {
       break;
     }
     case KernelKind::optimizer: {
-      // The update reads the gradient and multiplies it by the scale.
-      auto mul = cast<MulOp>(kernel.ops[0]);
-      auto update = cast<OptimizerUpdateOp>(kernel.ops[1]);
-      bool scaleIsRhs = tensorType(mul.getRhs()).getRank() == 0 &&
-                        elementType(mul.getRhs()).isF32();
-      gradScaleOf[update] = scaleIsRhs ? mul.getRhs() : mul.getLhs();
-      alias[mul.getResult()] = scaleIsRhs ? mul.getLhs() : mul.getRhs();
-      absorbed.insert(mul);
+      // Each update reads its gradient and multiplies it by its scale; the
+      // updates of a multi-tensor kernel are one launch, at the last.
+      Launch launch;
+      for (auto [i, op] : llvm::enumerate(kernel.ops)) {
+        auto mul = dyn_cast<MulOp>(op);
+        if (!mul) {
+          launch.lanes.push_back(cast<OptimizerUpdateOp>(op));
+          continue;
+        }
+        auto update = cast<OptimizerUpdateOp>(kernel.ops[i + 1]);
+        bool scaleIsRhs = tensorType(mul.getRhs()).getRank() == 0 &&
+                          elementType(mul.getRhs()).isF32();
+        gradScaleOf[update] = scaleIsRhs ? mul.getRhs() : mul.getLhs();
+        alias[mul.getResult()] = scaleIsRhs ? mul.getLhs() : mul.getRhs();
+        absorbed.insert(mul);
+      }
+      if (launch.lanes.size() > 1) {
+        launch.op = launch.lanes.back();
+        launch.covered = kernel.ops;
+        for (OptimizerUpdateOp update : launch.lanes)
+          if (update != launch.op)
+            absorbed.insert(update);
+        anchored[launch.op] = launch;
+      }
       break;
     }
     case KernelKind::elementwise: {
@@ -361,6 +377,14 @@ LogicalResult StepEmitter::buildLaunches() {
     case LaunchKind::AllReduceWait:
       break;
     case LaunchKind::Op: {
+      for (OptimizerUpdateOp lane : l.lanes) {
+        for (Value operand : lane->getOperands())
+          addRead(operand);
+        if (Value scale = gradScaleOf.lookup(lane))
+          addRead(scale);
+        if (lane != l.op)
+          llvm::append_range(l.writes, lane->getResults());
+      }
       for (Value operand : l.op->getOperands())
         addRead(operand);
       if (auto update = dyn_cast<OptimizerUpdateOp>(l.op))

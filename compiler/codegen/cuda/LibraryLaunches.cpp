@@ -28,7 +28,10 @@ using namespace mlir::tg::cuda_emit;
 
 LogicalResult StepEmitter::emitLaunch(Launch &launch) {
   // The comment: the ops and where they came from.
-  if (launch.kind != LaunchKind::Bucket) {
+  if (!launch.lanes.empty()) {
+    os << "  // tg.kernel optimizer: " << launch.lanes.size()
+       << " updates in one multi-tensor call\n";
+  } else if (launch.kind != LaunchKind::Bucket) {
     for (Operation *op : launch.covered)
       os << "  // " << describeOp(op) << "\n";
     if (launch.kind == LaunchKind::Gemm && launch.epilogue != "None")
@@ -634,6 +637,8 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](OptimizerUpdateOp u) -> LogicalResult {
+        if (!launch.lanes.empty())
+          return emitOptimizerLanes(launch);
         Value grad = u.getGrad();
         Value scale = gradScaleOf.lookup(u);
         if (!elementType(u.getParam()).isF32() ||
@@ -678,4 +683,55 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return other->emitError(kBackend)
                << ": no lowering for '" << other->getName() << "'";
       });
+}
+
+/// tg-fuse's multi-tensor optimizer kernel: a table of lanes (pointers and
+/// sizes, built on the host each step) and one runtime call, which packs
+/// them into as few launches as the kernel parameters allow.
+LogicalResult StepEmitter::emitOptimizerLanes(Launch &launch) {
+  OptimizerUpdateOp first = launch.lanes.front();
+  Type gradType = elementType(first.getGrad());
+  std::vector<std::string> rows;
+  for (OptimizerUpdateOp u : launch.lanes) {
+    if (!elementType(u.getParam()).isF32() ||
+        llvm::any_of(u.getState(),
+                     [](Value s) { return !elementType(s).isF32(); }))
+      return u.emitError(kBackend)
+             << ": tg.optimizer_update needs f32 parameters and state (fp32 "
+                "master weights)";
+    if (elementType(u.getGrad()) != gradType ||
+        (!gradType.isF32() && !gradType.isBF16()))
+      return u.emitError(kBackend)
+             << ": the updates of one optimizer kernel take f32 or bf16 "
+                "gradients, all of one type";
+    Value scale = gradScaleOf.lookup(u);
+    std::string state[2] = {"nullptr", "nullptr"};
+    for (auto [i, v] : llvm::enumerate(u.getNewState()))
+      state[i] = ptr(v);
+    std::string param = ptr(u.getNewParam()), grad = ptr(u.getGrad()),
+                s = scale ? ptr(scale) : "nullptr";
+    rows.push_back(llvm::formatv("      {{{0}, {1}, {{{2}, {3}}, {4}, {5}},\n",
+                                 param, grad, state[0], state[1],
+                                 numel(u.getParam()), s)
+                       .str());
+    workspace(llvm::formatv("tgc::cuda::optimizer_workspace_bytes(tgc::cuda::"
+                            "OptimizerKind::{0}, {1})",
+                            runtimeOptimizerKind(u.getKind()),
+                            numel(u.getParam()))
+                  .str());
+  }
+  std::string lr = ptr(first.getLr()), step = ptr(first.getStep());
+  os << timerBegin(launch) << "  {\n"
+     << "    static const tgc::cuda::OptimizerHyper hyper"
+     << optimizerHyper(first) << ";\n"
+     << "    const tgc::cuda::OptimizerLane lanes[] = {\n";
+  for (const std::string &row : rows)
+    os << row;
+  os << "    };\n    tgc::cuda::optimizer_update_lanes(tgc::cuda::"
+        "OptimizerKind::"
+     << runtimeOptimizerKind(first.getKind()) << ", lanes, " << rows.size()
+     << ", " << (gradType.isBF16() ? "true" : "false") << ", " << lr << ", "
+     << step << ", hyper, d.workspace, stream);\n  }\n"
+     << timerEnd(launch);
+  return success();
 }

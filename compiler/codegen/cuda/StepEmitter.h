@@ -175,6 +175,9 @@ struct Launch {
   CrossEntropyGradOp crossEntropyGrad;
   // Bucket.
   int bucket = -1;
+  /// A multi-tensor optimizer kernel: its updates, `op` the last (one
+  /// runtime call for all).
+  SmallVector<OptimizerUpdateOp> lanes;
   /// Values read and written (before view resolution).
   SmallVector<Value> reads, writes;
   int timer = -1;
@@ -257,6 +260,7 @@ private:
   LogicalResult emitElementwise(Launch &launch);
   LogicalResult emitGemm(Launch &launch);
   void emitClassifier(Launch &launch);
+  LogicalResult emitOptimizerLanes(Launch &launch);
   void emitBucket(Launch &launch);
   std::string timerBegin(const Launch &launch, StringRef stream = "stream") {
     return llvm::formatv("  t.begin({0}, {1});\n", launch.timer, stream).str();

@@ -257,28 +257,48 @@ LogicalResult KernelOp::verifyClassifierBody() {
 }
 
 LogicalResult KernelOp::verifyOptimizerBody() {
-  // tg.mul scaling the gradient by an f32 scalar, then the update.
+  // Lanes: each a tg.mul scaling the gradient by an f32 scalar (optional),
+  // then the update; one kind, hyperparameters, learning rate and step.
   Block &body = getBody().front();
-  auto ops = body.without_terminator();
-  auto mul = dyn_cast<MulOp>(body.front());
-  auto update = dyn_cast<OptimizerUpdateOp>(
-      mul ? *std::next(body.begin()) : body.front());
-  if (!update || std::distance(ops.begin(), ops.end()) != (mul ? 2 : 1))
-    return emitOpError("an optimizer kernel holds a tg.mul scaling the "
-                       "gradient and then tg.optimizer_update, nothing else");
-  if (mul) {
-    if (update.getGrad() != mul.getResult())
-      return update.emitOpError("does not read the scaled gradient of the "
-                                "optimizer kernel's tg.mul");
-    auto isScale = [](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      return t.getRank() == 0 && t.getElementType().isF32();
-    };
-    if (!isScale(mul.getLhs()) && !isScale(mul.getRhs()))
-      return mul.emitOpError("scales the gradient by no f32 scalar");
+  SmallVector<Value> results;
+  OptimizerUpdateOp first;
+  auto isScale = [](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getRank() == 0 && t.getElementType().isF32();
+  };
+  for (auto it = body.begin(); it != std::prev(body.end()); ++it) {
+    auto mul = dyn_cast<MulOp>(*it);
+    if (mul && std::next(it) != std::prev(body.end()))
+      ++it;
+    auto update = dyn_cast<OptimizerUpdateOp>(*it);
+    if (!update)
+      return emitOpError("an optimizer kernel holds tg.optimizer_update ops, "
+                         "each after the tg.mul that scales its gradient, "
+                         "nothing else");
+    if (mul) {
+      if (update.getGrad() != mul.getResult())
+        return update.emitOpError("does not read the scaled gradient of the "
+                                  "optimizer kernel's tg.mul before it");
+      if (!isScale(mul.getLhs()) && !isScale(mul.getRhs()))
+        return mul.emitOpError("scales the gradient by no f32 scalar");
+    }
+    if (!first) {
+      first = update;
+    } else if (update.getLr() != first.getLr() ||
+               update.getStep() != first.getStep() ||
+               update->getAttrDictionary() != first->getAttrDictionary()) {
+      return update.emitOpError("differs from the optimizer kernel's first "
+                                "update in kind, hyperparameters, learning "
+                                "rate or step");
+    }
+    llvm::append_range(results, update.getResults());
   }
-  if (!llvm::equal(getYield().getValues(), update.getResults()))
-    return getYield().emitOpError("yields other values than the update's "
-                                  "new parameter and state");
+  if (!first)
+    return emitOpError("an optimizer kernel holds tg.optimizer_update ops, "
+                       "each after the tg.mul that scales its gradient, "
+                       "nothing else");
+  if (!llvm::equal(getYield().getValues(), results))
+    return getYield().emitOpError("yields other values than the updates' "
+                                  "new parameters and states, in order");
   return success();
 }

@@ -56,9 +56,12 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       that order; the kernel yields the gradient, and the loss when it is
       read. The backend computes each row's log-sum-exp once for both, as
       llm.c's fused classifier does, instead of sweeping the logits twice.
-    - `optimizer`: a `tg.optimizer_update` and the `tg.mul` that scales its
-      gradient by an f32 scalar before it; the kernel yields the update's
-      results. The backend multiplies each gradient element as it reads it.
+    - `optimizer`: `tg.optimizer_update` ops of one kind, hyperparameters,
+      learning rate and step (a multi-tensor update: one launch for many
+      parameters), each after the `tg.mul` that scales its gradient by an
+      f32 scalar, where there is one; the kernel yields the updates'
+      results in order. The backend multiplies each gradient element as it
+      reads it.
 
     `name` names the generated kernel after the ops it fuses.
 

@@ -8,9 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cuda/Check.h"
 #include "runtime/cuda/tests/GpuTest.h"
 
 #include <gtest/gtest.h>
+
+#include <array>
+#include <memory>
 
 using namespace tgc::cuda;
 using namespace tgc::cuda::test;
@@ -112,6 +116,58 @@ TEST(CudaOptimizer, GradScaleBf16GradAndCopy) {
   TGC_REQUIRE_GPU();
   for (const OptCase &c : cases())
     checkOptimizer(c, 0.25f, true);
+}
+
+/// 100 lanes (three launches) of sizes 1 to 5000, half with a gradient
+/// scale, in one call: each lane as optimizer_update gives it alone.
+TEST(CudaOptimizer, LanesMatchOneUpdateEach) {
+  TGC_REQUIRE_GPU();
+  for (const OptCase &c : cases()) {
+    const int count = c.kind == OptimizerKind::LAMB ? 5 : 100;
+    DeviceBuffer<float> lr(std::vector<float>{1e-3f}),
+        scale(std::vector<float>{0.5f});
+    DeviceBuffer<int64_t> step(std::vector<int64_t>{2});
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers;
+    auto device = [&](const std::vector<float> &v) {
+      buffers.push_back(std::make_unique<DeviceBuffer<float>>(v));
+      return buffers.back()->get();
+    };
+    std::vector<OptimizerLane> lanes;
+    std::vector<std::array<float *, 4>> alone; // param, grad, state 0, 1
+    int64_t most = 0;
+    for (int i = 0; i < count; ++i) {
+      int64_t n = 1 + (i * 997) % 5000;
+      most = std::max(most, n);
+      std::vector<float> p = randomVector(n, 100 + i),
+                         g = randomVector(n, 200 + i, -0.5f, 0.5f),
+                         s = randomVector(n, 300 + i, 0.0f, 0.1f);
+      const float *gradScale = i % 2 ? scale.get() : nullptr;
+      lanes.push_back(
+          {device(p), device(g), {device(s), device(s)}, n, gradScale});
+      alone.push_back({device(p), device(g), device(s), device(s)});
+    }
+    Workspace ws(optimizer_workspace_bytes(c.kind, most));
+    optimizer_update_lanes(c.kind, lanes.data(), count, false, lr.get(),
+                           step.get(), c.hyper, ws.get(), nullptr);
+    for (int i = 0; i < count; ++i) {
+      float *state[] = {alone[i][2], alone[i][3]};
+      optimizer_update(c.kind, alone[i][0], alone[i][1], state, 2, lanes[i].n,
+                       lr.get(), step.get(), lanes[i].gradScale, c.hyper,
+                       nullptr, ws.get(), nullptr);
+    }
+    for (int i = 0; i < count; ++i) {
+      auto host = [&](float *p) {
+        std::vector<float> v(lanes[i].n);
+        TGC_CUDA_CHECK(
+            cudaMemcpy(v.data(), p, v.size() * 4, cudaMemcpyDeviceToHost));
+        return v;
+      };
+      std::string tag =
+          "kind " + std::to_string((int)c.kind) + " lane " + std::to_string(i);
+      EXPECT_EQ(host(lanes[i].param), host(alone[i][0])) << tag;
+      EXPECT_EQ(host(lanes[i].state[0]), host(alone[i][2])) << tag;
+    }
+  }
 }
 
 TEST(CudaOptimizer, LambTrustRatioIsOneForZeroParam) {

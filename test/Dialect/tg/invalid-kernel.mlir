@@ -356,7 +356,7 @@ func.func @elementwise_with_matmul(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> 
 // -----
 
 func.func @optimizer_without_update(%g: tensor<8xf32>, %s: tensor<f32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'tg.kernel' op an optimizer kernel holds a tg.mul scaling the gradient and then tg.optimizer_update, nothing else}}
+  // expected-error @+1 {{'tg.kernel' op an optimizer kernel holds tg.optimizer_update ops, each after the tg.mul that scales its gradient, nothing else}}
   %y = tg.kernel optimizer (%g, %s : tensor<8xf32>, tensor<f32>) {
   ^bb0(%a: tensor<8xf32>, %b: tensor<f32>):
     %m = tg.mul %a, %b : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
@@ -384,9 +384,22 @@ func.func @optimizer_reads_unscaled(%p: tensor<8xf32>, %g: tensor<8xf32>, %s: te
   %y = tg.kernel optimizer (%p, %g, %s, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
   ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<f32>, %d: tensor<f32>, %e: tensor<i64>):
     %m = tg.mul %b, %c : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
-    // expected-error @+1 {{'tg.optimizer_update' op does not read the scaled gradient of the optimizer kernel's tg.mul}}
+    // expected-error @+1 {{'tg.optimizer_update' op does not read the scaled gradient of the optimizer kernel's tg.mul before it}}
     %u = tg.optimizer_update sgd %a, %b, %d, %e : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64> -> tensor<8xf32>
     tg.yield %u : tensor<8xf32>
   } -> tensor<8xf32>
   return %y : tensor<8xf32>
+}
+
+// -----
+
+func.func @optimizer_lanes_differ(%p: tensor<8xf32>, %g: tensor<8xf32>, %q: tensor<4xf32>, %h: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8xf32>, tensor<4xf32>) {
+  %y:2 = tg.kernel optimizer (%p, %g, %q, %h, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4xf32>, %d: tensor<4xf32>, %l: tensor<f32>, %s: tensor<i64>):
+    %u = tg.optimizer_update sgd %a, %b, %l, %s : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64> -> tensor<8xf32>
+    // expected-error @+1 {{'tg.optimizer_update' op differs from the optimizer kernel's first update in kind, hyperparameters, learning rate or step}}
+    %v = tg.optimizer_update sgd %c, %d, %l, %s {weight_decay = 0.1 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+    tg.yield %u, %v : tensor<8xf32>, tensor<4xf32>
+  } -> tensor<8xf32>, tensor<4xf32>
+  return %y#0, %y#1 : tensor<8xf32>, tensor<4xf32>
 }

@@ -89,3 +89,21 @@ func.func @cuda_kernels(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf
   } -> tensor<8x8xf32>
   return %t, %g#0, %g#1, %u : tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
 }
+
+// A multi-tensor update: lanes of one kind and hyperparameters, each with
+// its gradient scale or without.
+// CHECK-LABEL: func.func @optimizer_lanes
+// CHECK:      tg.kernel optimizer
+// CHECK:        tg.mul
+// CHECK-NEXT:   tg.optimizer_update adamw
+// CHECK-NEXT:   tg.optimizer_update adamw
+func.func @optimizer_lanes(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %q: tensor<4xf32>, %h: tensor<4xf32>, %n: tensor<4xf32>, %w: tensor<4xf32>, %c: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %y:6 = tg.kernel optimizer (%p, %g, %m, %v, %q, %h, %n, %w, %c, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %a1: tensor<8xf32>, %a2: tensor<8xf32>, %d: tensor<4xf32>, %e: tensor<4xf32>, %d1: tensor<4xf32>, %d2: tensor<4xf32>, %s: tensor<f32>, %l: tensor<f32>, %k: tensor<i64>):
+    %0 = tg.mul %b, %s : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+    %1:3 = tg.optimizer_update adamw %a, %0, %l, %k, %a1, %a2 : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+    %2:3 = tg.optimizer_update adamw %d, %e, %l, %k, %d1, %d2 : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+    tg.yield %1#0, %1#1, %1#2, %2#0, %2#1, %2#2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  } -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return %y#0, %y#1, %y#2, %y#3, %y#4, %y#5 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

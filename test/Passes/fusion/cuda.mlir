@@ -174,6 +174,34 @@ func.func @scaled_update(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %clip: tensor
 
 // -----
 
+// Updates of one kind, hyperparameters, learning rate and step are one
+// multi-tensor kernel, scaled or not; weight decay makes another; a read of
+// an update's result before the next update closes the kernel it is in.
+// CHECK-LABEL: func.func @multi_tensor
+// CHECK:      tg.kernel optimizer({{.*}}) attributes {name = "fused_mul_optimizer_update"}
+// CHECK:        tg.optimizer_update sgd {{.*}}weight_decay
+// CHECK:      %[[A:.+]]:2 = tg.kernel optimizer({{.*}}) attributes {name = "multi_tensor_sgd_2"}
+// CHECK:        tg.mul
+// CHECK-NEXT:   tg.optimizer_update sgd
+// CHECK-NEXT:   tg.optimizer_update sgd
+// CHECK:      tg.neg %[[A]]#1
+// CHECK-NEXT: tg.optimizer_update sgd
+// CHECK-NEXT: return
+// CPU-LABEL: func.func @multi_tensor
+// CPU-NOT:   tg.kernel
+func.func @multi_tensor(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %q: tensor<4xf32>, %h: tensor<4xf32>, %r: tensor<4xf32>, %k: tensor<4xf32>, %clip: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %s = tg.mul %g, %clip : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xf32>
+  %u = tg.optimizer_update sgd %p, %s, %lr, %step : tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<i64> -> tensor<8x4xf32>
+  %t = tg.mul %h, %clip : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %w = tg.optimizer_update sgd %q, %t, %lr, %step {weight_decay = 0.1 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  %v = tg.optimizer_update sgd %q, %h, %lr, %step : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  %n = tg.neg %v : tensor<4xf32>
+  %x = tg.optimizer_update sgd %r, %k, %lr, %step : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+  return %u, %w, %n, %x, %v : tensor<8x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Ops over one shape whose values only one op reads merge into one kernel
 // on both targets, wherever their chains started.
 // CHECK-LABEL: func.func @chains_merge

@@ -805,6 +805,26 @@ void optimizer_update(OptimizerKind kind, float *param, const bf16 *grad,
                    gradScale, hyper, paramCopy, workspace, stream);
 }
 
+void optimizer_update_lanes(OptimizerKind kind, const OptimizerLane *lanes,
+                            int count, bool bf16Grads, const float *lr,
+                            const int64_t *step, const OptimizerHyper &hyper,
+                            void *workspace, cudaStream_t stream) {
+  // Lane by lane: the lanes of one call touch disjoint tensors.
+  for (int i = 0; i < count; ++i) {
+    const OptimizerLane &l = lanes[i];
+    float *state[] = {l.state[0], l.state[1]};
+    int numState = l.state[1] ? 2 : l.state[0] ? 1 : 0;
+    if (bf16Grads)
+      optimizer_update(kind, l.param, static_cast<const bf16 *>(l.grad), state,
+                       numState, l.n, lr, step, l.gradScale, hyper, nullptr,
+                       workspace, stream);
+    else
+      optimizer_update(kind, l.param, static_cast<const float *>(l.grad), state,
+                       numState, l.n, lr, step, l.gradScale, hyper, nullptr,
+                       workspace, stream);
+  }
+}
+
 void lr_schedule(const ScheduleParams &p, const int64_t *step,
                  const float *baseLr, float *lr, cudaStream_t) {
   cpu::ScheduleParams c{static_cast<cpu::ScheduleKind>(p.kind),
