@@ -11,6 +11,7 @@
 #include "compiler/codegen/EmitCpp.h"
 #include "compiler/codegen/CSyntax.h"
 #include "compiler/codegen/ModelDescription.h"
+#include "compiler/codegen/StepWalk.h"
 
 #include "dialects/tg/IR/TgOps.h"
 
@@ -95,7 +96,8 @@ bool readsSplatAsLiteral(OpOperand &use) {
 /// Ops that print code: timed into io.trace under --profile. Views and
 /// constants take no time.
 bool doesWork(Operation *op) {
-  return !isa<ConstantOp, ReshapeOp, FlattenOp>(op);
+  StepPiece piece = stepPieceOf(op);
+  return piece != StepPiece::Constant && piece != StepPiece::View;
 }
 
 std::string castExpr(StringRef expr, Type to) {
@@ -204,6 +206,7 @@ private:
   LogicalResult readPlan();
   /// The operand whose buffer `v` shares (tg.views), or null.
   Value viewOf(Value v);
+  /// One piece of the step (StepWalk.h), printed.
   LogicalResult emitOp(Operation *op);
   /// emitOp, timed into io.trace under --profile.
   LogicalResult emitTimedOp(Operation &op);
@@ -301,16 +304,10 @@ LogicalResult FunctionEmitter::checkTypes() {
 }
 
 LogicalResult FunctionEmitter::readPlan() {
-  auto arena = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
-  if (!arena)
-    return func.emitError("cpu backend: @")
-           << func.getName() << " has no memory plan (run tg-plan-memory)";
-  arenaBytes_ = arena.getInt();
-  for (Operation &op : func.getBody().front().without_terminator())
-    if (op.getNumResults() > 0 && !isa<ConstantOp>(op) &&
-        !op.hasAttr(TgDialect::kOffsetsAttr))
-      return op.emitError("cpu backend: no arena offsets (tg.offsets): the "
-                          "memory plan is stale; run tg-plan-memory last");
+  FailureOr<int64_t> arena = plannedArenaBytes(func, "cpu backend");
+  if (failed(arena))
+    return failure();
+  arenaBytes_ = *arena;
   return success();
 }
 
@@ -835,16 +832,15 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   if (!where.empty())
     os << " (" << where << ")";
   os << "\n";
-  if (auto constant = dyn_cast<ConstantOp>(op))
-    return emitConstant(constant);
+  StepPiece piece = stepPieceOf(op);
+  if (piece == StepPiece::Constant)
+    return emitConstant(cast<ConstantOp>(op));
   for (Value r : op->getResults())
     declareResult(r);
-  if (isa<ReshapeOp, FlattenOp, OptimizerUpdateOp>(op) &&
-      !isa<OptimizerUpdateOp>(op))
-    return success(); // a view: no code
-
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    return emitKernel(kernel);
+  if (piece == StepPiece::View)
+    return success(); // no code
+  if (piece == StepPiece::Kernel)
+    return emitKernel(cast<KernelOp>(op));
   if (isLoopOp(op)) {
     emitElementwise(op->getResult(0), op->getOperands(),
                     [&](ArrayRef<std::string> a) { return scalarExpr(op, a); });
@@ -1204,8 +1200,10 @@ LogicalResult FunctionEmitter::emit(
   this->bindArgument = bindArgument;
   Block &block = func.getBody().front();
   SmallVector<Operation *> ops;
-  for (Operation &op : block.without_terminator())
-    ops.push_back(&op);
+  (void)walkStep(func, [&](Operation *op, StepPiece) {
+    ops.push_back(op);
+    return success();
+  });
   if (ops.size() > opsPerFunction)
     return emitParts(name, ops, bindResult);
 

@@ -59,14 +59,23 @@ LogicalResult StepEmitter::checkTypes() {
 //===----------------------------------------------------------------------===//
 
 /// tg-fuse's tg.kernel ops, each replaced by its body's ops where it stood:
-/// the launches are built from the recorded groups over one flat block.
+/// the launches are built from the recorded groups over one flat block, in
+/// the order of the step's pieces (StepWalk.h), recorded first.
 LogicalResult StepEmitter::flattenKernels() {
-  Block &block = func.getBody().front();
   DenseMap<Value, Value> replaced; // kernel results -> the values yielded
+  // The pieces of the step as both backends walk it; a kernel by its index
+  // in fusedKernels, since flattening erases it.
   SmallVector<KernelOp> kernels;
-  for (Operation &op : block)
-    if (auto kernel = dyn_cast<KernelOp>(op))
-      kernels.push_back(kernel);
+  (void)walkStep(func, [&](Operation *op, StepPiece piece) {
+    Piece p{op, piece};
+    if (piece == StepPiece::Kernel) {
+      p.op = nullptr;
+      p.kernel = kernels.size();
+      kernels.push_back(cast<KernelOp>(op));
+    }
+    pieces.push_back(p);
+    return success();
+  });
   for (KernelOp kernel : kernels) {
     Block &body = kernel.getBody().front();
     for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
@@ -149,9 +158,6 @@ LogicalResult StepEmitter::gemmLaunch(const FusedKernel &kernel) {
   }
   launch.out = epilogue.back()->getResult(0);
   launch.op = kernel.ops.back();
-  for (Operation *op : kernel.ops)
-    if (op != launch.op)
-      absorbed.insert(op);
   anchored[launch.op] = launch;
   return success();
 }
@@ -179,7 +185,6 @@ LogicalResult StepEmitter::planFusion() {
       launch.crossEntropy = ce;
       launch.crossEntropyGrad = grad;
       launch.covered = kernel.ops;
-      absorbed.insert(ce);
       anchored[grad] = launch;
       break;
     }
@@ -198,27 +203,18 @@ LogicalResult StepEmitter::planFusion() {
                           elementType(mul.getRhs()).isF32();
         gradScaleOf[update] = scaleIsRhs ? mul.getRhs() : mul.getLhs();
         alias[mul.getResult()] = scaleIsRhs ? mul.getLhs() : mul.getRhs();
-        absorbed.insert(mul);
       }
       if (launch.lanes.size() > 1) {
         launch.op = launch.lanes.back();
         launch.covered = kernel.ops;
-        for (OptimizerUpdateOp update : launch.lanes)
-          if (update != launch.op)
-            absorbed.insert(update);
         anchored[launch.op] = launch;
       }
       break;
     }
-    case KernelKind::elementwise: {
-      // One generated kernel computing every output at each index.
-      Operation *last = kernel.ops.back();
-      for (Operation *op : kernel.ops)
-        if (op != last)
-          absorbed.insert(op);
-      elementwiseKernels[last] = &kernel;
+    case KernelKind::elementwise:
+      // One generated kernel computing every output at each index
+      // (kernelLaunch).
       break;
-    }
     case KernelKind::reduction:
       return kernel.ops.front()->emitError(kBackend)
              << ": a reduction kernel; tg-fuse's cuda target forms none (the "
@@ -280,58 +276,64 @@ static bool isElementwise(Operation *op) {
              BroadcastToOp, SinOp, CosOp, IotaOp>(op);
 }
 
+/// The launch of a plain op: a generated kernel for an elementwise op, a
+/// bucket for an all-reduce, a GEMM, else one runtime call.
+Launch StepEmitter::opLaunch(Operation *op) {
+  Launch launch;
+  launch.op = op;
+  launch.covered = {op};
+  if (isElementwise(op)) {
+    launch.kind = LaunchKind::Elementwise;
+    launch.writes = {op->getResult(0)};
+  } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    launch.kind = LaunchKind::Bucket;
+    launch.bucket = bucketOf.lookup(op);
+    Bucket &b = buckets[launch.bucket];
+    for (auto [i, own] : llvm::enumerate(b.inPlace))
+      if (!own) {
+        launch.reads.push_back(reduce.getInputs()[i]);
+        launch.writes.push_back(reduce.getResults()[i]);
+      }
+  } else if (auto mm = dyn_cast<MatmulOp>(op)) {
+    launch.kind = LaunchKind::Gemm;
+    launch.matmul = mm;
+    launch.out = mm.getResult();
+  }
+  return launch;
+}
+
+/// The launch of one of tg-fuse's kernels: planFusion's (a GEMM with its
+/// epilogue, the classifier, a multi-tensor update), else one generated
+/// elementwise kernel, else the single update of an optimizer kernel.
+Launch StepEmitter::kernelLaunch(const FusedKernel &kernel) {
+  for (Operation *op : kernel.ops)
+    if (auto it = anchored.find(op); it != anchored.end())
+      return it->second;
+  if (kernel.kind == KernelKind::elementwise) {
+    Launch launch;
+    launch.kind = LaunchKind::Elementwise;
+    launch.op = kernel.ops.back();
+    launch.covered = kernel.ops;
+    launch.writes = kernel.outputs;
+    return launch;
+  }
+  return opLaunch(kernel.ops.back());
+}
+
 LogicalResult StepEmitter::buildLaunches() {
-  for (Operation *op : ops) {
-    if (isa<ConstantOp>(op))
-      continue;
-    if (auto it = anchored.find(op); it != anchored.end()) {
-      launches.push_back(it->second);
-    } else if (absorbed.contains(op)) {
-      continue;
-    } else if (auto it = elementwiseKernels.find(op);
-               it != elementwiseKernels.end()) {
-      Launch launch;
-      launch.kind = LaunchKind::Elementwise;
-      launch.op = op;
-      launch.covered = it->second->ops;
-      launch.writes = it->second->outputs;
-      launches.push_back(launch);
-    } else if (isView(op)) {
-      continue;
-    } else if (isElementwise(op)) {
-      // A lone elementwise op: a generated kernel of its own.
-      Launch launch;
-      launch.kind = LaunchKind::Elementwise;
-      launch.op = op;
-      launch.covered = {op};
-      launch.writes = {op->getResult(0)};
-      launches.push_back(launch);
-    } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
-      Launch launch;
-      launch.kind = LaunchKind::Bucket;
-      launch.op = op;
-      launch.bucket = bucketOf.lookup(op);
-      launch.covered = {op};
-      Bucket &b = buckets[launch.bucket];
-      for (auto [i, own] : llvm::enumerate(b.inPlace))
-        if (!own) {
-          launch.reads.push_back(reduce.getInputs()[i]);
-          launch.writes.push_back(reduce.getResults()[i]);
-        }
-      launches.push_back(launch);
-    } else if (auto mm = dyn_cast<MatmulOp>(op)) {
-      Launch launch;
-      launch.kind = LaunchKind::Gemm;
-      launch.op = op;
-      launch.matmul = mm;
-      launch.out = mm.getResult();
-      launch.covered = {op};
-      launches.push_back(launch);
-    } else {
-      Launch launch;
-      launch.op = op;
-      launch.covered = {op};
-      launches.push_back(launch);
+  // StepWalk's pieces, in schedule order (recorded before flattening).
+  for (const Piece &p : pieces) {
+    switch (p.piece) {
+    case StepPiece::Constant:
+    case StepPiece::View:
+      break;
+    case StepPiece::Kernel:
+      launches.push_back(kernelLaunch(fusedKernels[p.kernel]));
+      break;
+    case StepPiece::Collective:
+    case StepPiece::Op:
+      launches.push_back(opLaunch(p.op));
+      break;
     }
   }
 

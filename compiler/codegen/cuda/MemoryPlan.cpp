@@ -18,13 +18,10 @@ using namespace mlir::tg;
 using namespace mlir::tg::cuda_emit;
 
 LogicalResult StepEmitter::readPlan() {
-  auto arenaBytes =
-      func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
-  if (!arenaBytes)
-    return func.emitError(kBackend)
-           << ": @" << func.getName()
-           << " has no memory plan (run tg-plan-memory)";
-  plannedBytes = arenaBytes.getInt();
+  FailureOr<int64_t> arenaBytes = plannedArenaBytes(func, kBackend);
+  if (failed(arenaBytes))
+    return failure();
+  plannedBytes = *arenaBytes;
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (auto span =
             op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kScratchAttr))
@@ -32,10 +29,6 @@ LogicalResult StepEmitter::readPlan() {
     if (op.getNumResults() == 0 || isa<ConstantOp>(op))
       continue;
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
-    if (!offsets)
-      return op.emitError(kBackend)
-             << ": " << describeOp(&op)
-             << " has no arena offsets (tg.offsets); run tg-plan-memory last";
     auto views = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kViewsAttr);
     for (OpResult r : op.getResults()) {
       unsigned n = r.getResultNumber();

@@ -20,6 +20,7 @@
 #include "compiler/codegen/CSyntax.h"
 #include "compiler/codegen/EmitCuda.h"
 #include "compiler/codegen/ModelDescription.h"
+#include "compiler/codegen/StepWalk.h"
 
 #include "dialects/tg/IR/TgOps.h"
 
@@ -244,6 +245,8 @@ private:
   LogicalResult gemmLaunch(const FusedKernel &kernel);
   LogicalResult planFusion();
   LogicalResult buildLaunches();
+  Launch opLaunch(Operation *op);
+  Launch kernelLaunch(const FusedKernel &kernel);
   void countFlops();
   void countTraffic();
   // Streams.cpp: where the compute stream waits for each bucket.
@@ -294,14 +297,10 @@ private:
   DenseMap<Operation *, int64_t> opIndex;
   /// Views and in-place results: the value whose buffer a value uses.
   DenseMap<Value, Value> alias;
-  /// Ops with no launch of their own (covered by another op's launch).
-  llvm::SmallPtrSet<Operation *, 16> absorbed;
   /// Launches by the op whose position they take.
   DenseMap<Operation *, Launch> anchored;
   /// tg-fuse's kernels, flattened (flattenKernels).
   std::vector<FusedKernel> fusedKernels;
-  /// Elementwise kernels by their last op.
-  DenseMap<Operation *, const FusedKernel *> elementwiseKernels;
   /// The multiply folded into an optimizer update: its scale operand.
   DenseMap<Operation *, Value> gradScaleOf;
   /// tg.attention_grad -> the tg.attention on the same q, k, v that keeps
@@ -310,6 +309,14 @@ private:
   /// Constants read through memory (not as literals).
   llvm::SetVector<Value> materialized;
 
+  /// The step's pieces (StepWalk.h) in schedule order; a kernel by its
+  /// index in fusedKernels.
+  struct Piece {
+    Operation *op;
+    StepPiece piece;
+    int kernel = -1;
+  };
+  std::vector<Piece> pieces;
   std::vector<Launch> launches; ///< in schedule order
   /// One per tg.all_reduce, in op order.
   std::vector<Bucket> buckets;

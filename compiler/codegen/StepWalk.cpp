@@ -1,0 +1,45 @@
+//===- StepWalk.cpp - The walk both emitters print a step by --------------===//
+
+#include "compiler/codegen/StepWalk.h"
+
+#include "dialects/tg/IR/TgOps.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+StepPiece mlir::tg::stepPieceOf(Operation *op) {
+  if (isa<ConstantOp>(op))
+    return StepPiece::Constant;
+  if (isa<ReshapeOp, FlattenOp>(op))
+    return StepPiece::View;
+  if (isa<KernelOp>(op))
+    return StepPiece::Kernel;
+  if (isa<AllReduceOp>(op))
+    return StepPiece::Collective;
+  return StepPiece::Op;
+}
+
+FailureOr<int64_t> mlir::tg::plannedArenaBytes(func::FuncOp func,
+                                               StringRef backend) {
+  auto arena = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+  if (!arena)
+    return func.emitError(backend)
+           << ": @" << func.getName()
+           << " has no memory plan (run tg-plan-memory)";
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (op.getNumResults() > 0 && !isa<ConstantOp>(op) &&
+        !op.hasAttr(TgDialect::kOffsetsAttr))
+      return op.emitError(backend)
+             << ": no arena offsets (tg.offsets): the memory plan is stale; "
+                "run tg-plan-memory last";
+  return arena.getInt();
+}
+
+LogicalResult mlir::tg::walkStep(
+    func::FuncOp func,
+    llvm::function_ref<LogicalResult(Operation *, StepPiece)> visit) {
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (failed(visit(&op, stepPieceOf(&op))))
+      return failure();
+  return success();
+}
