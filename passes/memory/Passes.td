@@ -30,8 +30,10 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
     CUDA backend's flash attention does.
 
     Placement is best fit over a list of free blocks that merge as they are
-    given back, so the peak stays near the lower bound: the largest number
-    of bytes live at once, which no placement can beat.
+    given back, and, for steps of up to 1024 buffers, greedy placements in
+    four orders (largest, biggest area, longest-lived, last to die first);
+    the smallest peak wins, and it stays near the lower bound: the largest
+    number of bytes live at once, which no placement can beat.
 
     The plan is in the IR: on each op `tg.offsets` (per result, the arena
     offset, or -1 for a view or a constant) and, where a result views an

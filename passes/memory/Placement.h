@@ -22,8 +22,9 @@ struct ArenaPlacement {
 /// by `def`, their sizes already aligned (offsets stay multiples of the
 /// alignment).
 ArenaPlacement placeInOrder(ArrayRef<Buffer> buffers, size_t numPositions);
-/// Largest first, each at the lowest offset where it fits among the
-/// placed buffers whose lives overlap its own.
+/// Greedily in four orders (largest, biggest area, longest-lived, last to
+/// die first), each buffer in the smallest gap that holds it among the
+/// placed buffers whose lives overlap its own; the tightest of the four.
 ArenaPlacement placeBySize(ArrayRef<Buffer> buffers);
 /// The smaller peak of the two (by size only up to a thousand buffers: it
 /// is quadratic). Buffers whose lives overlap never share a byte, and a
