@@ -7,6 +7,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -110,6 +111,12 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createInferenceForwardPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+  }
+  if (from < Phase::Fusion && to >= Phase::Fusion && options.remat != "none") {
+    // Before tg-fuse: the copies it makes are fused where they stand.
+    RematPassOptions opt;
+    opt.policy = options.remat;
+    pm.addNestedPass<func::FuncOp>(createRematPass(opt));
   }
   if (from < Phase::Fusion && to >= Phase::Fusion) {
     // After tg-optimizer and its clean-up: groups the ops of @train_step,

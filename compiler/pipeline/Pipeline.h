@@ -73,6 +73,8 @@ struct PipelineOptions {
   /// tg-fuse's rules: "none", "elementwise" or "all" (for a target that
   /// prints kernels).
   std::string fusion = "all";
+  /// tg-remat's policy: "none" or "selective".
+  std::string remat = "none";
   /// tg-schedule: an all-reduce bucket closes at this many bytes.
   int64_t bucketBytes = 25ll << 20;
   TargetOptions target = cpuTarget();

@@ -12,6 +12,7 @@
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,6 +27,7 @@ int main(int argc, char **argv) {
   mlir::tg::registerMemoryPasses();
   mlir::tg::registerOptimizerPasses();
   mlir::tg::registerPrecisionPasses();
+  mlir::tg::registerRematPasses();
   mlir::tg::registerSchedulePasses();
   mlir::tg::registerTrainingPipeline();
   mlir::DialectRegistry registry;

@@ -100,6 +100,13 @@ cl::opt<std::string> fusionRules(
              "far as the target's backend prints them (tg-fuse's target: "
              "cpu, or cuda with --target=cuda and --emit=cuda)"),
     cl::init("all"), cl::value_desc("rules"), cl::cat(tgcCategory));
+cl::opt<std::string> rematPolicy(
+    "remat",
+    cl::desc("tg-remat: none (default) or selective (recompute cheap "
+             "forward values, GELU and layer norm outputs, where the "
+             "backward reads them, when that keeps nothing else alive "
+             "longer)"),
+    cl::init("none"), cl::value_desc("policy"), cl::cat(tgcCategory));
 cl::opt<std::string> target(
     "target",
     cl::desc("Where the step runs: cpu (default; C++ with OpenMP and "
@@ -336,6 +343,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       fusionRules != "all")
     return fail("unknown --fusion '" + fusionRules +
                 "'; expected none, elementwise or all");
+  if (rematPolicy != "none" && rematPolicy != "selective")
+    return fail("unknown --remat '" + rematPolicy +
+                "'; expected none or selective");
   // The target: --emit=cuda implies cuda.
   std::string where = target.empty()
                           ? (emit == EmitKind::Cuda ? "cuda" : "cpu")
@@ -438,6 +448,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.precision = policy;
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.fusion = fusionRules;
+    options.remat = rematPolicy;
     options.target = cuda ? cudaTarget() : cpuTarget();
     buildTrainingPipeline(pm, options, from, std::min(last, kLastIRPhase));
     if (failed(pm.run(*module)))
