@@ -116,7 +116,7 @@ LogicalResult StepEmitter::flattenKernels() {
 
 /// The cuBLASLt epilogue of a gemm kernel (tg-fuse's cuda rules): a bias
 /// add, a tanh GELU, both, or a tanh GELU gradient after the matmul.
-LogicalResult StepEmitter::gemmLaunch(const FusedKernel &kernel) {
+LogicalResult StepEmitter::gemmLaunch(FusedKernel &kernel) {
   auto mm = cast<MatmulOp>(kernel.ops.front());
   Launch launch;
   launch.kind = LaunchKind::Gemm;
@@ -158,18 +158,16 @@ LogicalResult StepEmitter::gemmLaunch(const FusedKernel &kernel) {
   }
   launch.out = epilogue.back()->getResult(0);
   launch.op = kernel.ops.back();
-  anchored[launch.op] = launch;
+  kernel.launch = launch;
   return success();
 }
 
 LogicalResult StepEmitter::planFusion() {
   Block &block = func.getBody().front();
-  for (Operation &op : block.without_terminator()) {
-    opIndex[&op] = ops.size();
+  for (Operation &op : block.without_terminator())
     ops.push_back(&op);
-  }
 
-  for (const FusedKernel &kernel : fusedKernels) {
+  for (FusedKernel &kernel : fusedKernels) {
     switch (kernel.kind) {
     case KernelKind::gemm:
       if (failed(gemmLaunch(kernel)))
@@ -185,7 +183,7 @@ LogicalResult StepEmitter::planFusion() {
       launch.crossEntropy = ce;
       launch.crossEntropyGrad = grad;
       launch.covered = kernel.ops;
-      anchored[grad] = launch;
+      kernel.launch = launch;
       break;
     }
     case KernelKind::optimizer: {
@@ -207,7 +205,7 @@ LogicalResult StepEmitter::planFusion() {
       if (launch.lanes.size() > 1) {
         launch.op = launch.lanes.back();
         launch.covered = kernel.ops;
-        anchored[launch.op] = launch;
+        kernel.launch = launch;
       }
       break;
     }
@@ -306,9 +304,8 @@ Launch StepEmitter::opLaunch(Operation *op) {
 /// epilogue, the classifier, a multi-tensor update), else one generated
 /// elementwise kernel, else the single update of an optimizer kernel.
 Launch StepEmitter::kernelLaunch(const FusedKernel &kernel) {
-  for (Operation *op : kernel.ops)
-    if (auto it = anchored.find(op); it != anchored.end())
-      return it->second;
+  if (kernel.launch)
+    return *kernel.launch;
   if (kernel.kind == KernelKind::elementwise) {
     Launch launch;
     launch.kind = LaunchKind::Elementwise;

@@ -190,6 +190,9 @@ struct FusedKernel {
   KernelKind kind;
   SmallVector<Operation *> ops;
   SmallVector<Value> outputs;
+  /// Its launch where planFusion builds one (a GEMM with its epilogue, the
+  /// classifier, a multi-tensor update); else kernelLaunch derives it.
+  std::optional<Launch> launch;
 };
 
 /// One tg.all_reduce: its inputs travel in one buffer, tg-plan-memory's
@@ -242,7 +245,7 @@ private:
   // LaunchPlan.cpp: which ops share a launch, and the launches in op order.
   LogicalResult checkTypes();
   LogicalResult flattenKernels();
-  LogicalResult gemmLaunch(const FusedKernel &kernel);
+  LogicalResult gemmLaunch(FusedKernel &kernel);
   LogicalResult planFusion();
   LogicalResult buildLaunches();
   Launch opLaunch(Operation *op);
@@ -294,11 +297,8 @@ private:
   llvm::function_ref<std::string(unsigned)> bindArgument;
 
   SmallVector<Operation *> ops;
-  DenseMap<Operation *, int64_t> opIndex;
   /// Views and in-place results: the value whose buffer a value uses.
   DenseMap<Value, Value> alias;
-  /// Launches by the op whose position they take.
-  DenseMap<Operation *, Launch> anchored;
   /// tg-fuse's kernels, flattened (flattenKernels).
   std::vector<FusedKernel> fusedKernels;
   /// The multiply folded into an optimizer update: its scale operand.
