@@ -55,6 +55,12 @@ if python_with("torch"):
     config.substitutions.append(("%torch_python", python_with("torch")))
 else:
     lit_config.note("torch is not importable: tests that REQUIRE torch are skipped")
+# COIN-OR CBC, tg-remat's exact solver (scripts/setup.sh installs it).
+if shutil.which("cbc"):
+    config.available_features.add("cbc")
+else:
+    lit_config.note("no cbc: tests that REQUIRE cbc (tg-remat's exact solver) are skipped")
+
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
     # Loopback only, more ranks than cores, and root where CI runs as root.

@@ -21,9 +21,7 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-namespace {
-
-std::string formatBytes(int64_t bytes) {
+std::string mlir::tg::formatBytes(int64_t bytes) {
   double b = (double)bytes;
   if (b >= 1e9)
     return llvm::formatv("{0:f2} GB", b / 1e9).str();
@@ -33,6 +31,8 @@ std::string formatBytes(int64_t bytes) {
     return llvm::formatv("{0:f1} kB", b / 1e3).str();
   return llvm::formatv("{0} B", bytes).str();
 }
+
+namespace {
 
 int64_t tensorBytes(Type type) {
   auto t = cast<RankedTensorType>(type);
@@ -66,6 +66,57 @@ DenseSet<Value> gradientRoots(func::FuncOp func, const StepLiveness &live) {
           work.push_back(in);
   }
   return roots;
+}
+
+/// tg-remat's record: what the backward is given, at what cost.
+void printRemat(DictionaryAttr remat, int64_t peak, llvm::raw_ostream &os) {
+  auto integer = [&](StringRef key) {
+    auto v = remat.getAs<IntegerAttr>(key);
+    return v ? v.getInt() : -1;
+  };
+  auto real = [&](StringRef key) {
+    auto v = remat.getAs<FloatAttr>(key);
+    return v ? v.getValueAsDouble() : 0.0;
+  };
+  auto text = [&](StringRef key) {
+    auto v = remat.getAs<StringAttr>(key);
+    return v ? v.getValue() : StringRef();
+  };
+  int64_t before = integer("kept_bytes_before"), kept = integer("kept_bytes");
+  os << llvm::formatv("  remat: policy {0}", text("policy"));
+  if (!text("solver").empty())
+    os << ", solver " << text("solver");
+  os << "\n";
+  if (integer("memory_budget") > 0)
+    os << llvm::formatv("    memory budget {0}: activation budget {1} "
+                        "chosen in {2} compiles\n",
+                        formatBytes(integer("memory_budget")),
+                        formatBytes(integer("activation_budget")),
+                        integer("tries"));
+  os << llvm::formatv("    activations kept for the backward {0}, {1} "
+                      "without recomputation ({2:f2}x less)\n",
+                      formatBytes(kept), formatBytes(before),
+                      kept > 0 ? (double)before / kept : 0.0);
+  if (integer("peak_before") >= 0)
+    os << llvm::formatv("    peak {0}, {1} without recomputation\n",
+                        formatBytes(peak), formatBytes(integer("peak_before")));
+  double added = real("added_flops"), step = real("step_flops");
+  os << llvm::formatv("    FLOPs added {0:e3}, {1:f2}% of the step's {2:e3}; "
+                      "solved in {3:f3} s\n",
+                      added, step > 0 ? 100 * added / step : 0.0, step,
+                      real("solve_seconds"));
+  auto names = remat.getAs<ArrayAttr>("recomputed");
+  os << llvm::formatv("    recomputed: {0} ops", integer("recomputed_ops"));
+  if (names && !names.empty()) {
+    os << " (";
+    constexpr size_t kShown = 12;
+    for (size_t i = 0; i < std::min(kShown, names.size()); ++i)
+      os << (i ? ", " : "") << cast<StringAttr>(names[i]).getValue();
+    if (names.size() > kShown)
+      os << ", and " << names.size() - kShown << " more";
+    os << ")";
+  }
+  os << "\n";
 }
 
 } // namespace
@@ -135,23 +186,58 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
                           "communication buffers", formatBytes(bucketBytes));
     os << llvm::formatv("  {0,-28} {1,12}  (in the arena, same instant)\n",
                         "activations and temporaries", formatBytes(otherBytes));
+    if (auto remat = func->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr))
+      printRemat(remat, peak, os);
   }
   return success();
 }
 
-LogicalResult mlir::tg::writeMemoryPlot(ModuleOp module,
-                                        llvm::raw_ostream &os) {
-  auto func = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!func)
-    return module.emitError("--report-plot: the module has no @train_step");
-  auto arena = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
-  if (!arena)
-    return func.emitError("--report-plot: @train_step has no memory plan "
-                          "(run tg-plan-memory)");
-  StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
+LogicalResult
+mlir::tg::writeMemoryPlot(ModuleOp module,
+                          ArrayRef<std::pair<std::string, ModuleOp>> others,
+                          llvm::raw_ostream &os) {
+  // Each module's @train_step: its live bytes over its ops.
+  struct Curve {
+    std::string label;
+    SmallVector<int64_t> live;
+    int64_t arena;
+  };
+  SmallVector<Curve> curves;
+  StepLiveness live;
+  IntegerAttr arena;
+  SmallVector<std::pair<std::string, ModuleOp>> all{{"", module}};
+  all.append(others.begin(), others.end());
+  for (auto [label, m] : all) {
+    auto func = m.lookupSymbol<func::FuncOp>("train_step");
+    if (!func)
+      return m.emitError("--report-plot: the module has no @train_step");
+    auto planned = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+    if (!planned)
+      return func.emitError("--report-plot: @train_step has no memory plan "
+                            "(run tg-plan-memory)");
+    StepLiveness l = StepLiveness::analyze(func, MemoryRules::of(func));
+    std::string name = label;
+    if (name.empty()) {
+      auto remat = func->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr);
+      auto policy = remat ? remat.getAs<StringAttr>("policy") : StringAttr();
+      name = "remat " + (policy ? policy.getValue().str() : "none");
+    }
+    curves.push_back(
+        {name + ": peak " + formatBytes(planned.getInt()),
+         SmallVector<int64_t>(l.liveBytes.begin(), l.liveBytes.end()),
+         planned.getInt()});
+    if (m == module) {
+      live = std::move(l);
+      arena = planned;
+    }
+  }
   const double width = 900, height = 360, left = 90, right = 20, top = 40,
                bottom = 50;
-  double maxBytes = std::max<double>(arena.getInt(), 1);
+  double maxBytes = 1;
+  for (const Curve &c : curves)
+    maxBytes = std::max<double>(maxBytes, c.arena);
+  // Each curve spans the width: steps with more ops (the copies) are
+  // drawn over the same span, from the first op to the last.
   size_t n = std::max<size_t>(live.liveBytes.size(), 2);
   auto x = [&](size_t i) {
     return left + (width - left - right) * (double)i / (double)(n - 1);
@@ -181,17 +267,35 @@ LogicalResult mlir::tg::writeMemoryPlot(ModuleOp module,
                         "</text>\n",
                         left - 6, y(bytes) + 4, formatBytes((int64_t)bytes));
   }
-  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">op "
-                      "(0 to {2}, in order)</text>\n",
-                      (left + width - right) / 2, height - 15, n - 1);
-  // The live bytes, as steps.
-  os << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" "
-        "points=\"";
-  for (size_t i = 0; i < live.liveBytes.size(); ++i)
-    os << llvm::formatv("{0:f1},{1:f1} {2:f1},{1:f1} ", x(i),
-                        y(live.liveBytes[i]),
-                        x(std::min(i + 1, n - 1)));
-  os << "\"/>\n";
+  os << llvm::formatv(
+      "<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
+      "{2}</text>\n",
+      (left + width - right) / 2, height - 15,
+      curves.size() == 1 ? llvm::formatv("op (0 to {0}, in order)", n - 1).str()
+                         : std::string("progress through the step (each "
+                                       "curve over its own ops)"));
+  // The live bytes, as steps, one curve per module; a legend for several.
+  static const char *colors[] = {"#1f77b4", "#ff7f0e", "#9467bd",
+                                 "#8c564b", "#e377c2", "#17becf"};
+  for (auto [c, curve] : llvm::enumerate(curves)) {
+    const char *color = colors[c % 6];
+    size_t m = std::max<size_t>(curve.live.size(), 2);
+    auto cx = [&](size_t i) {
+      return left + (width - left - right) * (double)i / (double)(m - 1);
+    };
+    os << llvm::formatv("<polyline fill=\"none\" stroke=\"{0}\" "
+                        "stroke-width=\"1.5\" points=\"",
+                        color);
+    for (size_t i = 0; i < curve.live.size(); ++i)
+      os << llvm::formatv("{0:f1},{1:f1} {2:f1},{1:f1} ", cx(i),
+                          y(curve.live[i]), cx(std::min(i + 1, m - 1)));
+    os << "\"/>\n";
+    if (curves.size() > 1)
+      os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" fill=\"{2}\">{3}"
+                          "</text>\n",
+                          left + 10, top + 14 + 15 * c, color, curve.label);
+  }
+  (void)x;
   // The peak's label above its line, the bound's below its own.
   auto level = [&](double bytes, StringRef color, StringRef label,
                    double labelShift) {

@@ -116,6 +116,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // Before tg-fuse: the copies it makes are fused where they stand.
     RematPassOptions opt;
     opt.policy = options.remat;
+    opt.activationBudget = options.activationBudget;
+    opt.solver = options.rematSolver;
     pm.addNestedPass<func::FuncOp>(createRematPass(opt));
   }
   if (from < Phase::Fusion && to >= Phase::Fusion) {

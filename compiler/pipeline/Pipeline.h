@@ -9,6 +9,7 @@
 #ifndef TGC_COMPILER_PIPELINE_PIPELINE_H
 #define TGC_COMPILER_PIPELINE_PIPELINE_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -73,8 +74,17 @@ struct PipelineOptions {
   /// tg-fuse's rules: "none", "elementwise" or "all" (for a target that
   /// prints kernels).
   std::string fusion = "all";
-  /// tg-remat's policy: "none" or "selective".
+  /// tg-remat's policy: "none", "selective", "full" or "auto".
   std::string remat = "none";
+  /// remat "auto": tg-remat's budget of bytes kept for the backward, as
+  /// given (-1: none), or searched by runTrainingPipeline for
+  /// `memoryBudget`.
+  int64_t activationBudget = -1;
+  /// remat "auto": the planned peak of @train_step must fit this many
+  /// bytes (0: no budget).
+  int64_t memoryBudget = 0;
+  /// tg-remat's solver: "auto", "exact" or "min-cut".
+  std::string rematSolver = "auto";
   /// tg-schedule: an all-reduce bucket closes at this many bytes.
   int64_t bucketBytes = 25ll << 20;
   TargetOptions target = cpuTarget();
@@ -87,6 +97,20 @@ constexpr Phase kLastIRPhase = Phase::Memory;
 /// between Import and Memory).
 void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
                            Phase from, Phase to);
+
+/// Runs the passes from after `from` to after `to` on `module`, each pass
+/// manager set up by `configure` (command-line options, timing). With remat
+/// "auto" and a memory budget, tg-remat's activation budget is searched:
+/// each try compiles a copy through tg-plan-memory and reads the planned
+/// peak of @train_step; the largest activation budget whose peak fits is
+/// kept (so the fewest FLOPs are added), and @train_step's `tg.remat`
+/// gains memory_budget, peak_before (nothing recomputed) and tries. Fails with
+/// a diagnostic that states the smallest peak when even keeping nothing
+/// for the backward does not fit.
+LogicalResult
+runTrainingPipeline(ModuleOp module, const PipelineOptions &options, Phase from,
+                    Phase to,
+                    llvm::function_ref<LogicalResult(PassManager &)> configure);
 
 /// Registers `tgc-training` with tg-opt: import -> memory in one go.
 void registerTrainingPipeline();

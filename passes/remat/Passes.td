@@ -15,21 +15,47 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
 
     The forward pass is everything up to the last op whose result the
     function returns as a model output (`tg.output`) or as the loss
-    (`tg.metric = "loss"`); the rest is the backward. Policies (`remat`):
+    (`tg.metric = "loss"`); the rest is the backward. A copy stands right
+    before the first backward op that reads it (or reads a copy that needs
+    it); every backward reader of the value reads the copy, so the
+    forward's result dies after its last forward reader. Policies
+    (`remat`):
     - `none` (the default): nothing changes.
     - `selective`, as Megatron-LM's selective recomputation: a cheap op
       whose large result the backward reads (an elementwise op such as the
-      GELU, or `tg.layer_norm`) is computed again right before its first
-      backward reader, which, with every later backward reader, reads the
-      copy; the forward's result then dies after its last forward reader.
-      Only where recomputing keeps no other value alive longer: each
-      operand is an argument, a constant, or read again at or after the
-      copy anyway (the GELU's input is, by the GELU gradient; the layer
-      norm's input is, by its gradient). Random ops are not recomputed.
+      GELU, `tg.layer_norm`, `tg.dropout`) runs again, where that keeps no
+      other value alive longer: each operand is an argument, a constant,
+      or read again at or after the copy anyway (the GELU's input is, by
+      the GELU gradient; the layer norm's input is, by its gradient).
+    - `full`, as Megatron-LM's full recomputation: each layer keeps only
+      its input; everything a layer computes that the backward reads runs
+      again. Layers are the model file's node names up to their first
+      numeric component (`h.0` for `h.0.attn.q`); ops outside layers keep
+      their results.
+    - `auto`: the least added FLOPs that keeps at most `activation-budget`
+      bytes from the forward to the backward (tgc's `--memory-budget`
+      searches this budget until the planned peak fits). The problem: each
+      value the backward reads is kept or computed again, each op run
+      again needs its operands, kept or run again in turn; an op runs
+      again at most once; what leaves a layer is kept, so each layer's
+      choice is its own (and what a layer recomputes lives only through
+      its backward). `solver`: `exact` solves it as an integer program
+      with COIN-OR CBC (the `cbc` program): each distinct layer's frontier
+      (the least FLOPs for each number of bytes kept) once, the layers'
+      frontiers then combined for the budget; `min-cut` finds, for a price
+      per kept byte, the optimum as a minimum cut, each distinct layer's
+      frontier as the choices of all prices, combines them the same way,
+      then improves the choice by local moves; `auto` (the default) runs
+      CBC on a graph without layers of at most 1000 forward ops when `cbc`
+      is installed, the min-cut otherwise.
 
-    Recomputation repeats the same arithmetic on the same inputs, so the
-    step computes the same values, bit for bit. `tgc --report=memory`
-    shows the peak that results.
+    FLOPs are tg::flopCount's (2*M*N*K per matmul, attention exactly,
+    elementwise ops one per element). Recomputation repeats the same
+    arithmetic on the same inputs (a dropout mask is a function of seed,
+    step and element), so the step computes the same values, bit for bit.
+    The function gets a `tg.remat` dictionary: policy, solver, bytes kept
+    before and after, FLOPs added and of the whole step, solve time and the
+    ops recomputed, which `tgc --report=memory` prints.
 
     ```mlir
     // Before
@@ -52,7 +78,13 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [
     Option<"policy", "remat", "std::string", "\"none\"",
-           "What to recompute: none or selective">,
+           "What to recompute: none, selective, full or auto">,
+    Option<"activationBudget", "activation-budget", "int64_t", "-1",
+           "remat=auto: at most this many bytes kept from the forward for "
+           "the backward">,
+    Option<"solver", "solver", "std::string", "\"auto\"",
+           "remat=auto: exact (CBC), min-cut, or auto (CBC for a small "
+           "graph without layers when installed, else min-cut)">,
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed-ops",

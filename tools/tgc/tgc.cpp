@@ -29,6 +29,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -102,11 +103,23 @@ cl::opt<std::string> fusionRules(
     cl::init("all"), cl::value_desc("rules"), cl::cat(tgcCategory));
 cl::opt<std::string> rematPolicy(
     "remat",
-    cl::desc("tg-remat: none (default) or selective (recompute cheap "
-             "forward values, GELU and layer norm outputs, where the "
-             "backward reads them, when that keeps nothing else alive "
-             "longer)"),
+    cl::desc("tg-remat: none (default); selective (recompute cheap forward "
+             "values, GELU, layer norm and dropout outputs, where that keeps "
+             "nothing else alive longer); full (each layer keeps only its "
+             "input); auto (the fewest added FLOPs under --memory-budget)"),
     cl::init("none"), cl::value_desc("policy"), cl::cat(tgcCategory));
+cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("The planned peak of the step must fit this (bytes, or with a "
+             "unit: 12GB, 10GiB, 512MiB); implies --remat=auto. Default: "
+             "the training table's memory_budget"),
+    cl::value_desc("size"), cl::cat(tgcCategory));
+cl::opt<std::string> rematSolver(
+    "remat-solver",
+    cl::desc("--remat=auto: exact (CBC), min-cut, or auto (default: CBC "
+             "for a graph without layers of up to 1000 forward ops when cbc "
+             "is installed, else min-cut)"),
+    cl::init("auto"), cl::value_desc("solver"), cl::cat(tgcCategory));
 cl::opt<std::string> target(
     "target",
     cl::desc("Where the step runs: cpu (default; C++ with OpenMP and "
@@ -195,6 +208,41 @@ Phase phaseOf(ModuleOp module) {
 }
 
 /// The model's training-table precision ("" when it has none).
+/// An integer of the training table, 0 when absent.
+int64_t tableInteger(ModuleOp module, StringRef key) {
+  auto table = module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
+  auto value = table ? table.getAs<IntegerAttr>(key) : IntegerAttr();
+  return value ? value.getInt() : 0;
+}
+
+/// "12GB" (10^9), "10GiB" (2^30), "512MiB", "800000" (bytes); none when it
+/// is not such a size.
+std::optional<int64_t> parseSize(StringRef text) {
+  text = text.trim();
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (llvm::isDigit(text[digits]) || text[digits] == '.'))
+    ++digits;
+  double number;
+  if (digits == 0 || text.take_front(digits).getAsDouble(number))
+    return std::nullopt;
+  StringRef unit = text.drop_front(digits).trim();
+  double scale = llvm::StringSwitch<double>(unit.lower())
+                     .Cases({"", "b"}, 1)
+                     .Cases({"k", "kb"}, 1e3)
+                     .Cases({"m", "mb"}, 1e6)
+                     .Cases({"g", "gb"}, 1e9)
+                     .Cases({"t", "tb"}, 1e12)
+                     .Case("kib", 1024.0)
+                     .Case("mib", 1048576.0)
+                     .Case("gib", 1073741824.0)
+                     .Case("tib", 1099511627776.0)
+                     .Default(0);
+  if (scale == 0 || number * scale > 9e18)
+    return std::nullopt;
+  return (int64_t)(number * scale);
+}
+
 std::string tablePrecision(ModuleOp module) {
   auto table = module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
   auto value = table ? table.getAs<StringAttr>("precision") : StringAttr();
@@ -343,9 +391,25 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       fusionRules != "all")
     return fail("unknown --fusion '" + fusionRules +
                 "'; expected none, elementwise or all");
-  if (rematPolicy != "none" && rematPolicy != "selective")
+  if (!llvm::is_contained({"none", "selective", "full", "auto"},
+                          rematPolicy.getValue()))
     return fail("unknown --remat '" + rematPolicy +
-                "'; expected none or selective");
+                "'; expected none, selective, full or auto");
+  if (!llvm::is_contained({"auto", "exact", "min-cut"}, rematSolver.getValue()))
+    return fail("unknown --remat-solver '" + rematSolver +
+                "'; expected auto, exact or min-cut");
+  std::optional<int64_t> budgetFlag;
+  if (!memoryBudget.empty()) {
+    budgetFlag = parseSize(memoryBudget);
+    if (!budgetFlag || *budgetFlag <= 0)
+      return fail("--memory-budget takes a positive size such as 12GB, "
+                  "10GiB or 8000000000, got '" +
+                  memoryBudget + "'");
+    if (rematPolicy.getNumOccurrences() && rematPolicy != "auto")
+      return fail("--memory-budget chooses what to recompute: it needs "
+                  "--remat=auto, not --remat=" +
+                  rematPolicy);
+  }
   // The target: --emit=cuda implies cuda.
   std::string where = target.empty()
                           ? (emit == EmitKind::Cuda ? "cuda" : "cpu")
@@ -429,13 +493,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return fail(inputFile + " was compiled for precision '" +
                   applied.getValue() + "', not --precision=" + precision);
 
-  // The passes.
+  // The passes; for the report, the step under other remat policies.
+  SmallVector<std::pair<std::string, OwningOpRef<ModuleOp>>> others;
   if (std::min(last, kLastIRPhase) > from) {
-    PassManager pm(&context);
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
     TimingScope passTiming = rootTiming.nest("passes");
-    pm.enableTiming(passTiming);
     PipelineOptions options;
     options.optimizer = optimizer;
     options.schedule = schedule;
@@ -449,18 +510,70 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.fusion = fusionRules;
     options.remat = rematPolicy;
+    options.rematSolver = rematSolver;
+    // The budget: the flag, else the training table's.
+    int64_t table = tableInteger(*module, "memory_budget");
+    options.memoryBudget = budgetFlag ? *budgetFlag : table;
+    if (options.memoryBudget > 0 && !rematPolicy.getNumOccurrences())
+      options.remat = "auto";
+    if (options.remat == "auto" && options.memoryBudget <= 0)
+      return fail("--remat=auto needs --memory-budget (or the training "
+                  "table's memory_budget)");
     options.target = cuda ? cudaTarget() : cpuTarget();
-    buildTrainingPipeline(pm, options, from, std::min(last, kLastIRPhase));
-    if (failed(pm.run(*module)))
+    Phase to = std::min(last, kLastIRPhase);
+    auto configure = [&](PassManager &pm) {
+      if (failed(applyPassManagerCLOptions(pm)))
+        return failure();
+      pm.enableTiming(passTiming);
+      return success();
+    };
+    // The report compares with other remat policies: the module as it
+    // comes, for them.
+    OwningOpRef<ModuleOp> pristine;
+    if (!report.empty() && (options.remat != "none" || !reportPlot.empty()))
+      pristine = module->clone();
+    if (failed(runTrainingPipeline(*module, options, from, to, configure)))
       return failure();
+    if (pristine) {
+      for (StringRef policy : {"none", "selective", "full"}) {
+        if (policy == options.remat || (policy != "none" && reportPlot.empty()))
+          continue;
+        OwningOpRef<ModuleOp> other = pristine->clone();
+        PipelineOptions o = options;
+        o.remat = policy.str();
+        o.memoryBudget = 0;
+        if (failed(runTrainingPipeline(*other, o, from, to, configure)))
+          return failure();
+        others.push_back({("remat " + policy).str(), std::move(other)});
+      }
+      // The peak without recomputation, for the remat view.
+      auto step = module->lookupSymbol<func::FuncOp>("train_step");
+      auto remat =
+          step ? step->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr)
+               : DictionaryAttr();
+      auto none =
+          others.empty()
+              ? nullptr
+              : others.front().second->lookupSymbol<func::FuncOp>("train_step");
+      if (remat && none && !remat.get("peak_before"))
+        if (auto peak =
+                none->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr)) {
+          NamedAttrList info(remat);
+          info.set("peak_before", peak);
+          step->setAttr(TgDialect::kRematAttr, info.getDictionary(&context));
+        }
+    }
   }
   if (!report.empty()) {
     if (failed(printMemoryReport(*module, llvm::outs())))
       return failure();
     if (reportPlot.empty())
       return success();
+    SmallVector<std::pair<std::string, ModuleOp>> curves;
+    for (auto &[label, other] : others)
+      curves.push_back({label, *other});
     return writeText(reportPlot, [&](llvm::raw_ostream &os) {
-      return writeMemoryPlot(*module, os);
+      return writeMemoryPlot(*module, curves, os);
     });
   }
   (*module)->setAttr(TgDialect::kPhaseAttr,

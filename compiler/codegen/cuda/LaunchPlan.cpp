@@ -418,24 +418,10 @@ void StepEmitter::countFlops() {
   int64_t numMatmuls = 0, numAttention = 0;
   for (Operation *op : ops) {
     if (auto mm = dyn_cast<MatmulOp>(op)) {
-      auto a = tensorType(mm.getLhs()), c = tensorType(mm.getResult());
-      int64_t k = mm.getTransposeLhs() ? a.getShape()[a.getRank() - 2]
-                                       : a.getShape().back();
-      matmuls += 2.0 * c.getNumElements() * k;
+      matmuls += matmulFlops(mm);
       ++numMatmuls;
-    } else if (auto at = dyn_cast<AttentionOp>(op)) {
-      ArrayRef<int64_t> q = tensorType(at.getQuery()).getShape(),
-                        k = tensorType(at.getKey()).getShape(),
-                        v = tensorType(at.getValue()).getShape();
-      double f = 2.0 * q[0] * q[1] * q[2] * k[2] * (q[3] + v[3]);
-      attention += at.getCausal() ? f / 2 : f;
-      ++numAttention;
-    } else if (auto at = dyn_cast<AttentionGradOp>(op)) {
-      ArrayRef<int64_t> q = tensorType(at.getQuery()).getShape(),
-                        k = tensorType(at.getKey()).getShape(),
-                        v = tensorType(at.getValue()).getShape();
-      double f = 4.0 * q[0] * q[1] * q[2] * k[2] * (q[3] + v[3]);
-      attention += at.getCausal() ? f / 2 : f;
+    } else if (isa<AttentionOp, AttentionGradOp>(op)) {
+      attention += attentionFlops(op);
       ++numAttention;
     }
   }

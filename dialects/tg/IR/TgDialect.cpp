@@ -218,6 +218,12 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (name == kRematAttr) {
+    if (!isa<func::FuncOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a dictionary on a function";
+    return success();
+  }
   if (name == kOffsetsAttr || name == kViewsAttr) {
     auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!values || values.size() != (int64_t)op->getNumResults())

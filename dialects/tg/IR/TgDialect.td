@@ -91,6 +91,8 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kArenaAlignmentAttr = "tg.arena_alignment";
     static constexpr ::llvm::StringLiteral kBucketSpanAttr = "tg.bucket_span";
     static constexpr ::llvm::StringLiteral kScratchAttr = "tg.scratch";
+    // What tg-remat chose, for the memory report.
+    static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
     // The schedule (tg-schedule): the all-reduce buckets an op waits for.
     static constexpr ::llvm::StringLiteral kWaitsAttr = "tg.waits";
   }];

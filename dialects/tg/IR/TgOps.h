@@ -37,6 +37,17 @@ bool isElementwiseOp(Operation *op);
 /// elementwise kernel that reads at remapped indices may compute it.
 bool isDataMovementOp(Operation *op);
 
+/// The FLOPs `op` computes: 2*M*N*K for tg.matmul (batch dims included),
+/// 4*B*H*T*S*D for tg.attention (twice that for its gradient, halved when
+/// causal), 2 per multiply-add for convolutions, none for data movement,
+/// casts and gathers, 5 per element of normalisations and the classifier,
+/// 1 per element of the largest tensor of anything else; a tg.kernel the
+/// sum of its ops.
+double flopCount(Operation *op);
+double matmulFlops(MatmulOp op);
+/// tg.attention and tg.attention_grad's share of flopCount; 0 for others.
+double attentionFlops(Operation *op);
+
 /// `axis` counted from the back when negative; failure when out of range.
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 

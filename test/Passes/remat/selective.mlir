@@ -17,7 +17,7 @@
 // NONE-LABEL: func.func @gelu
 // NONE-COUNT-1: tg.gelu %
 // NONE-NOT:   tg.gelu %
-// BAD: tg-remat: unknown policy 'everything'; expected none or selective
+// BAD: tg-remat: unknown policy 'everything'; expected none, selective, full or auto
 func.func @gelu(%x: tensor<8x16xf32>, %w1: tensor<16x16xf32>, %w: tensor<16x4xf32>, %y: tensor<8xi64>, %dy: tensor<8x4xf32>) -> (tensor<f32> {tg.metric = "loss"}, tensor<16x4xf32>, tensor<8x16xf32>) {
   %h = tg.matmul %x, %w1 : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
   %a = tg.gelu %h {approximate = #tg<approximation tanh>} : tensor<8x16xf32>
