@@ -34,13 +34,6 @@ std::string mlir::tg::formatBytes(int64_t bytes) {
 
 namespace {
 
-int64_t tensorBytes(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  Type elem = t.getElementType();
-  int64_t size = elem.isInteger(1) ? 1 : (elem.getIntOrFloatBitWidth() + 7) / 8;
-  return t.getNumElements() * size;
-}
-
 /// The buffers whose values are parameter gradients: read as an optimizer
 /// update's gradient or returned as tg.grad, followed back through views
 /// and all-reduces.

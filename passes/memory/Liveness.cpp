@@ -86,11 +86,9 @@ Value mlir::tg::bucketSlot(Operation *allReduce, unsigned operand) {
   return viewed ? viewed : result;
 }
 
-static int64_t tensorBytes(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  Type elem = t.getElementType();
-  int64_t size = elem.isInteger(1) ? 1 : (elem.getIntOrFloatBitWidth() + 7) / 8;
-  return std::max<int64_t>(t.getNumElements() * size, 1);
+/// A buffer takes at least a byte (an empty tensor still has an address).
+static int64_t bufferBytes(Value v) {
+  return std::max<int64_t>(tensorBytes(v.getType()), 1);
 }
 
 Value StepLiveness::root(Value v) const {
@@ -128,7 +126,7 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
       int64_t bytes = 0;
       for (unsigned i = 0; i < reduce.getInputs().size(); ++i) {
         memberOf[bucketSlot(reduce, i)] = {reduce, bytes};
-        bytes += live.aligned(tensorBytes(reduce.getInputs()[i]));
+        bytes += live.aligned(bufferBytes(reduce.getInputs()[i]));
       }
       bucketBytes[reduce] = bytes;
       if (std::optional<uint64_t> number = reduce.getBucket())
@@ -157,7 +155,7 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
         continue;
       auto member = memberOf.find(r);
       if (member == memberOf.end()) {
-        live.slotOf[r] = {take(r, &op, tensorBytes(r))};
+        live.slotOf[r] = {take(r, &op, bufferBytes(r))};
         continue;
       }
       // The first gradient of a bucket takes the whole bucket.

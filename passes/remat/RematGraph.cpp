@@ -41,13 +41,6 @@ std::string mlir::tg::layerOfName(StringRef name) {
   return "";
 }
 
-static int64_t bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  Type e = t.getElementType();
-  return t.getNumElements() *
-         (e.isInteger(1) ? 1 : (int64_t)(e.getIntOrFloatBitWidth() + 7) / 8);
-}
-
 std::optional<RematGraph> RematGraph::build(func::FuncOp func) {
   if (!func.getBody().hasOneBlock())
     return std::nullopt;
@@ -119,8 +112,9 @@ std::optional<RematGraph> RematGraph::build(func::FuncOp func) {
         needed = false;
       // A value the function returns (the loss, a model output) lives to
       // the end anyway: keeping it for the backward costs nothing.
-      graph.values.push_back({result, n, returned ? 0 : bytesOf(result), needed,
-                              /*mayKeep=*/true, leaves});
+      graph.values.push_back(
+          {result, n, returned ? 0 : tensorBytes(result.getType()), needed,
+           /*mayKeep=*/true, leaves});
     }
     graph.nodes.push_back(std::move(node));
   }

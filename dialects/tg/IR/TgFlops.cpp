@@ -1,9 +1,10 @@
-//===- TgFlops.cpp - FLOPs of tg ops ----------------------------*- C++ -*-===//
+//===- TgFlops.cpp - FLOPs and bytes of tg ops ------------------*- C++ -*-===//
 //
-// The arithmetic an op does, counted the way papers and MFU figures count
-// it: a multiply-add is two FLOPs, GEMMs and attention exactly, the rest by
-// the elements they touch. tg-remat weighs recomputation with it, the
-// memory report and the CUDA executable's MFU print it.
+// The bytes a tensor holds, and the arithmetic an op does, counted the way
+// papers and MFU figures count it: a multiply-add is two FLOPs, GEMMs and
+// attention exactly, the rest by the elements they touch. tg-remat weighs
+// recomputation with it, the memory report and the CUDA executable's MFU print
+// it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,13 @@ template <typename OpT> double attentionFlops(OpT op, double passes) {
 }
 
 } // namespace
+
+int64_t mlir::tg::tensorBytes(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  Type e = t.getElementType();
+  return t.getNumElements() *
+         (e.isInteger(1) ? 1 : (int64_t)(e.getIntOrFloatBitWidth() + 7) / 8);
+}
 
 double mlir::tg::matmulFlops(MatmulOp op) {
   auto a = cast<RankedTensorType>(op.getLhs().getType());

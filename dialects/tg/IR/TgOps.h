@@ -37,6 +37,10 @@ bool isElementwiseOp(Operation *op);
 /// elementwise kernel that reads at remapped indices may compute it.
 bool isDataMovementOp(Operation *op);
 
+/// The bytes a ranked tensor of `type` holds: its elements times their
+/// bytes (i1 one byte, others their bit width rounded up to bytes).
+int64_t tensorBytes(Type type);
+
 /// The FLOPs `op` computes: 2*M*N*K for tg.matmul (batch dims included),
 /// 4*B*H*T*S*D for tg.attention (twice that for its gradient, halved when
 /// causal), 2 per multiply-add for convolutions, none for data movement,
