@@ -128,17 +128,19 @@ def build(cfg):
         h = g.layer_norm(p + ".ln_1", x, C)
         qkv = g.linear(p + ".attn.c_attn", h, C, 3 * C, std)
         heads = {}
+        # The batch is -1 (a slice's limit: the dim's end; a reshape's:
+        # what the elements leave), so tgc --batch-size can change it.
         for j, part in enumerate("qkv"):
             t = g.op("%s.attn.%s" % (p, part), "slice", [qkv],
-                     start=[0, 0, j * C], limit=[B, T, (j + 1) * C])
+                     start=[0, 0, j * C], limit=[-1, T, (j + 1) * C])
             t = g.op("%s.attn.%s.split" % (p, part), "reshape", [t],
-                     shape=[B, T, H, D])
+                     shape=[-1, T, H, D])
             heads[part] = g.op("%s.attn.%s.heads" % (p, part), "transpose",
                                [t], perm=[0, 2, 1, 3])
         y = g.op(p + ".attn.sdpa", "attention",
                  [heads["q"], heads["k"], heads["v"]], causal=True)
         y = g.op(p + ".attn.merge", "transpose", [y], perm=[0, 2, 1, 3])
-        y = g.op(p + ".attn.merged", "reshape", [y], shape=[B, T, C])
+        y = g.op(p + ".attn.merged", "reshape", [y], shape=[-1, T, C])
         y = g.linear(p + ".attn.c_proj", y, C, C, proj_std)
         x = g.op(p + ".resid_1", "add", [x, y])
 

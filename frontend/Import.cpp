@@ -173,9 +173,10 @@ struct TensorDef {
 class ModelImporter {
 public:
   ModelImporter(StringRef path, MLIRContext *context,
-                const JsonLocator *locator, const flatbuffers::Parser &schema)
+                const JsonLocator *locator, const flatbuffers::Parser &schema,
+                const ImportOptions &options)
       : path(path), context(context), locator(locator), schema(schema),
-        builder(context) {}
+        options(options), builder(context) {}
 
   OwningOpRef<ModuleOp> run(const fbs::Model &model);
 
@@ -184,6 +185,7 @@ private:
   MLIRContext *context;
   const JsonLocator *locator;
   const flatbuffers::Parser &schema;
+  ImportOptions options;
   OpBuilder builder;
   const fbs::Model *model = nullptr;
 
@@ -315,11 +317,17 @@ FailureOr<DictionaryAttr> ModelImporter::importTraining() {
     return DictionaryAttr::get(context);
   if (failed(checkTraining(*training)))
     return failure();
-  batchSize = training->batch_size();
+  batchSize = options.batchSize.value_or(training->batch_size());
   seqLen = training->seq_len();
   const flatbuffers::StructDef *def = lookupModelTable(schema, "Training");
-  return convertTableToDictionary(
+  DictionaryAttr table = convertTableToDictionary(
       *reinterpret_cast<const flatbuffers::Table *>(training), *def, context);
+  if (!options.batchSize)
+    return table;
+  // The micro-batch the caller chose: the table says it.
+  NamedAttrList entries(table);
+  entries.set("batch_size", builder.getI64IntegerAttr(*options.batchSize));
+  return entries.getDictionary(context);
 }
 
 LogicalResult ModelImporter::checkTraining(const fbs::Training &training) {
@@ -574,7 +582,9 @@ FailureOr<DictionaryAttr> ModelImporter::importInput(unsigned index,
     StringRef tableKey = dimName == "batch" ? "batch_size" : "seq_len";
     std::string dimWhere = where + ".shape[" + std::to_string(d) + "]";
     if (!dimName.empty() && tableSize > 0) {
-      if (size != -1 && size != tableSize)
+      // A batch size the caller chose replaces the file's.
+      bool chosen = dimName == "batch" && options.batchSize;
+      if (size != -1 && size != tableSize && !chosen)
         return LogicalResult(error(dimWhere, place)
                              << "dim " << d << " is named \"" << dimName
                              << "\" and is " << size << ", but training."
@@ -1108,6 +1118,18 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
     FailureOr<Attribute> value = convertNodeAttr(index, *opName, attr);
     if (failed(value))
       return failure();
+    // A slice's limit of -1 is the dim's end, so that the file need not
+    // spell a size that follows the batch or the sequence.
+    if (op == "slice" && attr.name == "limit" && !operands.empty())
+      if (auto input = dyn_cast<RankedTensorType>(operands[0].getType()))
+        if (auto limit = dyn_cast<DenseI64ArrayAttr>(*value);
+            limit && limit.size() == input.getRank()) {
+          SmallVector<int64_t> ends(limit.asArrayRef());
+          for (auto [d, end] : llvm::enumerate(ends))
+            if (end == -1)
+              end = input.getDimSize(d);
+          value = Attribute(builder.getDenseI64ArrayAttr(ends));
+        }
     odsAttrs.append(attr.name, *value);
   }
 
@@ -1348,8 +1370,9 @@ ModelFileFormat mlir::tg::guessModelFileFormat(StringRef path,
 static OwningOpRef<ModuleOp> importVerified(StringRef path, const uint8_t *data,
                                             MLIRContext *context,
                                             const JsonLocator *locator,
-                                            const flatbuffers::Parser &schema) {
-  return ModelImporter(path, context, locator, schema)
+                                            const flatbuffers::Parser &schema,
+                                            const ImportOptions &options) {
+  return ModelImporter(path, context, locator, schema, options)
       .run(*tgc::model::GetModel(data));
 }
 
@@ -1363,7 +1386,8 @@ static bool verifyModelBuffer(const uint8_t *data, size_t size) {
 }
 
 static OwningOpRef<ModuleOp> importBinary(StringRef path, StringRef contents,
-                                          MLIRContext *context) {
+                                          MLIRContext *context,
+                                          const ImportOptions &options) {
   Location loc = FileLineColLoc::get(context, path, 0, 0);
   if (contents.size() < 8) {
     emitError(loc) << "not a tgm model file: " << contents.size()
@@ -1405,11 +1429,13 @@ static OwningOpRef<ModuleOp> importBinary(StringRef path, StringRef contents,
                    << " is not a UTF-8 string";
     return nullptr;
   }
-  return importVerified(path, data, context, /*locator=*/nullptr, *schema);
+  return importVerified(path, data, context, /*locator=*/nullptr, *schema,
+                        options);
 }
 
 static OwningOpRef<ModuleOp> importJson(StringRef path, StringRef contents,
-                                        MLIRContext *context) {
+                                        MLIRContext *context,
+                                        const ImportOptions &options) {
   // FlatBuffers reads a NUL-terminated string: text after an embedded NUL
   // would be ignored silently.
   if (size_t nul = contents.find('\0'); nul != StringRef::npos) {
@@ -1458,21 +1484,23 @@ static OwningOpRef<ModuleOp> importJson(StringRef path, StringRef contents,
     return nullptr;
   }
   JsonLocator locator(contents);
-  return importVerified(path, data, context, &locator, *schema);
+  return importVerified(path, data, context, &locator, *schema, options);
 }
 
 OwningOpRef<ModuleOp> mlir::tg::importModel(StringRef path, StringRef contents,
                                             ModelFileFormat format,
-                                            MLIRContext *context) {
+                                            MLIRContext *context,
+                                            const ImportOptions &options) {
   context->getOrLoadDialect<TgDialect>();
   context->getOrLoadDialect<func::FuncDialect>();
   if (format == ModelFileFormat::Binary)
-    return importBinary(path, contents, context);
-  return importJson(path, contents, context);
+    return importBinary(path, contents, context, options);
+  return importJson(path, contents, context, options);
 }
 
 OwningOpRef<ModuleOp> mlir::tg::importModelFile(StringRef path,
-                                                MLIRContext *context) {
+                                                MLIRContext *context,
+                                                const ImportOptions &options) {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
   if (std::error_code ec = buffer.getError()) {
     emitError(FileLineColLoc::get(context, path, 0, 0))
@@ -1481,5 +1509,5 @@ OwningOpRef<ModuleOp> mlir::tg::importModelFile(StringRef path,
   }
   StringRef contents = (*buffer)->getBuffer();
   return importModel(path, contents, guessModelFileFormat(path, contents),
-                     context);
+                     context, options);
 }

@@ -26,9 +26,18 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
+
 namespace mlir::tg {
 
 enum class ModelFileFormat { Json, Binary };
+
+/// What a caller may choose in place of the model file.
+struct ImportOptions {
+  /// The micro-batch: dims named "batch" take it whatever the file says,
+  /// and the training table's batch_size says it (tgc --batch-size).
+  std::optional<int64_t> batchSize;
+};
 
 /// The encoding of `path`: by extension (".json", ".tgm"), else by content
 /// (the "TGM1" identifier at offset 4 means binary).
@@ -40,12 +49,14 @@ ModelFileFormat guessModelFileFormat(llvm::StringRef path,
 /// Returns null after emitting diagnostics on `context`'s handler.
 OwningOpRef<ModuleOp> importModel(llvm::StringRef path,
                                   llvm::StringRef contents,
-                                  ModelFileFormat format, MLIRContext *context);
+                                  ModelFileFormat format, MLIRContext *context,
+                                  const ImportOptions &options = {});
 
 /// Reads `path` and imports it; a missing or unreadable file is a diagnostic
 /// too.
 OwningOpRef<ModuleOp> importModelFile(llvm::StringRef path,
-                                      MLIRContext *context);
+                                      MLIRContext *context,
+                                      const ImportOptions &options = {});
 
 /// Writes `module` (as importModel produces it: @forward with tg attributes)
 /// as a model file in `format` to `os`; fails with a diagnostic on IR that a

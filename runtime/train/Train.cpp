@@ -892,6 +892,11 @@ int Trainer::run() {
   if (isRoot() && !opt_.quiet && model_.arenaBytes > 0)
     std::printf("arena: %.2f MB for the step's buffers, as tgc planned it\n",
                 model_.arenaBytes / 1e6);
+  if (isRoot() && !opt_.quiet)
+    std::printf("batch: micro-batch %lld x %lld accumulated x %d processes "
+                "= %lld per step\n",
+                (long long)micro_, (long long)microBatches_, world_,
+                (long long)(micro_ * microBatches_ * world_));
   bool tokens = kind_ == DataKind::Tokens;
   progress_ = std::make_unique<ProgressReporter>(
       opt_.steps, startStep_ + 1, opt_.quiet || !isRoot(), opt_.printEvery,

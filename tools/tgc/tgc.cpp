@@ -16,6 +16,7 @@
 #include "compiler/pipeline/MemoryReport.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/tg/IR/TgDialect.h"
+#include "dialects/tg/IR/TgOps.h"
 #include "frontend/ModelFile.h"
 #include "passes/precision/Passes.h"
 
@@ -30,6 +31,9 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <functional>
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -113,6 +117,18 @@ cl::opt<std::string> memoryBudget(
     cl::desc("The planned peak of the step must fit this (bytes, or with a "
              "unit: 12GB, 10GiB, 512MiB); implies --remat=auto. Default: "
              "the training table's memory_budget"),
+    cl::value_desc("size"), cl::cat(tgcCategory));
+cl::opt<std::string> batchSizeFlag(
+    "batch-size",
+    cl::desc("The micro-batch (dims named \"batch\" take it): a number, or "
+             "auto: the largest that fits --device-memory with the chosen "
+             "--remat, with gradient accumulation to the model file's global "
+             "batch (batch_size x grad_accum)"),
+    cl::value_desc("N|auto"), cl::cat(tgcCategory));
+cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("--batch-size=auto: the memory of one device (12GB, 80GiB); "
+             "default the training table's memory_budget"),
     cl::value_desc("size"), cl::cat(tgcCategory));
 cl::opt<std::string> rematSolver(
     "remat-solver",
@@ -213,6 +229,124 @@ int64_t tableInteger(ModuleOp module, StringRef key) {
   auto table = module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
   auto value = table ? table.getAs<IntegerAttr>(key) : IntegerAttr();
   return value ? value.getInt() : 0;
+}
+
+/// Bytes of @train_step's arguments: parameters, optimizer state, batch
+/// inputs, accumulators (outside the arena).
+int64_t argumentBytes(ModuleOp module) {
+  int64_t bytes = 0;
+  if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))
+    for (Type type : step.getArgumentTypes())
+      if (isa<RankedTensorType>(type))
+        bytes += tensorBytes(type);
+  return bytes;
+}
+
+/// --batch-size=auto's target: the training table's batch_size times its
+/// accumulation (or --grad-accum).
+int64_t globalBatchOf(ModuleOp module, const PipelineOptions &options) {
+  int64_t accum = options.gradAccum > 0
+                      ? options.gradAccum
+                      : std::max<int64_t>(1, tableInteger(module,
+                                                          "grad_accum"));
+  return tableInteger(module, "batch_size") * accum;
+}
+
+/// --batch-size=auto: the largest divisor of the global batch whose step
+/// fits `deviceBytes` (@train_step's planned arena plus its arguments),
+/// found by bisection over the divisors, each compiled to the memory phase
+/// with `options` (remat auto: the memory budget is what the arguments
+/// leave). `why` says what was chosen and what the next size would need.
+FailureOr<int64_t>
+chooseMicroBatch(MLIRContext &context, StringRef path, ModuleOp first,
+                 const PipelineOptions &options, int64_t deviceBytes,
+                 std::function<LogicalResult(PassManager &)> configure,
+                 std::string &why, int64_t &chosenArgs) {
+  int64_t global = globalBatchOf(first, options);
+  if (global <= 0) {
+    emitError(first.getLoc(), "--batch-size=auto needs the training table's "
+                              "batch_size (the global batch is batch_size x "
+                              "grad_accum)");
+    return failure();
+  }
+  SmallVector<int64_t> divisors;
+  for (int64_t d = 1; d <= global; ++d)
+    if (global % d == 0)
+      divisors.push_back(d);
+  // What the step needs at micro-batch `micro` (none: it failed to compile,
+  // a remat budget below its smallest peak included).
+  DenseMap<int64_t, std::optional<int64_t>> needs;
+  DenseMap<int64_t, int64_t> argsAt;
+  auto need = [&](int64_t micro) -> std::optional<int64_t> {
+    if (auto it = needs.find(micro); it != needs.end())
+      return it->second;
+    ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) {
+      return success();
+    });
+    std::optional<int64_t> result;
+    ImportOptions at;
+    at.batchSize = micro;
+    OwningOpRef<ModuleOp> m = importModelFile(path, &context, at);
+    PipelineOptions o = options;
+    o.gradAccum = global / micro;
+    if (m && succeeded(runTrainingPipeline(*m, o, Phase::Import,
+                                           Phase::Optimizer, configure))) {
+      int64_t args = argumentBytes(*m);
+      argsAt[micro] = args;
+      if (o.remat == "auto" && o.memoryBudget <= 0)
+        o.memoryBudget = std::max<int64_t>(1, deviceBytes - args);
+      if (succeeded(runTrainingPipeline(*m, o, Phase::Optimizer, Phase::Memory,
+                                        configure)))
+        // The executable's one arena serves every step function.
+        for (auto fn : m->getOps<func::FuncOp>())
+          if (auto arena =
+                  fn->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
+            result = std::max(result.value_or(0), arena.getInt() + args);
+    }
+    needs[micro] = result;
+    return result;
+  };
+  auto fits = [&](int64_t micro) {
+    std::optional<int64_t> n = need(micro);
+    return n && *n <= deviceBytes;
+  };
+  if (!fits(divisors.front())) {
+    std::optional<int64_t> n = need(divisors.front());
+    InFlightDiagnostic diag = emitError(first.getLoc());
+    diag << "--batch-size=auto: not even micro-batch 1 fits the device "
+            "memory of "
+         << formatBytes(deviceBytes);
+    if (n)
+      diag << ": its step needs " << formatBytes(*n)
+           << " (parameters, optimizer state and inputs "
+           << formatBytes(argsAt.lookup(divisors.front())) << " of it)";
+    else
+      diag << " (with --remat=" << options.remat << ")";
+    return failure();
+  }
+  // The largest divisor that fits: bisection (the need grows with the
+  // micro-batch).
+  size_t lo = 0, hi = divisors.size();
+  while (hi - lo > 1) {
+    size_t mid = (lo + hi) / 2;
+    (fits(divisors[mid]) ? lo : hi) = mid;
+  }
+  int64_t micro = divisors[lo];
+  chosenArgs = argsAt.lookup(micro);
+  why = llvm::formatv("micro-batch {0} with gradient accumulation {1} "
+                      "(global batch {2}): the step needs {3} of {4} "
+                      "(planned arena, parameters, optimizer state, inputs)",
+                      micro, global / micro, global, formatBytes(*need(micro)),
+                      formatBytes(deviceBytes))
+            .str();
+  if (hi < divisors.size()) {
+    std::optional<int64_t> next = need(divisors[hi]);
+    why += llvm::formatv("; micro-batch {0} would need {1}", divisors[hi],
+                         next ? formatBytes(*next)
+                              : std::string("more than --remat reaches"))
+               .str();
+  }
+  return micro;
 }
 
 /// "12GB" (10^9), "10GiB" (2^30), "512MiB", "800000" (bytes); none when it
@@ -446,6 +580,34 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   TimingScope rootTiming = timing.getRootScope();
   TimingScope importTiming = rootTiming.nest("import");
 
+  // --batch-size: a number now, auto once the pipeline options are known.
+  ImportOptions importOptions;
+  bool autoBatch = batchSizeFlag == "auto";
+  std::optional<int64_t> deviceBytes;
+  if (!batchSizeFlag.empty() && !autoBatch) {
+    int64_t n;
+    if (StringRef(batchSizeFlag).getAsInteger(10, n) || n < 1)
+      return fail("--batch-size takes a positive number or auto, got '" +
+                  batchSizeFlag + "'");
+    importOptions.batchSize = n;
+  }
+  if (!deviceMemory.empty()) {
+    deviceBytes = parseSize(deviceMemory);
+    if (!deviceBytes || *deviceBytes <= 0)
+      return fail("--device-memory takes a positive size such as 80GB or "
+                  "80GiB, got '" +
+                  deviceMemory + "'");
+    if (!autoBatch)
+      return fail("--device-memory sizes the micro-batch: add "
+                  "--batch-size=auto");
+  }
+  if (autoBatch && last == Phase::Import)
+    return fail("--batch-size=auto compiles the step to size it: it needs "
+                "--compile-to=precision or later (or an executable)");
+  if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
+    return fail("--batch-size sets the batch of a model file's inputs; " +
+                inputFile + " is tg IR");
+
   // The input: a model file or tg IR.
   OwningOpRef<ModuleOp> module;
   Phase from = Phase::Import;
@@ -472,7 +634,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   } else {
     if (!compileFrom.empty())
       return fail("--compile-from takes tg IR (.mlir), not a model file");
-    module = importModelFile(inputFile, &context);
+    module = importModelFile(inputFile, &context, importOptions);
     if (!module)
       return failure();
   }
@@ -516,17 +678,53 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.memoryBudget = budgetFlag ? *budgetFlag : table;
     if (options.memoryBudget > 0 && !rematPolicy.getNumOccurrences())
       options.remat = "auto";
-    if (options.remat == "auto" && options.memoryBudget <= 0)
+    if (options.remat == "auto" && options.memoryBudget <= 0 && !autoBatch)
       return fail("--remat=auto needs --memory-budget (or the training "
                   "table's memory_budget)");
     options.target = cuda ? cudaTarget() : cpuTarget();
     Phase to = std::min(last, kLastIRPhase);
-    auto configure = [&](PassManager &pm) {
-      if (failed(applyPassManagerCLOptions(pm)))
+    std::function<LogicalResult(PassManager &)> configure =
+        [&](PassManager &pm) {
+          if (failed(applyPassManagerCLOptions(pm)))
+            return failure();
+          pm.enableTiming(passTiming);
+          return success();
+        };
+    // --batch-size=auto: the largest micro-batch that fits, then the model
+    // imported with it.
+    if (autoBatch) {
+      if (!deviceBytes) {
+        int64_t table = tableInteger(*module, "memory_budget");
+        if (table <= 0)
+          return fail("--batch-size=auto needs --device-memory (or the "
+                      "training table's memory_budget)");
+        deviceBytes = table;
+      }
+      std::string why;
+      int64_t args = 0;
+      FailureOr<int64_t> micro =
+          chooseMicroBatch(context, inputFile, *module, options, *deviceBytes,
+                           configure, why, args);
+      if (failed(micro))
         return failure();
-      pm.enableTiming(passTiming);
-      return success();
-    };
+      llvm::errs() << "tgc: --batch-size=auto: " << why << "\n";
+      int64_t global = globalBatchOf(*module, options);
+      importOptions.batchSize = *micro;
+      module = importModelFile(inputFile, &context, importOptions);
+      if (!module)
+        return failure();
+      options.gradAccum = global / *micro;
+      // The executable's default accumulation is the table's: the chosen.
+      auto table =
+          (*module)->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
+      NamedAttrList entries(table);
+      entries.set("grad_accum", IntegerAttr::get(IntegerType::get(&context, 64),
+                                                 options.gradAccum));
+      (*module)->setAttr(TgDialect::kTrainingAttr,
+                         entries.getDictionary(&context));
+      if (options.remat == "auto" && options.memoryBudget <= 0)
+        options.memoryBudget = std::max<int64_t>(1, *deviceBytes - args);
+    }
     // The report compares with other remat policies: the module as it
     // comes, for them.
     OwningOpRef<ModuleOp> pristine;

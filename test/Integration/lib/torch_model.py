@@ -135,7 +135,8 @@ def run_op(op, args, a):
         return args[0].permute(*a["perm"])
     if op == "slice":
         stride = a.get("stride") or [1] * len(a["start"])
-        index = tuple(slice(s, l, st) for s, l, st in
+        # A limit of -1 is the dim's end (as tgc imports it).
+        index = tuple(slice(s, None if l == -1 else l, st) for s, l, st in
                       zip(a["start"], a["limit"], stride))
         return args[0][index]
     if op == "concat":
