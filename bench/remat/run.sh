@@ -105,6 +105,18 @@ for name, frac in (("auto 3x", 3), ("auto 5x", 5)):
           f"{base / r('kept_bytes'):.2f}x | {100 * r('added_flops') / r('step_flops'):.2f}% | "
           f"{r('solve_seconds'):.2f} s |")
 
+# --batch-size=auto for an 80 GB device (H100), global batch 512.
+print()
+print("| GPT-2 124M, --batch-size=auto --device-memory=80GB --target=cuda | chosen |")
+print("|---|---|")
+for name, flags in (("remat none", []), ("remat selective", ["--remat=selective"]),
+                    ("remat full", ["--remat=full"]), ("remat auto", ["--remat=auto"])):
+    out = subprocess.run([tgc, model, "--target=cuda", "--batch-size=auto", "--device-memory=80GB",
+                          "--compile-to=memory", "--emit=mlir", "-o", f"{work}/b.mlir", *flags],
+                         check=True, capture_output=True, text=True).stderr
+    why = re.search(r"--batch-size=auto: (.*)", out).group(1)
+    print(f"| {name} | {why} |")
+
 # Real runs: gpt2-tiny on this CPU, 30 steps per policy.
 tokens = f"{work}/tokens.bin"
 run("/usr/bin/python3", f"{root}/test/Integration/Inputs/make_tokens.py", tokens, "40000", "256")

@@ -62,10 +62,12 @@ LogicalResult mlir::tg::runTrainingPipeline(
     return failure();
   Phase start = std::max(from, Phase::Optimizer);
   int tries = 0;
-  auto measure = [&](int64_t activationBudget) -> FailureOr<Try> {
+  auto measure = [&](int64_t activationBudget,
+                     StringRef policy = "auto") -> FailureOr<Try> {
     ++tries;
     OwningOpRef<ModuleOp> copy = module.clone();
     PipelineOptions o = options;
+    o.remat = policy.str();
     o.activationBudget = activationBudget;
     if (failed(run(*copy, o, start, Phase::Memory)))
       return failure();
@@ -89,6 +91,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
   int64_t keptLeast = intOf(none->remat, "min_kept_bytes");
   int64_t budget = options.memoryBudget;
   int64_t fit = keptAll;
+  bool useFull = false;
   if (none->peak > budget) {
     // The peak does not fall steadily with the bytes kept (the copies live
     // in the backward too): a scan from the least kept up, then bisection
@@ -113,14 +116,25 @@ LogicalResult mlir::tg::runTrainingPipeline(
       }
       over = kept;
     }
-    if (!found)
+    // Full recomputation bounds what auto may add: its copies live only
+    // through each layer's backward, which the activation budget does not
+    // see, so its peak can fit where auto's do not, or at fewer FLOPs.
+    FailureOr<Try> full = measure(0, "full");
+    if (failed(full))
+      return failure();
+    if (full->peak < lowest) {
+      lowest = full->peak;
+      lowestKept = intOf(full->remat, "kept_bytes");
+    }
+    if (!found && full->peak > budget)
       return emitError(module.getLoc())
              << "memory budget " << sized(budget)
              << " is below the smallest peak tg-remat reaches: "
              << sized(lowest) << ", keeping " << sized(lowestKept)
              << " for the backward (without recomputation the peak is "
              << sized(none->peak) << ")";
-    while (over - fit > std::max<int64_t>(keptAll / 200, 1 << 16) &&
+    FailureOr<Try> best = failure();
+    while (found && over - fit > std::max<int64_t>(keptAll / 200, 1 << 16) &&
            tries < 16) {
       int64_t next = fit + (over - fit) / 2;
       FailureOr<Try> t = measure(next);
@@ -128,10 +142,21 @@ LogicalResult mlir::tg::runTrainingPipeline(
         return failure();
       (t->peak <= budget ? fit : over) = next;
     }
+    if (found)
+      best = measure(fit);
+    auto added = [](const Try &t) {
+      auto v = t.remat ? t.remat.getAs<FloatAttr>("added_flops") : FloatAttr();
+      return v ? v.getValueAsDouble() : 0.0;
+    };
+    if (full->peak <= budget &&
+        (!found || (succeeded(best) && added(*full) < added(*best))))
+      useFull = true;
   }
 
   PipelineOptions chosen = options;
   chosen.activationBudget = fit;
+  if (useFull)
+    chosen.remat = "full";
   if (failed(run(module, chosen, start, to)))
     return failure();
   if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))
@@ -140,6 +165,9 @@ LogicalResult mlir::tg::runTrainingPipeline(
       Builder b(module.getContext());
       NamedAttrList info(remat);
       info.set("memory_budget", b.getI64IntegerAttr(budget));
+      if (useFull)
+        info.set("chosen_by", b.getStringAttr(
+                                  "auto: full fits at fewer FLOPs"));
       info.set("peak_before", b.getI64IntegerAttr(none->peak));
       info.set("tries", b.getI64IntegerAttr(tries));
       step->setAttr(TgDialect::kRematAttr, info.getDictionary(b.getContext()));

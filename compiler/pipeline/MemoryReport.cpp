@@ -79,13 +79,16 @@ void printRemat(DictionaryAttr remat, int64_t peak, llvm::raw_ostream &os) {
   os << llvm::formatv("  remat: policy {0}", text("policy"));
   if (!text("solver").empty())
     os << ", solver " << text("solver");
+  if (!text("chosen_by").empty())
+    os << " (" << text("chosen_by") << ")";
   os << "\n";
-  if (integer("memory_budget") > 0)
-    os << llvm::formatv("    memory budget {0}: activation budget {1} "
-                        "chosen in {2} compiles\n",
-                        formatBytes(integer("memory_budget")),
-                        formatBytes(integer("activation_budget")),
-                        integer("tries"));
+  if (integer("memory_budget") > 0) {
+    os << "    memory budget " << formatBytes(integer("memory_budget"));
+    if (integer("activation_budget") >= 0)
+      os << ": activation budget "
+         << formatBytes(integer("activation_budget"));
+    os << llvm::formatv(", chosen in {0} compiles\n", integer("tries"));
+  }
   os << llvm::formatv("    activations kept for the backward {0}, {1} "
                       "without recomputation ({2:f2}x less)\n",
                       formatBytes(kept), formatBytes(before),

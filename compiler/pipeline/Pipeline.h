@@ -103,7 +103,9 @@ void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
 /// "auto" and a memory budget, tg-remat's activation budget is searched:
 /// each try compiles a copy through tg-plan-memory and reads the planned
 /// peak of @train_step; the largest activation budget whose peak fits is
-/// kept (so the fewest FLOPs are added), and @train_step's `tg.remat`
+/// kept (so the fewest FLOPs are added), unless remat "full" fits at fewer
+/// FLOPs (its copies live only through each layer's backward, which the
+/// activation budget does not see), and @train_step's `tg.remat`
 /// gains memory_budget, peak_before (nothing recomputed) and tries. Fails with
 /// a diagnostic that states the smallest peak when even keeping nothing
 /// for the backward does not fit.

@@ -326,24 +326,79 @@ Frontier mlir::tg::hullFrontier(const RematGraph &graph) {
   return paretoFilter(std::move(points));
 }
 
+/// `start` with ops added to run again until it keeps at most `budget`
+/// bytes (or nothing more frees bytes): each time the op that alone gets
+/// there at the fewest FLOPs, else the one that adds the fewest FLOPs per
+/// byte it frees.
+static llvm::BitVector shrinkToBudget(const RematGraph &graph, int64_t budget,
+                                      llvm::BitVector current) {
+  RematCost cost = evaluate(graph, current);
+  while (cost.keptBytes > budget) {
+    int pick = -1, last = -1;
+    double pickRate = 0;
+    RematCost pickCost, lastCost;
+    for (int n = 0, e = graph.nodes.size(); n < e; ++n) {
+      if (current.test(n) || !graph.nodes[n].mayRecompute)
+        continue;
+      current.set(n);
+      RematCost trial = evaluate(graph, current);
+      current.reset(n);
+      int64_t freed = cost.keptBytes - trial.keptBytes;
+      if (freed <= 0 || !trial.allowed)
+        continue;
+      if (trial.keptBytes <= budget) {
+        if (last < 0 || trial.addedFlops < lastCost.addedFlops) {
+          last = n;
+          lastCost = trial;
+        }
+        continue;
+      }
+      double rate = (trial.addedFlops - cost.addedFlops) / freed;
+      if (pick < 0 || rate < pickRate) {
+        pick = n;
+        pickRate = rate;
+        pickCost = std::move(trial);
+      }
+    }
+    if (last >= 0 && (pick < 0 || lastCost.addedFlops <= pickCost.addedFlops)) {
+      pick = last;
+      pickCost = std::move(lastCost);
+    }
+    if (pick < 0)
+      break;
+    current.set(pick);
+    cost = std::move(pickCost);
+  }
+  return current;
+}
+
 Frontier mlir::tg::layerFrontier(const RematGraph &graph) {
   Frontier hull = hullFrontier(graph);
   // Between two neighbours on the hull the frontier may bend below the
-  // line that joins them: from the smaller, local moves under budgets in
-  // between find such points.
+  // line that joins them (equal FLOPs per byte make ties the cut settles
+  // all one way): from the smaller, local moves under a budget just below
+  // the larger find a point, then just below that one, and so on down.
   SmallVector<FrontierPoint> points(hull.begin(), hull.end());
-  constexpr int kSteps = 4;
+  constexpr int kPerGap = 64;
   for (size_t i = 0; i + 1 < hull.size(); ++i) {
-    int64_t hi = hull[i].bytes, lo = hull[i + 1].bytes;
-    for (int k = 1; k <= kSteps; ++k) {
-      int64_t budget = lo + (hi - 1 - lo) * k / kSteps;
-      llvm::BitVector start(graph.nodes.size());
-      for (int n : hull[i + 1].recompute.set_bits())
-        start.set(n);
+    int64_t budget = hull[i].bytes - 1;
+    for (int k = 0; k < kPerGap && budget > hull[i + 1].bytes; ++k) {
+      // Two starts: the smaller neighbour, improved; the larger, cut down
+      // to the budget at the fewest FLOPs per byte, then improved.
       RematCost cost =
-          evaluate(graph, improveLocally(graph, budget, std::move(start)));
-      if (cost.allowed && cost.keptBytes <= budget)
-        points.push_back({cost.keptBytes, cost.addedFlops, cost.recomputed});
+          evaluate(graph, improveLocally(graph, budget, hull[i + 1].recompute));
+      RematCost down = evaluate(
+          graph,
+          improveLocally(graph, budget,
+                         shrinkToBudget(graph, budget, hull[i].recompute)));
+      if (down.allowed && down.keptBytes <= budget &&
+          down.addedFlops < cost.addedFlops)
+        cost = std::move(down);
+      if (!cost.allowed || cost.keptBytes > budget ||
+          cost.keptBytes <= hull[i + 1].bytes)
+        break;
+      points.push_back({cost.keptBytes, cost.addedFlops, cost.recomputed});
+      budget = cost.keptBytes - 1;
     }
   }
   return paretoFilter(std::move(points));
