@@ -638,6 +638,13 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (!module)
       return failure();
   }
+  // The training table may ask for --batch-size=auto (auto_batch).
+  if (batchSizeFlag.empty() && !StringRef(inputFile).ends_with(".mlir")) {
+    auto table =
+        (*module)->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
+    auto flag = table ? table.getAs<BoolAttr>("auto_batch") : BoolAttr();
+    autoBatch = flag && flag.getValue() && last > Phase::Import;
+  }
   if (last < from)
     return fail(inputFile + " is already past phase '" + phaseName(last) +
                 "'");
@@ -700,6 +707,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                       "training table's memory_budget)");
         deviceBytes = table;
       }
+      // The device holds the arguments too: remat auto's budget for the
+      // arena is what they leave (unless --memory-budget says otherwise).
+      if (!budgetFlag)
+        options.memoryBudget = 0;
       std::string why;
       int64_t args = 0;
       FailureOr<int64_t> micro =
