@@ -93,7 +93,7 @@ print()
 print("| 96 layers of GPT-3 175B shapes (seq 2048, micro-batch 1, bf16) | activations kept | less | FLOPs added | solve (tg-remat) |")
 print("|---|---|---|---|---|")
 base = None
-for name, frac in (("auto 3x", 3), ("auto 5x", 5)):
+for name, frac in (("auto 3x", 3), ("auto 5x", 5), ("auto 10x", 10), ("auto 20x", 20)):
     out = f"{work}/gpt3-remat.mlir"
     if base is None:
         run(tgopt, opt, "--pass-pipeline=builtin.module(func.func(tg-remat{remat=full}))", "-o", out)

@@ -327,9 +327,9 @@ Frontier mlir::tg::hullFrontier(const RematGraph &graph) {
 }
 
 /// `start` with ops added to run again until it keeps at most `budget`
-/// bytes (or nothing more frees bytes): each time the op that alone gets
-/// there at the fewest FLOPs, else the one that adds the fewest FLOPs per
-/// byte it frees.
+/// bytes (or nothing more frees bytes): each time an op with what it needs
+/// that is not at hand, the one that alone gets there at the fewest FLOPs,
+/// else the one that adds the fewest FLOPs per byte it frees.
 static llvm::BitVector shrinkToBudget(const RematGraph &graph, int64_t budget,
                                       llvm::BitVector current) {
   RematCost cost = evaluate(graph, current);
@@ -337,12 +337,24 @@ static llvm::BitVector shrinkToBudget(const RematGraph &graph, int64_t budget,
     int pick = -1, last = -1;
     double pickRate = 0;
     RematCost pickCost, lastCost;
+    llvm::BitVector pickChoice, lastChoice;
     for (int n = 0, e = graph.nodes.size(); n < e; ++n) {
       if (current.test(n) || !graph.nodes[n].mayRecompute)
         continue;
-      current.set(n);
-      RematCost trial = evaluate(graph, current);
-      current.reset(n);
+      // n with what it needs that the backward does not have yet, run
+      // again in turn (rather than kept), so that no value is newly kept.
+      llvm::BitVector with = current;
+      SmallVector<int> work{n};
+      while (!work.empty()) {
+        int m = work.pop_back_val();
+        if (with.test(m) || !graph.nodes[m].mayRecompute)
+          continue;
+        with.set(m);
+        for (int u : graph.nodes[m].operands)
+          if (!cost.available.test(u))
+            work.push_back(graph.values[u].node);
+      }
+      RematCost trial = evaluate(graph, with);
       int64_t freed = cost.keptBytes - trial.keptBytes;
       if (freed <= 0 || !trial.allowed)
         continue;
@@ -350,6 +362,7 @@ static llvm::BitVector shrinkToBudget(const RematGraph &graph, int64_t budget,
         if (last < 0 || trial.addedFlops < lastCost.addedFlops) {
           last = n;
           lastCost = trial;
+          lastChoice = with;
         }
         continue;
       }
@@ -358,15 +371,17 @@ static llvm::BitVector shrinkToBudget(const RematGraph &graph, int64_t budget,
         pick = n;
         pickRate = rate;
         pickCost = std::move(trial);
+        pickChoice = with;
       }
     }
     if (last >= 0 && (pick < 0 || lastCost.addedFlops <= pickCost.addedFlops)) {
       pick = last;
       pickCost = std::move(lastCost);
+      pickChoice = std::move(lastChoice);
     }
     if (pick < 0)
       break;
-    current.set(pick);
+    current = std::move(pickChoice);
     cost = std::move(pickCost);
   }
   return current;
