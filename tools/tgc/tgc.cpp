@@ -97,7 +97,8 @@ cl::opt<std::string> report(
 cl::opt<std::string> reportPlot(
     "report-plot",
     cl::desc("with --report=memory: draw the bytes live over @train_step "
-             "as an SVG picture in this file"),
+             "as an SVG picture in this file, a curve per remat policy "
+             "(none, selective, full and the one chosen)"),
     cl::value_desc("file.svg"), cl::cat(tgcCategory));
 cl::opt<std::string> fusionRules(
     "fusion",
