@@ -100,6 +100,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
     int64_t lowest = none->peak, lowestKept = keptAll;
     int64_t over = keptAll;
     bool found = false;
+    Try atFit{0, DictionaryAttr()}; // what the budget `fit` compiled to
     for (int i = kScan - 1; i >= 0; --i) {
       int64_t kept = keptLeast + (keptAll - keptLeast) * i / kScan;
       FailureOr<Try> t = measure(kept);
@@ -111,6 +112,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
       }
       if (t->peak <= budget) {
         fit = kept;
+        atFit = *t;
         found = true;
         break;
       }
@@ -133,23 +135,25 @@ LogicalResult mlir::tg::runTrainingPipeline(
              << sized(lowest) << ", keeping " << sized(lowestKept)
              << " for the backward (without recomputation the peak is "
              << sized(none->peak) << ")";
-    FailureOr<Try> best = failure();
     while (found && over - fit > std::max<int64_t>(keptAll / 200, 1 << 16) &&
            tries < 16) {
       int64_t next = fit + (over - fit) / 2;
       FailureOr<Try> t = measure(next);
       if (failed(t))
         return failure();
-      (t->peak <= budget ? fit : over) = next;
+      if (t->peak <= budget) {
+        fit = next;
+        atFit = *t;
+      } else {
+        over = next;
+      }
     }
-    if (found)
-      best = measure(fit);
     auto added = [](const Try &t) {
       auto v = t.remat ? t.remat.getAs<FloatAttr>("added_flops") : FloatAttr();
       return v ? v.getValueAsDouble() : 0.0;
     };
     if (full->peak <= budget &&
-        (!found || (succeeded(best) && added(*full) < added(*best))))
+        (!found || added(*full) < added(atFit)))
       useFull = true;
   }
 

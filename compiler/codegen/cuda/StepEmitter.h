@@ -64,9 +64,7 @@ inline StringRef storageOf(Value v) { return storageType(elementType(v)); }
 inline int64_t elementBytes(Type t) {
   return t.isInteger(1) ? 1 : (t.getIntOrFloatBitWidth() + 7) / 8;
 }
-inline int64_t bytesOf(Value v) {
-  return numel(v) * elementBytes(elementType(v));
-}
+inline int64_t bytesOf(Value v) { return tensorBytes(v.getType()); }
 
 //===----------------------------------------------------------------------===//
 // Ops
