@@ -1,6 +1,6 @@
 //===- TgAttrs.td - tg dialect attributes ------------------*- tablegen -*-===//
 //
-// Attributes of the tg dialect: parameter initializers.
+// Attributes of the tg dialect: parameter initializers and shardings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +73,62 @@ def Tg_InitializerAttr : AttrDef<Tg_Dialect, "Initializer"> {
     `<` $kind (`,` struct($mean, $std, $low, $high, $gain, $value, $file, $key)^)? `>`
   }];
   let genVerifyDecl = 1;
+}
+
+def Tg_ShardingAttr : AttrDef<Tg_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "How a tensor is split over the axes of a device mesh";
+  let description = [{
+    Axis-based, as Shardy's: for each dimension of the tensor, the axes of
+    the mesh `@mesh` that split it, major to minor (`{}`: not split); and
+    the axes over which the tensor is a partial sum (each process holds a
+    term; the value is their sum). An axis that appears nowhere replicates
+    the tensor over it. An axis appears at most once, and the product of the
+    sizes of a dimension's axes divides the dimension.
+
+    ```mlir
+    tg.mesh @mesh ["data" = 2, "tp" = 4]
+    // rows split over data, columns over tp
+    #tg.sharding<@mesh, [{"data"}, {"tp"} ]>
+    // rows split over data and tp, data major
+    #tg.sharding<@mesh, [{"data", "tp"}, {} ]>
+    // replicated rows and columns, each tp process holding a term of the sum
+    #tg.sharding<@mesh, [{}, {} ], partial = {"tp"}>
+    ```
+
+    On function arguments and results it is the `tg.sharding` attribute; on
+    ops, `tg.sharding` holds one per result. `tg.sharding_origin` beside it
+    says where each came from (`pin: ...`, `preset zero3`, `propagated from
+    %arg0 by tg.matmul`).
+  }];
+  let parameters = (ins
+    "::mlir::FlatSymbolRefAttr":$mesh,
+    "::mlir::ArrayAttr":$dims,
+    "::mlir::ArrayAttr":$partial
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// One list of axis names per dimension, and the partial axes.
+    static ShardingAttr get(::mlir::MLIRContext *context,
+                            ::llvm::StringRef mesh,
+                            ::llvm::ArrayRef<::llvm::SmallVector<::llvm::StringRef>> dims,
+                            ::llvm::ArrayRef<::llvm::StringRef> partial = {});
+    /// Not split and not partial over any axis.
+    static ShardingAttr replicated(::mlir::MLIRContext *context,
+                                   ::llvm::StringRef mesh, int64_t rank);
+    int64_t getRank() const { return getDims().size(); }
+    /// The axes that split dimension `dim`, major to minor.
+    ::llvm::SmallVector<::llvm::StringRef> axesOf(int64_t dim) const;
+    ::llvm::SmallVector<::llvm::StringRef> partialAxes() const;
+    /// Which dimension `axis` splits, -1 when none.
+    int64_t dimOf(::llvm::StringRef axis) const;
+    bool isPartial() const { return !getPartial().empty(); }
+    /// Neither split nor partial.
+    bool isReplicated() const;
+    /// The same split without the partial axes.
+    ShardingAttr withoutPartial() const;
+  }];
 }
 
 #endif // TG_ATTRS_TD

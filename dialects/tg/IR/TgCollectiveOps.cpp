@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -23,6 +23,13 @@ LogicalResult AllReduceOp::verify() {
     return emitOpError() << "needs at least one input";
   if (getMeshAxis().empty())
     return emitOpError() << "needs a mesh axis";
+  // Without a mesh the module runs on one process, where the op is the
+  // identity; with one, the axis must be one of its axes.
+  MeshOp mesh = getModuleMesh(*this);
+  if (mesh && mesh.axisSize(getMeshAxis()) < 1)
+    return emitOpError() << "runs over mesh axis \"" << getMeshAxis()
+                         << "\", which mesh @" << mesh.getSymName()
+                         << " does not have";
   return success();
 }
 

@@ -1,8 +1,9 @@
 //===- TgCollectiveOps.td - tg collectives -----------------*- tablegen -*-===//
 //
-// Communication between the processes of a run. Data-parallel training
-// averages gradients with tg.all_reduce; the sharding passes to come add the
-// others (all_gather, reduce_scatter, all_to_all) over named mesh axes.
+// Communication between the processes of a run, over the named axes of the
+// module's tg.mesh. tg-partition inserts them where the sharding of a value
+// changes (a partial sum becomes whole, a split tensor is gathered, ...) and
+// records why in `tg.reshard`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +56,71 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
   let results = (outs Variadic<Tg_FloatTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;
+}
+
+// The collectives that change a tensor's shape along one dim: the result's
+// `dim` is the input's times (all_gather) or divided by (reduce_scatter,
+// all_slice) the size of `mesh_axis`.
+class Tg_ReshapingCollective<string mnemonic, list<Trait> traits = []> :
+    Tg_Op<mnemonic, traits> {
+  let results = (outs Tg_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tg_AllGatherOp : Tg_ReshapingCollective<"all_gather"> {
+  let summary = "Concatenates the processes' pieces of a tensor along a dim";
+  let description = [{
+    The processes along `mesh_axis` each hold one piece of a tensor split
+    along `dim`; each gets the whole, the pieces in the order of the
+    processes' coordinates on the axis.
+
+    ```mlir
+    tg.mesh @mesh ["data" = 4]
+    %w = tg.all_gather %piece {dim = 0 : i64, mesh_axis = "data"}
+        : tensor<16x768xf32> -> tensor<64x768xf32>
+    ```
+  }];
+  let arguments = (ins Tg_Tensor:$input,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                   StrAttr:$mesh_axis);
+}
+
+def Tg_ReduceScatterOp : Tg_ReshapingCollective<"reduce_scatter"> {
+  let summary = "Sums the processes' tensors and leaves each one piece";
+  let description = [{
+    The elementwise `sum` (or `mean`) of the processes' tensors along
+    `mesh_axis`, split along `dim`: the process at coordinate `i` on the
+    axis gets piece `i`. What an all-reduce does, at half its traffic, for
+    a consumer that only needs its piece (ZeRO's sharded gradients).
+
+    ```mlir
+    %g = tg.reduce_scatter %partial {dim = 0 : i64, mesh_axis = "data",
+                                     reduction = #tg<reduction sum>}
+        : tensor<64x768xf32> -> tensor<16x768xf32>
+    ```
+  }];
+  let arguments = (ins Tg_FloatTensor:$input,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                   StrAttr:$mesh_axis,
+                   DefaultValuedAttr<Tg_ReductionAttr, "::mlir::tg::Reduction::sum">:$reduction);
+}
+
+def Tg_AllSliceOp : Tg_ReshapingCollective<"all_slice", [Pure]> {
+  let summary = "Keeps this process's piece of a replicated tensor";
+  let description = [{
+    The inverse of tg.all_gather without communication: every process along
+    `mesh_axis` holds the whole tensor and keeps piece `i` along `dim`,
+    where `i` is its coordinate on the axis.
+
+    ```mlir
+    %piece = tg.all_slice %w {dim = 0 : i64, mesh_axis = "data"}
+        : tensor<64x768xf32> -> tensor<16x768xf32>
+    ```
+  }];
+  let arguments = (ins Tg_Tensor:$input,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                   StrAttr:$mesh_axis);
 }
 
 #endif // TG_COLLECTIVE_OPS_TD

@@ -9,6 +9,7 @@
 
 #include "dialects/tg/IR/TgDialect.h"
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -129,6 +130,21 @@ static LogicalResult verifyStringAttr(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// `tg.sharding` on a function argument or result of type `type`.
+static LogicalResult verifyValueSharding(Operation *op, NamedAttribute attr,
+                                         Type type, StringRef what) {
+  auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+  if (!sharding)
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << what << " must be a #tg.sharding";
+  return verifyShardingFor(sharding, type, lookupMesh(op, sharding.getMesh()),
+                           [&] {
+                             InFlightDiagnostic diag = op->emitError();
+                             diag << what << ": ";
+                             return diag;
+                           });
+}
+
 LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -141,6 +157,14 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
   if (name == kParamAttr || name == kInputAttr || name == kOutputAttr ||
       name == kStateAttr || name == kAccumAttr)
     return verifyStringAttr(op, attr);
+  if (name == kShardingAttr)
+    return verifyValueSharding(op, attr, argType,
+                               "argument " + std::to_string(argIndex));
+  if (name == kShardingOriginAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a string";
+    return success();
+  }
   if (name == kScalarAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || !llvm::is_contained({"step", "base_lr", "micro_batches"},
@@ -190,6 +214,19 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
   if (name == kOutputAttr || name == kGradAttr || name == kUpdateAttr ||
       name == kMetricAttr)
     return verifyStringAttr(op, attr);
+  if (name == kShardingAttr) {
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    Type type = func && resultIndex < func.getNumResults()
+                    ? func.getResultTypes()[resultIndex]
+                    : Type();
+    return verifyValueSharding(op, attr, type,
+                               "result " + std::to_string(resultIndex));
+  }
+  if (name == kShardingOriginAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a string";
+    return success();
+  }
   return op->emitError() << "unknown tg result attribute '"
                          << attr.getName().getValue() << "'";
 }
@@ -264,6 +301,38 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be [offset, bytes] in the arena on a "
              << (name == kBucketSpanAttr ? "tg.all_reduce" : "tg.attention");
     return success();
+  }
+  if (name == kShardingAttr || name == kShardingOriginAttr) {
+    // One entry per result (on a function they are argument attributes).
+    auto all = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!all || all.size() != op->getNumResults())
+      return op->emitError()
+             << "'" << name << "' must hold one entry per result ("
+             << op->getNumResults() << ")";
+    for (auto [i, entry] : llvm::enumerate(all)) {
+      if (name == kShardingOriginAttr) {
+        if (!isa<StringAttr>(entry))
+          return op->emitError() << "'" << name << "' must hold strings";
+        continue;
+      }
+      auto sharding = dyn_cast<ShardingAttr>(entry);
+      if (!sharding)
+        return op->emitError() << "'" << name << "' must hold #tg.sharding";
+      if (failed(verifyShardingFor(sharding, op->getResult(i).getType(),
+                                   lookupMesh(op, sharding.getMesh()),
+                                   [&, i = i] {
+                                     InFlightDiagnostic diag = op->emitError();
+                                     diag << "result " << i << ": ";
+                                     return diag;
+                                   })))
+        return failure();
+    }
+    return success();
+  }
+  if (name == kReshardAttr) {
+    if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp>(op))
+      return op->emitError() << "'" << name << "' belongs on a collective";
+    return verifyStringAttr(op, attr);
   }
   if (name == kWaitsAttr) {
     auto buckets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());

@@ -640,6 +640,7 @@ def Tg_BroadcastToOp : Tg_Op<"broadcast_to", [Pure]> {
 include "dialects/tg/IR/TgGradOps.td"
 include "dialects/tg/IR/TgOptimizerOps.td"
 include "dialects/tg/IR/TgCollectiveOps.td"
+include "dialects/tg/IR/TgShardingOps.td"
 include "dialects/tg/IR/TgKernelOps.td"
 
 #endif // TG_OPS_TD

@@ -1,0 +1,54 @@
+//===- TgSharding.h - Meshes and shardings of tg values ----------*- C++
+//-*-===//
+//
+// What the sharding passes and the verifiers share: finding a module's mesh,
+// checking a #tg.sharding against a tensor type, local shapes, and reading
+// and writing the sharding of any value (function argument or op result).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_DIALECTS_TG_IR_TGSHARDING_H
+#define TGC_DIALECTS_TG_IR_TGSHARDING_H
+
+#include "dialects/tg/IR/TgOps.h"
+
+namespace mlir::tg {
+
+/// Attribute names: on function arguments and results a #tg.sharding and a
+/// string; on ops an array of each, one per result.
+constexpr llvm::StringLiteral kShardingAttr = "tg.sharding";
+constexpr llvm::StringLiteral kShardingOriginAttr = "tg.sharding_origin";
+/// On a collective tg-partition inserted: the value and the change of
+/// sharding that caused it.
+constexpr llvm::StringLiteral kReshardAttr = "tg.reshard";
+
+/// The tg.mesh named `name` in the module around `from`, or null.
+MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);
+/// The module's tg.mesh (the first, when there are several), or null.
+MeshOp getModuleMesh(Operation *from);
+
+/// Checks `sharding` against the tensor `type` and `mesh`: the ranks agree,
+/// every axis exists and appears once, and each dimension's axes divide it.
+LogicalResult verifyShardingFor(ShardingAttr sharding, Type type, MeshOp mesh,
+                                function_ref<InFlightDiagnostic()> emitError);
+
+/// The shape one process holds of a tensor of `shape` sharded as
+/// `sharding`: each split dimension divided by the product of its axes.
+SmallVector<int64_t> localShape(ShardingAttr sharding, ArrayRef<int64_t> shape,
+                                MeshOp mesh);
+
+/// The sharding recorded for `value` (a function argument's `tg.sharding`,
+/// or its entry in the defining op's), or null.
+ShardingAttr getSharding(Value value);
+/// Records `sharding` (and where it came from) for `value`.
+void setSharding(Value value, ShardingAttr sharding, StringRef origin);
+/// The origin recorded beside `value`'s sharding, or "".
+StringRef getShardingOrigin(Value value);
+
+/// `[{"data"}, {}] partial {"tp"}`: a sharding without its mesh, for
+/// diagnostics and tg.reshard.
+std::string formatSharding(ShardingAttr sharding);
+
+} // namespace mlir::tg
+
+#endif // TGC_DIALECTS_TG_IR_TGSHARDING_H
