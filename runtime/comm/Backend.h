@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tgc {
 
@@ -41,6 +42,10 @@ struct Communicator {
   /// rank and worldSize as launched; localRank resolved (never -1).
   comm::LaunchInfo launch;
   int device = -1; ///< the CUDA device (Nccl)
+  /// The mesh from setMesh (empty before): axis sizes and this process's
+  /// coordinates.
+  std::vector<int64_t> meshSizes;
+  std::vector<int> meshCoords;
 
   // Arguments are checked (count > 0, root in range) before these are called.
   /// Complete on return; host memory (Mpi) or device memory (Nccl).
@@ -49,6 +54,17 @@ struct Communicator {
   virtual void allReduce(void *data, int64_t count, DType dtype,
                          comm::ReduceOp op, void *stream) = 0;
   virtual double allReduceSum(double value) = 0;
+  /// The mesh: per-axis sub-communicators (meshSizes and meshCoords are
+  /// set before the call). Collective over every rank.
+  virtual void splitMesh() = 0;
+  /// Over mesh axis `axis` (-1: the world); see Comm.h. Arguments checked.
+  virtual void allReduceAxis(int axis, void *data, int64_t count, DType dtype,
+                             comm::ReduceOp op, void *stream) = 0;
+  virtual void allGather(int axis, const void *in, void *out, int64_t count,
+                         DType dtype, void *stream, int64_t blocks) = 0;
+  virtual void reduceScatter(int axis, const void *in, void *out, int64_t count,
+                             DType dtype, comm::ReduceOp op, void *stream,
+                             int64_t blocks) = 0;
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
   virtual void barrier() = 0;
   /// The backend's part of abortAll, after the message was printed: make

@@ -11,11 +11,13 @@
 
 #include "runtime/comm/Backend.h"
 #include "runtime/comm/Launch.h"
+#include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <unistd.h>
 
@@ -116,6 +118,128 @@ void allReduce(Communicator *comm, void *data, int64_t count, DType dtype,
                ReduceOp op, void *stream) {
   if (!skip(comm, count, "all-reduce"))
     comm->allReduce(data, count, dtype, op, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// The mesh
+//===----------------------------------------------------------------------===//
+
+static std::string meshText(const std::vector<int64_t> &sizes) {
+  std::string text;
+  for (int64_t size : sizes)
+    text += (text.empty() ? "" : "x") + std::to_string(size);
+  return text.empty() ? "[]" : text;
+}
+
+void setMesh(Communicator *comm, const std::vector<int64_t> &sizes) {
+  int64_t processes = 1;
+  for (int64_t size : sizes) {
+    if (size <= 0)
+      throw Error("mesh " + meshText(sizes) + " has an axis of size " +
+                  std::to_string(size));
+    processes *= size;
+  }
+  if (processes != worldSize(comm))
+    throw Error("mesh " + meshText(sizes) + " has " +
+                std::to_string(processes) + " processes but the run has " +
+                std::to_string(worldSize(comm)));
+  if (!comm)
+    return;
+  comm->meshSizes = sizes;
+  comm->meshCoords.assign(sizes.size(), 0);
+  // Row-major: the last axis varies fastest.
+  int64_t rest = comm->launch.rank;
+  for (size_t a = sizes.size(); a-- > 0;) {
+    comm->meshCoords[a] = static_cast<int>(rest % sizes[a]);
+    rest /= sizes[a];
+  }
+  comm->splitMesh();
+}
+
+int meshAxes(const Communicator *comm) {
+  return comm ? static_cast<int>(comm->meshSizes.size()) : 0;
+}
+
+static void checkAxis(const Communicator *comm, int axis) {
+  // One process (null) is any mesh of size-1 axes.
+  if (axis < -1 || (comm && axis >= meshAxes(comm)))
+    throw Error("mesh axis " + std::to_string(axis) + " does not exist (" +
+                std::to_string(meshAxes(comm)) +
+                " axes; was setMesh called with the step's mesh?)");
+}
+
+int meshCoordinate(const Communicator *comm, int axis) {
+  checkAxis(comm, axis);
+  if (!comm)
+    return 0;
+  return axis < 0 ? comm->launch.rank : comm->meshCoords[axis];
+}
+
+int meshAxisSize(const Communicator *comm, int axis) {
+  checkAxis(comm, axis);
+  if (!comm)
+    return 1;
+  return axis < 0 ? comm->launch.worldSize
+                  : static_cast<int>(comm->meshSizes[axis]);
+}
+
+void allReduce(Communicator *comm, int axis, void *data, int64_t count,
+               DType dtype, ReduceOp op, void *stream) {
+  checkAxis(comm, axis);
+  if (!skip(comm, count, "all-reduce"))
+    comm->allReduceAxis(axis, data, count, dtype, op, stream);
+}
+
+static void checkBlocks(int64_t count, int64_t blocks, const char *what) {
+  if (blocks <= 0 || count % blocks != 0)
+    throw Error(std::string(what) + " of " + std::to_string(count) +
+                " elements in " + std::to_string(blocks) +
+                " runs: the runs must divide the piece");
+}
+
+void allGather(Communicator *comm, int axis, const void *in, void *out,
+               int64_t count, DType dtype, void *stream, int64_t blocks) {
+  checkAxis(comm, axis);
+  checkBlocks(count, blocks, "all-gather");
+  if (count < 0)
+    throw Error("all-gather of a negative count");
+  if (count == 0)
+    return;
+  if (!comm) {
+    if (in != out)
+      std::memmove(out, in, count * dtypeSize(dtype));
+    return;
+  }
+  comm->allGather(axis, in, out, count, dtype, stream, blocks);
+}
+
+void reduceScatter(Communicator *comm, int axis, const void *in, void *out,
+                   int64_t count, DType dtype, ReduceOp op, void *stream,
+                   int64_t blocks) {
+  checkAxis(comm, axis);
+  checkBlocks(count, blocks, "reduce-scatter");
+  if (count < 0)
+    throw Error("reduce-scatter of a negative count");
+  if (count == 0)
+    return;
+  if (!comm) {
+    if (in != out)
+      std::memmove(out, in, count * dtypeSize(dtype));
+    return;
+  }
+  comm->reduceScatter(axis, in, out, count, dtype, op, stream, blocks);
+}
+
+void slice(const Communicator *comm, int axis, const void *in, void *out,
+           int64_t count, DType dtype, int64_t blocks) {
+  checkBlocks(count, blocks, "slice");
+  int64_t size = meshAxisSize(comm, axis), at = meshCoordinate(comm, axis);
+  int64_t run = count / blocks * dtypeSize(dtype);
+  const char *src = static_cast<const char *>(in);
+  char *dst = static_cast<char *>(out);
+  // Run b of piece `at` is run b * size + at of the whole.
+  for (int64_t b = 0; b < blocks; ++b)
+    std::memcpy(dst + b * run, src + (b * size + at) * run, run);
 }
 
 void broadcast(Communicator *comm, void *data, int64_t bytes, int root) {

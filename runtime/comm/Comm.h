@@ -47,6 +47,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tgc {
 
@@ -99,6 +100,62 @@ double allReduceSum(Communicator *comm, double value);
 /// before returning. Null comm: nothing happens.
 void allReduce(Communicator *comm, void *data, int64_t count, DType dtype,
                ReduceOp op, void *stream);
+
+//===----------------------------------------------------------------------===//
+// The device mesh
+//===----------------------------------------------------------------------===//
+//
+// A step partitioned over a mesh (ModelDesc::mesh) runs its collectives
+// over one mesh axis each: among the processes that differ only in their
+// coordinate on that axis. Process r sits at the row-major coordinates of r
+// (the last axis fastest). `axis` -1 is the whole world in every call below.
+
+/// Arranges the run's processes as a mesh of `sizes` and builds one
+/// sub-communicator per axis (MPI_Comm_split / ncclCommSplit: every rank
+/// must call it, with the same sizes, before the axis collectives). Throws
+/// tgc::Error when the product of the sizes is not the world size. A null
+/// communicator takes any mesh of size-1 axes.
+void setMesh(Communicator *comm, const std::vector<int64_t> &sizes);
+/// The number of mesh axes set (0 before setMesh and for null).
+int meshAxes(const Communicator *comm);
+/// This process's coordinate on mesh axis `axis` (its rank for -1); 0 for
+/// null.
+int meshCoordinate(const Communicator *comm, int axis);
+/// The number of processes along `axis` (the world size for -1); 1 for null.
+int meshAxisSize(const Communicator *comm, int axis);
+
+/// allReduce over the processes along mesh axis `axis` (-1: all).
+void allReduce(Communicator *comm, int axis, void *data, int64_t count,
+               DType dtype, ReduceOp op, void *stream);
+
+/// Concatenates the processes' `count` elements along `axis` in the order of
+/// their coordinates: `out` holds size(axis) * count elements, rank-major.
+/// With `blocks` > 1 each process's piece is `blocks` runs of count /
+/// blocks elements (a tensor split along a dim that is not its outermost),
+/// and `out` interleaves them: run b of every process, then run b + 1. `in`
+/// and `out` must not overlap. Memory and `stream` as for allReduce; Mpi
+/// completes before returning, Nccl enqueues on `stream` (the rearrangement
+/// for blocks > 1 goes through a scratch buffer on the same stream). Any
+/// dtype: the bytes travel unchanged. Null comm: copies `in` to `out` (host
+/// memory only: a device caller copies itself).
+void allGather(Communicator *comm, int axis, const void *in, void *out,
+               int64_t count, DType dtype, void *stream, int64_t blocks = 1);
+
+/// The elementwise sum (or mean) of the processes' `in` along `axis`
+/// (size(axis) * count elements each), of which the process at coordinate
+/// i keeps piece i (`count` elements) in `out`. With `blocks` > 1 `in` is
+/// `blocks` runs each holding every process's run of count / blocks
+/// elements (the inverse of allGather's layout), and piece i is run i of
+/// each, in order. F32, BF16 and F16 on Nccl, F32 on Mpi. Null comm: copies.
+void reduceScatter(Communicator *comm, int axis, const void *in, void *out,
+                   int64_t count, DType dtype, ReduceOp op, void *stream,
+                   int64_t blocks = 1);
+
+/// Keeps this process's piece of a host tensor that every process along
+/// `axis` holds whole: the inverse of allGather's layout, without
+/// communication. `count`, `blocks` as for allGather.
+void slice(const Communicator *comm, int axis, const void *in, void *out,
+           int64_t count, DType dtype, int64_t blocks = 1);
 
 /// Copies `bytes` of host memory from `root` to every rank.
 void broadcast(Communicator *comm, void *data, int64_t bytes, int root);

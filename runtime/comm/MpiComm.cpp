@@ -23,13 +23,17 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include "runtime/core/DType.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 #endif
 
 namespace tgc {
@@ -177,30 +181,98 @@ public:
   ~MpiCommunicator() override { stopWatchdog(); }
 
   void allReduceFloats(float *data, int64_t count, ReduceOp op) override {
-    Deadline deadline(*this, "all-reduce");
-    for (int64_t done = 0; done < count; done += kMaxChunk) {
-      int n = static_cast<int>(std::min(kMaxChunk, count - done));
-      check(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_FLOAT, MPI_SUM,
-                          MPI_COMM_WORLD),
-            "all-reduce of " + std::to_string(count) + " floats");
-    }
-    if (op == ReduceOp::Mean) {
-      // Division, not a multiplication by 1/n: the mean of n equal values
-      // is that value, as in the one-process run.
-      float n = static_cast<float>(launch.worldSize);
-      for (int64_t i = 0; i < count; ++i)
-        data[i] /= n;
-    }
+    allReduceAxis(-1, data, count, DType::F32, op, nullptr);
   }
 
   void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
                  void *stream) override {
+    allReduceAxis(-1, data, count, dtype, op, stream);
+  }
+
+  void allReduceAxis(int axis, void *data, int64_t count, DType dtype,
+                     ReduceOp op, void *stream) override {
+    checkHostFloats(dtype, stream);
+    Deadline deadline(*this, "all-reduce");
+    float *floats = static_cast<float *>(data);
+    for (int64_t done = 0; done < count; done += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, count - done));
+      check(MPI_Allreduce(MPI_IN_PLACE, floats + done, n, MPI_FLOAT, MPI_SUM,
+                          axisComm(axis)),
+            "all-reduce of " + std::to_string(count) + " floats" +
+                axisText(axis));
+    }
+    if (op == ReduceOp::Mean) {
+      // Division, not a multiplication by 1/n: the mean of n equal values
+      // is that value, as in the one-process run.
+      float n = static_cast<float>(axisSize(axis));
+      for (int64_t i = 0; i < count; ++i)
+        floats[i] /= n;
+    }
+  }
+
+  void splitMesh() override {
+    freeAxisComms();
+    for (size_t a = 0; a < meshSizes.size(); ++a) {
+      // The processes that share every other coordinate form one group,
+      // ordered by their coordinate on the axis.
+      int color = 0;
+      for (size_t b = 0; b < meshSizes.size(); ++b)
+        if (b != a)
+          color = color * static_cast<int>(meshSizes[b]) + meshCoords[b];
+      MPI_Comm axis;
+      check(MPI_Comm_split(MPI_COMM_WORLD, color, meshCoords[a], &axis),
+            "MPI_Comm_split for mesh axis " + std::to_string(a));
+      MPI_Comm_set_errhandler(axis, MPI_ERRORS_RETURN);
+      axisComms_.push_back(axis);
+    }
+  }
+
+  void allGather(int axis, const void *in, void *out, int64_t count,
+                 DType dtype, void *stream, int64_t blocks) override {
     if (stream)
-      throw Error("an MPI communicator reduces host memory: the stream "
+      throw Error("an MPI communicator gathers host memory: the stream "
                   "must be null");
-    if (dtype != DType::F32)
-      throw Error("an MPI communicator reduces F32 host buffers only");
-    allReduceFloats(static_cast<float *>(data), count, op);
+    int64_t bytes = count * dtypeSize(dtype), size = axisSize(axis);
+    int pieceBytes = messageBytes(bytes, "all-gather");
+    std::vector<char> scratch(blocks > 1 ? bytes * size : 0);
+    void *gathered = blocks > 1 ? scratch.data() : out;
+    {
+      Deadline deadline(*this, "all-gather");
+      check(MPI_Allgather(in, pieceBytes, MPI_BYTE, gathered, pieceBytes,
+                          MPI_BYTE, axisComm(axis)),
+            "all-gather of " + std::to_string(bytes) + " bytes" +
+                axisText(axis));
+    }
+    if (blocks > 1)
+      interleave(scratch.data(), static_cast<char *>(out), size, blocks,
+                 bytes / blocks, /*toRunMajor=*/true);
+  }
+
+  void reduceScatter(int axis, const void *in, void *out, int64_t count,
+                     DType dtype, ReduceOp op, void *stream,
+                     int64_t blocks) override {
+    checkHostFloats(dtype, stream);
+    int64_t size = axisSize(axis);
+    int n = messageBytes(count * 4, "reduce-scatter") / 4;
+    std::vector<char> scratch(blocks > 1 ? count * size * 4 : 0);
+    const void *source = in;
+    if (blocks > 1) {
+      interleave(static_cast<const char *>(in), scratch.data(), size, blocks,
+                 count / blocks * 4, /*toRunMajor=*/false);
+      source = scratch.data();
+    }
+    {
+      Deadline deadline(*this, "reduce-scatter");
+      check(MPI_Reduce_scatter_block(source, out, n, MPI_FLOAT, MPI_SUM,
+                                     axisComm(axis)),
+            "reduce-scatter of " + std::to_string(count) + " floats" +
+                axisText(axis));
+    }
+    if (op == ReduceOp::Mean) {
+      float *floats = static_cast<float *>(out);
+      for (int64_t i = 0; i < count; ++i)
+        floats[i] /= static_cast<float>(size);
+    }
   }
 
   double allReduceSum(double value) override {
@@ -225,9 +297,56 @@ public:
     // MPI_Abort, which Comm.cpp calls next, reaches every rank.
   }
 
-  void finalize() override { stopWatchdog(); }
+  void finalize() override {
+    stopWatchdog();
+    freeAxisComms();
+  }
 
 private:
+  MPI_Comm axisComm(int axis) const {
+    return axis < 0 ? MPI_COMM_WORLD : axisComms_[axis];
+  }
+  int64_t axisSize(int axis) const {
+    return axis < 0 ? launch.worldSize : meshSizes[axis];
+  }
+  std::string axisText(int axis) const {
+    return axis < 0 ? std::string() : " over mesh axis " + std::to_string(axis);
+  }
+  static void checkHostFloats(DType dtype, void *stream) {
+    if (stream)
+      throw Error("an MPI communicator reduces host memory: the stream "
+                  "must be null");
+    if (dtype != DType::F32)
+      throw Error("an MPI communicator reduces F32 host buffers only");
+  }
+  /// MPI counts are ints: one message holds at most 2 GiB.
+  static int messageBytes(int64_t bytes, const char *what) {
+    if (bytes > kMaxChunk)
+      throw Error(std::string("mpi ") + what + " of " + std::to_string(bytes) +
+                  " per process: more than one message holds");
+    return static_cast<int>(bytes);
+  }
+  /// [pieces][blocks][run] <-> [blocks][pieces][run] (bytes).
+  static void interleave(const char *from, char *to, int64_t pieces,
+                         int64_t blocks, int64_t run, bool toRunMajor) {
+    for (int64_t p = 0; p < pieces; ++p)
+      for (int64_t b = 0; b < blocks; ++b) {
+        int64_t pieceMajor = (p * blocks + b) * run;
+        int64_t runMajor = (b * pieces + p) * run;
+        if (toRunMajor)
+          std::memcpy(to + runMajor, from + pieceMajor, run);
+        else
+          std::memcpy(to + pieceMajor, from + runMajor, run);
+      }
+  }
+  void freeAxisComms() {
+    for (MPI_Comm &axis : axisComms_)
+      if (axis != MPI_COMM_NULL)
+        MPI_Comm_free(&axis);
+    axisComms_.clear();
+  }
+
+  std::vector<MPI_Comm> axisComms_;
   /// Marks the collective the main thread waits in, for the watchdog.
   class Deadline {
   public:

@@ -27,6 +27,7 @@
 #include "runtime/comm/Backend.h"
 
 #include "runtime/comm/Rendezvous.h"
+#include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
 
 #include <cuda_runtime.h>
@@ -71,19 +72,6 @@ std::string visibleDevicesNote() {
                  : std::string();
 }
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::BF16:
-    return "bf16";
-  case DType::F16:
-    return "f16";
-  default:
-    return "unsupported";
-  }
-}
-
 class NcclCommunicator final : public Communicator {
 public:
   NcclCommunicator() : Communicator(CommBackend::Nccl) {}
@@ -97,6 +85,14 @@ public:
   void allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
                  void *stream) override;
   double allReduceSum(double value) override;
+  void splitMesh() override;
+  void allReduceAxis(int axis, void *data, int64_t count, DType dtype,
+                     ReduceOp op, void *stream) override;
+  void allGather(int axis, const void *in, void *out, int64_t count,
+                 DType dtype, void *stream, int64_t blocks) override;
+  void reduceScatter(int axis, const void *in, void *out, int64_t count,
+                     DType dtype, ReduceOp op, void *stream,
+                     int64_t blocks) override;
   void broadcast(void *data, int64_t bytes, int root) override;
   void barrier() override;
   void abortPeers(const std::string &why) noexcept override;
@@ -118,6 +114,21 @@ private:
   /// Polls a call that returned ncclInProgress until it settles; throws
   /// tgc::Error on an error or when the deadline passes.
   void settle(ncclResult_t result, const std::string &what);
+  /// The same for a call on `comm` (a mesh axis's communicator).
+  void settleOn(ncclComm_t comm, ncclResult_t result, const std::string &what);
+  ncclComm_t axisComm(int axis) const {
+    return axis < 0 ? nccl_ : axisNccl_[axis];
+  }
+  int64_t axisSize(int axis) const {
+    return axis < 0 ? launch.worldSize : meshSizes[axis];
+  }
+  /// Device scratch for the mesh collectives' rearrangements (grows; its
+  /// cudaFree waits for the device, so no queued use outlives it).
+  void *scratch(size_t bytes);
+  /// [pieces][blocks][run] -> [blocks][pieces][run] (toRunMajor) or back,
+  /// on `stream`.
+  void interleave(const void *from, void *to, int64_t pieces, int64_t blocks,
+                  int64_t run, bool toRunMajor, cudaStream_t stream);
   void checkCuda(cudaError_t error, const std::string &what);
   /// Records an event after `what` on `stream` for the watchdog's deadline.
   void track(cudaStream_t stream, const std::string &what);
@@ -128,6 +139,10 @@ private:
   void stopWatchdog();
 
   ncclComm_t nccl_ = nullptr;
+  /// One communicator per mesh axis (splitMesh), split from nccl_.
+  std::vector<ncclComm_t> axisNccl_;
+  void *scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
   cudaStream_t stream_ = nullptr; ///< for the synchronous calls
   void *staging_ = nullptr;
   size_t stagingBytes_ = 0;
@@ -328,6 +343,11 @@ void NcclCommunicator::createCommunicator(const ncclUniqueId &id) {
 //===----------------------------------------------------------------------===//
 
 void NcclCommunicator::settle(ncclResult_t result, const std::string &what) {
+  settleOn(nccl_, result, what);
+}
+
+void NcclCommunicator::settleOn(ncclComm_t comm, ncclResult_t result,
+                                const std::string &what) {
   double deadline = nowSeconds() + timeout_;
   while (result == ncclInProgress) {
     if (timeout_ > 0 && nowSeconds() > deadline)
@@ -336,14 +356,14 @@ void NcclCommunicator::settle(ncclResult_t result, const std::string &what) {
                   " (TGC_NCCL_TIMEOUT): a peer is missing or the network "
                   "hangs");
     std::this_thread::yield();
-    ncclResult_t query = ncclCommGetAsyncError(nccl_, &result);
+    ncclResult_t query = ncclCommGetAsyncError(comm, &result);
     if (query != ncclSuccess)
       result = query;
   }
   if (result != ncclSuccess)
     throw Error("NCCL " + what + " failed on rank " +
                 std::to_string(launch.rank) + ": " +
-                ncclGetErrorString(result) + ": " + ncclGetLastError(nccl_));
+                ncclGetErrorString(result) + ": " + ncclGetLastError(comm));
 }
 
 void NcclCommunicator::checkCuda(cudaError_t error, const std::string &what) {
@@ -451,6 +471,144 @@ double NcclCommunicator::allReduceSum(double value) {
   return value;
 }
 
+//===----------------------------------------------------------------------===//
+// Mesh axes
+//===----------------------------------------------------------------------===//
+
+void NcclCommunicator::splitMesh() {
+  std::vector<ncclComm_t> made;
+  for (size_t a = 0; a < meshSizes.size(); ++a) {
+    // As MPI_Comm_split: the group of the processes that share every other
+    // coordinate, ordered by the coordinate on the axis.
+    int color = 0;
+    for (size_t b = 0; b < meshSizes.size(); ++b)
+      if (b != a)
+        color = color * static_cast<int>(meshSizes[b]) + meshCoords[b];
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t axis = nullptr;
+    ncclResult_t result =
+        ncclCommSplit(nccl_, color, meshCoords[a], &axis, &config);
+    if (result != ncclSuccess && result != ncclInProgress) {
+      for (ncclComm_t done : made)
+        ncclCommAbort(done);
+      settle(result, "split for mesh axis " + std::to_string(a));
+    }
+    made.push_back(axis);
+    settleOn(axis, result, "split for mesh axis " + std::to_string(a));
+  }
+  // The watchdog reads the list.
+  std::lock_guard<std::mutex> lock(mutex_);
+  axisNccl_ = made;
+}
+
+void *NcclCommunicator::scratch(size_t bytes) {
+  if (bytes > scratchBytes_) {
+    if (scratch_)
+      cudaFree(scratch_);
+    scratch_ = nullptr;
+    scratchBytes_ = 0;
+    checkCuda(cudaMalloc(&scratch_, bytes),
+              "cudaMalloc of " + std::to_string(bytes) + " scratch bytes");
+    scratchBytes_ = bytes;
+  }
+  return scratch_;
+}
+
+void NcclCommunicator::interleave(const void *from, void *to, int64_t pieces,
+                                  int64_t blocks, int64_t run, bool toRunMajor,
+                                  cudaStream_t stream) {
+  // One strided copy per piece: its `blocks` runs, `run` bytes each, lie
+  // contiguous piece-major and `pieces` runs apart run-major.
+  size_t width = static_cast<size_t>(run);
+  for (int64_t p = 0; p < pieces; ++p) {
+    const char *src = static_cast<const char *>(from);
+    char *dst = static_cast<char *>(to);
+    if (toRunMajor)
+      checkCuda(cudaMemcpy2DAsync(dst + p * run, width * pieces,
+                                  src + p * blocks * run, width, width,
+                                  static_cast<size_t>(blocks),
+                                  cudaMemcpyDeviceToDevice, stream),
+                "cudaMemcpy2DAsync");
+    else
+      checkCuda(cudaMemcpy2DAsync(dst + p * blocks * run, width, src + p * run,
+                                  width * pieces, width,
+                                  static_cast<size_t>(blocks),
+                                  cudaMemcpyDeviceToDevice, stream),
+                "cudaMemcpy2DAsync");
+  }
+}
+
+void NcclCommunicator::allReduceAxis(int axis, void *data, int64_t count,
+                                     DType dtype, ReduceOp op, void *stream) {
+  if (axis < 0)
+    return allReduce(data, count, dtype, op, stream);
+  ncclDataType_t type;
+  if (!ncclType(dtype, type))
+    throw Error("NCCL all-reduce of DType " +
+                std::to_string(static_cast<int>(dtype)) +
+                ": only f32, bf16 and f16 are reduced");
+  std::string what = "all-reduce of " + std::to_string(count) + " " +
+                     dtypeName(dtype) + " values over mesh axis " +
+                     std::to_string(axis);
+  cudaStream_t cudaStream = static_cast<cudaStream_t>(stream);
+  settleOn(axisComm(axis),
+           ncclAllReduce(data, data, static_cast<size_t>(count), type,
+                         op == ReduceOp::Mean ? ncclAvg : ncclSum,
+                         axisComm(axis), cudaStream),
+           what);
+  track(cudaStream, what);
+}
+
+void NcclCommunicator::allGather(int axis, const void *in, void *out,
+                                 int64_t count, DType dtype, void *stream,
+                                 int64_t blocks) {
+  int64_t bytes = count * dtypeSize(dtype), size = axisSize(axis);
+  cudaStream_t cudaStream = static_cast<cudaStream_t>(stream);
+  void *gathered =
+      blocks > 1 ? scratch(static_cast<size_t>(bytes * size)) : out;
+  std::string what =
+      "all-gather of " + std::to_string(bytes) + " bytes" +
+      (axis < 0 ? "" : " over mesh axis " + std::to_string(axis));
+  settleOn(axisComm(axis),
+           ncclAllGather(in, gathered, static_cast<size_t>(bytes), ncclUint8,
+                         axisComm(axis), cudaStream),
+           what);
+  if (blocks > 1)
+    interleave(gathered, out, size, blocks, bytes / blocks,
+               /*toRunMajor=*/true, cudaStream);
+  track(cudaStream, what);
+}
+
+void NcclCommunicator::reduceScatter(int axis, const void *in, void *out,
+                                     int64_t count, DType dtype, ReduceOp op,
+                                     void *stream, int64_t blocks) {
+  ncclDataType_t type;
+  if (!ncclType(dtype, type))
+    throw Error("NCCL reduce-scatter of DType " +
+                std::to_string(static_cast<int>(dtype)) +
+                ": only f32, bf16 and f16 are reduced");
+  int64_t size = axisSize(axis), run = count / blocks * dtypeSize(dtype);
+  cudaStream_t cudaStream = static_cast<cudaStream_t>(stream);
+  const void *source = in;
+  if (blocks > 1) {
+    void *piecewise =
+        scratch(static_cast<size_t>(count * size * dtypeSize(dtype)));
+    interleave(in, piecewise, size, blocks, run, /*toRunMajor=*/false,
+               cudaStream);
+    source = piecewise;
+  }
+  std::string what =
+      "reduce-scatter of " + std::to_string(count) + " " + dtypeName(dtype) +
+      " values" + (axis < 0 ? "" : " over mesh axis " + std::to_string(axis));
+  settleOn(axisComm(axis),
+           ncclReduceScatter(source, out, static_cast<size_t>(count), type,
+                             op == ReduceOp::Mean ? ncclAvg : ncclSum,
+                             axisComm(axis), cudaStream),
+           what);
+  track(cudaStream, what);
+}
+
 void NcclCommunicator::broadcast(void *data, int64_t bytes, int root) {
   size_t size = static_cast<size_t>(bytes);
   void *buffer = staging(size);
@@ -493,6 +651,7 @@ void NcclCommunicator::watch() {
   for (;;) {
     std::string failure;
     double now;
+    std::vector<ncclComm_t> axes;
     {
       // Only the event list is shared: file and NCCL queries run unlocked,
       // so a slow file system never holds up the main thread's track().
@@ -500,6 +659,7 @@ void NcclCommunicator::watch() {
       wakeup_.wait_for(lock, std::chrono::milliseconds(100));
       if (stopping_)
         return;
+      axes = axisNccl_;
       now = nowSeconds();
       for (size_t i = 0; i < pending_.size() && failure.empty();) {
         cudaError_t status = cudaEventQuery(pending_[i].event);
@@ -525,6 +685,13 @@ void NcclCommunicator::watch() {
     ncclResult_t queried = ncclCommGetAsyncError(nccl_, &state);
     if (queried != ncclSuccess)
       state = queried;
+    for (ncclComm_t axis : axes) {
+      if (!axis || (state != ncclSuccess && state != ncclInProgress))
+        continue;
+      queried = ncclCommGetAsyncError(axis, &state);
+      if (queried != ncclSuccess)
+        state = queried;
+    }
     if (failure.empty() && state != ncclSuccess && state != ncclInProgress)
       failure = std::string("NCCL reported an error: ") +
                 ncclGetErrorString(state) + ": " + ncclGetLastError(nccl_) +
@@ -547,6 +714,9 @@ void NcclCommunicator::watch() {
 void NcclCommunicator::abortPeers(const std::string &why) noexcept {
   if (rendezvous_ && !peerAborted_)
     rendezvous_->postAbort(launch.rank, why);
+  for (ncclComm_t axis : axisNccl_)
+    if (axis)
+      ncclCommAbort(axis);
   if (nccl_)
     ncclCommAbort(nccl_);
 }
@@ -573,14 +743,27 @@ void NcclCommunicator::finalize() {
   if (!nccl_)
     return;
   // Flushes every queued collective; settles once all ranks have finished.
+  for (ncclComm_t axis : axisNccl_)
+    if (axis)
+      settleOn(axis, ncclCommFinalize(axis), "finalize of a mesh axis");
   settle(ncclCommFinalize(nccl_), "finalize");
   stopWatchdog();
+  for (ncclComm_t &axis : axisNccl_)
+    if (axis) {
+      ncclCommDestroy(axis);
+      axis = nullptr;
+    }
   ncclCommDestroy(nccl_);
   nccl_ = nullptr;
 }
 
 NcclCommunicator::~NcclCommunicator() {
   stopWatchdog();
+  for (ncclComm_t axis : axisNccl_)
+    if (axis)
+      ncclCommAbort(axis);
+  if (scratch_)
+    cudaFree(scratch_);
   if (nccl_)
     ncclCommAbort(nccl_);
   for (const Pending &p : pending_)

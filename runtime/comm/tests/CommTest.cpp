@@ -6,6 +6,8 @@
 // abortAll, so a failure never turns into a hang.
 //
 //   collectives   every collective, values from every rank, on any world size
+//   mesh          a 2x2 mesh (4 ranks): coordinates, and all-reduce,
+//                 all-gather, reduce-scatter and slice over each axis
 //   single        no launcher: null communicator, collectives are identities
 //   abort         rank 2 (or the last) calls abortAll while the others wait
 //   die           rank 1 exits 3 without finalize while the others reduce
@@ -192,6 +194,101 @@ int collectives() {
 }
 
 //===----------------------------------------------------------------------===//
+// mesh
+//===----------------------------------------------------------------------===//
+
+int meshScenario() {
+  Communicator *c = init();
+  const int r = comm::rank(c);
+  std::string me = "rank " + std::to_string(r) + ": ";
+  bool threw = false;
+  try {
+    comm::setMesh(c, {3, 2});
+  } catch (const Error &e) {
+    threw = std::string(e.what()).find("has 6 processes but the run has 4") !=
+            std::string::npos;
+  }
+  expect(c, threw, me + "a mesh of the wrong size is an error");
+  comm::setMesh(c, {2, 2});
+  expect(c, comm::meshAxes(c) == 2, me + "two axes");
+  // Row-major: rank = 2 * row + column.
+  const int row = comm::meshCoordinate(c, 0), col = comm::meshCoordinate(c, 1);
+  expect(c, row == r / 2 && col == r % 2,
+         me + "coordinates (" + std::to_string(row) + ", " +
+             std::to_string(col) + ")");
+  expect(c, comm::meshAxisSize(c, 0) == 2 && comm::meshAxisSize(c, -1) == 4,
+         me + "axis sizes");
+
+  for (int axis : {0, 1}) {
+    const int at = axis == 0 ? row : col;
+    // The group along `axis`: the ranks that share the other coordinate.
+    auto peer = [&](int coordinate) {
+      return axis == 0 ? coordinate * 2 + col : row * 2 + coordinate;
+    };
+    std::string on = me + "axis " + std::to_string(axis) + ": ";
+
+    float value = float(r + 1);
+    comm::allReduce(c, axis, &value, 1, DType::F32, comm::ReduceOp::Sum,
+                    nullptr);
+    expect(c, value == float(peer(0) + 1 + peer(1) + 1),
+           on + "allReduce gives " + std::to_string(value));
+    value = float(r + 1);
+    comm::allReduce(c, axis, &value, 1, DType::F32, comm::ReduceOp::Mean,
+                    nullptr);
+    expect(c, value == float(peer(0) + 1 + peer(1) + 1) / 2,
+           on + "allReduce mean gives " + std::to_string(value));
+
+    // A 2x3 piece, gathered along dim 0 (one run) and along dim 1 (two
+    // runs of 3: the whole is 2x6).
+    std::vector<float> piece(6), whole(12);
+    for (int i = 0; i < 6; ++i)
+      piece[i] = float(r * 100 + i);
+    comm::allGather(c, axis, piece.data(), whole.data(), 6, DType::F32,
+                    nullptr);
+    for (int i = 0; i < 12; ++i)
+      expect(c, whole[i] == float(peer(i / 6) * 100 + i % 6),
+             on + "allGather [" + std::to_string(i) + "]");
+    comm::allGather(c, axis, piece.data(), whole.data(), 6, DType::F32, nullptr,
+                    /*blocks=*/2);
+    for (int i = 0; i < 12; ++i) {
+      int rowOf = i / 6, column = i % 6;
+      expect(c,
+             whole[i] == float(peer(column / 3) * 100 + rowOf * 3 + column % 3),
+             on + "allGather along dim 1 [" + std::to_string(i) + "]");
+    }
+    // slice is its inverse.
+    std::vector<float> back(6);
+    comm::slice(c, axis, whole.data(), back.data(), 6, DType::F32, 2);
+    expect(c, back == piece, on + "slice undoes the gather along dim 1");
+
+    // Reduce-scatter of a 2x4 (sum over the group; piece `at`).
+    std::vector<float> full(8), mine(4);
+    for (int i = 0; i < 8; ++i)
+      full[i] = float(r * 10 + i);
+    comm::reduceScatter(c, axis, full.data(), mine.data(), 4, DType::F32,
+                        comm::ReduceOp::Sum, nullptr);
+    for (int i = 0; i < 4; ++i)
+      expect(c, mine[i] == float((peer(0) + peer(1)) * 10 + 2 * (at * 4 + i)),
+             on + "reduceScatter [" + std::to_string(i) + "]");
+    // Along dim 1: columns [2 * at, 2 * at + 2) of each row, as a mean.
+    comm::reduceScatter(c, axis, full.data(), mine.data(), 4, DType::F32,
+                        comm::ReduceOp::Mean, nullptr, /*blocks=*/2);
+    for (int i = 0; i < 4; ++i) {
+      int rowOf = i / 2, column = at * 2 + i % 2;
+      expect(c,
+             mine[i] ==
+                 float((peer(0) + peer(1)) * 10 + 2 * (rowOf * 4 + column)) / 2,
+             on + "reduceScatter mean along dim 1 [" + std::to_string(i) + "]");
+    }
+  }
+  comm::barrier(c);
+  comm::finalize(c);
+  if (r == 0)
+    std::printf("mesh collectives ok on 2x2\n");
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
 // single
 //===----------------------------------------------------------------------===//
 
@@ -209,6 +306,15 @@ int single() {
   expect(c, data[0] == 1.5f && data[1] == -2 && data[2] == 3,
          "the identity on one process");
   expect(c, comm::allReduceSum(c, 2.5) == 2.5, "the double identity");
+  comm::setMesh(c, {1, 1});
+  float whole[3];
+  comm::allGather(c, 0, data, whole, 3, DType::F32, nullptr);
+  comm::reduceScatter(c, 1, whole, whole, 3, DType::F32, comm::ReduceOp::Mean,
+                      nullptr);
+  expect(c,
+         whole[0] == 1.5f && whole[2] == 3 && comm::meshCoordinate(c, 0) == 0 &&
+             comm::meshAxisSize(c, 1) == 1,
+         "mesh collectives are copies on one process");
   comm::broadcast(c, data, sizeof(data), 0);
   comm::barrier(c);
   std::string description = comm::describe(c);
@@ -293,6 +399,8 @@ int main(int argc, char **argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   if (scenario == "collectives")
     return collectives();
+  if (scenario == "mesh")
+    return meshScenario();
   if (scenario == "single")
     return single();
   if (scenario == "abort")
@@ -310,7 +418,7 @@ int main(int argc, char **argv) {
   if (scenario == "abort-alone")
     comm::abortAll(nullptr, "alone");
   std::fprintf(stderr,
-               "usage: %s collectives|single|abort|die|hang|error|"
+               "usage: %s collectives|mesh|single|abort|die|hang|error|"
                "init|init-nccl|timeout|abort-alone\n",
                argv[0]);
   return 2;
