@@ -39,6 +39,12 @@ StringRef cType(Type t) { return cElementType(t); }
 
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t numel(Value v) { return tensorType(v).getNumElements(); }
+
+/// The tgc::comm::ReduceOp that carries out `reduction`.
+const char *commReduceOp(Reduction reduction) {
+  return reduction == Reduction::mean ? "tgc::comm::ReduceOp::Mean"
+                                      : "tgc::comm::ReduceOp::Sum";
+}
 StringRef cTypeOf(Value v) { return cType(tensorType(v).getElementType()); }
 
 int64_t product(ArrayRef<int64_t> dims) {
@@ -1125,27 +1131,71 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](AllReduceOp r) -> LogicalResult {
-        StringRef fn;
-        switch (r.getReduction()) {
-        case Reduction::sum:
-          fn = "allReduceSum";
-          break;
-        case Reduction::mean:
-          fn = "allReduceMean";
-          break;
-        }
         // tg-plan-memory laid the gradients out side by side: one message.
         auto span = r->getAttrOfType<DenseI64ArrayAttr>(
             TgDialect::kBucketSpanAttr);
         if (!span)
           return r.emitError("cpu backend: a tg.all_reduce without "
                              "tg.bucket_span; run tg-plan-memory");
+        FailureOr<int> axis = meshAxisIndex(r, r.getMeshAxis(), "cpu backend");
+        if (failed(axis))
+          return failure();
         for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults()))
           if (viewOf(out) != in)
             os << "  std::memcpy(" << buf(out) << ", " << buf(in) << ", "
                << numel(in) << " * sizeof(float));\n";
-        os << "  tgc::comm::" << fn << "(io.comm, (float *)(arena + "
-           << span[0] << "), " << span[1] / 4 << ");\n";
+        if (*axis < 0) {
+          // No mesh: every process is a data-parallel replica.
+          os << "  tgc::comm::"
+             << (r.getReduction() == Reduction::mean ? "allReduceMean"
+                                                     : "allReduceSum")
+             << "(io.comm, (float *)(arena + " << span[0] << "), "
+             << span[1] / 4 << ");\n";
+          return success();
+        }
+        os << "  tgc::comm::allReduce(io.comm, /*axis=*/" << *axis << " /* "
+           << r.getMeshAxis() << " */, arena + " << span[0] << ", "
+           << span[1] / 4 << ", tgc::DType::F32, "
+           << commReduceOp(r.getReduction()) << ", nullptr);\n";
+        return success();
+      })
+      .Case([&](AllGatherOp g) -> LogicalResult {
+        FailureOr<int> axis = meshAxisIndex(g, g.getMeshAxis(), "cpu backend");
+        if (failed(axis))
+          return failure();
+        os << "  tgc::comm::allGather(io.comm, /*axis=*/" << *axis << " /* "
+           << g.getMeshAxis() << " */, " << buf(g.getInput()) << ", "
+           << buf(g.getResult()) << ", " << numel(g.getInput()) << ", "
+           << dtypeName(tensorType(g.getInput()).getElementType())
+           << ", nullptr, /*blocks=*/"
+           << runsBefore(g.getInput().getType(), g.getDim()) << ");\n";
+        return success();
+      })
+      .Case([&](ReduceScatterOp r) -> LogicalResult {
+        if (!tensorType(r.getInput()).getElementType().isF32())
+          return r.emitError("cpu backend: tg.reduce_scatter supports f32 "
+                             "only");
+        FailureOr<int> axis = meshAxisIndex(r, r.getMeshAxis(), "cpu backend");
+        if (failed(axis))
+          return failure();
+        os << "  tgc::comm::reduceScatter(io.comm, /*axis=*/" << *axis << " /* "
+           << r.getMeshAxis() << " */, " << buf(r.getInput()) << ", "
+           << buf(r.getResult()) << ", " << numel(r.getResult())
+           << ", tgc::DType::F32, " << commReduceOp(r.getReduction())
+           << ", nullptr, /*blocks=*/"
+           << runsBefore(r.getResult().getType(), r.getDim()) << ");\n";
+        return success();
+      })
+      .Case([&](AllSliceOp a) -> LogicalResult {
+        FailureOr<int> axis = meshAxisIndex(a, a.getMeshAxis(), "cpu backend");
+        if (failed(axis))
+          return failure();
+        os << "  tgc::comm::slice(io.comm, /*axis=*/" << *axis << " /* "
+           << a.getMeshAxis() << " */, " << buf(a.getInput()) << ", "
+           << buf(a.getResult()) << ", " << numel(a.getResult()) << ", "
+           << dtypeName(tensorType(a.getInput()).getElementType())
+           << ", /*blocks=*/" << runsBefore(a.getResult().getType(), a.getDim())
+           << ");\n";
         return success();
       })
       .Case([&](GlobalNormOp g) {
@@ -1249,7 +1299,7 @@ LogicalResult FunctionEmitter::emitTimedOp(Operation &op) {
     if (c != '"' && c != '\\')
       quoted += c;
   os << "  if (trace)\n    trace->complete(\"" << quoted << "\", \""
-     << (isa<AllReduceOp>(op) ? "collective" : "kernel")
+     << (stepPieceOf(&op) == StepPiece::Collective ? "collective" : "kernel")
      << "\", tgc::Trace::Host, t0, trace->now() - t0);\n";
   return success();
 }

@@ -8,6 +8,7 @@
 #include "compiler/codegen/ModelDescription.h"
 
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -94,12 +95,42 @@ struct TableNumbers {
   }
 };
 
-std::string tensorDesc(StringRef name, Type type) {
+/// Which axes of `mesh` split each dim of a tensor sharded as `sharding`:
+/// one bitmask per dim (bit i: the mesh's axis i), all 0 without a mesh.
+SmallVector<int64_t> splitAxesOf(ShardingAttr sharding, int64_t rank,
+                                 MeshOp mesh) {
+  SmallVector<int64_t> masks(rank, 0);
+  if (!sharding || !mesh)
+    return masks;
+  SmallVector<StringRef> axes = mesh.getAxisNames();
+  for (int64_t d = 0; d < rank && d < sharding.getRank(); ++d)
+    for (StringRef axis : sharding.axesOf(d))
+      for (auto [i, name] : llvm::enumerate(axes))
+        if (name == axis)
+          masks[d] |= int64_t(1) << i;
+  return masks;
+}
+
+/// A TensorDesc initialiser. `type` is what one process holds; with
+/// `global`, the shape printed is the whole tensor's (each split dim times
+/// the sizes of its axes), as initialisation and checkpoints see it.
+std::string tensorDesc(StringRef name, Type type, ShardingAttr sharding = {},
+                       MeshOp mesh = {}, bool global = true) {
   auto t = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(t.getShape());
+  SmallVector<int64_t> masks = splitAxesOf(sharding, t.getRank(), mesh);
+  if (global && mesh)
+    for (auto [d, mask] : llvm::enumerate(masks))
+      for (auto [i, size] : llvm::enumerate(mesh.getShape()))
+        if (mask & (int64_t(1) << i))
+          shape[d] *= size;
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "{\"" << name << "\", " << dtypeName(t.getElementType()) << ", "
-     << t.getRank() << ", " << intList(t.getShape()) << "}";
+     << t.getRank() << ", " << intList(shape);
+  if (llvm::any_of(masks, [](int64_t m) { return m != 0; }))
+    os << ", " << intList(masks);
+  os << "}";
   return s;
 }
 
@@ -364,16 +395,56 @@ FailureOr<int> StepSignature::gradResultIndex(func::FuncOp forwardBackward,
 // The tables
 //===----------------------------------------------------------------------===//
 
+FailureOr<int> mlir::tg::meshAxisIndex(Operation *op, StringRef axis,
+                                       StringRef backend) {
+  MeshOp mesh = getModuleMesh(op);
+  if (!mesh)
+    return -1;
+  for (auto [i, name] : llvm::enumerate(mesh.getAxisNames()))
+    if (name == axis)
+      return (int)i;
+  return op->emitError(backend)
+         << ": mesh axis \"" << axis << "\" is not an axis of @"
+         << mesh.getSymName();
+}
+
+int64_t mlir::tg::runsBefore(Type type, int64_t dim) {
+  auto shape = cast<RankedTensorType>(type).getShape();
+  int64_t runs = 1;
+  for (int64_t d = 0; d < dim && d < (int64_t)shape.size(); ++d)
+    runs *= shape[d];
+  return runs;
+}
+
+/// The sharding of parameter `name`: on @forward's argument `i`, else on
+/// @train_step's argument of that parameter (tg-partition records both).
+static ShardingAttr paramSharding(const StepSignature &sig, unsigned i,
+                                  StringRef name) {
+  if (auto sharding =
+          sig.forward.getArgAttrOfType<ShardingAttr>(i, kShardingAttr))
+    return sharding;
+  func::FuncOp step = sig.trainStep;
+  for (unsigned a = 0; a < step.getNumArguments(); ++a)
+    if (auto param =
+            step.getArgAttrOfType<StringAttr>(a, TgDialect::kParamAttr))
+      if (param.getValue() == name)
+        return step.getArgAttrOfType<ShardingAttr>(a, kShardingAttr);
+  return {};
+}
+
 void mlir::tg::emitModelTables(const StepSignature &sig,
                                llvm::raw_ostream &os) {
   func::FuncOp forward = sig.forward, step = sig.trainStep;
+  MeshOp mesh = getModuleMesh(step);
   os << "\nconst tgc::ParamDesc kParams[] = {\n";
   for (unsigned i : sig.fwdParams) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
     auto init =
         forward.getArgAttrOfType<InitializerAttr>(i, TgDialect::kInitAttr);
     bool trainable = !forward.getArgAttr(i, TgDialect::kFrozenAttr);
-    os << "    {" << tensorDesc(name.getValue(), forward.getArgument(i).getType())
+    os << "    {"
+       << tensorDesc(name.getValue(), forward.getArgument(i).getType(),
+                     paramSharding(sig, i, name.getValue()), mesh)
        << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
        << "},\n";
   }
@@ -382,16 +453,23 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
     StringRef full =
         step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr).getValue();
     auto [param, slot] = full.rsplit('.');
-    os << "    {" << tensorDesc(full, step.getArgument(i).getType()) << ", \""
-       << param << "\", \"" << slot << "\"},\n";
+    os << "    {"
+       << tensorDesc(full, step.getArgument(i).getType(),
+                     step.getArgAttrOfType<ShardingAttr>(i, kShardingAttr),
+                     mesh)
+       << ", \"" << param << "\", \"" << slot << "\"},\n";
   }
   if (sig.stateArgs.empty())
     os << "    {{\"\", tgc::DType::F32, 0, {0}}, \"\", \"\"},\n";
+  // Inputs keep their local shape: the loader fills one process's batch.
   os << "};\n\nconst tgc::InputDesc kInputs[] = {\n";
   for (auto [k, i] : llvm::enumerate(sig.fwdInputs)) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kInputAttr);
-    os << "    {" << tensorDesc(name ? name.getValue() : "input",
-                                forward.getArgument(i).getType())
+    os << "    {"
+       << tensorDesc(name ? name.getValue() : "input",
+                     forward.getArgument(i).getType(),
+                     forward.getArgAttrOfType<ShardingAttr>(i, kShardingAttr),
+                     mesh, /*global=*/false)
        << ", tgc::InputRole::" << sig.roles[k] << ", " << sig.valueLimits[k]
        << "},\n";
   }
@@ -406,6 +484,25 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
   }
   if (fwdType.getNumResults() <= 1)
     os << "    {\"\", tgc::DType::F32, 0, {0}},\n";
+  os << "};\n";
+
+  // The mesh; an axis splits the batch when it splits dim 0 of a batch
+  // input of @train_step.
+  if (!mesh)
+    return;
+  llvm::DenseSet<StringRef> batchAxes;
+  for (unsigned a = 0; a < step.getNumArguments(); ++a) {
+    if (!step.getArgAttr(a, TgDialect::kInputAttr))
+      continue;
+    auto sharding = step.getArgAttrOfType<ShardingAttr>(a, kShardingAttr);
+    if (sharding && sharding.getRank() > 0)
+      for (StringRef axis : sharding.axesOf(0))
+        batchAxes.insert(axis);
+  }
+  os << "\nconst tgc::MeshAxisDesc kMesh[] = {\n";
+  for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+    os << "    {\"" << name << "\", " << size << ", "
+       << (batchAxes.contains(name) ? 1 : 0) << "},\n";
   os << "};\n";
 }
 
@@ -492,7 +589,13 @@ void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
      << ",\n    eval_step,\n    grad_step,\n"
      << "    /*device=*/" << deviceOps << ",\n"
      << "    /*flopsPerStep=*/" << flopsPerStep << ",\n"
-     << "    /*arenaBytes=*/" << arenaBytes << ",\n};\n\n"
+     << "    /*arenaBytes=*/" << arenaBytes << ",\n";
+  if (MeshOp mesh = getModuleMesh(sig.trainStep))
+    os << "    /*numMeshAxes=*/" << mesh.getShape().size()
+       << ", /*mesh=*/kMesh,\n";
+  else
+    os << "    /*numMeshAxes=*/0, /*mesh=*/nullptr,\n";
+  os << "};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";
 }

@@ -101,6 +101,16 @@ struct StepSignature {
                                  StringRef backend) const;
 };
 
+/// The runtime's index of mesh axis `axis` of the module's tg.mesh, for the
+/// collectives of runtime/comm/Comm.h; -1 (every process) when the module
+/// has no mesh. Fails with a diagnostic on `op` when the mesh lacks it.
+FailureOr<int> meshAxisIndex(Operation *op, StringRef axis, StringRef backend);
+
+/// A collective along `dim` of a tensor of `type` moves each process's piece
+/// as this many runs (the product of the dims before `dim`; 1 along the
+/// outermost dim), the `blocks` of tgc::comm::allGather and friends.
+int64_t runsBefore(Type type, int64_t dim);
+
 /// The namespace-scope tables kParams, kState, kInputs and kOutputs of
 /// runtime/core/Model.h.
 void emitModelTables(const StepSignature &signature, llvm::raw_ostream &os);

@@ -14,7 +14,8 @@ StepPiece mlir::tg::stepPieceOf(Operation *op) {
     return StepPiece::View;
   if (isa<KernelOp>(op))
     return StepPiece::Kernel;
-  if (isa<AllReduceOp>(op))
+  // tg.all_slice communicates nothing: a copy, an op like any other.
+  if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op))
     return StepPiece::Collective;
   return StepPiece::Op;
 }

@@ -45,11 +45,21 @@ enum class InputRole : int32_t { Features, Labels, Tokens, Targets, Positions };
 
 constexpr int kMaxRank = 8;
 
+/// A tensor the runtime allocates. `shape` is the GLOBAL shape (what
+/// initialisation draws and checkpoints hold); on a mesh, a process holds
+/// only its piece of a split tensor: each dim divided by the product of the
+/// sizes of the mesh axes in `splitAxes` for that dim. Batch inputs are the
+/// exception: their `shape` is the LOCAL micro-batch one process computes
+/// (the data loader fills one process's batch), and their batch dim's split
+/// is ModelDesc::mesh's splitsBatch.
 struct TensorDesc {
   const char *name;
   DType dtype;
   int32_t rank;
   int64_t shape[kMaxRank];
+  /// Per dim, a bitmask of the mesh axes that split it (bit i: axis i of
+  /// ModelDesc::mesh, the major axis first); 0 = whole on every process.
+  int32_t splitAxes[kMaxRank];
 };
 
 struct InitSpec {
@@ -81,6 +91,18 @@ struct InputDesc {
   /// labels, as the compiler read them from the graph; 0 when it indexes
   /// nothing (then nothing is checked).
   int64_t valueLimit;
+};
+
+/// One axis of the device mesh the step was partitioned for (tg.mesh).
+/// Process r sits at the row-major coordinates of r in the mesh (the last
+/// axis fastest); a collective over an axis runs among the processes that
+/// differ only in their coordinate on it.
+struct MeshAxisDesc {
+  const char *name;
+  int64_t size;
+  /// 1 when the axis splits the batch (the batch dim of @train_step's
+  /// inputs): processes that differ on it train on different data.
+  int32_t splitsBatch;
 };
 
 /// The processes that train one model together (data parallel): defined by
@@ -128,8 +150,9 @@ struct StepIO {
   /// Which micro-batch of the step this call computes, from 0: accumulate
   /// (and gradStep) write io.grads on micro-batch 0 and add to them after.
   int32_t microBatch;
-  /// The micro-batch's index in the global batch (rank r computes the
-  /// global micro-batches r, r + W, ...). Random ops draw from (their seed,
+  /// The micro-batch's index in the global batch (data replica d of D
+  /// computes the global micro-batches d, d + D, ...; without a mesh every
+  /// process is a replica). Random ops draw from (their seed,
   /// step, randomStream, element): every micro-batch of every process gets
   /// its own dropout mask, the same one for any process count, after a
   /// resume, and when the op is recomputed.
@@ -194,6 +217,11 @@ struct ModelDesc {
   /// a GPU beside the constants and the libraries' workspace, and reports
   /// it); 0 when unknown.
   int64_t arenaBytes;
+  /// The mesh of the partitioned step: numMeshAxes axes, and a run has as
+  /// many processes as the product of their sizes. 0 and null: the step
+  /// was compiled for one process.
+  int32_t numMeshAxes;
+  const MeshAxisDesc *mesh;
 };
 
 /// The training executable's main: parses flags, loads data, initialises or

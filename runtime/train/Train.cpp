@@ -41,6 +41,7 @@
 #include "runtime/data/TokenData.h"
 #include "runtime/train/Flags.h"
 #include "runtime/train/Init.h"
+#include "runtime/train/MeshLayout.h"
 #include "runtime/train/Progress.h"
 
 #include <algorithm>
@@ -145,13 +146,20 @@ struct EvalResult {
 };
 
 /// One tensor of the step's StepIO: host memory, and the device copy when
-/// the model runs on a device.
+/// the model runs on a device. A parameter or state split over the mesh
+/// keeps the whole tensor in `host` (initialisation and checkpoints see
+/// it whole) and this process's piece in `piece` (on a device, in `device`):
+/// `bytes` is the piece's.
 struct Tensor {
   Buffer host;
+  Buffer piece; ///< null unless split
   void *device = nullptr;
   int64_t bytes = 0;
+  const TensorDesc *desc = nullptr; ///< the whole tensor, when split
+  /// Host memory the step (or the device copy) reads.
+  void *local() const { return piece ? piece.get() : host.get(); }
   /// What the step functions get.
-  void *step() const { return device ? device : host.get(); }
+  void *step() const { return device ? device : local(); }
 };
 
 class Trainer {
@@ -159,13 +167,19 @@ public:
   Trainer(const ModelDesc &model, Options options, Communicator *comm)
       : model_(model), opt_(std::move(options)), comm_(comm),
         rank_(comm::rank(comm)), world_(comm::worldSize(comm)),
-        device_(model.device) {}
+        mesh_(model, rank_, world_), device_(model.device) {}
   ~Trainer();
 
   int run();
 
 private:
   Tensor makeTensor(const TensorDesc &desc);
+  /// A parameter or state tensor: whole on the host, this process's piece
+  /// for the step when the mesh splits it.
+  Tensor makeModelTensor(const TensorDesc &desc);
+  /// Puts the pieces of the split tensors together in every process's host
+  /// copy (after download); every rank calls it.
+  void gatherModelState();
   void upload(Tensor &t);
   void download(Tensor &t);
   void uploadModelState();
@@ -195,6 +209,9 @@ private:
   Options opt_;
   Communicator *comm_;
   int rank_, world_;
+  /// The step's mesh: data replicas (which stand for the rank and the world
+  /// size in data distribution) and the pieces of split tensors.
+  MeshLayout mesh_;
   const DeviceOps *device_;
 
   DataKind kind_ = DataKind::None;
@@ -245,14 +262,48 @@ Tensor Trainer::makeTensor(const TensorDesc &desc) {
   return t;
 }
 
+Tensor Trainer::makeModelTensor(const TensorDesc &desc) {
+  if (!MeshLayout::isSplit(desc))
+    return makeTensor(desc);
+  TensorDesc local = mesh_.local(desc);
+  Tensor t = makeTensor(local);
+  t.piece = std::move(t.host);
+  t.host = allocate(desc);
+  t.desc = &desc;
+  return t;
+}
+
 void Trainer::upload(Tensor &t) {
+  // The piece is cut from the whole at every upload: the host copy is what
+  // initialisation and loading fill.
+  if (t.desc)
+    mesh_.cut(*t.desc, t.host.get(), t.piece.get(), rank_);
   if (device_ && t.bytes)
-    device_->upload(t.device, t.host.get(), t.bytes);
+    device_->upload(t.device, t.local(), t.bytes);
 }
 
 void Trainer::download(Tensor &t) {
   if (device_ && t.bytes)
-    device_->download(t.host.get(), t.device, t.bytes);
+    device_->download(t.local(), t.device, t.bytes);
+}
+
+void Trainer::gatherModelState() {
+  downloadModelState();
+  for (auto *list : {&params_, &state_})
+    for (Tensor &t : *list) {
+      if (!t.desc)
+        continue;
+      // Each piece's owner sends it to everyone (host memory on every
+      // backend); the pieces are whole tensors' parts, so this happens only
+      // for checkpoints.
+      std::vector<char> piece(static_cast<size_t>(t.bytes));
+      for (int owner : mesh_.pieceOwners(*t.desc)) {
+        if (owner == rank_)
+          std::memcpy(piece.data(), t.piece.get(), piece.size());
+        comm::broadcast(comm_, piece.data(), t.bytes, owner);
+        mesh_.paste(*t.desc, piece.data(), t.host.get(), owner);
+      }
+    }
 }
 
 void Trainer::uploadModelState() {
@@ -378,30 +429,37 @@ void Trainer::checkModel() {
   // and each rank takes the same number of them. A model file without a
   // batch size (one with no batch inputs, say) takes one micro-batch per
   // process and accumulation step.
+  // With a mesh the data replicas share the batch, not the processes:
+  // tensor-parallel peers compute the same micro-batches.
+  const int64_t replicas = mesh_.replicas();
   if (!opt_.batchSizeGiven && model_.defaults.batchSize <= 0)
     opt_.batchSize =
-        micro_ * std::max<int64_t>(1, model_.defaults.gradAccum) * world_;
+        micro_ * std::max<int64_t>(1, model_.defaults.gradAccum) * replicas;
   if (opt_.batchSize <= 0 || opt_.batchSize % micro_ != 0)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) +
                 " is not a positive multiple of the compiled micro-batch " +
                 std::to_string(micro_));
   globalMicroBatches_ = opt_.batchSize / micro_;
-  if (globalMicroBatches_ % world_ != 0)
+  std::string sharers = mesh_.hasMesh()
+                            ? " data replicas (mesh " + mesh_.describe() + ")"
+                            : " processes";
+  if (globalMicroBatches_ % replicas != 0)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) + " is " +
                 std::to_string(globalMicroBatches_) + " micro-batches of " +
-                std::to_string(micro_) + ", which " + std::to_string(world_) +
-                " processes cannot share evenly; use a multiple of " +
-                std::to_string(micro_ * world_));
-  microBatches_ = globalMicroBatches_ / world_;
+                std::to_string(micro_) + ", which " + std::to_string(replicas) +
+                sharers + " cannot share evenly; use a multiple of " +
+                std::to_string(micro_ * replicas));
+  microBatches_ = globalMicroBatches_ / replicas;
   if (microBatches_ > 1 && !model_.accumulate)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) + " needs " +
                 std::to_string(microBatches_) + " micro-batches of " +
                 std::to_string(micro_) + " per step on each of " +
-                std::to_string(world_) + " process(es), but model '" +
-                model_.name +
+                std::to_string(replicas) +
+                (mesh_.hasMesh() ? " data replica(s)" : " process(es)") +
+                ", but model '" + model_.name +
                 "' was compiled without gradient accumulation; use "
                 "--batch-size " +
-                std::to_string(micro_ * world_) +
+                std::to_string(micro_ * replicas) +
                 " or compile with grad_accum (tgc --grad-accum N)");
 
   // What the data must fit: the vocabulary (tokens feed embeddings and
@@ -489,12 +547,12 @@ void Trainer::setUpData() {
 
 void Trainer::setUpBuffers() {
   for (int i = 0; i < model_.numParams; ++i) {
-    params_.push_back(makeTensor(model_.params[i].tensor));
+    params_.push_back(makeModelTensor(model_.params[i].tensor));
     paramPtrs_.push_back(params_.back().step());
     hostParams_.push_back(params_.back().host.get());
   }
   for (int i = 0; i < model_.numState; ++i) {
-    state_.push_back(makeTensor(model_.state[i].tensor));
+    state_.push_back(makeModelTensor(model_.state[i].tensor));
     statePtrs_.push_back(state_.back().step());
     hostState_.push_back(state_.back().host.get());
   }
@@ -507,11 +565,11 @@ void Trainer::setUpBuffers() {
     outputPtrs_.push_back(outputs_.back().step());
   }
   // Gradient accumulators, summed by accumulate and read by trainStep; they
-  // stay zero when a step has one micro-batch.
+  // stay zero when a step has one micro-batch. Like the parameters' pieces.
   if (model_.accumulate)
     for (int i = 0; i < model_.numParams; ++i)
       if (model_.params[i].trainable) {
-        grads_.push_back(makeTensor(model_.params[i].tensor));
+        grads_.push_back(makeTensor(mesh_.local(model_.params[i].tensor)));
         gradPtrs_.push_back(grads_.back().step());
       }
   // Positions are the same for every batch.
@@ -639,9 +697,9 @@ float Trainer::trainStep(int64_t step) {
   StepIO io = makeIO(step);
   int64_t local = 0;
   for (int64_t m = 0; m < globalMicroBatches_; ++m) {
-    // Every rank draws every micro-batch, so the loaders stay in step; rank
-    // r computes micro-batches r, r + W, ...
-    if (m % world_ != rank_) {
+    // Every rank draws every micro-batch, so the loaders stay in step; data
+    // replica d computes micro-batches d, d + D, ...
+    if (m % mesh_.replicas() != mesh_.replica()) {
       if (trainTokens_)
         trainTokens_->next();
       else if (trainClasses_)
@@ -657,10 +715,12 @@ float Trainer::trainStep(int64_t step) {
       model_.trainStep(io);
     lossSum += io.loss;
   }
-  // The mean over this rank's micro-batches, then over the ranks.
+  // The mean over this replica's micro-batches, then over the replicas
+  // (the first process of each counts it: its peers hold the same loss).
   double mean = lossSum / microBatches_;
   if (comm_)
-    mean = comm::allReduceSum(comm_, mean) / world_;
+    mean = comm::allReduceSum(comm_, mesh_.leadsReplica() ? mean : 0.0) /
+           mesh_.replicas();
   float loss = static_cast<float>(mean);
   if (!std::isfinite(loss))
     throw Error("the training loss is " + formatFloat(loss) + " at step " +
@@ -688,10 +748,15 @@ EvalResult Trainer::evaluate() {
   double lossSum = 0;
   int64_t rows = 0, correct = 0;
   StepIO io = makeIO(startStep_);
+  // The batches are split over the data replicas; each reads its own. A
+  // partitioned step communicates inside, so every process takes the same
+  // number of steps: whole rounds, one batch per replica.
+  const int64_t replicas = mesh_.replicas(), replica = mesh_.replica();
+  if (mesh_.hasMesh() && batches >= replicas)
+    batches -= batches % replicas;
   for (int64_t b = 0; b < batches; ++b) {
     int64_t valid;
-    // The batches are split over the ranks; each reads its own.
-    if (b % world_ != rank_) {
+    if (b % replicas != replica) {
       if (valTokens_)
         valTokens_->next();
       else
@@ -723,9 +788,13 @@ EvalResult Trainer::evaluate() {
     }
   }
   if (comm_) {
-    lossSum = comm::allReduceSum(comm_, lossSum);
-    rows = static_cast<int64_t>(comm::allReduceSum(comm_, double(rows)));
-    correct = static_cast<int64_t>(comm::allReduceSum(comm_, double(correct)));
+    // The first process of each replica counts it.
+    bool counts = mesh_.leadsReplica();
+    lossSum = comm::allReduceSum(comm_, counts ? lossSum : 0.0);
+    rows = static_cast<int64_t>(
+        comm::allReduceSum(comm_, counts ? double(rows) : 0.0));
+    correct = static_cast<int64_t>(
+        comm::allReduceSum(comm_, counts ? double(correct) : 0.0));
   }
   result.loss = rows ? lossSum / rows : NAN;
   if (accuracy && rows)
@@ -751,15 +820,20 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
     meta["first_loss"] = formatFloat(firstLoss_);
   if (std::isfinite(firstValLoss_))
     meta["first_val_loss"] = formatDouble(firstValLoss_);
-  meta["sharding"] = "{\"world_size\":" + std::to_string(world_) +
-                     ",\"rank\":0,\"layout\":\"replicated\"}";
-  downloadModelState();
+  // The tensors are whole (gatherModelState put the pieces together); the
+  // mesh and the splits they had are recorded, for people: any mesh loads
+  // them.
+  meta["sharding"] = mesh_.hasMesh()
+                         ? mesh_.metadataJson(model_)
+                         : "{\"world_size\":" + std::to_string(world_) +
+                               ",\"rank\":0,\"layout\":\"replicated\"}";
   tgc::saveCheckpoint(path, model_, hostParams_.data(), hostState_.data(),
                       meta);
 }
 
 void Trainer::saveCheckpoint(int64_t step) {
-  // The parameters and state are the same on every rank: rank 0 writes.
+  // Every rank sends its pieces of split tensors; rank 0 writes.
+  gatherModelState();
   if (!isRoot())
     return;
   TraceScope scope(trace_.get(), "checkpoint", "checkpoint");
@@ -860,6 +934,9 @@ int Trainer::run() {
   omp_set_num_threads(threads_);
   if (!opt_.profile.empty())
     trace_ = std::make_unique<Trace>(rank_);
+  // The step's collectives run over the mesh's axes.
+  if (mesh_.hasMesh())
+    comm::setMesh(comm_, mesh_.sizes());
   selectDevice();
   checkModel();
   setUpData();
@@ -877,8 +954,11 @@ int Trainer::run() {
       std::printf("nothing to do: the run is at step %lld of --steps %lld\n",
                   static_cast<long long>(startStep_),
                   static_cast<long long>(opt_.steps));
-    if (!opt_.saveFinal.empty() && isRoot())
-      saveTo(opt_.saveFinal, startStep_);
+    if (!opt_.saveFinal.empty()) {
+      gatherModelState();
+      if (isRoot())
+        saveTo(opt_.saveFinal, startStep_);
+    }
     return 0;
   }
   if (!opt_.log.empty() && isRoot()) {
@@ -890,9 +970,16 @@ int Trainer::run() {
     }
   }
   if (isRoot() && !opt_.quiet && model_.arenaBytes > 0)
-    std::printf("arena: %.2f MB for the step's buffers, as tgc planned it\n",
-                model_.arenaBytes / 1e6);
-  if (isRoot() && !opt_.quiet)
+    std::printf("arena: %.2f MB for the step's buffers%s, as tgc planned it\n",
+                model_.arenaBytes / 1e6, mesh_.hasMesh() ? " per rank" : "");
+  if (isRoot() && !opt_.quiet && mesh_.hasMesh())
+    std::printf("batch: micro-batch %lld x %lld accumulated x %lld data "
+                "replicas = %lld per step (mesh %s, %d processes)\n",
+                (long long)micro_, (long long)microBatches_,
+                (long long)mesh_.replicas(),
+                (long long)(micro_ * microBatches_ * mesh_.replicas()),
+                mesh_.describe().c_str(), world_);
+  else if (isRoot() && !opt_.quiet)
     std::printf("batch: micro-batch %lld x %lld accumulated x %d processes "
                 "= %lld per step\n",
                 (long long)micro_, (long long)microBatches_, world_,
@@ -1008,8 +1095,11 @@ int Trainer::run() {
       runEval(step);
     if (!opt_.checkpointDir.empty())
       saveCheckpoint(step);
-    if (!opt_.saveFinal.empty() && isRoot())
-      saveTo(opt_.saveFinal, step);
+    if (!opt_.saveFinal.empty()) {
+      gatherModelState();
+      if (isRoot())
+        saveTo(opt_.saveFinal, step);
+    }
   }
   progress_->finish();
   if (trace_) {
