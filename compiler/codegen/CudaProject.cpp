@@ -12,6 +12,7 @@
 #include "compiler/codegen/ModelDescription.h"
 
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -132,6 +133,18 @@ LogicalResult mlir::tg::writeCudaManifest(ModuleOp module,
     j.attribute("flops_per_step", summary.flopsPerStep);
     j.attribute("generated_kernels", summary.numKernels);
     j.attribute("allreduce_buckets", summary.numBuckets);
+    // A partitioned step: "shape" below is what one process holds, and
+    // "sharding" how the whole tensor is split over the mesh's axes.
+    if (MeshOp mesh = getModuleMesh(step))
+      j.attributeObject("mesh", [&] {
+        for (auto [name, size] :
+             llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+          j.attribute(name, size);
+      });
+    auto sharding = [&](func::FuncOp func, unsigned i) {
+      if (auto s = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr))
+        j.attribute("sharding", formatSharding(s));
+    };
     j.attributeObject("training", [&] {
       auto number = [&](StringRef key, double fallback) {
         return trainingNumber(module, {key}, fallback);
@@ -151,6 +164,7 @@ LogicalResult mlir::tg::writeCudaManifest(ModuleOp module,
                                   .getValue());
           Type t = forward.getArgument(i).getType();
           j.attribute("shape", shapeOf(t));
+          sharding(forward, i);
           j.attribute("dtype", dtypeOf(t));
           j.attribute("trainable",
                       !forward.getArgAttr(i, TgDialect::kFrozenAttr));
@@ -184,6 +198,7 @@ LogicalResult mlir::tg::writeCudaManifest(ModuleOp module,
           j.attribute("slot", slot);
           Type t = step.getArgument(i).getType();
           j.attribute("shape", shapeOf(t));
+          sharding(step, i);
           j.attribute("dtype", dtypeOf(t));
         });
     });
@@ -195,6 +210,7 @@ LogicalResult mlir::tg::writeCudaManifest(ModuleOp module,
           j.attribute("name", name ? name.getValue() : "input");
           Type t = forward.getArgument(i).getType();
           j.attribute("shape", shapeOf(t));
+          sharding(forward, i);
           j.attribute("dtype", dtypeOf(t));
           j.attribute("role", sig.roles[k]);
         });

@@ -530,6 +530,66 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         }
         return success();
       })
+      // The mesh collectives other than the all-reduce buckets run on the
+      // compute stream, in order with the kernels around them: nothing
+      // overlaps them yet (the gradient buckets keep their own stream).
+      .Case([&](AllGatherOp g) -> LogicalResult {
+        FailureOr<int> axis = meshAxisIndex(g, g.getMeshAxis(), kBackend);
+        if (failed(axis))
+          return failure();
+        std::string in = ptr(g.getInput()), out = ptr(g.getResult());
+        os << begin << "  if (io.comm)\n    tgc::comm::allGather(io.comm, "
+           << "/*axis=*/" << *axis << " /* " << g.getMeshAxis() << " */, " << in
+           << ", " << out << ", " << numel(g.getInput()) << ", "
+           << dtypeName(elementType(g.getInput())) << ", stream, /*blocks=*/"
+           << runsBefore(g.getInput().getType(), g.getDim())
+           << ");\n  else\n    TGC_CUDA_CHECK(cudaMemcpyAsync(" << out << ", "
+           << in << ", " << bytesOf(g.getInput())
+           << ", cudaMemcpyDeviceToDevice, stream));\n"
+           << end;
+        return success();
+      })
+      .Case([&](ReduceScatterOp r) -> LogicalResult {
+        Type e = elementType(r.getInput());
+        if (!e.isF32() && !e.isBF16() && !e.isF16())
+          return r.emitError(kBackend)
+                 << ": tg.reduce_scatter takes f32, bf16 or f16, got " << e;
+        FailureOr<int> axis = meshAxisIndex(r, r.getMeshAxis(), kBackend);
+        if (failed(axis))
+          return failure();
+        std::string in = ptr(r.getInput()), out = ptr(r.getResult());
+        os << begin << "  if (io.comm)\n    tgc::comm::reduceScatter(io.comm, "
+           << "/*axis=*/" << *axis << " /* " << r.getMeshAxis() << " */, " << in
+           << ", " << out << ", " << numel(r.getResult()) << ", "
+           << dtypeName(e) << ", tgc::comm::ReduceOp::"
+           << (r.getReduction() == Reduction::mean ? "Mean" : "Sum")
+           << ", stream, /*blocks=*/"
+           << runsBefore(r.getResult().getType(), r.getDim())
+           << ");\n  else\n    TGC_CUDA_CHECK(cudaMemcpyAsync(" << out << ", "
+           << in << ", " << bytesOf(r.getResult())
+           << ", cudaMemcpyDeviceToDevice, stream));\n"
+           << end;
+        return success();
+      })
+      .Case([&](AllSliceOp a) -> LogicalResult {
+        FailureOr<int> axis = meshAxisIndex(a, a.getMeshAxis(), kBackend);
+        if (failed(axis))
+          return failure();
+        // This process's piece: run b of it is run b * size + at of the
+        // whole, one strided copy.
+        int64_t blocks = runsBefore(a.getResult().getType(), a.getDim());
+        int64_t run = bytesOf(a.getResult()) / std::max<int64_t>(blocks, 1);
+        std::string in = ptr(a.getInput()), out = ptr(a.getResult());
+        os << begin << "  {\n    const size_t size = "
+           << "tgc::comm::meshAxisSize(io.comm, " << *axis
+           << "), at = tgc::comm::meshCoordinate(io.comm, " << *axis
+           << ");\n    TGC_CUDA_CHECK(cudaMemcpy2DAsync(" << out << ", " << run
+           << ", (const char *)" << in << " + at * " << run << ", size * "
+           << run << ", " << run << ", " << blocks
+           << ", cudaMemcpyDeviceToDevice, stream));\n  }\n"
+           << end;
+        return success();
+      })
       .Case([&](TransposeOp t) -> LogicalResult {
         std::string x = ptr(t.getX()), y = ptr(t.getResult());
         os << begin << "  {\n    static const int64_t shape[] = "

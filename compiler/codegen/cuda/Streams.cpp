@@ -10,6 +10,8 @@
 
 #include "compiler/codegen/cuda/StepEmitter.h"
 
+#include "dialects/tg/IR/TgSharding.h"
+
 using namespace mlir;
 using namespace mlir::tg;
 using namespace mlir::tg::cuda_emit;
@@ -135,12 +137,22 @@ void StepEmitter::emitBucket(Launch &launch) {
     }
   int64_t offset = b.offset;
   StringRef reduction = commReduceOp(b.op.getReduction());
+  // Over the module's mesh axis; without a mesh, over every process.
+  int meshAxis = -1;
+  if (MeshOp mesh = getModuleMesh(b.op))
+    for (auto [i, name] : llvm::enumerate(mesh.getAxisNames()))
+      if (name == b.op.getMeshAxis())
+        meshAxis = i;
+  std::string axis = meshAxis < 0 ? std::string()
+                                  : llvm::formatv("/*axis=*/{0} /* {1} */, ",
+                                                  meshAxis, b.op.getMeshAxis())
+                                        .str();
   os << "  TGC_CUDA_CHECK(cudaEventRecord(d.bucketReady[" << launch.bucket
      << "], stream));\n"
      << "  TGC_CUDA_CHECK(cudaStreamWaitEvent(comm, d.bucketReady["
      << launch.bucket << "], 0));\n"
-     << timerBegin(launch, "comm") << "  tgc::comm::allReduce(io.comm, work + "
-     << offset << ", " << count << ", " << dtypeName(b.elementType)
+     << timerBegin(launch, "comm") << "  tgc::comm::allReduce(io.comm, " << axis
+     << "work + " << offset << ", " << count << ", " << dtypeName(b.elementType)
      << ", tgc::comm::ReduceOp::" << reduction << ", comm);\n"
      << timerEnd(launch, "comm")
      << "  TGC_CUDA_CHECK(cudaEventRecord(d.bucketDone[" << launch.bucket
