@@ -193,6 +193,11 @@ private:
   llvm::StringMap<TensorDef> defs;
   llvm::StringMap<Value> values;
   int64_t batchSize = 0, seqLen = 0;
+  /// The mesh (tgc --mesh, else the training table's), empty for none.
+  SmallVector<std::pair<std::string, int64_t>> meshAxes;
+  /// The product of the data axes' sizes: batch dims are this many
+  /// micro-batches.
+  int64_t batchReplicas = 1;
 
   //===--------------------------------------------------------------------===//
   // Diagnostics
@@ -319,6 +324,17 @@ FailureOr<DictionaryAttr> ModelImporter::importTraining() {
     return failure();
   batchSize = options.batchSize.value_or(training->batch_size());
   seqLen = training->seq_len();
+  if (options.mesh) {
+    meshAxes = *options.mesh;
+  } else if (const auto *mesh = training->mesh()) {
+    for (unsigned i = 0; i < mesh->size(); ++i)
+      meshAxes.emplace_back(stringOf(mesh->Get(i)->name()).str(),
+                            mesh->Get(i)->size());
+  }
+  // The batch dims hold every data replica's micro-batch.
+  for (const auto &[axis, size] : meshAxes)
+    if (axis == "data" || axis == "dp")
+      batchReplicas *= size;
   const flatbuffers::StructDef *def = lookupModelTable(schema, "Training");
   DictionaryAttr table = convertTableToDictionary(
       *reinterpret_cast<const flatbuffers::Table *>(training), *def, context);
@@ -590,7 +606,7 @@ FailureOr<DictionaryAttr> ModelImporter::importInput(unsigned index,
                              << "\" and is " << size << ", but training."
                              << tableKey << " is " << tableSize
                              << " (write -1 or " << tableSize << ")");
-      size = tableSize;
+      size = tableSize * (dimName == "batch" ? batchReplicas : 1);
     } else if (size == -1 && !dimName.empty()) {
       return LogicalResult(error(dimWhere, place)
                            << "dim " << d << " is -1 (\"" << dimName
@@ -1281,7 +1297,19 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   (*module)->setAttr(TgDialect::kModelAttr, builder.getStringAttr(modelName));
   (*module)->setAttr(TgDialect::kTrainingAttr, *training);
+  if (!model->training() && options.mesh)
+    meshAxes = *options.mesh;
   builder.setInsertionPointToEnd(module->getBody());
+  if (!meshAxes.empty()) {
+    SmallVector<StringRef> names;
+    SmallVector<int64_t> sizes;
+    for (const auto &[axis, size] : meshAxes) {
+      names.push_back(axis);
+      sizes.push_back(size);
+    }
+    MeshOp::create(builder, fileLoc, "mesh", builder.getStrArrayAttr(names),
+                   builder.getDenseI64ArrayAttr(sizes));
+  }
   auto func = func::FuncOp::create(builder, fileLoc, "forward",
                                    builder.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();

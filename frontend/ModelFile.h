@@ -37,6 +37,11 @@ struct ImportOptions {
   /// The micro-batch: dims named "batch" take it whatever the file says,
   /// and the training table's batch_size says it (tgc --batch-size).
   std::optional<int64_t> batchSize;
+  /// The device mesh (tgc --mesh), replacing the training table's `mesh`:
+  /// named axes with sizes. The batch dims then hold the micro-batch of
+  /// every data replica (axes named "data" or "dp"): micro-batch x their
+  /// sizes, which tg-partition splits back.
+  std::optional<llvm::SmallVector<std::pair<std::string, int64_t>>> mesh;
 };
 
 /// The encoding of `path`: by extension (".json", ".tgm"), else by content

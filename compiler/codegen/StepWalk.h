@@ -19,7 +19,8 @@ enum class StepPiece {
   Constant,   ///< tg.constant: data, no work
   View,       ///< tg.reshape, tg.flatten: its operand's bytes, no work
   Kernel,     ///< a tg.kernel of tg-fuse's: one launch or loop nest
-  Collective, ///< a tg.all_reduce bucket of tg-schedule's
+  Collective, ///< a tg.all_reduce bucket of tg-schedule's, a tg.all_gather
+              ///< or a tg.reduce_scatter
   Op,         ///< any other op: one library call or generated loop
 };
 

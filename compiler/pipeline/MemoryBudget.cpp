@@ -58,9 +58,10 @@ LogicalResult mlir::tg::runTrainingPipeline(
         from < Phase::Fusion && to >= Phase::Fusion))
     return run(module, options, from, to);
 
-  if (failed(run(module, options, from, Phase::Optimizer)))
+  // The budget is for one process's pieces: partitioned first.
+  if (failed(run(module, options, from, Phase::Partition)))
     return failure();
-  Phase start = std::max(from, Phase::Optimizer);
+  Phase start = std::max(from, Phase::Partition);
   int tries = 0;
   auto measure = [&](int64_t activationBudget,
                      StringRef policy = "auto") -> FailureOr<Try> {

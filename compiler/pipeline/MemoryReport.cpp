@@ -13,6 +13,7 @@
 #include "compiler/pipeline/MemoryReport.h"
 
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 #include "passes/memory/Liveness.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,6 +58,11 @@ DenseSet<Value> gradientRoots(func::FuncOp func, const StepLiveness &live) {
       for (auto [in, out] : llvm::zip(reduce.getInputs(), reduce.getResults()))
         if (out == v)
           work.push_back(in);
+    // A gradient's piece (ZeRO) is the gradient's too.
+    if (auto scatter = v.getDefiningOp<ReduceScatterOp>())
+      work.push_back(scatter.getInput());
+    if (auto slice = v.getDefiningOp<AllSliceOp>())
+      work.push_back(slice.getInput());
   }
   return roots;
 }
@@ -122,6 +128,16 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
   auto name = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
   os << "memory plan of model '" << (name ? name.getValue() : "model")
      << "' (tg-plan-memory: one arena per step function)\n";
+  // A partitioned step: every number below is one process's.
+  if (MeshOp mesh = getModuleMesh(module)) {
+    os << "per process of mesh @" << mesh.getSymName() << " [";
+    llvm::interleaveComma(llvm::zip(mesh.getAxisNames(), mesh.getShape()), os,
+                          [&](auto axis) {
+                            os << std::get<0>(axis) << "=" << std::get<1>(axis);
+                          });
+    os << "] (" << mesh.getNumProcesses()
+       << " processes): local pieces of split tensors\n";
+  }
   for (StringRef fn : {"train_step", "forward_backward", "forward"}) {
     auto func = module.lookupSymbol<func::FuncOp>(fn);
     if (!func)

@@ -9,6 +9,7 @@
 #include "passes/precision/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
+#include "passes/sharding/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -23,6 +24,8 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Case("precision", Phase::Precision)
       .Case("autodiff", Phase::Autodiff)
       .Case("optimizer", Phase::Optimizer)
+      .Case("sharding", Phase::Sharding)
+      .Case("partition", Phase::Partition)
       .Case("fusion", Phase::Fusion)
       .Case("schedule", Phase::Schedule)
       .Case("memory", Phase::Memory)
@@ -41,6 +44,10 @@ StringRef mlir::tg::phaseName(Phase phase) {
     return "autodiff";
   case Phase::Optimizer:
     return "optimizer";
+  case Phase::Sharding:
+    return "sharding";
+  case Phase::Partition:
+    return "partition";
   case Phase::Fusion:
     return "fusion";
   case Phase::Schedule:
@@ -104,7 +111,6 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.weightDecay = options.weightDecay;
     opt.clipGradNorm = options.clipGradNorm;
     opt.gradAccum = options.gradAccum;
-    opt.dataParallel = options.dataParallel;
     pm.addPass(createBuildTrainStepPass(opt));
     // After tg-autodiff too: @forward is then only the evaluation step,
     // which runs in inference mode (no dropout).
@@ -112,7 +118,21 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (from < Phase::Sharding && to >= Phase::Sharding) {
+    // After tg-optimizer: the step's state and updates exist to be sharded
+    // (ZeRO), and @forward, @forward_backward and @train_step read each
+    // parameter with one sharding. Without a tg.mesh it does nothing.
+    PropagateShardingPassOptions opt;
+    opt.preset = options.shardPreset;
+    pm.addPass(createPropagateShardingPass(opt));
+  }
+  if (from < Phase::Partition && to >= Phase::Partition) {
+    pm.addPass(createPartitionPass());
+    // Pieces sliced twice from one value are one.
+    pm.addPass(createCSEPass());
+  }
   if (from < Phase::Fusion && to >= Phase::Fusion && options.remat != "none") {
+    // After tg-partition: the activations kept are the local pieces.
     // Before tg-fuse: the copies it makes are fused where they stand.
     RematPassOptions opt;
     opt.policy = options.remat;
@@ -151,7 +171,8 @@ void mlir::tg::registerTrainingPipeline() {
       "tgc-training",
       "Model IR to @train_step in planned kernels: tg-precision, "
       "canonicalize, tg-autodiff, cse, tg-optimizer, tg-inference-forward, "
-      "canonicalize, cse, tg-fuse, tg-schedule, tg-plan-memory, "
+      "canonicalize, cse, tg-propagate-sharding, tg-partition, cse, tg-fuse, "
+      "tg-schedule, tg-plan-memory, "
       "tg-verify-memory",
       [](OpPassManager &pm) {
         buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,

@@ -23,6 +23,8 @@ enum class Phase {
   Precision, ///< @forward computing in the precision policy's types
   Autodiff,  ///< + @forward_backward
   Optimizer, ///< + @train_step
+  Sharding,  ///< every value sharded over the mesh (tg-propagate-sharding)
+  Partition, ///< per-process shapes and collectives (tg-partition)
   Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
   Schedule,  ///< kernels in order, gradient all-reduce in buckets (tg-schedule)
   Memory,    ///< every buffer at an arena offset (tg-plan-memory)
@@ -66,7 +68,8 @@ struct PipelineOptions {
   double weightDecay = -1.0;
   double clipGradNorm = -1.0;
   int64_t gradAccum = 0;
-  bool dataParallel = true;
+  /// tg-propagate-sharding's preset: "dp", "zero1", "zero2" or "zero3".
+  std::string shardPreset = "dp";
   /// The precision policy: "fp32" (nothing changes) or "bf16" (bf16
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.

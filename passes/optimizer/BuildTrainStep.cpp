@@ -265,15 +265,6 @@ struct BuildTrainStepPass
         g = DivOp::create(b, loc, sum, scalarFor(micro, sum));
       }
     }
-    if (dataParallel && !grads.empty()) {
-      // Before the norm: clipping and the update see the global gradient.
-      auto reduce = AllReduceOp::create(
-          b, loc, grads, ReductionAttr::get(b.getContext(), Reduction::mean),
-          b.getStringAttr("data"),
-          /*bucket=*/IntegerAttr());
-      llvm::copy(reduce.getResults(), grads.begin());
-    }
-
     Value norm = grads.empty() ? f32(0.0)
                                : GlobalNormOp::create(b, loc, f32Scalar, grads)
                                      .getResult();

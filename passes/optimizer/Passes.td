@@ -21,9 +21,7 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     (`grad_accum` > 1) it adds the gradients of the step's earlier
     micro-batches (arguments `tg.accum = "<param>"`, summed by the runtime's
     accumulate calls) and divides by `micro_batches` (an i32 scalar). It then
-    averages the gradients over the data-parallel replicas with one
-    `tg.all_reduce` (`reduction = #tg<reduction mean>`, `mesh_axis = "data"`;
-    the identity with one process), and computes the global gradient norm
+    computes the global gradient norm
     (always, as a metric), clips the gradients to `clip_grad_norm` when it is
     positive (as torch.nn.utils.clip_grad_norm_), evaluates the learning-rate
     schedule at `step` (counting from 1) and applies one `tg.optimizer_update`
@@ -41,7 +39,9 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     and `tg.lr_schedule` (`#tg<schedule cosine>`), and a string that names
     no kind is an error that lists them.
 
-    Options override the training table (as tgc's flags do).
+    Options override the training table (as tgc's flags do). Data
+    parallelism is not this pass's: over a mesh, the batch is split and the
+    gradients become partial sums that tg-partition reduces.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
   let options = [
@@ -61,9 +61,6 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     Option<"gradAccum", "grad-accum", "int64_t", "0",
            "Micro-batches per step the step is compiled for (> 1 adds the "
            "accumulated-gradient arguments); default: the table's grad_accum">,
-    Option<"dataParallel", "data-parallel", "bool", "true",
-           "Average the gradients over the data-parallel replicas "
-           "(tg.all_reduce)">,
   ];
   let statistics = [
     Statistic<"numUpdates", "updates", "Parameters updated">,

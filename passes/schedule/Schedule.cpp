@@ -184,6 +184,9 @@ SmallVector<AllReduceOp> splitIntoBuckets(AllReduceOp reduce,
                                       builder.getI64IntegerAttr(next++));
     for (auto [m, result] : llvm::zip(b.members, bucket.getResults()))
       reduce.getResults()[m].replaceAllUsesWith(result);
+    // Why tg-partition reduces these values stays with them.
+    if (Attribute why = reduce->getAttr("tg.reshard"))
+      bucket->setAttr("tg.reshard", why);
     formed.push_back(bucket);
     previous = bucket;
   }

@@ -14,6 +14,7 @@
 #include "passes/precision/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
+#include "passes/sharding/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   mlir::tg::registerPrecisionPasses();
   mlir::tg::registerRematPasses();
   mlir::tg::registerSchedulePasses();
+  mlir::tg::registerShardingPasses();
   mlir::tg::registerTrainingPipeline();
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();

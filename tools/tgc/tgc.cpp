@@ -19,6 +19,7 @@
 #include "dialects/tg/IR/TgOps.h"
 #include "frontend/ModelFile.h"
 #include "passes/precision/Passes.h"
+#include "passes/sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -79,7 +80,8 @@ cl::opt<EmitKind> emit(
 cl::opt<std::string> compileTo(
     "compile-to",
     cl::desc("Stop after this phase and print its IR: import, precision, "
-             "autodiff, optimizer, fusion, schedule, memory (source and "
+             "autodiff, optimizer, sharding, partition, fusion, schedule, "
+             "memory (source and "
              "executable "
              "as --emit=cpp and exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
@@ -202,10 +204,22 @@ cl::opt<int64_t> gradAccum(
              "the executable's --batch-size be a multiple of the model's "
              "batch)"),
     cl::init(0), cl::cat(trainingCategory));
-cl::opt<bool> noDataParallel(
-    "no-data-parallel",
-    cl::desc("Do not average gradients over data-parallel processes"),
-    cl::cat(trainingCategory));
+cl::opt<std::string> meshFlag(
+    "mesh",
+    cl::desc("The device mesh the executable runs on, as named axes with "
+             "sizes: data=2, data=2,tp=2 (default: the training table's "
+             "mesh, else one process). The batch is split over the axes "
+             "named data or dp; a run starts exactly as many processes as "
+             "the mesh has"),
+    cl::value_desc("axis=size,..."), cl::cat(trainingCategory));
+cl::opt<std::string> shardPreset(
+    "shard",
+    cl::desc("How parameters and optimizer state are sharded over the data "
+             "axes where nothing pins them: dp (whole on every process), "
+             "zero1 (optimizer state split), zero2 (and gradients reduced "
+             "to the pieces), zero3 (and parameters split, gathered where "
+             "read)"),
+    cl::init("dp"), cl::cat(trainingCategory));
 
 /// The last phase whose output `module` shows.
 Phase phaseOf(ModuleOp module) {
@@ -291,12 +305,12 @@ chooseMicroBatch(MLIRContext &context, StringRef path, ModuleOp first,
     PipelineOptions o = options;
     o.gradAccum = global / micro;
     if (m && succeeded(runTrainingPipeline(*m, o, Phase::Import,
-                                           Phase::Optimizer, configure))) {
+                                           Phase::Partition, configure))) {
       int64_t args = argumentBytes(*m);
       argsAt[micro] = args;
       if (o.remat == "auto" && o.memoryBudget <= 0)
         o.memoryBudget = std::max<int64_t>(1, deviceBytes - args);
-      if (succeeded(runTrainingPipeline(*m, o, Phase::Optimizer, Phase::Memory,
+      if (succeeded(runTrainingPipeline(*m, o, Phase::Partition, Phase::Memory,
                                         configure)))
         // The executable's one arena serves every step function.
         for (auto fn : m->getOps<func::FuncOp>())
@@ -511,7 +525,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     last = *stopAfter;
   if (emit == EmitKind::Mlir && last > kLastIRPhase)
     return fail("--emit=mlir writes IR: --compile-to must be import, "
-                "precision, autodiff, optimizer, fusion, schedule or memory");
+                "precision, autodiff, optimizer, sharding, partition, fusion, "
+                "schedule or memory");
   if (!report.empty() && report != "memory")
     return fail("unknown --report '" + report + "'; expected memory");
   if (!reportPlot.empty() && report.empty())
@@ -605,6 +620,30 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (autoBatch && last == Phase::Import)
     return fail("--batch-size=auto compiles the step to size it: it needs "
                 "--compile-to=precision or later (or an executable)");
+  if (!meshFlag.empty()) {
+    // data=2,tp=2
+    SmallVector<std::pair<std::string, int64_t>> axes;
+    SmallVector<StringRef> parts;
+    StringRef(meshFlag).split(parts, ',');
+    for (StringRef part : parts) {
+      auto [name, size] = part.trim().split('=');
+      int64_t n;
+      if (name.empty() || size.getAsInteger(10, n) || n < 1)
+        return fail("--mesh takes axes as name=size separated by commas "
+                    "(data=2,tp=2), got '" +
+                    meshFlag + "'");
+      if (llvm::any_of(axes, [&](auto &a) { return a.first == name; }))
+        return fail("--mesh names axis '" + name.str() + "' twice");
+      axes.emplace_back(name.str(), n);
+    }
+    if (StringRef(inputFile).ends_with(".mlir"))
+      return fail("--mesh sets the mesh of a model file; " + inputFile +
+                  " is tg IR (add a tg.mesh to it)");
+    importOptions.mesh = axes;
+  }
+  if (!llvm::is_contained(presetNames(), StringRef(shardPreset)))
+    return fail("--shard takes dp, zero1, zero2 or zero3, got '" + shardPreset +
+                "'");
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
     return fail("--batch-size sets the batch of a model file's inputs; " +
                 inputFile + " is tg IR");
@@ -627,7 +666,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       if (!given || *given > kLastIRPhase)
         return fail("unknown phase '" + compileFrom +
                     "' for --compile-from; expected import, precision, "
-                    "autodiff, optimizer, fusion, schedule or memory");
+                    "autodiff, optimizer, sharding, partition, fusion, "
+                    "schedule or memory");
       if (*given != from)
         return fail("--compile-from=" + compileFrom + " but " + inputFile +
                     " holds IR after phase '" + phaseName(from) + "'");
@@ -675,7 +715,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.weightDecay = weightDecay;
     options.clipGradNorm = clipGradNorm;
     options.gradAccum = gradAccum;
-    options.dataParallel = !noDataParallel;
+    options.shardPreset = shardPreset;
     options.precision = policy;
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.fusion = fusionRules;

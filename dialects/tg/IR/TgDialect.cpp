@@ -35,6 +35,7 @@ void TgDialect::initialize() {
       >();
   registerAttributes();
   registerVJPs();
+  registerShardingRules();
 }
 
 void TgDialect::registerAttributes() {
@@ -137,12 +138,15 @@ static LogicalResult verifyValueSharding(Operation *op, NamedAttribute attr,
   if (!sharding)
     return op->emitError() << "'" << attr.getName().getValue() << "' on "
                            << what << " must be a #tg.sharding";
-  return verifyShardingFor(sharding, type, lookupMesh(op, sharding.getMesh()),
-                           [&] {
-                             InFlightDiagnostic diag = op->emitError();
-                             diag << what << ": ";
-                             return diag;
-                           });
+  MeshOp mesh = lookupMesh(op, sharding.getMesh());
+  // A partitioned function's types are the pieces of the global tensors.
+  if (op->hasAttr(kPartitionedAttr))
+    type = globalType(type, sharding, mesh);
+  return verifyShardingFor(sharding, type, mesh, [&] {
+    InFlightDiagnostic diag = op->emitError();
+    diag << what << ": ";
+    return diag;
+  });
 }
 
 LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
@@ -302,6 +306,12 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
              << (name == kBucketSpanAttr ? "tg.all_reduce" : "tg.attention");
     return success();
   }
+  if (name == kPartitionedAttr) {
+    if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute on a function";
+    return success();
+  }
   if (name == kShardingAttr || name == kShardingOriginAttr) {
     // One entry per result (on a function they are argument attributes).
     auto all = dyn_cast<ArrayAttr>(attr.getValue());
@@ -347,12 +357,13 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
     // The pipeline phase tgc ran the module through (compiler/pipeline).
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || !llvm::is_contained({"import", "precision", "autodiff",
-                                     "optimizer", "fusion", "schedule",
-                                     "memory"},
+                                     "optimizer", "sharding", "partition",
+                                     "fusion", "schedule", "memory"},
                                     str.getValue()))
       return op->emitError() << "'" << name
                              << "' must be import, precision, autodiff, "
-                                "optimizer, fusion, schedule or memory, got "
+                                "optimizer, sharding, partition, fusion, "
+                                "schedule or memory, got "
                              << attr.getValue();
     return success();
   }

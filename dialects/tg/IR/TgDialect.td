@@ -66,6 +66,8 @@ def Tg_Dialect : Dialect {
     void registerAttributes();
     // Attaches DifferentiableOpInterface to the ops (TgVJP.cpp).
     void registerVJPs();
+    // Attaches ShardingRuleOpInterface to the ops (TgShardingRules.cpp).
+    void registerShardingRules();
     // Names of the discardable attributes the dialect owns.
     static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";

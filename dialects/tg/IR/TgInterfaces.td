@@ -2,6 +2,8 @@
 //
 // DifferentiableOpInterface: each differentiable op states its own
 // vector-Jacobian product; tg-autodiff only walks the graph backwards.
+// ShardingRuleOpInterface: each op states how the dims of its operands and
+// results relate, and the sharding passes only follow those relations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,26 @@ def Tg_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
       (ins "::mlir::OpBuilder &":$builder,
            "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>
+  ];
+}
+
+def Tg_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::tg";
+  let description = [{
+    An op whose operands and results can be split over mesh axes. The rule
+    names the op's factors (the independent index spaces of its loops: the
+    batch, the rows and columns of a matmul, its contraction) and, for each
+    dim of each operand and result, the factor it is (or -1: that dim must
+    stay whole). A factor split over some axes splits every dim that is it;
+    a split factor missing from a result is summed over, so the result is a
+    partial sum over those axes. tg-propagate-sharding and tg-partition read
+    only this (ShardingRule in TgInterfaces.h); an op without the interface
+    is computed whole on every process.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The relation between the dims of the operands and the results.",
+      "::mlir::tg::ShardingRule", "getShardingRule", (ins)>
   ];
 }
 

@@ -261,6 +261,18 @@ SmallVector<int64_t> mlir::tg::localShape(ShardingAttr sharding,
   return out;
 }
 
+Type mlir::tg::globalType(Type local, ShardingAttr sharding, MeshOp mesh) {
+  auto type = dyn_cast<RankedTensorType>(local);
+  if (!type || !mesh || sharding.getRank() != type.getRank())
+    return local;
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    for (StringRef axis : sharding.axesOf(d))
+      if (mesh.axisSize(axis) > 0)
+        shape[d] *= mesh.axisSize(axis);
+  return type.clone(shape);
+}
+
 ShardingAttr mlir::tg::getSharding(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());

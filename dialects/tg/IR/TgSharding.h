@@ -21,6 +21,14 @@ constexpr llvm::StringLiteral kShardingOriginAttr = "tg.sharding_origin";
 /// On a collective tg-partition inserted: the value and the change of
 /// sharding that caused it.
 constexpr llvm::StringLiteral kReshardAttr = "tg.reshard";
+/// On a function tg-partition rewrote: its types are one process's pieces,
+/// and the `tg.sharding` of its arguments and results says how the global
+/// tensors were split.
+constexpr llvm::StringLiteral kPartitionedAttr = "tg.partitioned";
+
+/// The global type of `local`, one process's piece of a tensor sharded as
+/// `sharding`: each split dim multiplied by the sizes of its axes.
+Type globalType(Type local, ShardingAttr sharding, MeshOp mesh);
 
 /// The tg.mesh named `name` in the module around `from`, or null.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);

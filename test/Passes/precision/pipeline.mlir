@@ -24,10 +24,9 @@
 // CHECK-SAME: %[[TB:[^:]+]]: tensor<3xf32> {tg.param = "fc.bias"}
 // CHECK-SAME: tensor<4x3xf32> {tg.state = "fc.weight.exp_avg"}
 // CHECK-SAME: -> (tensor<4x3xf32> {tg.update = "fc.weight"}, tensor<3xf32> {tg.update = "fc.bias"}
-// CHECK: %[[AVG:.+]]:2 = tg.all_reduce %{{.+}}, %{{.+}} {reduction = #tg<reduction mean>} : tensor<4x3xf32>, tensor<3xf32>
-// CHECK: tg.global_norm %[[AVG]]#0, %[[AVG]]#1 : tensor<4x3xf32>, tensor<3xf32> -> tensor<f32>
-// CHECK: tg.optimizer_update adamw %[[TW]], %[[AVG]]#0, {{.*}} : tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<i64>, tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
-// CHECK: tg.optimizer_update adamw %[[TB]], %[[AVG]]#1, {{.*}} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+// CHECK: tg.global_norm %[[GW:.+]], %[[GB:.+]] : tensor<4x3xf32>, tensor<3xf32> -> tensor<f32>
+// CHECK: tg.optimizer_update adamw %[[TW]], %[[GW]], {{.*}} : tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<i64>, tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+// CHECK: tg.optimizer_update adamw %[[TB]], %[[GB]], {{.*}} : tensor<3xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>, tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
 // CHECK-NOT: bf16
 // CHECK: return
 

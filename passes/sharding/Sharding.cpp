@@ -1,0 +1,305 @@
+//===- Sharding.cpp - Op sharding decisions and resharding -------*- C++
+//-*-===//
+//
+// decideOpSharding reads an op's ShardingRule and its operands' shardings
+// and says how the op runs split; reshard turns a value from one sharding
+// into another with the fewest collectives this IR has. Both sharding
+// passes use them, so what tg-propagate-sharding shows is what
+// tg-partition does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/sharding/Sharding.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+SmallVector<StringRef> mlir::tg::dataAxes(MeshOp mesh) {
+  SmallVector<StringRef> out;
+  if (mesh)
+    for (StringRef axis : mesh.getAxisNames())
+      if (axis == "data" || axis == "dp")
+        out.push_back(axis);
+  return out;
+}
+
+ShardingAttr mlir::tg::resultTarget(func::FuncOp func, unsigned index,
+                                    ShardingAttr computed) {
+  auto type = cast<RankedTensorType>(func.getResultTypes()[index]);
+  StringRef mesh = computed.getMesh().getValue();
+  auto whole =
+      ShardingAttr::replicated(func.getContext(), mesh, type.getRank());
+  if (auto update =
+          func.getResultAttrOfType<StringAttr>(index, TgDialect::kUpdateAttr)) {
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      for (StringRef name : {TgDialect::kParamAttr, TgDialect::kStateAttr})
+        if (auto arg = func.getArgAttrOfType<StringAttr>(i, name);
+            arg && arg.getValue() == update.getValue())
+          if (auto s = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr))
+            return s;
+    return whole;
+  }
+  if (func.getResultAttr(index, TgDialect::kMetricAttr))
+    return whole;
+  if (func.getResultAttr(index, TgDialect::kGradAttr))
+    return computed;
+  auto output =
+      func.getResultAttrOfType<StringAttr>(index, TgDialect::kOutputAttr);
+  if (index == 0 || (output && output.getValue() == "loss"))
+    return whole;
+  return computed.withoutPartial();
+}
+
+ArrayRef<StringRef> mlir::tg::presetNames() {
+  static const StringRef names[] = {"dp", "zero1", "zero2", "zero3"};
+  return names;
+}
+
+std::string mlir::tg::describeValue(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      for (StringRef name :
+           {TgDialect::kParamAttr, TgDialect::kStateAttr, TgDialect::kInputAttr,
+            TgDialect::kAccumAttr, TgDialect::kScalarAttr})
+        if (auto str =
+                func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), name)) {
+          if (name == TgDialect::kAccumAttr)
+            return ("accumulated grad of " + str.getValue()).str();
+          return str.getValue().str();
+        }
+    return llvm::formatv("argument {0}", arg.getArgNumber()).str();
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  Operation *op = value.getDefiningOp();
+  os << op->getName().getStringRef();
+  if (op->getNumResults() > 1)
+    os << " result " << cast<OpResult>(value).getResultNumber();
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    os << " (" << loc.getName().getValue() << ")";
+  else if (auto fused = dyn_cast<FusedLoc>(op->getLoc()))
+    for (Location l : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(l)) {
+        os << " (" << name.getName().getValue() << ")";
+        break;
+      }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// decideOpSharding
+//===----------------------------------------------------------------------===//
+
+static ShardingAttr makeSharding(MLIRContext *context, StringRef mesh,
+                                 ArrayRef<int64_t> dims,
+                                 ArrayRef<SmallVector<StringRef>> factorAxes,
+                                 ArrayRef<StringRef> partial) {
+  SmallVector<SmallVector<StringRef>> axes;
+  for (int64_t f : dims)
+    axes.push_back(f >= 0 ? factorAxes[f] : SmallVector<StringRef>());
+  return ShardingAttr::get(context, mesh, axes, partial);
+}
+
+OpSharding mlir::tg::decideOpSharding(Operation *op,
+                                      ArrayRef<ShardingAttr> operands,
+                                      MeshOp mesh) {
+  MLIRContext *context = op->getContext();
+  StringRef meshName = mesh.getSymName();
+  OpSharding out;
+  auto rankOf = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
+  auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!ruleOp) {
+    for (Value v : op->getOperands())
+      out.operands.push_back(
+          ShardingAttr::replicated(context, meshName, rankOf(v)));
+    for (Value v : op->getResults())
+      out.results.push_back(
+          ShardingAttr::replicated(context, meshName, rankOf(v)));
+    return out;
+  }
+  ShardingRule rule = ruleOp.getShardingRule();
+
+  // Partial sums the op passes on: all operands' (the same axes) for a
+  // sum of operands, else that of the first linear operand that has one.
+  SmallVector<StringRef> partial;
+  int64_t partialOperand = -1;
+  if (rule.sumOfOperands) {
+    bool same = true;
+    std::optional<SmallVector<StringRef>> axes;
+    for (ShardingAttr s : operands) {
+      if (!s)
+        continue;
+      SmallVector<StringRef> p = s.partialAxes();
+      llvm::sort(p);
+      if (axes && *axes != p)
+        same = false;
+      axes = p;
+    }
+    if (same && axes)
+      partial = *axes;
+  } else {
+    for (unsigned i : rule.linearOperands)
+      if (i < operands.size() && operands[i] && operands[i].isPartial()) {
+        partial = operands[i].partialAxes();
+        partialOperand = i;
+        break;
+      }
+  }
+
+  // Each factor takes the axes of the first operand that splits it.
+  llvm::StringSet<> used;
+  for (StringRef a : partial)
+    used.insert(a);
+  SmallVector<SmallVector<StringRef>> factorAxes(rule.factorSizes.size());
+  for (auto [i, s] : llvm::enumerate(operands)) {
+    if (!s || i >= rule.operandDims.size())
+      continue;
+    for (auto [d, f] : llvm::enumerate(rule.operandDims[i])) {
+      if (f < 0 || !factorAxes[f].empty() || (int64_t)d >= s.getRank())
+        continue;
+      SmallVector<StringRef> axes = s.axesOf(d);
+      if (axes.empty() ||
+          llvm::any_of(axes, [&](StringRef a) { return used.contains(a); }))
+        continue;
+      int64_t parts = 1;
+      for (StringRef a : axes)
+        parts *= mesh.axisSize(a);
+      if (rule.factorSizes[f] % parts != 0)
+        continue;
+      factorAxes[f] = axes;
+      for (StringRef a : axes)
+        used.insert(a);
+      if (out.decidedBy < 0)
+        out.decidedBy = i;
+    }
+  }
+
+  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+    bool keepsPartial = rule.sumOfOperands || (int64_t)i == partialOperand;
+    out.operands.push_back(makeSharding(
+        context, meshName,
+        i < rule.operandDims.size() ? ArrayRef<int64_t>(rule.operandDims[i])
+                                    : ArrayRef<int64_t>(),
+        factorAxes,
+        keepsPartial ? ArrayRef<StringRef>(partial) : ArrayRef<StringRef>()));
+    if (out.operands.back().getRank() != rankOf(v))
+      out.operands.back() =
+          ShardingAttr::replicated(context, meshName, rankOf(v));
+  }
+  // A split factor a result lacks is summed over: the result is partial
+  // over its axes.
+  for (auto [i, v] : llvm::enumerate(op->getResults())) {
+    ArrayRef<int64_t> dims = rule.resultDims[i];
+    llvm::SetVector<StringRef> resultPartial(partial.begin(), partial.end());
+    for (auto [f, axes] : llvm::enumerate(factorAxes))
+      if (!axes.empty() && !llvm::is_contained(dims, (int64_t)f) &&
+          isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
+        resultPartial.insert(axes.begin(), axes.end());
+    out.results.push_back(makeSharding(context, meshName, dims, factorAxes,
+                                       resultPartial.getArrayRef()));
+  }
+  for (int64_t f : rule.meanFactors)
+    for (StringRef a : factorAxes[f])
+      out.scale /= mesh.axisSize(a);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// reshard
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
+                                   Value value, ShardingAttr from,
+                                   ShardingAttr to, MeshOp mesh,
+                                   StringRef what) {
+  if (from == to)
+    return value;
+  MLIRContext *context = builder.getContext();
+  // Axis names unquoted: the reason reads as one string attribute.
+  std::string why =
+      (what + ": " + formatSharding(from) + " -> " + formatSharding(to)).str();
+  llvm::erase(why, '"');
+  auto mark = [&](Operation *op) {
+    op->setAttr(kReshardAttr, StringAttr::get(context, why));
+  };
+  auto type = [&]() { return cast<RankedTensorType>(value.getType()); };
+  SmallVector<SmallVector<StringRef>> dims;
+  for (int64_t d = 0; d < from.getRank(); ++d)
+    dims.push_back(from.axesOf(d));
+  SmallVector<StringRef> target = to.partialAxes();
+
+  // Partial sums first: scattered onto the dim `to` splits next.
+  for (StringRef axis : from.partialAxes()) {
+    if (llvm::is_contained(target, axis))
+      continue;
+    int64_t d = to.dimOf(axis);
+    SmallVector<StringRef> wanted =
+        d >= 0 ? to.axesOf(d) : SmallVector<StringRef>();
+    bool scatter = d >= 0 && wanted.size() > dims[d].size() &&
+                   ArrayRef<StringRef>(wanted).take_front(dims[d].size()) ==
+                       ArrayRef<StringRef>(dims[d]) &&
+                   wanted[dims[d].size()] == axis;
+    if (scatter) {
+      SmallVector<int64_t> shape(type().getShape());
+      shape[d] /= mesh.axisSize(axis);
+      auto op = ReduceScatterOp::create(
+          builder, loc, type().clone(shape), value,
+          builder.getI64IntegerAttr(d), builder.getStringAttr(axis),
+          ReductionAttr::get(context, Reduction::sum));
+      mark(op);
+      value = op.getResult();
+      dims[d].push_back(axis);
+    } else {
+      auto op = AllReduceOp::create(builder, loc, ValueRange{value},
+                                    ReductionAttr::get(context, Reduction::sum),
+                                    builder.getStringAttr(axis), IntegerAttr());
+      mark(op);
+      value = op.getResult(0);
+    }
+  }
+  for (StringRef axis : target)
+    if (!llvm::is_contained(from.partialAxes(), axis))
+      return emitError(loc) << what << ": cannot make a partial sum over \""
+                            << axis << "\" from " << formatSharding(from);
+
+  // Splits `to` lacks: gathered minor-most first.
+  for (int64_t d = 0; d < (int64_t)dims.size(); ++d) {
+    SmallVector<StringRef> wanted = to.axesOf(d);
+    auto isPrefix = [&] {
+      return dims[d].size() <= wanted.size() &&
+             ArrayRef<StringRef>(wanted).take_front(dims[d].size()) ==
+                 ArrayRef<StringRef>(dims[d]);
+    };
+    while (!isPrefix()) {
+      StringRef axis = dims[d].pop_back_val();
+      SmallVector<int64_t> shape(type().getShape());
+      shape[d] *= mesh.axisSize(axis);
+      auto op = AllGatherOp::create(builder, loc, type().clone(shape), value,
+                                    builder.getI64IntegerAttr(d),
+                                    builder.getStringAttr(axis));
+      mark(op);
+      value = op.getResult();
+    }
+  }
+  // Splits `to` adds: each process keeps its piece.
+  for (int64_t d = 0; d < (int64_t)dims.size(); ++d) {
+    SmallVector<StringRef> wanted = to.axesOf(d);
+    for (size_t k = dims[d].size(); k < wanted.size(); ++k) {
+      SmallVector<int64_t> shape(type().getShape());
+      shape[d] /= mesh.axisSize(wanted[k]);
+      auto op = AllSliceOp::create(builder, loc, type().clone(shape), value,
+                                   builder.getI64IntegerAttr(d),
+                                   builder.getStringAttr(wanted[k]));
+      mark(op);
+      value = op.getResult();
+    }
+  }
+  return value;
+}

@@ -1,0 +1,73 @@
+//===- Sharding.h - What the sharding passes share ---------------*- C++
+//-*-===//
+//
+// The decision both sharding passes make for one op (which mesh axes split
+// each of its factors, given its operands' shardings), the resharding of a
+// value from one sharding to another as collectives, and the presets
+// (dp, zero1, zero2, zero3) as shardings of a step's arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PASSES_SHARDING_SHARDING_H
+#define TGC_PASSES_SHARDING_SHARDING_H
+
+#include "dialects/tg/IR/TgInterfaces.h"
+#include "dialects/tg/IR/TgSharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::tg {
+
+/// How one op runs split: the operand shardings it needs, the shardings of
+/// its results, and the factor by which each process scales its results
+/// (1 / pieces of the split factors it takes a mean over).
+struct OpSharding {
+  SmallVector<ShardingAttr> operands;
+  SmallVector<ShardingAttr> results;
+  double scale = 1.0;
+  /// The operand whose sharding decided the first split factor, -1 when
+  /// nothing is split (for the origin of the results).
+  int64_t decidedBy = -1;
+};
+
+/// Decides `op`'s sharding from its operands' (null: not known yet, the op
+/// decides for it). Factors take the axes of the first operand that splits
+/// them, where the axes are not used yet and divide the factor; partial
+/// sums pass through where the rule says the op is linear. Ops without a
+/// rule run whole: replicated operands and results.
+OpSharding decideOpSharding(Operation *op, ArrayRef<ShardingAttr> operands,
+                            MeshOp mesh);
+
+/// Emits the collectives that turn `value`, sharded as `from`, into `to`
+/// (same mesh), each with a `tg.reshard` naming `what` and the change:
+/// partial sums become whole by tg.reduce_scatter where `to` splits a dim
+/// over the axis next, by tg.all_reduce elsewhere; then tg.all_gather
+/// undoes splits `to` lacks (minor-most axis first) and tg.all_slice adds
+/// those it has. Returns `value` when the shardings agree; failure (with a
+/// diagnostic at `loc`) when `to` is a partial sum that `from` is not.
+FailureOr<Value> reshard(OpBuilder &builder, Location loc, Value value,
+                         ShardingAttr from, ShardingAttr to, MeshOp mesh,
+                         StringRef what);
+
+/// A short name for `value` in origins and tg.reshard: the model-file name
+/// of an argument (`fc1.weight`, `x`), else the op and its location.
+std::string describeValue(Value value);
+
+/// The sharding result `index` of a step function must have, given the
+/// sharding its value has (`computed`): the argument's for a new value of a
+/// parameter or state (`tg.update`), whole for metrics and the loss, the
+/// computed split without partial sums for other outputs, and the
+/// computed one for gradients (`tg.grad`: summed over micro-batches first,
+/// reduced in the train step).
+ShardingAttr resultTarget(func::FuncOp func, unsigned index,
+                          ShardingAttr computed);
+
+/// The mesh axes that split the batch: those named "data" or "dp".
+SmallVector<StringRef> dataAxes(MeshOp mesh);
+
+/// The names the presets understand.
+ArrayRef<StringRef> presetNames();
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_SHARDING_SHARDING_H

@@ -1,0 +1,88 @@
+// RUN: tg-opt %s -split-input-file -tg-propagate-sharding -tg-partition | FileCheck %s
+
+// tg-partition on small functions: local shapes, and a collective exactly
+// where a sharding changes, each saying why.
+
+tg.mesh @mesh ["tp" = 2]
+
+// Megatron's MLP: the first weight split by columns, the second by rows;
+// the hidden activation stays split and one all-reduce makes the output
+// whole.
+// CHECK-LABEL: func.func @column_then_row_parallel
+// CHECK-SAME: %[[X:.+]]: tensor<8x16xf32>
+// CHECK-SAME: %[[W1:.+]]: tensor<16x16xf32> {{{.*}}tg.sharding = #tg.sharding<@mesh, [{}, {"tp"}]>
+// CHECK-SAME: %[[W2:.+]]: tensor<16x16xf32> {{{.*}}tg.sharding = #tg.sharding<@mesh, [{"tp"}, {}]>
+// CHECK-SAME: tg.partitioned
+// CHECK: %[[H:.+]] = tg.matmul %[[X]], %[[W1]] : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[R:.+]] = tg.relu %[[H]] : tensor<8x16xf32>
+// CHECK: %[[Y:.+]] = tg.matmul %[[R]], %[[W2]] : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[S:.+]] = tg.all_reduce %[[Y]] {mesh_axis = "tp", tg.reshard = "tg.matmul for result 0: [{}, {}], partial = {tp} -> [{}, {}]"}
+// CHECK-NOT: tg.all_
+// CHECK: return %[[S]]
+func.func @column_then_row_parallel(
+    %x: tensor<8x16xf32> {tg.input = "x"},
+    %w1: tensor<16x32xf32> {tg.param = "w1", tg.sharding = #tg.sharding<@mesh, [{}, {"tp"}]>},
+    %w2: tensor<32x16xf32> {tg.param = "w2", tg.sharding = #tg.sharding<@mesh, [{"tp"}, {}]>})
+    -> tensor<8x16xf32> {
+  %h = tg.matmul %x, %w1 : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+  %r = tg.relu %h : tensor<8x32xf32>
+  %y = tg.matmul %r, %w2 : tensor<8x32xf32>, tensor<32x16xf32> -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+tg.mesh @mesh ["tp" = 2]
+
+// A pin in the middle: the split activation is gathered whole for it, and
+// the op after it runs whole.
+// CHECK-LABEL: func.func @pin_gathers
+// CHECK: %[[H:.+]] = tg.matmul {{.*}} -> tensor<8x16xf32>
+// CHECK: %[[G:.+]] = tg.all_gather %[[H]] {dim = 1 : i64, mesh_axis = "tp", tg.reshard = "tg.matmul for a sharding pin: [{}, {tp}] -> [{}, {}]"} : tensor<8x16xf32> -> tensor<8x32xf32>
+// CHECK: tg.relu %[[G]] : tensor<8x32xf32>
+func.func @pin_gathers(
+    %x: tensor<8x16xf32> {tg.input = "x"},
+    %w1: tensor<16x32xf32> {tg.param = "w1", tg.sharding = #tg.sharding<@mesh, [{}, {"tp"}]>})
+    -> tensor<8x32xf32> {
+  %h = tg.matmul %x, %w1 : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+  %p = tg.sharding_constraint %h <@mesh, [{}, {}]> : tensor<8x32xf32>
+  %r = tg.relu %p : tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+
+// A mean over a split batch: each process's mean of its half, halved, is
+// its term of the whole mean.
+// CHECK-LABEL: func.func @mean_over_split_batch
+// CHECK-SAME: tensor<4x10xf32>
+// CHECK: %[[L:.+]] = tg.cross_entropy {{.*}} : tensor<4x10xf32>, tensor<4xi64> -> tensor<f32>
+// CHECK: %[[HALF:.+]] = tg.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[T:.+]] = tg.mul %[[L]], %[[HALF]]
+// CHECK: %[[S:.+]] = tg.all_reduce %[[T]] {tg.reshard = "tg.cross_entropy for result 0: [], partial = {data} -> []"}
+// CHECK: return %[[S]]
+func.func @mean_over_split_batch(
+    %logits: tensor<8x10xf32> {tg.input = "logits", tg.dim_names = ["batch", ""]},
+    %labels: tensor<8xi64> {tg.input = "labels", tg.dim_names = ["batch"]})
+    -> tensor<f32> {
+  %l = tg.cross_entropy %logits, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+
+// A slice of a whole dim keeps its local limit on the split one. Result 0
+// (the loss, by convention) is returned whole.
+// CHECK-LABEL: func.func @slice_of_split_rows
+// CHECK: %[[S:.+]] = tg.slice %{{.*}} {limit = array<i64: 4, 6>, start = array<i64: 0, 2>} : tensor<4x8xf32> -> tensor<4x4xf32>
+// CHECK: tg.all_gather %[[S]] {dim = 0 : i64, mesh_axis = "data", tg.reshard = "tg.slice for result 0: [{data}, {}] -> [{}, {}]"} : tensor<4x4xf32> -> tensor<8x4xf32>
+func.func @slice_of_split_rows(
+    %x: tensor<8x8xf32> {tg.input = "x", tg.dim_names = ["batch", ""]})
+    -> (tensor<8x4xf32> {tg.output = "y"}) {
+  %s = tg.slice %x {start = array<i64: 0, 2>, limit = array<i64: 8, 6>} : tensor<8x8xf32> -> tensor<8x4xf32>
+  return %s : tensor<8x4xf32>
+}
