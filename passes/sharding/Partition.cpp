@@ -1,4 +1,4 @@
-//===- Partition.cpp - Sharded steps to per-process programs ---*- C++ -*-===//
+//===- Partition.cpp - Sharded steps to per-process programs ----*- C++ -*-===//
 //
 // tg-partition: each function's arguments and values get local shapes, and
 // each op runs on its pieces after its operands are resharded to what it

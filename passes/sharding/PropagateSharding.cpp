@@ -1,4 +1,4 @@
-//===- PropagateSharding.cpp - Shardings from pins and rules ---*- C++ -*-===//
+//===- PropagateSharding.cpp - Shardings from pins and rules ----*- C++ -*-===//
 //
 // tg-propagate-sharding: pins stay, presets give the unpinned arguments
 // their sharding (the batch over the data axes; ZeRO's splits of state and

@@ -1,4 +1,4 @@
-//===- Sharding.cpp - Op sharding decisions and resharding -----*- C++ -*-===//
+//===- Sharding.cpp - Op sharding decisions and resharding ------*- C++ -*-===//
 //
 // decideOpSharding reads an op's ShardingRule and its operands' shardings
 // and says how the op runs split; reshard turns a value from one sharding

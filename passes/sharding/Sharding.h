@@ -1,4 +1,4 @@
-//===- Sharding.h - What the sharding passes share -------------*- C++ -*-===//
+//===- Sharding.h - What the sharding passes share --------------*- C++ -*-===//
 //
 // The decision both sharding passes make for one op (which mesh axes split
 // each of its factors, given its operands' shardings), the resharding of a

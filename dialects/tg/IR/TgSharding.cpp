@@ -1,4 +1,4 @@
-//===- TgSharding.cpp - Meshes, shardings and collectives ------*- C++ -*-===//
+//===- TgSharding.cpp - Meshes, shardings and collectives -------*- C++ -*-===//
 //
 // The #tg.sharding attribute (its syntax and the checks it carries alone),
 // tg.mesh and tg.sharding_constraint, the verifiers of the collectives that

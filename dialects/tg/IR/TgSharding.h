@@ -1,4 +1,4 @@
-//===- TgSharding.h - Meshes and shardings of tg values --------*- C++ -*-===//
+//===- TgSharding.h - Meshes and shardings of tg values ---------*- C++ -*-===//
 //
 // What the sharding passes and the verifiers share: finding a module's mesh,
 // checking a #tg.sharding against a tensor type, local shapes, and reading

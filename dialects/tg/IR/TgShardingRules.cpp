@@ -1,4 +1,4 @@
-//===- TgShardingRules.cpp - How each tg op may be split -------*- C++ -*-===//
+//===- TgShardingRules.cpp - How each tg op may be split --------*- C++ -*-===//
 //
 // ShardingRuleOpInterface for the tg ops, attached as external models so the
 // rules of all ops read side by side: elementwise ops share every dim,
