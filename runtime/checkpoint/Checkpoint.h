@@ -8,7 +8,14 @@
 //   model          ModelDesc::name
 //   step           the last step taken
 //   data_position  the training loader's DataPosition as JSON
-//   sharding       JSON: {"world_size":1,"rank":0,"layout":"replicated"}
+//   sharding       JSON: {"world_size":1,"rank":0,"layout":"replicated"};
+//                  for a step partitioned over a mesh, the mesh and how
+//                  each split tensor was split there:
+//                  {"mesh":{"data":2},"layout":"consolidated",
+//                   "split":{"fc1.weight":[[],["data"]],...}}
+//                  Tensors are always whole (rank 0 writes them once the
+//                  pieces are gathered), so any mesh, or one process,
+//                  loads them.
 //   ...            whatever else the caller adds (seed, batch size, the
 //                  first validation loss)
 //
