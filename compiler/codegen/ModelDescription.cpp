@@ -448,6 +448,28 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
        << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
        << "},\n";
   }
+  // io.grads: what @forward_backward returns for each trainable parameter
+  // (a partial sum over the data axes keeps the whole shape).
+  os << "};\n\nconst tgc::TensorDesc kGrads[] = {\n";
+  auto module = step->getParentOfType<ModuleOp>();
+  auto fb = module ? module.lookupSymbol<func::FuncOp>("forward_backward")
+                   : func::FuncOp();
+  SmallVector<std::pair<int64_t, std::string>> grads;
+  if (fb)
+    for (unsigned r = 0; r < fb.getNumResults(); ++r)
+      if (auto name =
+              fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr))
+        if (sig.gradIndex.count(name.getValue()))
+          grads.emplace_back(
+              sig.gradIndex.lookup(name.getValue()),
+              tensorDesc(name.getValue(), fb.getResultTypes()[r],
+                         fb.getResultAttrOfType<ShardingAttr>(r, kShardingAttr),
+                         mesh));
+  llvm::sort(grads);
+  for (auto &[k, desc] : grads)
+    os << "    " << desc << ",\n";
+  if (grads.empty())
+    os << "    {\"\", tgc::DType::F32, 0, {0}},\n";
   os << "};\n\nconst tgc::StateDesc kState[] = {\n";
   for (unsigned i : sig.stateArgs) {
     StringRef full =
@@ -595,6 +617,7 @@ void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
        << ", /*mesh=*/kMesh,\n";
   else
     os << "    /*numMeshAxes=*/0, /*mesh=*/nullptr,\n";
+  os << "    /*grads=*/kGrads,\n";
   os << "};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";

@@ -25,7 +25,13 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
        - `zero2`: as zero1, but each gradient reduced to the piece its
          process updates (tg.reduce_scatter);
        - `zero3`: as zero2, with the parameters split too, gathered where
-         they are read.
+         they are read;
+       - `tp`, Megatron-LM's tensor parallelism over the axis `tp`: a
+         matrix a matmul multiplies by is split by its columns where the
+         matmul's input is whole along the contraction (column-parallel),
+         by its rows where the input is split along it (row-parallel, a
+         partial sum reduced once); biases and the rest follow the ops
+         that read them, and are whole where nothing splits them.
        Optimizer state follows its parameter's pin, plus the ZeRO split.
     3. Propagation, forward through each function: each op's sharding
        follows from its operands' through its ShardingRuleOpInterface (the
@@ -51,7 +57,7 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
   }];
   let options = [
     Option<"preset", "preset", "std::string", "\"dp\"",
-           "dp, zero1, zero2 or zero3: the sharding of unpinned arguments">
+           "dp, zero1, zero2, zero3 or tp: the sharding of unpinned arguments">
   ];
   let dependentDialects = ["::mlir::tg::TgDialect"];
 }

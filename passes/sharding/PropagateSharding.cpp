@@ -61,22 +61,33 @@ struct PropagateShardingPass
       return;
     if (!llvm::is_contained(presetNames(), StringRef(preset))) {
       module.emitError() << "unknown sharding preset '" << preset
-                         << "'; expected dp, zero1, zero2 or zero3";
+                         << "'; expected dp, zero1, zero2, zero3 or tp";
       return signalPassFailure();
     }
     // Parameters first, in every function: their state follows them.
-    llvm::StringMap<ShardingAttr> params;
+    llvm::StringMap<ShardingAttr> &params = paramShardings;
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(shardParams(func, mesh, params)))
         return signalPassFailure();
-    for (auto func : module.getOps<func::FuncOp>())
+    // @forward first: under tp it decides the parameters the others read.
+    for (auto func : module.getOps<func::FuncOp>()) {
       if (failed(shardArguments(func, mesh, params)) ||
           failed(propagate(func, mesh)))
         return signalPassFailure();
+      for (BlockArgument arg : func.getArguments())
+        if (auto name = func.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TgDialect::kParamAttr))
+          if (!params.lookup(name.getValue())) {
+            params[name.getValue()] = getSharding(arg);
+            origins[name.getValue()] = getShardingOrigin(arg).str();
+          }
+    }
   }
 
-  bool zero() const { return preset != "dp"; }
+  bool zero() const { return StringRef(preset).starts_with("zero"); }
 
+  /// Each parameter's sharding, as every function reads it.
+  llvm::StringMap<ShardingAttr> paramShardings;
   /// Where each parameter's sharding came from.
   llvm::StringMap<std::string> origins;
 
@@ -108,6 +119,8 @@ struct PropagateShardingPass
           &getContext(), mesh.getSymName(), type.getRank());
       bool frozen =
           (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kFrozenAttr);
+      if (preset == "tp" && !frozen && mesh.axisSize("tp") > 1)
+        continue; // decided where @forward first reads it
       sharding = preset == "zero3" && !frozen ? splitOverData(whole, type, mesh)
                                               : whole;
       params[name.getValue()] = sharding;
@@ -128,7 +141,7 @@ struct PropagateShardingPass
               func.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr)) {
         // Every function reads a parameter with one sharding.
         ShardingAttr s = params.lookup(name.getValue());
-        if (getSharding(arg) != s || getShardingOrigin(arg).empty())
+        if (s && (getSharding(arg) != s || getShardingOrigin(arg).empty()))
           setSharding(arg, s, origins.lookup(name.getValue()));
         continue;
       }
@@ -175,8 +188,16 @@ struct PropagateShardingPass
         setSharding(arg, s, origin);
         continue;
       }
-      if (func.getArgAttr(i, TgDialect::kAccumAttr))
-        continue; // takes the sharding of the gradients added to it
+      if (auto accum =
+              func.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr)) {
+        // zero2/zero3 accumulate each process's piece; otherwise the
+        // accumulator takes the sharding of the gradients added to it.
+        if (ShardingAttr piece =
+                gradientPiece(accum.getValue(), type, mesh, params))
+          setSharding(arg, piece,
+                      "preset " + preset + ": the piece of the gradient");
+        continue;
+      }
       setSharding(
           arg,
           ShardingAttr::replicated(context, mesh.getSymName(), type.getRank()),
@@ -207,6 +228,37 @@ struct PropagateShardingPass
     });
   }
 
+  /// tp (Megatron-LM's tensor parallelism): a weight not sharded yet that
+  /// a matmul multiplies by is split over "tp" by its columns when the
+  /// matmul's input is whole along the contraction (column-parallel: the
+  /// output is split), by its rows when the input is split along it
+  /// (row-parallel: the output is a partial sum, reduced once).
+  void shardTensorParallelWeight(MatmulOp matmul, MeshOp mesh) {
+    auto weight = dyn_cast<BlockArgument>(matmul.getRhs());
+    auto func = matmul->getParentOfType<func::FuncOp>();
+    if (preset != "tp" || !weight || getSharding(weight) ||
+        !func.getArgAttr(weight.getArgNumber(), TgDialect::kParamAttr))
+      return;
+    auto type = cast<RankedTensorType>(weight.getType());
+    ShardingAttr input = getSharding(matmul.getLhs());
+    if (type.getRank() != 2 || !input)
+      return;
+    int64_t lhsK = input.getRank() - (matmul.getTransposeLhs() ? 2 : 1);
+    bool rowParallel = llvm::is_contained(input.axesOf(lhsK), "tp");
+    // rhs [K, N], or [N, K] transposed.
+    int64_t kDim = matmul.getTransposeRhs() ? 1 : 0;
+    int64_t d = rowParallel ? kDim : 1 - kDim;
+    if (type.getDimSize(d) % mesh.axisSize("tp") != 0)
+      return;
+    SmallVector<SmallVector<StringRef>> dims(2);
+    dims[d] = {"tp"};
+    setSharding(weight,
+                ShardingAttr::get(&getContext(), mesh.getSymName(), dims),
+                ("preset tp: " + Twine(rowParallel ? "row" : "column") +
+                 "-parallel for " + describeValue(matmul.getResult()))
+                    .str());
+  }
+
   LogicalResult propagate(func::FuncOp func, MeshOp mesh) {
     for (Operation &op : func.getBody().front().without_terminator()) {
       if (auto pin = dyn_cast<ShardingConstraintOp>(op)) {
@@ -223,10 +275,30 @@ struct PropagateShardingPass
             "tg.global_norm: whole");
         continue;
       }
+      if (auto matmul = dyn_cast<MatmulOp>(op))
+        shardTensorParallelWeight(matmul, mesh);
       SmallVector<ShardingAttr> operands;
       for (Value v : op.getOperands())
         operands.push_back(getSharding(v));
       OpSharding decision = decideOpSharding(&op, operands, mesh);
+      // Arguments not sharded yet (gradient accumulators, tp's biases)
+      // adopt what the op needs of them; a parameter holds no partial sum,
+      // so the op decides again with what they adopted.
+      bool adopted = false;
+      for (auto [v, s] : llvm::zip(op.getOperands(), decision.operands))
+        if (auto arg = dyn_cast<BlockArgument>(v); arg && !getSharding(v)) {
+          bool isAccum =
+              (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kAccumAttr);
+          setSharding(v, isAccum ? s : s.withoutPartial(),
+                      "needed by " + describeValue(op.getResult(0)));
+          adopted = true;
+        }
+      if (adopted) {
+        operands.clear();
+        for (Value v : op.getOperands())
+          operands.push_back(getSharding(v));
+        decision = decideOpSharding(&op, operands, mesh);
+      }
       std::string origin = op.getName().getStringRef().str();
       if (!isa<ShardingRuleOpInterface>(op))
         origin += ": no sharding rule, computed whole";
@@ -234,11 +306,6 @@ struct PropagateShardingPass
         origin += " from " + describeValue(op.getOperand(decision.decidedBy));
       for (auto [v, s] : llvm::zip(op.getResults(), decision.results))
         setSharding(v, s, origin);
-      // Arguments not sharded yet (gradient accumulators) adopt what the
-      // op needs of them.
-      for (auto [v, s] : llvm::zip(op.getOperands(), decision.operands))
-        if (isa<BlockArgument>(v) && !getSharding(v))
-          setSharding(v, s, "needed by " + op.getName().getStringRef().str());
     }
     for (BlockArgument arg : func.getArguments())
       if (!getSharding(arg))
@@ -250,9 +317,29 @@ struct PropagateShardingPass
     Operation *ret = func.getBody().front().getTerminator();
     for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
       ShardingAttr target = resultTarget(func, i, getSharding(v));
+      if (auto grad =
+              func.getResultAttrOfType<StringAttr>(i, TgDialect::kGradAttr))
+        if (ShardingAttr piece = gradientPiece(
+                grad.getValue(), cast<RankedTensorType>(v.getType()), mesh,
+                paramShardings))
+          target = piece;
       func.setResultAttr(i, kShardingAttr, target);
     }
     return success();
+  }
+
+  /// zero2 and zero3: the gradient of `param` each micro-batch leaves
+  /// reduced to the piece its process updates (as the optimizer state is
+  /// split), so the step's accumulator is a piece too; null otherwise.
+  ShardingAttr gradientPiece(StringRef param, RankedTensorType type,
+                             MeshOp mesh,
+                             const llvm::StringMap<ShardingAttr> &params) {
+    if (preset != "zero2" && preset != "zero3")
+      return {};
+    ShardingAttr base = params.lookup(param);
+    if (!base || base.getRank() != type.getRank())
+      return {};
+    return splitOverData(base.withoutPartial(), type, mesh);
   }
 };
 

@@ -55,7 +55,7 @@ ShardingAttr mlir::tg::resultTarget(func::FuncOp func, unsigned index,
 }
 
 ArrayRef<StringRef> mlir::tg::presetNames() {
-  static const StringRef names[] = {"dp", "zero1", "zero2", "zero3"};
+  static const StringRef names[] = {"dp", "zero1", "zero2", "zero3", "tp"};
   return names;
 }
 

@@ -222,6 +222,12 @@ struct ModelDesc {
   /// was compiled for one process.
   int32_t numMeshAxes;
   const MeshAxisDesc *mesh;
+  /// What io.grads holds, one per trainable parameter in order: the whole
+  /// shape and the axes that split it (a process's piece is
+  /// accumulated). Under data parallelism a gradient is a partial sum over
+  /// the data axes, whole-shaped, where its parameter may be split (ZeRO-3);
+  /// null: the parameters' shapes.
+  const TensorDesc *grads;
 };
 
 /// The training executable's main: parses flags, loads data, initialises or

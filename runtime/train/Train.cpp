@@ -567,10 +567,13 @@ void Trainer::setUpBuffers() {
   // Gradient accumulators, summed by accumulate and read by trainStep; they
   // stay zero when a step has one micro-batch. Like the parameters' pieces.
   if (model_.accumulate)
-    for (int i = 0; i < model_.numParams; ++i)
+    for (int i = 0, k = 0; i < model_.numParams; ++i)
       if (model_.params[i].trainable) {
-        grads_.push_back(makeTensor(mesh_.local(model_.params[i].tensor)));
+        const TensorDesc &grad =
+            model_.grads ? model_.grads[k] : model_.params[i].tensor;
+        grads_.push_back(makeTensor(mesh_.local(grad)));
         gradPtrs_.push_back(grads_.back().step());
+        ++k;
       }
   // Positions are the same for every batch.
   if (positionsInput_ >= 0) {

@@ -218,7 +218,8 @@ cl::opt<std::string> shardPreset(
              "axes where nothing pins them: dp (whole on every process), "
              "zero1 (optimizer state split), zero2 (and gradients reduced "
              "to the pieces), zero3 (and parameters split, gathered where "
-             "read)"),
+             "read), tp (matrices split over the axis tp, Megatron-LM's "
+             "column- then row-parallel layers)"),
     cl::init("dp"), cl::cat(trainingCategory));
 
 /// The last phase whose output `module` shows.
@@ -642,8 +643,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     importOptions.mesh = axes;
   }
   if (!llvm::is_contained(presetNames(), StringRef(shardPreset)))
-    return fail("--shard takes dp, zero1, zero2 or zero3, got '" + shardPreset +
-                "'");
+    return fail("--shard takes dp, zero1, zero2, zero3 or tp, got '" +
+                shardPreset + "'");
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
     return fail("--batch-size sets the batch of a model file's inputs; " +
                 inputFile + " is tg IR");
