@@ -29,6 +29,8 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "dialects/tg/IR/TgInterfaces.h"
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
+#include "llvm/ADT/StringSet.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -292,6 +294,12 @@ private:
   LogicalResult defineTensor(StringRef name, TensorDef def,
                              const std::string &where, const Twine &place);
   FailureOr<DictionaryAttr> importParam(unsigned index, Type &type);
+  /// A model file's `sharding` (one entry per dim: mesh axes,
+  /// comma-separated) for a tensor of `shape`, checked against the mesh.
+  FailureOr<ShardingAttr> importSharding(
+      const std::string &where, const Twine &place,
+      const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *dims,
+      ArrayRef<int64_t> shape);
   FailureOr<DictionaryAttr> importInput(unsigned index, Type &type);
   FailureOr<Attribute> importInit(unsigned index, const fbs::Initializer &init);
   LogicalResult buildNode(unsigned index);
@@ -552,6 +560,22 @@ FailureOr<DictionaryAttr> ModelImporter::importParam(unsigned index,
   }
   if (!param->trainable())
     attrs.append(TgDialect::kFrozenAttr, builder.getUnitAttr());
+  if (const auto *sharding = param->sharding()) {
+    FailureOr<ShardingAttr> pin =
+        importSharding(where + ".sharding", place, sharding, *shape);
+    if (failed(pin))
+      return failure();
+    attrs.append(kShardingAttr, *pin);
+    attrs.append(kShardingOriginAttr, builder.getStringAttr("pin: " + place));
+  }
+  if (param->shard()) {
+    StringRef preset = stringOf(param->shard());
+    if (!llvm::is_contained({"dp", "zero1", "zero2", "zero3", "tp"}, preset))
+      return LogicalResult(error(where + ".shard", place)
+                           << "unknown sharding preset '" << preset
+                           << "'; expected dp, zero1, zero2, zero3 or tp");
+    attrs.append(kShardPresetAttr, builder.getStringAttr(preset));
+  }
   return attrs.getDictionary(context);
 }
 
@@ -1225,8 +1249,69 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
     created->erase();
     return failure();
   }
-  values[output] = created->getResult(0);
+  Value result = created->getResult(0);
+  if (const auto *sharding = node->sharding()) {
+    // A pin on the node's output: the value downstream reads it through.
+    FailureOr<ShardingAttr> pin =
+        importSharding(where + ".sharding", nodePlace(index), sharding,
+                       cast<RankedTensorType>(result.getType()).getShape());
+    if (failed(pin))
+      return failure();
+    auto constraint = ShardingConstraintOp::create(builder, loc, result, *pin);
+    constraint->setAttr(kShardingOriginAttr,
+                        builder.getArrayAttr({builder.getStringAttr(
+                            ("pin: " + where + " '" + output + "'").str())}));
+    result = constraint.getResult();
+  }
+  values[output] = result;
   return success();
+}
+
+FailureOr<ShardingAttr> ModelImporter::importSharding(
+    const std::string &where, const Twine &place,
+    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *dims,
+    ArrayRef<int64_t> shape) {
+  if (meshAxes.empty())
+    return LogicalResult(error(where, place)
+                         << "pins a sharding, but the model has no mesh "
+                            "(training.mesh or tgc --mesh)");
+  if (dims->size() != shape.size())
+    return LogicalResult(error(where, place)
+                         << "has " << dims->size()
+                         << " entries for a tensor of rank " << shape.size()
+                         << " (one per dim: its mesh axes, comma-separated)");
+  SmallVector<SmallVector<StringRef>> axes(shape.size());
+  llvm::StringSet<> used;
+  for (unsigned d = 0; d < dims->size(); ++d) {
+    std::string dimWhere = where + "[" + std::to_string(d) + "]";
+    SmallVector<StringRef> names;
+    StringRef(dims->Get(d)->c_str()).split(names, ',', -1, false);
+    int64_t parts = 1;
+    for (StringRef name : names) {
+      name = name.trim();
+      auto axis =
+          llvm::find_if(meshAxes, [&](auto &a) { return a.first == name; });
+      if (axis == meshAxes.end()) {
+        InFlightDiagnostic diag = error(dimWhere, place);
+        diag << "unknown mesh axis '" << name << "'; the mesh has ";
+        llvm::interleaveComma(meshAxes, diag,
+                              [&](auto &a) { diag << "'" << a.first << "'"; });
+        return LogicalResult(diag);
+      }
+      if (!used.insert(name).second)
+        return LogicalResult(error(dimWhere, place)
+                             << "mesh axis '" << name
+                             << "' splits the tensor twice");
+      parts *= axis->second;
+      axes[d].push_back(name);
+    }
+    if (shape[d] % parts != 0)
+      return LogicalResult(error(dimWhere, place)
+                           << "dim " << d << " of size " << shape[d]
+                           << " does not divide over the " << parts
+                           << " processes of '" << dims->Get(d)->str() << "'");
+  }
+  return ShardingAttr::get(context, "mesh", axes);
 }
 
 //===----------------------------------------------------------------------===//

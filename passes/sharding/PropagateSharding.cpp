@@ -12,6 +12,7 @@
 #include "passes/sharding/Sharding.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::tg {
@@ -64,6 +65,14 @@ struct PropagateShardingPass
                          << "'; expected dp, zero1, zero2, zero3 or tp";
       return signalPassFailure();
     }
+    // Per-parameter presets (the model file's `shard`, as tg.shard).
+    for (auto func : module.getOps<func::FuncOp>())
+      for (BlockArgument arg : func.getArguments())
+        if (auto name = func.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TgDialect::kParamAttr))
+          if (auto own = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                           kShardPresetAttr))
+            presets[name.getValue()] = own.getValue().str();
     // Parameters first, in every function: their state follows them.
     llvm::StringMap<ShardingAttr> &params = paramShardings;
     for (auto func : module.getOps<func::FuncOp>())
@@ -84,7 +93,16 @@ struct PropagateShardingPass
     }
   }
 
-  bool zero() const { return StringRef(preset).starts_with("zero"); }
+  /// The preset of parameter `name`: its own, else the pass's.
+  StringRef presetOf(StringRef name) const {
+    auto it = presets.find(name);
+    return it != presets.end() ? StringRef(it->second) : StringRef(preset);
+  }
+  bool zero(StringRef name) const { return presetOf(name).starts_with("zero"); }
+
+  llvm::StringMap<std::string> presets;
+  /// Casts of parameters not sharded yet, in the function being propagated.
+  llvm::MapVector<Value, BlockArgument> pendingCasts;
 
   /// Each parameter's sharding, as every function reads it.
   llvm::StringMap<ShardingAttr> paramShardings;
@@ -119,13 +137,14 @@ struct PropagateShardingPass
           &getContext(), mesh.getSymName(), type.getRank());
       bool frozen =
           (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kFrozenAttr);
-      if (preset == "tp" && !frozen && mesh.axisSize("tp") > 1)
+      StringRef own = presetOf(name.getValue());
+      if (own == "tp" && !frozen && mesh.axisSize("tp") > 1)
         continue; // decided where @forward first reads it
-      sharding = preset == "zero3" && !frozen ? splitOverData(whole, type, mesh)
-                                              : whole;
+      sharding =
+          own == "zero3" && !frozen ? splitOverData(whole, type, mesh) : whole;
       params[name.getValue()] = sharding;
-      origins[name.getValue()] = "preset " + preset;
-      setSharding(arg, sharding, "preset " + preset);
+      origins[name.getValue()] = ("preset " + own).str();
+      setSharding(arg, sharding, "preset " + own.str());
     }
     // Arguments of other functions named like a pinned one get its pin.
     return success();
@@ -155,15 +174,16 @@ struct PropagateShardingPass
         if (!base || base.getRank() != type.getRank())
           base = ShardingAttr::replicated(context, mesh.getSymName(),
                                           type.getRank());
-        ShardingAttr s = zero() ? splitOverData(base, type, mesh) : base;
-        setSharding(arg, s,
-                    ("preset " + preset + " for the state of " + param).str());
+        ShardingAttr s = zero(param) ? splitOverData(base, type, mesh) : base;
+        setSharding(
+            arg, s,
+            ("preset " + presetOf(param) + " for the state of " + param).str());
         continue;
       }
       if (func.getArgAttr(i, TgDialect::kInputAttr)) {
         ShardingAttr s = ShardingAttr::replicated(context, mesh.getSymName(),
                                                   type.getRank());
-        std::string origin = "preset " + preset + ": no batch dim, whole";
+        std::string origin = "no batch dim, whole";
         auto names =
             func.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr);
         SmallVector<StringRef> axes = dataAxes(mesh);
@@ -182,7 +202,7 @@ struct PropagateShardingPass
             SmallVector<SmallVector<StringRef>> dims(type.getRank());
             dims[d] = axes;
             s = ShardingAttr::get(context, mesh.getSymName(), dims);
-            origin = "preset " + preset + ": the batch";
+            origin = "the batch over the data axes";
             break;
           }
         setSharding(arg, s, origin);
@@ -195,7 +215,9 @@ struct PropagateShardingPass
         if (ShardingAttr piece =
                 gradientPiece(accum.getValue(), type, mesh, params))
           setSharding(arg, piece,
-                      "preset " + preset + ": the piece of the gradient");
+                      ("preset " + presetOf(accum.getValue()) +
+                       ": the piece of the gradient")
+                          .str());
         continue;
       }
       setSharding(
@@ -203,8 +225,7 @@ struct PropagateShardingPass
           ShardingAttr::replicated(context, mesh.getSymName(), type.getRank()),
           "whole: a scalar of the step");
     }
-    if (preset == "zero1")
-      pinWholeGradients(func);
+    pinWholeGradients(func);
     return success();
   }
 
@@ -212,14 +233,19 @@ struct PropagateShardingPass
   void pinWholeGradients(func::FuncOp func) {
     func.walk([&](OptimizerUpdateOp update) {
       Value grad = update.getGrad();
-      if (grad.getDefiningOp<ShardingConstraintOp>())
+      auto param = dyn_cast<BlockArgument>(update.getParam());
+      auto name = param ? func.getArgAttrOfType<StringAttr>(
+                              param.getArgNumber(), TgDialect::kParamAttr)
+                        : StringAttr();
+      if (!name || presetOf(name.getValue()) != "zero1" ||
+          grad.getDefiningOp<ShardingConstraintOp>())
         return;
-      ShardingAttr param = getSharding(update.getParam());
-      if (!param)
+      ShardingAttr whole = getSharding(param);
+      if (!whole)
         return;
       OpBuilder builder(update);
       auto pin =
-          ShardingConstraintOp::create(builder, update.getLoc(), grad, param);
+          ShardingConstraintOp::create(builder, update.getLoc(), grad, whole);
       pin->setAttr(kShardingOriginAttr,
                    ArrayAttr::get(&getContext(),
                                   {builder.getStringAttr(
@@ -235,9 +261,16 @@ struct PropagateShardingPass
   /// (row-parallel: the output is a partial sum, reduced once).
   void shardTensorParallelWeight(MatmulOp matmul, MeshOp mesh) {
     auto weight = dyn_cast<BlockArgument>(matmul.getRhs());
+    Value castOfWeight;
+    if (BlockArgument param = pendingCasts.lookup(matmul.getRhs())) {
+      weight = param;
+      castOfWeight = matmul.getRhs();
+    }
     auto func = matmul->getParentOfType<func::FuncOp>();
-    if (preset != "tp" || !weight || getSharding(weight) ||
-        !func.getArgAttr(weight.getArgNumber(), TgDialect::kParamAttr))
+    auto name = weight ? func.getArgAttrOfType<StringAttr>(
+                             weight.getArgNumber(), TgDialect::kParamAttr)
+                       : StringAttr();
+    if (!name || presetOf(name.getValue()) != "tp" || getSharding(weight))
       return;
     auto type = cast<RankedTensorType>(weight.getType());
     ShardingAttr input = getSharding(matmul.getLhs());
@@ -252,15 +285,29 @@ struct PropagateShardingPass
       return;
     SmallVector<SmallVector<StringRef>> dims(2);
     dims[d] = {"tp"};
-    setSharding(weight,
-                ShardingAttr::get(&getContext(), mesh.getSymName(), dims),
+    auto split = ShardingAttr::get(&getContext(), mesh.getSymName(), dims);
+    setSharding(weight, split,
                 ("preset tp: " + Twine(rowParallel ? "row" : "column") +
                  "-parallel for " + describeValue(matmul.getResult()))
                     .str());
+    if (castOfWeight) {
+      setSharding(castOfWeight, split, "tg.cast from " + describeValue(weight));
+      pendingCasts.erase(castOfWeight);
+    }
   }
 
   LogicalResult propagate(func::FuncOp func, MeshOp mesh) {
+    pendingCasts.clear();
     for (Operation &op : func.getBody().front().without_terminator()) {
+      // A cast of a parameter not sharded yet (tp, under bf16) waits for
+      // the op that reads it to decide for both.
+      if (auto cast = dyn_cast<CastOp>(op))
+        if (auto arg = dyn_cast<BlockArgument>(cast.getX());
+            arg && !getSharding(arg) &&
+            func.getArgAttr(arg.getArgNumber(), TgDialect::kParamAttr)) {
+          pendingCasts[cast.getResult()] = arg;
+          continue;
+        }
       if (auto pin = dyn_cast<ShardingConstraintOp>(op)) {
         std::string origin = getShardingOrigin(pin.getResult()).str();
         if (origin.empty())
@@ -285,14 +332,23 @@ struct PropagateShardingPass
       // adopt what the op needs of them; a parameter holds no partial sum,
       // so the op decides again with what they adopted.
       bool adopted = false;
-      for (auto [v, s] : llvm::zip(op.getOperands(), decision.operands))
-        if (auto arg = dyn_cast<BlockArgument>(v); arg && !getSharding(v)) {
+      for (auto [v, s] : llvm::zip(op.getOperands(), decision.operands)) {
+        if (getSharding(v))
+          continue;
+        std::string why = "needed by " + describeValue(op.getResult(0));
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
           bool isAccum =
               (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kAccumAttr);
-          setSharding(v, isAccum ? s : s.withoutPartial(),
-                      "needed by " + describeValue(op.getResult(0)));
+          setSharding(v, isAccum ? s : s.withoutPartial(), why);
+          adopted = true;
+        } else if (BlockArgument param = pendingCasts.lookup(v)) {
+          setSharding(param, s.withoutPartial(), why);
+          setSharding(v, s.withoutPartial(),
+                      "tg.cast from " + describeValue(param));
+          pendingCasts.erase(v);
           adopted = true;
         }
+      }
       if (adopted) {
         operands.clear();
         for (Value v : op.getOperands())
@@ -307,6 +363,17 @@ struct PropagateShardingPass
       for (auto [v, s] : llvm::zip(op.getResults(), decision.results))
         setSharding(v, s, origin);
     }
+    for (auto [result, param] : pendingCasts) {
+      if (!getSharding(param))
+        setSharding(param,
+                    ShardingAttr::replicated(
+                        &getContext(), mesh.getSymName(),
+                        cast<RankedTensorType>(param.getType()).getRank()),
+                    "unused: whole");
+      setSharding(result, getSharding(param),
+                  "tg.cast from " + describeValue(param));
+    }
+    pendingCasts.clear();
     for (BlockArgument arg : func.getArguments())
       if (!getSharding(arg))
         setSharding(arg,
@@ -334,7 +401,7 @@ struct PropagateShardingPass
   ShardingAttr gradientPiece(StringRef param, RankedTensorType type,
                              MeshOp mesh,
                              const llvm::StringMap<ShardingAttr> &params) {
-    if (preset != "zero2" && preset != "zero3")
+    if (presetOf(param) != "zero2" && presetOf(param) != "zero3")
       return {};
     ShardingAttr base = params.lookup(param);
     if (!base || base.getRank() != type.getRank())

@@ -157,7 +157,26 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
   for (StringRef a : partial)
     used.insert(a);
   SmallVector<SmallVector<StringRef>> factorAxes(rule.factorSizes.size());
-  for (auto [i, s] : llvm::enumerate(operands)) {
+  // Values the op computes on decide before parameters (or their casts):
+  // a parameter split to save memory (ZeRO-3) is gathered where it would
+  // take an axis the batch already splits.
+  auto isParam = [](Value v) {
+    if (auto cast = v.getDefiningOp<CastOp>())
+      v = cast.getX();
+    auto arg = dyn_cast<BlockArgument>(v);
+    auto func =
+        arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+    return func && func.getArgAttr(arg.getArgNumber(), TgDialect::kParamAttr);
+  };
+  SmallVector<unsigned> order;
+  for (unsigned i = 0; i < operands.size(); ++i)
+    if (!isParam(op->getOperand(i)))
+      order.push_back(i);
+  for (unsigned i = 0; i < operands.size(); ++i)
+    if (isParam(op->getOperand(i)))
+      order.push_back(i);
+  for (unsigned i : order) {
+    ShardingAttr s = operands[i];
     if (!s || i >= rule.operandDims.size())
       continue;
     for (auto [d, f] : llvm::enumerate(rule.operandDims[i])) {

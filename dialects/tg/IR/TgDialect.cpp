@@ -169,6 +169,14 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a string";
     return success();
   }
+  if (name == kShardPresetAttr) {
+    auto str = dyn_cast<StringAttr>(attr.getValue());
+    if (!str || !llvm::is_contained({"dp", "zero1", "zero2", "zero3", "tp"},
+                                    str.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be dp, zero1, zero2, zero3 or tp";
+    return success();
+  }
   if (name == kScalarAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
     if (!str || !llvm::is_contained({"step", "base_lr", "micro_batches"},

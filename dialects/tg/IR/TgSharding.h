@@ -17,6 +17,9 @@ namespace mlir::tg {
 /// string; on ops an array of each, one per result.
 constexpr llvm::StringLiteral kShardingAttr = "tg.sharding";
 constexpr llvm::StringLiteral kShardingOriginAttr = "tg.sharding_origin";
+/// On a parameter argument: the sharding preset for it alone (dp, zero1,
+/// zero2, zero3, tp), from the model file's `shard`.
+constexpr llvm::StringLiteral kShardPresetAttr = "tg.shard";
 /// On a collective tg-partition inserted: the value and the change of
 /// sharding that caused it.
 constexpr llvm::StringLiteral kReshardAttr = "tg.reshard";

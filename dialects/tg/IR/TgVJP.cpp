@@ -481,6 +481,15 @@ LogicalResult vjp(BroadcastToOp op, VJPBuilder &v, Value g,
   return success();
 }
 
+// A pinned value's gradient is pinned the same way: the backward of a
+// split activation stays split.
+LogicalResult vjp(ShardingConstraintOp op, VJPBuilder &v, Value g,
+                  SmallVectorImpl<Value> &out) {
+  setGrads(op, out,
+           {ShardingConstraintOp::create(v.b, v.loc, g, op.getSharding())});
+  return success();
+}
+
 /// Attaches DifferentiableOpInterface to OpTy through its `vjp` overload.
 template <typename OpTy>
 struct VJPModel
@@ -508,11 +517,11 @@ void attachVJPs(MLIRContext *context) {
 
 void TgDialect::registerVJPs() {
   attachVJPs<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, SelectOp,
-             NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, ReluOp,
-             SinOp, CosOp,
-             SigmoidOp, SiluOp, GeluOp, CastOp, MatmulOp, ReduceSumOp,
+             NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, ReluOp, SinOp,
+             CosOp, SigmoidOp, SiluOp, GeluOp, CastOp, MatmulOp, ReduceSumOp,
              ReduceMeanOp, ReduceMaxOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
              RmsNormOp, DropoutOp, EmbeddingOp, CrossEntropyOp, AttentionOp,
              Conv2dOp, MaxPool2dOp, AvgPool2dOp, FlattenOp, ReshapeOp,
-             TransposeOp, SliceOp, ConcatOp, BroadcastToOp>(getContext());
+             TransposeOp, SliceOp, ConcatOp, BroadcastToOp,
+             ShardingConstraintOp>(getContext());
 }

@@ -5,7 +5,8 @@ usage: strategy_grid.py --mpirun CMD --data FILE --model JSON --out DIR
            --batch N --accum K --steps S [--run-flags "..."]
            LABEL:PROCS:TGC_FLAGS ...
 
-The reference is the model compiled without a mesh for K micro-batches per
+The reference is the model (or --reference MODEL, the same model without
+its pins and mesh) compiled without a mesh for K micro-batches per
 step; each strategy is compiled with TGC_FLAGS (its mesh and preset) and run
 under `CMD -np PROCS` with the same global --batch N. Prints one line per
 strategy ("zero3 x4: 50 steps agree, 12 tensors agree") and exits 1 when a
@@ -48,7 +49,8 @@ def close(a, b, rtol):
 
 def main():
     p = argparse.ArgumentParser()
-    for flag in ["--mpirun", "--data", "--model", "--out", "--run-flags"]:
+    for flag in ["--mpirun", "--data", "--model", "--out", "--run-flags",
+                 "--reference"]:
         p.add_argument(flag, default="")
     for flag in ["--batch", "--accum", "--steps"]:
         p.add_argument(flag, type=int, required=True)
@@ -59,7 +61,8 @@ def main():
               str(a.steps), "--threads", "1", "--no-shuffle", "--quiet"]
     common += shlex.split(a.run_flags)
     ref = os.path.join(a.out, "ref")
-    run(["tgc", a.model, "-o", ref, "--grad-accum", str(a.accum)])
+    run(["tgc", a.reference or a.model, "-o", ref, "--grad-accum",
+         str(a.accum)])
     run([ref] + common + ["--log", ref + ".jsonl", "--save-final",
                           ref + ".safetensors"])
     want, want_w = losses(ref + ".jsonl"), tensors(ref + ".safetensors")
@@ -99,4 +102,5 @@ def main():
     sys.exit(1 if failed else 0)
 
 
-main()
+if __name__ == "__main__":
+    main()
