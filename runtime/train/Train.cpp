@@ -1130,8 +1130,14 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   Options opt;
   opt.steps = model.defaults.steps > 0 ? model.defaults.steps : 100;
-  opt.batchSize = model.defaults.batchSize * std::max<int64_t>(
-                                                 1, model.defaults.gradAccum);
+  // The default global batch: the compiled micro-batch on every data
+  // replica of the mesh, times the model's accumulation.
+  int64_t replicas = 1;
+  for (int a = 0; a < model.numMeshAxes; ++a)
+    if (model.mesh[a].splitsBatch)
+      replicas *= model.mesh[a].size;
+  opt.batchSize = model.defaults.batchSize * replicas *
+                  std::max<int64_t>(1, model.defaults.gradAccum);
   opt.seed = model.defaults.seed;
   opt.lr = model.defaults.lr;
   opt.evalBatches = 0;

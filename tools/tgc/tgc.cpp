@@ -17,6 +17,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 #include "frontend/ModelFile.h"
 #include "passes/precision/Passes.h"
 #include "passes/sharding/Sharding.h"
@@ -214,13 +215,14 @@ cl::opt<std::string> meshFlag(
     cl::value_desc("axis=size,..."), cl::cat(trainingCategory));
 cl::opt<std::string> shardPreset(
     "shard",
-    cl::desc("How parameters and optimizer state are sharded over the data "
-             "axes where nothing pins them: dp (whole on every process), "
+    cl::desc("How parameters and optimizer state are sharded where nothing "
+             "pins them (default: tp when the mesh has a tp axis, else dp): "
+             "dp (whole on every process), "
              "zero1 (optimizer state split), zero2 (and gradients reduced "
              "to the pieces), zero3 (and parameters split, gathered where "
              "read), tp (matrices split over the axis tp, Megatron-LM's "
              "column- then row-parallel layers)"),
-    cl::init("dp"), cl::cat(trainingCategory));
+    cl::cat(trainingCategory));
 
 /// The last phase whose output `module` shows.
 Phase phaseOf(ModuleOp module) {
@@ -642,7 +644,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   " is tg IR (add a tg.mesh to it)");
     importOptions.mesh = axes;
   }
-  if (!llvm::is_contained(presetNames(), StringRef(shardPreset)))
+  if (!shardPreset.empty() &&
+      !llvm::is_contained(presetNames(), StringRef(shardPreset)))
     return fail("--shard takes dp, zero1, zero2, zero3 or tp, got '" +
                 shardPreset + "'");
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
@@ -716,7 +719,11 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.weightDecay = weightDecay;
     options.clipGradNorm = clipGradNorm;
     options.gradAccum = gradAccum;
-    options.shardPreset = shardPreset;
+    // Without --shard: a tp axis is there to split the matrices.
+    MeshOp mesh = getModuleMesh(*module);
+    options.shardPreset = !shardPreset.empty() ? std::string(shardPreset)
+                          : mesh && mesh.axisSize("tp") > 1 ? "tp"
+                                                            : "dp";
     options.precision = policy;
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.fusion = fusionRules;
