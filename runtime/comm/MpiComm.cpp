@@ -194,13 +194,22 @@ public:
     checkHostFloats(dtype, stream);
     Deadline deadline(*this, "all-reduce");
     float *floats = static_cast<float *>(data);
-    for (int64_t done = 0; done < count; done += kMaxChunk) {
-      int n = static_cast<int>(std::min(kMaxChunk, count - done));
-      check(MPI_Allreduce(MPI_IN_PLACE, floats + done, n, MPI_FLOAT, MPI_SUM,
-                          axisComm(axis)),
-            "all-reduce of " + std::to_string(count) + " floats" +
-                axisText(axis));
-    }
+    // A reduce-scatter in rank order, then an all-gather: each element is
+    // summed as tg.reduce_scatter sums it, so data parallel and ZeRO take
+    // bit-identical steps.
+    int64_t size = axisSize(axis);
+    int64_t piece = (count + size - 1) / size;
+    std::vector<float> padded(piece * size, 0.0f), mine(piece);
+    std::copy(floats, floats + count, padded.begin());
+    std::string what =
+        "all-reduce of " + std::to_string(count) + " floats" + axisText(axis);
+    sumInRankOrder(padded.data(), mine.data(), piece, axis, what);
+    check(MPI_Allgather(mine.data(), messageBytes(piece * 4, "all-reduce"),
+                        MPI_BYTE, padded.data(),
+                        messageBytes(piece * 4, "all-reduce"), MPI_BYTE,
+                        axisComm(axis)),
+          what);
+    std::copy(padded.begin(), padded.begin() + count, floats);
     if (op == ReduceOp::Mean) {
       // Division, not a multiplication by 1/n: the mean of n equal values
       // is that value, as in the one-process run.
@@ -263,16 +272,34 @@ public:
     }
     {
       Deadline deadline(*this, "reduce-scatter");
-      check(MPI_Reduce_scatter_block(source, out, n, MPI_FLOAT, MPI_SUM,
-                                     axisComm(axis)),
-            "reduce-scatter of " + std::to_string(count) + " floats" +
-                axisText(axis));
+      sumInRankOrder(static_cast<const float *>(source),
+                     static_cast<float *>(out), n, axis,
+                     "reduce-scatter of " + std::to_string(count) + " floats" +
+                         axisText(axis));
     }
     if (op == ReduceOp::Mean) {
       float *floats = static_cast<float *>(out);
       for (int64_t i = 0; i < count; ++i)
         floats[i] /= static_cast<float>(size);
     }
+  }
+
+  /// `in` holds one piece of `piece` floats per process along `axis`, in
+  /// order; `out` gets this process's piece summed over the processes in
+  /// rank order ((x0 + x1) + x2 ...), whatever MPI's own algorithms would
+  /// do: every reduction of the same values rounds the same way.
+  void sumInRankOrder(const float *in, float *out, int64_t piece, int axis,
+                      const std::string &what) {
+    int64_t size = axisSize(axis);
+    std::vector<float> pieces(piece * size);
+    int bytes = messageBytes(piece * 4, "reduction");
+    check(MPI_Alltoall(in, bytes, MPI_BYTE, pieces.data(), bytes, MPI_BYTE,
+                       axisComm(axis)),
+          what);
+    std::copy(pieces.begin(), pieces.begin() + piece, out);
+    for (int64_t r = 1; r < size; ++r)
+      for (int64_t i = 0; i < piece; ++i)
+        out[i] += pieces[r * piece + i];
   }
 
   double allReduceSum(double value) override {
