@@ -17,11 +17,13 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "dialects/tg/IR/TgInterfaces.h"
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 #include "flatbuffers/idl.h"
@@ -358,6 +360,11 @@ ModelExporter::writeModelFileAttrs(Operation *op) {
 
 FailureOr<flatbuffers::Offset<fbs::Node>>
 ModelExporter::writeNode(Operation *op) {
+  if (isa<ShardingConstraintOp>(op))
+    return LogicalResult(emitError(op->getLoc())
+                         << "a sharding pin on a computed value "
+                            "(tg.sharding_constraint) cannot be written to a "
+                            "model file yet; pin the node by hand");
   if (op->getDialect() == nullptr ||
       op->getDialect()->getNamespace() != TgDialect::getDialectNamespace() ||
       !isModelFileOp(op))
@@ -450,6 +457,12 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   if (failed(nameTensors(forward)))
     return failure();
 
+  MeshOp mesh = getModuleMesh(module);
+  int64_t batchReplicas = 1;
+  if (mesh)
+    for (auto [axis, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+      if (axis == "data" || axis == "dp")
+        batchReplicas *= size;
   auto schema = createModelSchemaParser(/*forceDefaults=*/true);
   // Training keys are written even when equal to the schema's defaults: the
   // dictionary says what the model file sets.
@@ -466,7 +479,15 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
       return failure();
     fbs::DType dtype = *getModelDType(type->getElementType());
     StringOffset name = string(tensorNames[arg]);
-    auto shape = fbb.CreateVector(type->getShape().data(), type->getRank());
+    // Batch dims hold every data replica's micro-batch; the file holds one.
+    SmallVector<int64_t> dims(type->getShape());
+    if (auto names =
+            forward.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr))
+      for (auto [d, n] : llvm::enumerate(names))
+        if (cast<StringAttr>(n).getValue() == "batch" && d < dims.size() &&
+            dims[d] % batchReplicas == 0)
+          dims[d] /= batchReplicas;
+    auto shape = fbb.CreateVector(dims.data(), dims.size());
     if (forward.getArgAttr(i, TgDialect::kParamAttr)) {
       flatbuffers::Offset<fbs::Initializer> init;
       if (auto attr = forward.getArgAttrOfType<InitializerAttr>(
@@ -476,6 +497,20 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
           return failure();
         init = *written;
       }
+      // A pin: per dim, its axes comma-separated; and the preset.
+      flatbuffers::Offset<flatbuffers::Vector<StringOffset>> sharding;
+      // (Shardings a pass chose are not pins: they are not written.)
+      auto pin = forward.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+      StringRef origin = getShardingOrigin(arg);
+      if (pin && (origin.empty() || origin.starts_with("pin:"))) {
+        SmallVector<std::string> dims;
+        for (int64_t d = 0; d < pin.getRank(); ++d)
+          dims.push_back(llvm::join(pin.axesOf(d), ","));
+        sharding = strings(dims);
+      }
+      StringOffset preset;
+      if (auto own = forward.getArgAttrOfType<StringAttr>(i, kShardPresetAttr))
+        preset = string(own.getValue());
       fbs::ParameterBuilder b(fbb);
       b.add_name(name);
       b.add_shape(shape);
@@ -485,6 +520,10 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
         b.add_init(init);
       if (forward.getArgAttr(i, TgDialect::kFrozenAttr))
         b.add_trainable(false);
+      if (!sharding.IsNull())
+        b.add_sharding(sharding);
+      if (!preset.IsNull())
+        b.add_shard(preset);
       params.push_back(b.Finish());
       continue;
     }
@@ -524,6 +563,22 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   flatbuffers::Offset<fbs::Training> training;
   if (auto dict =
           module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)) {
+    if (mesh && !dict.get("mesh")) {
+      // The mesh tgc --mesh gave: the table carries it.
+      SmallVector<Attribute> axes;
+      for (auto [axis, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
+        axes.push_back(DictionaryAttr::get(
+            module.getContext(),
+            {NamedAttribute(StringAttr::get(module.getContext(), "name"),
+                            StringAttr::get(module.getContext(), axis)),
+             NamedAttribute(
+                 StringAttr::get(module.getContext(), "size"),
+                 IntegerAttr::get(IntegerType::get(module.getContext(), 64),
+                                  size))}));
+      NamedAttrList entries(dict);
+      entries.set("mesh", ArrayAttr::get(module.getContext(), axes));
+      dict = entries.getDictionary(module.getContext());
+    }
     auto table = buildTableFromDictionary(
         fbb, dict, *lookupModelTable(*schema, "Training"), "tg.training",
         [&] { return emitError(module.getLoc()); });
