@@ -570,10 +570,11 @@ FailureOr<DictionaryAttr> ModelImporter::importParam(unsigned index,
   }
   if (param->shard()) {
     StringRef preset = stringOf(param->shard());
-    if (!llvm::is_contained({"dp", "zero1", "zero2", "zero3", "tp"}, preset))
+    if (!llvm::is_contained({"dp", "zero1", "zero2", "zero3", "tp", "sp"},
+                            preset))
       return LogicalResult(error(where + ".shard", place)
                            << "unknown sharding preset '" << preset
-                           << "'; expected dp, zero1, zero2, zero3 or tp");
+                           << "'; expected dp, zero1, zero2, zero3, tp or sp");
     attrs.append(kShardPresetAttr, builder.getStringAttr(preset));
   }
   return attrs.getDictionary(context);

@@ -31,12 +31,21 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
          matmul's input is whole along the contraction (column-parallel),
          by its rows where the input is split along it (row-parallel, a
          partial sum reduced once); biases and the rest follow the ops
-         that read them, and are whole where nothing splits them.
+         that read them, and are whole where nothing splits them;
+       - `sp`, tp plus Megatron-LM's sequence parallelism: the
+         [batch, seq, ...] product of a row-parallel matmul is pinned split
+         along the sequence over `tp` (a tg.reduce_scatter instead of an
+         all-reduce), so the norms and residual adds after it run on a
+         piece of the sequence, and the next column-parallel matmul gathers
+         it (tg.all_gather).
        Optimizer state follows its parameter's pin, plus the ZeRO split.
     3. Propagation, forward through each function: each op's sharding
        follows from its operands' through its ShardingRuleOpInterface (the
        first operand that splits a factor decides it; a factor's axes are
-       used once). Gradient accumulators (`tg.accum`) take the sharding of
+       used once). Parameters split over axes other than the data axes
+       decide first (a tensor-parallel weight keeps its split), then the
+       values the op computes on, then the other parameters (one split for
+       memory, ZeRO-3, is gathered). Gradient accumulators (`tg.accum`) take the sharding of
        the gradients added to them; results get the sharding the function
        must return (resultTarget).
 
@@ -57,7 +66,7 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
   }];
   let options = [
     Option<"preset", "preset", "std::string", "\"dp\"",
-           "dp, zero1, zero2, zero3 or tp: the sharding of unpinned arguments">
+           "dp, zero1, zero2, zero3, tp or sp: the sharding of unpinned arguments">
   ];
   let dependentDialects = ["::mlir::tg::TgDialect"];
 }

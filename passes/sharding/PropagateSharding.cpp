@@ -62,7 +62,7 @@ struct PropagateShardingPass
       return;
     if (!llvm::is_contained(presetNames(), StringRef(preset))) {
       module.emitError() << "unknown sharding preset '" << preset
-                         << "'; expected dp, zero1, zero2, zero3 or tp";
+                         << "'; expected dp, zero1, zero2, zero3, tp or sp";
       return signalPassFailure();
     }
     // Per-parameter presets (the model file's `shard`, as tg.shard).
@@ -138,7 +138,7 @@ struct PropagateShardingPass
       bool frozen =
           (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kFrozenAttr);
       StringRef own = presetOf(name.getValue());
-      if (own == "tp" && !frozen && mesh.axisSize("tp") > 1)
+      if ((own == "tp" || own == "sp") && !frozen && mesh.axisSize("tp") > 1)
         continue; // decided where @forward first reads it
       sharding =
           own == "zero3" && !frozen ? splitOverData(whole, type, mesh) : whole;
@@ -270,7 +270,9 @@ struct PropagateShardingPass
     auto name = weight ? func.getArgAttrOfType<StringAttr>(
                              weight.getArgNumber(), TgDialect::kParamAttr)
                        : StringAttr();
-    if (!name || presetOf(name.getValue()) != "tp" || getSharding(weight))
+    if (!name || getSharding(weight) ||
+        (presetOf(name.getValue()) != "tp" &&
+         presetOf(name.getValue()) != "sp"))
       return;
     auto type = cast<RankedTensorType>(weight.getType());
     ShardingAttr input = getSharding(matmul.getLhs());
@@ -294,6 +296,48 @@ struct PropagateShardingPass
       setSharding(castOfWeight, split, "tg.cast from " + describeValue(weight));
       pendingCasts.erase(castOfWeight);
     }
+  }
+
+  /// sp (Megatron-LM's sequence parallelism): a [batch, seq, ...] product
+  /// of a tensor-parallel weight that is a partial sum over tp is pinned
+  /// split along the sequence over tp instead of whole, so tg-partition
+  /// reduce-scatters it, and the norms, dropouts and residual adds after it
+  /// run on a piece of the sequence; the next column-parallel matmul gathers
+  /// it back.
+  void pinSequenceParallel(MatmulOp matmul, MeshOp mesh) {
+    Value rhs = matmul.getRhs();
+    if (auto cast = rhs.getDefiningOp<CastOp>())
+      rhs = cast.getX();
+    auto weight = dyn_cast<BlockArgument>(rhs);
+    auto func = matmul->getParentOfType<func::FuncOp>();
+    auto name = weight ? func.getArgAttrOfType<StringAttr>(
+                             weight.getArgNumber(), TgDialect::kParamAttr)
+                       : StringAttr();
+    ShardingAttr s = getSharding(matmul.getResult());
+    auto type = matmul.getType();
+    if (!name || presetOf(name.getValue()) != "sp" || !s ||
+        !llvm::is_contained(s.partialAxes(), "tp") || type.getRank() < 3 ||
+        !s.axesOf(1).empty() || type.getDimSize(1) % mesh.axisSize("tp") != 0)
+      return;
+    SmallVector<SmallVector<StringRef>> dims;
+    for (int64_t d = 0; d < s.getRank(); ++d)
+      dims.push_back(s.axesOf(d));
+    dims[1].push_back("tp");
+    SmallVector<StringRef> partial;
+    for (StringRef a : s.partialAxes())
+      if (a != "tp")
+        partial.push_back(a);
+    auto split =
+        ShardingAttr::get(&getContext(), mesh.getSymName(), dims, partial);
+    OpBuilder builder(matmul->getContext());
+    builder.setInsertionPointAfter(matmul);
+    auto pin = ShardingConstraintOp::create(builder, matmul.getLoc(),
+                                            matmul.getResult(), split);
+    pin->setAttr(kShardingOriginAttr,
+                 builder.getArrayAttr({builder.getStringAttr(
+                     "preset sp: the sequence split after a row-parallel "
+                     "matmul")}));
+    matmul.getResult().replaceAllUsesExcept(pin.getResult(), pin);
   }
 
   LogicalResult propagate(func::FuncOp func, MeshOp mesh) {
@@ -362,6 +406,8 @@ struct PropagateShardingPass
         origin += " from " + describeValue(op.getOperand(decision.decidedBy));
       for (auto [v, s] : llvm::zip(op.getResults(), decision.results))
         setSharding(v, s, origin);
+      if (auto matmul = dyn_cast<MatmulOp>(op))
+        pinSequenceParallel(matmul, mesh);
     }
     for (auto [result, param] : pendingCasts) {
       if (!getSharding(param))

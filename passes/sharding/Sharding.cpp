@@ -55,7 +55,8 @@ ShardingAttr mlir::tg::resultTarget(func::FuncOp func, unsigned index,
 }
 
 ArrayRef<StringRef> mlir::tg::presetNames() {
-  static const StringRef names[] = {"dp", "zero1", "zero2", "zero3", "tp"};
+  static const StringRef names[] = {"dp",    "zero1", "zero2",
+                                    "zero3", "tp",    "sp"};
   return names;
 }
 
@@ -157,24 +158,33 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
   for (StringRef a : partial)
     used.insert(a);
   SmallVector<SmallVector<StringRef>> factorAxes(rule.factorSizes.size());
-  // Values the op computes on decide before parameters (or their casts):
-  // a parameter split to save memory (ZeRO-3) is gathered where it would
-  // take an axis the batch already splits.
-  auto isParam = [](Value v) {
+  // Who decides first: parameters split over axes other than the data
+  // axes (tensor parallel: the weight keeps its split, the activation is
+  // gathered), then the values the op computes on, then the other
+  // parameters (a parameter split over the data axes to save memory,
+  // ZeRO-3, is gathered rather than take an axis the batch splits).
+  SmallVector<StringRef> batchAxes = dataAxes(mesh);
+  auto tier = [&](unsigned i) {
+    Value v = op->getOperand(i);
     if (auto cast = v.getDefiningOp<CastOp>())
       v = cast.getX();
     auto arg = dyn_cast<BlockArgument>(v);
     auto func =
         arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
-    return func && func.getArgAttr(arg.getArgNumber(), TgDialect::kParamAttr);
+    if (!func || !func.getArgAttr(arg.getArgNumber(), TgDialect::kParamAttr))
+      return 1;
+    ShardingAttr s = operands[i];
+    for (int64_t d = 0; s && d < s.getRank(); ++d)
+      for (StringRef a : s.axesOf(d))
+        if (!llvm::is_contained(batchAxes, a))
+          return 0;
+    return 2;
   };
   SmallVector<unsigned> order;
-  for (unsigned i = 0; i < operands.size(); ++i)
-    if (!isParam(op->getOperand(i)))
-      order.push_back(i);
-  for (unsigned i = 0; i < operands.size(); ++i)
-    if (isParam(op->getOperand(i)))
-      order.push_back(i);
+  for (int t = 0; t < 3; ++t)
+    for (unsigned i = 0; i < operands.size(); ++i)
+      if (tier(i) == t)
+        order.push_back(i);
   for (unsigned i : order) {
     ShardingAttr s = operands[i];
     if (!s || i >= rule.operandDims.size())

@@ -221,7 +221,8 @@ cl::opt<std::string> shardPreset(
              "zero1 (optimizer state split), zero2 (and gradients reduced "
              "to the pieces), zero3 (and parameters split, gathered where "
              "read), tp (matrices split over the axis tp, Megatron-LM's "
-             "column- then row-parallel layers)"),
+             "column- then row-parallel layers), sp (tp, with the "
+             "activations between them split along the sequence)"),
     cl::cat(trainingCategory));
 
 /// The last phase whose output `module` shows.
@@ -646,7 +647,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   if (!shardPreset.empty() &&
       !llvm::is_contained(presetNames(), StringRef(shardPreset)))
-    return fail("--shard takes dp, zero1, zero2, zero3 or tp, got '" +
+    return fail("--shard takes dp, zero1, zero2, zero3, tp or sp, got '" +
                 shardPreset + "'");
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
     return fail("--batch-size sets the batch of a model file's inputs; " +
