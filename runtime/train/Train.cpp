@@ -8,12 +8,18 @@
 // --dump-grads. Around them: the progress bar, the JSONL log, checkpoints,
 // and a clean stop on SIGINT/SIGTERM.
 //
-// With several processes (data parallel, runtime/comm) every rank draws
-// every micro-batch of a step from identically seeded loaders and computes
-// its share (micro-batch m goes to rank m mod W); the step's all-reduce
-// averages the gradients, so W ranks with a global --batch-size take the
-// same steps as one process with that batch. Rank 0 alone prints, logs and
-// writes checkpoints; evaluation batches are split over the ranks.
+// With several processes the executable was compiled for a mesh
+// (ModelDesc::mesh, runtime/train/MeshLayout): the run has exactly its
+// processes, and the data replicas are the coordinates over the axes that
+// split the batch. Every rank draws every micro-batch of a step from
+// identically seeded loaders and computes its replica's share (micro-batch
+// m goes to replica m mod R; the processes of one replica, tensor-parallel
+// peers, read the same micro-batches); the step's collectives (placed by
+// tg-partition) reduce the gradients, so R replicas with a global
+// --batch-size take the same steps as one process with that batch. Split
+// parameters and optimizer state are held as this process's pieces and
+// checkpointed whole. Rank 0 alone prints, logs and writes checkpoints;
+// evaluation batches are split over the replicas.
 //
 // A model with DeviceOps (a GPU executable) keeps every StepIO buffer on the
 // device: the parameters are initialised on the host and uploaded, batches
