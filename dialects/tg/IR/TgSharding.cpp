@@ -391,7 +391,7 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
   if (failed(parser.parseOptionalRSquare())) {
     do {
       std::string axis;
-      int64_t size;
+      int64_t size = 0;
       if (parser.parseString(&axis) || parser.parseEqual() ||
           parser.parseInteger(size))
         return failure();

@@ -243,8 +243,10 @@ ShardingRule ruleFor(Operation *op) {
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     ShardingRule rule = elementwiseRule(op);
     int64_t rank = rule.resultDims[0].size();
-    int64_t axis =
-        concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+    // The accessor is unsigned; the attribute may count from the back.
+    int64_t axis = static_cast<int64_t>(concat.getAxis());
+    if (axis < 0)
+      axis += rank;
     for (auto &dims : rule.operandDims)
       dims[axis] = -1;
     rule.resultDims[0][axis] = -1;
