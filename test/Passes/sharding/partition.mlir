@@ -86,3 +86,20 @@ func.func @slice_of_split_rows(
   %s = tg.slice %x {start = array<i64: 0, 2>, limit = array<i64: 8, 6>} : tensor<8x8xf32> -> tensor<8x4xf32>
   return %s : tensor<8x4xf32>
 }
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+
+// A concatenation along its last dim (axis -1) keeps the split rows: each
+// process concatenates its pieces.
+// CHECK-LABEL: func.func @concat_of_split_rows
+// CHECK: %[[C:.+]] = tg.concat %{{.+}}, %{{.+}} {axis = -1 : i64} : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: tg.all_gather %[[C]] {dim = 0 : i64
+func.func @concat_of_split_rows(
+    %a: tensor<8x3xf32> {tg.input = "a", tg.dim_names = ["batch", ""]},
+    %b: tensor<8x5xf32> {tg.input = "b", tg.dim_names = ["batch", ""]})
+    -> tensor<8x8xf32> {
+  %c = tg.concat %a, %b {axis = -1 : i64} : (tensor<8x3xf32>, tensor<8x5xf32>) -> tensor<8x8xf32>
+  return %c : tensor<8x8xf32>
+}
