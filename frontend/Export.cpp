@@ -461,7 +461,7 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
   int64_t batchReplicas = 1;
   if (mesh)
     for (auto [axis, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
-      if (axis == "data" || axis == "dp")
+      if (isDataAxis(axis))
         batchReplicas *= size;
   auto schema = createModelSchemaParser(/*forceDefaults=*/true);
   // Training keys are written even when equal to the schema's defaults: the

@@ -341,7 +341,7 @@ FailureOr<DictionaryAttr> ModelImporter::importTraining() {
   }
   // The batch dims hold every data replica's micro-batch.
   for (const auto &[axis, size] : meshAxes)
-    if (axis == "data" || axis == "dp")
+    if (isDataAxis(axis))
       batchReplicas *= size;
   const flatbuffers::StructDef *def = lookupModelTable(schema, "Training");
   DictionaryAttr table = convertTableToDictionary(
@@ -570,8 +570,7 @@ FailureOr<DictionaryAttr> ModelImporter::importParam(unsigned index,
   }
   if (param->shard()) {
     StringRef preset = stringOf(param->shard());
-    if (!llvm::is_contained({"dp", "zero1", "zero2", "zero3", "tp", "sp"},
-                            preset))
+    if (!llvm::is_contained(shardPresetNames(), preset))
       return LogicalResult(error(where + ".shard", place)
                            << "unknown sharding preset '" << preset
                            << "'; expected dp, zero1, zero2, zero3, tp or sp");

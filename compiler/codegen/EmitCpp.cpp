@@ -40,11 +40,6 @@ StringRef cType(Type t) { return cElementType(t); }
 RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 int64_t numel(Value v) { return tensorType(v).getNumElements(); }
 
-/// The tgc::comm::ReduceOp that carries out `reduction`.
-const char *commReduceOp(Reduction reduction) {
-  return reduction == Reduction::mean ? "tgc::comm::ReduceOp::Mean"
-                                      : "tgc::comm::ReduceOp::Sum";
-}
 StringRef cTypeOf(Value v) { return cType(tensorType(v).getElementType()); }
 
 int64_t product(ArrayRef<int64_t> dims) {

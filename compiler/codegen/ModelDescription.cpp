@@ -408,6 +408,16 @@ FailureOr<int> mlir::tg::meshAxisIndex(Operation *op, StringRef axis,
          << mesh.getSymName();
 }
 
+StringRef mlir::tg::commReduceOp(Reduction reduction) {
+  switch (reduction) {
+  case Reduction::sum:
+    return "tgc::comm::ReduceOp::Sum";
+  case Reduction::mean:
+    return "tgc::comm::ReduceOp::Mean";
+  }
+  llvm_unreachable("unknown reduction");
+}
+
 int64_t mlir::tg::runsBefore(Type type, int64_t dim) {
   auto shape = cast<RankedTensorType>(type).getShape();
   int64_t runs = 1;

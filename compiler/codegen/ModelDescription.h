@@ -18,6 +18,7 @@
 #ifndef TGC_COMPILER_CODEGEN_MODELDESCRIPTION_H
 #define TGC_COMPILER_CODEGEN_MODELDESCRIPTION_H
 
+#include "dialects/tg/IR/TgDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -110,6 +111,10 @@ FailureOr<int> meshAxisIndex(Operation *op, StringRef axis, StringRef backend);
 /// as this many runs (the product of the dims before `dim`; 1 along the
 /// outermost dim), the `blocks` of tgc::comm::allGather and friends.
 int64_t runsBefore(Type type, int64_t dim);
+
+/// The runtime's spelling of a collective's reduction:
+/// "tgc::comm::ReduceOp::Sum" or "...::Mean".
+StringRef commReduceOp(Reduction reduction);
 
 /// The namespace-scope tables kParams, kState, kInputs and kOutputs of
 /// runtime/core/Model.h.

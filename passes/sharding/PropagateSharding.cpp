@@ -60,7 +60,7 @@ struct PropagateShardingPass
     MeshOp mesh = getModuleMesh(module);
     if (!mesh)
       return;
-    if (!llvm::is_contained(presetNames(), StringRef(preset))) {
+    if (!llvm::is_contained(shardPresetNames(), StringRef(preset))) {
       module.emitError() << "unknown sharding preset '" << preset
                          << "'; expected dp, zero1, zero2, zero3, tp or sp";
       return signalPassFailure();

@@ -22,7 +22,7 @@ SmallVector<StringRef> mlir::tg::dataAxes(MeshOp mesh) {
   SmallVector<StringRef> out;
   if (mesh)
     for (StringRef axis : mesh.getAxisNames())
-      if (axis == "data" || axis == "dp")
+      if (isDataAxis(axis))
         out.push_back(axis);
   return out;
 }
@@ -52,12 +52,6 @@ ShardingAttr mlir::tg::resultTarget(func::FuncOp func, unsigned index,
   if (index == 0 || (output && output.getValue() == "loss"))
     return whole;
   return computed.withoutPartial();
-}
-
-ArrayRef<StringRef> mlir::tg::presetNames() {
-  static const StringRef names[] = {"dp",    "zero1", "zero2",
-                                    "zero3", "tp",    "sp"};
-  return names;
 }
 
 std::string mlir::tg::describeValue(Value value) {

@@ -64,9 +64,6 @@ ShardingAttr resultTarget(func::FuncOp func, unsigned index,
 /// The mesh axes that split the batch: those named "data" or "dp".
 SmallVector<StringRef> dataAxes(MeshOp mesh);
 
-/// The names the presets understand.
-ArrayRef<StringRef> presetNames();
-
 } // namespace mlir::tg
 
 #endif // TGC_PASSES_SHARDING_SHARDING_H

@@ -646,7 +646,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     importOptions.mesh = axes;
   }
   if (!shardPreset.empty() &&
-      !llvm::is_contained(presetNames(), StringRef(shardPreset)))
+      !llvm::is_contained(shardPresetNames(), StringRef(shardPreset)))
     return fail("--shard takes dp, zero1, zero2, zero3, tp or sp, got '" +
                 shardPreset + "'");
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))

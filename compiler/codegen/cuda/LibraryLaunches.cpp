@@ -561,8 +561,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         os << begin << "  if (io.comm)\n    tgc::comm::reduceScatter(io.comm, "
            << "/*axis=*/" << *axis << " /* " << r.getMeshAxis() << " */, " << in
            << ", " << out << ", " << numel(r.getResult()) << ", "
-           << dtypeName(e) << ", tgc::comm::ReduceOp::"
-           << (r.getReduction() == Reduction::mean ? "Mean" : "Sum")
+           << dtypeName(e) << ", " << commReduceOp(r.getReduction())
            << ", stream, /*blocks=*/"
            << runsBefore(r.getResult().getType(), r.getDim())
            << ");\n  else\n    TGC_CUDA_CHECK(cudaMemcpyAsync(" << out << ", "

@@ -16,17 +16,6 @@ using namespace mlir;
 using namespace mlir::tg;
 using namespace mlir::tg::cuda_emit;
 
-/// The tgc::comm::ReduceOp that carries out `reduction`.
-static StringRef commReduceOp(Reduction reduction) {
-  switch (reduction) {
-  case Reduction::sum:
-    return "Sum";
-  case Reduction::mean:
-    return "Mean";
-  }
-  llvm_unreachable("unknown reduction");
-}
-
 LogicalResult StepEmitter::placeBucketWaits() {
   if (buckets.empty())
     return success();
@@ -153,7 +142,7 @@ void StepEmitter::emitBucket(Launch &launch) {
      << launch.bucket << "], 0));\n"
      << timerBegin(launch, "comm") << "  tgc::comm::allReduce(io.comm, " << axis
      << "work + " << offset << ", " << count << ", " << dtypeName(b.elementType)
-     << ", tgc::comm::ReduceOp::" << reduction << ", comm);\n"
+     << ", " << reduction << ", comm);\n"
      << timerEnd(launch, "comm")
      << "  TGC_CUDA_CHECK(cudaEventRecord(d.bucketDone[" << launch.bucket
      << "], comm));\n";

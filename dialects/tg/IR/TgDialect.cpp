@@ -171,9 +171,7 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (name == kShardPresetAttr) {
     auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str ||
-        !llvm::is_contained({"dp", "zero1", "zero2", "zero3", "tp", "sp"},
-                            str.getValue()))
+    if (!str || !llvm::is_contained(shardPresetNames(), str.getValue()))
       return op->emitError()
              << "'" << name << "' must be dp, zero1, zero2, zero3, tp or sp";
     return success();

@@ -187,6 +187,12 @@ static ModuleOp moduleOf(Operation *op) {
   return op->getParentOfType<ModuleOp>();
 }
 
+ArrayRef<StringRef> mlir::tg::shardPresetNames() {
+  static const StringRef names[] = {"dp",    "zero1", "zero2",
+                                    "zero3", "tp",    "sp"};
+  return names;
+}
+
 MeshOp mlir::tg::lookupMesh(Operation *from, FlatSymbolRefAttr name) {
   ModuleOp module = moduleOf(from);
   if (!module || !name)

@@ -32,6 +32,16 @@ constexpr llvm::StringLiteral kPartitionedAttr = "tg.partitioned";
 /// `sharding`: each split dim multiplied by the sizes of its axes.
 Type globalType(Type local, ShardingAttr sharding, MeshOp mesh);
 
+/// Whether mesh axis `name` splits the batch: the axes named "data" or "dp"
+/// (the importer's batch dims hold a micro-batch per data replica).
+inline bool isDataAxis(StringRef name) {
+  return name == "data" || name == "dp";
+}
+
+/// The sharding presets, as tgc --shard, a model file's `shard` and
+/// `tg.shard` spell them: dp, zero1, zero2, zero3, tp, sp.
+ArrayRef<StringRef> shardPresetNames();
+
 /// The tg.mesh named `name` in the module around `from`, or null.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);
 /// The module's tg.mesh (the first, when there are several), or null.
