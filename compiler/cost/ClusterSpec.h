@@ -1,0 +1,73 @@
+//===- ClusterSpec.h - What a cluster of devices can do ---------*- C++ -*-===//
+//
+// A cluster spec (compiler/cost/clusters/*.json, documented in the README
+// there) says what one device computes and holds and how fast its links
+// move bytes: NVLink within a node, the network between nodes. The cost
+// model reads only this, so a new cluster is a new file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_COST_CLUSTERSPEC_H
+#define TGC_COMPILER_COST_CLUSTERSPEC_H
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tg {
+
+/// The collectives the cost model times.
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll };
+llvm::StringRef collectiveName(CollectiveKind kind);
+
+/// One level of links (within a node, between nodes): bytes per second
+/// per device and direction, seconds per ring step, and where measurement
+/// showed the kinds differ, each kind's own pair.
+struct LinkSpec {
+  std::string name;
+  double bandwidth = 0;
+  double latency = 0;
+  struct Fit {
+    double bandwidth = 0, latency = 0;
+  };
+  llvm::StringMap<Fit> collectives;
+
+  /// The bandwidth and latency collectives of `kind` see.
+  Fit forKind(CollectiveKind kind) const;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  int64_t devicesPerNode = 1;
+  std::string deviceName;
+  int64_t memoryBytes = 0;
+  /// Dense peak FLOP/s per element type name ("f32", "bf16", "f16").
+  llvm::StringMap<double> peakFlops;
+  /// The fraction of peak large GEMMs reach.
+  double flopsEfficiency = 1.0;
+  /// Bytes per second between the device and its memory.
+  double memoryBandwidth = 0;
+  /// Seconds each kernel (or op on a CPU) costs besides its work.
+  double kernelOverhead = 0;
+  LinkSpec node;
+  std::optional<LinkSpec> network;
+
+  /// The FLOP/s an op computing in `elementType` ("f32", "bf16") reaches:
+  /// its peak times the efficiency; f32's for a type the spec lacks.
+  double flopsFor(llvm::StringRef elementType) const;
+};
+
+/// Reads and checks a cluster spec; errors name the file and the field.
+llvm::Expected<ClusterSpec> readClusterSpec(llvm::StringRef path);
+
+/// The shipped spec named `name` (h100-sxm-8, cpu-local, ...) in the
+/// source tree's compiler/cost/clusters, or `name` itself when it is a path.
+std::string clusterSpecPath(llvm::StringRef name);
+
+} // namespace mlir::tg
+
+#endif // TGC_COMPILER_COST_CLUSTERSPEC_H

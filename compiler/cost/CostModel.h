@@ -1,0 +1,65 @@
+//===- CostModel.h - Modelled time of ops and collectives -------*- C++ -*-===//
+//
+// The one place that says what a step costs on a cluster: an op's time on
+// the device's roofline (FLOPs against peak, bytes against memory
+// bandwidth, whichever binds), a collective's time from the alpha-beta
+// model of the links its mesh axis crosses, and the whole step of a
+// partitioned module (what --report=sharding prints and tg-auto-shard
+// minimises).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_COST_COSTMODEL_H
+#define TGC_COMPILER_COST_COSTMODEL_H
+
+#include "compiler/cost/ClusterSpec.h"
+#include "dialects/tg/IR/TgSharding.h"
+
+#include "mlir/IR/Operation.h"
+
+namespace mlir::tg {
+
+class CostModel {
+public:
+  /// Devices are numbered row-major over the mesh's axes (the last axis
+  /// varies fastest), as the runtime lays them out, so an axis's
+  /// processes sit in one node when its stride times its size fits in a
+  /// node.
+  CostModel(const ClusterSpec &spec, MeshOp mesh);
+
+  const ClusterSpec &spec() const { return cluster; }
+
+  /// Whether the processes of one group along `axis` span several nodes.
+  bool crossesNodes(StringRef axis) const;
+  /// The links a collective along `axis` uses.
+  const LinkSpec &linkOf(StringRef axis) const;
+
+  /// Seconds for `kind` along `axis` on a tensor of `wholeBytes` (whole
+  /// along the axis: all_gather's result, reduce_scatter's and
+  /// all_reduce's operand), by the ring algorithms' alpha-beta model:
+  /// all_reduce 2(p-1)a + 2(p-1)/p n/B, the others (p-1)a + (p-1)/p n/B.
+  double collectiveSeconds(CollectiveKind kind, StringRef axis,
+                           double wholeBytes) const;
+
+  /// Seconds `op` takes at the shapes it has, its work divided over
+  /// `parts` processes: max(FLOPs / peak, bytes / bandwidth) plus the
+  /// spec's kernel overhead.
+  double opSeconds(Operation *op, double parts = 1) const;
+
+  /// A collective op of a partitioned module (tg.all_reduce,
+  /// tg.all_gather, tg.reduce_scatter): its seconds; tg.all_slice copies
+  /// its piece (a local op). std::nullopt for other ops.
+  std::optional<double> collectiveOpSeconds(Operation *op) const;
+
+private:
+  const ClusterSpec &cluster;
+  /// Per axis: its size and the distance between neighbouring processes.
+  llvm::StringMap<std::pair<int64_t, int64_t>> axes;
+};
+
+/// The element type name an op computes in ("bf16", "f16", "f32").
+StringRef computeTypeName(Operation *op);
+
+} // namespace mlir::tg
+
+#endif // TGC_COMPILER_COST_COSTMODEL_H
