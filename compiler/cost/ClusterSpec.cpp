@@ -163,9 +163,9 @@ llvm::Expected<ClusterSpec> mlir::tg::readClusterSpec(llvm::StringRef path) {
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*buffer)->getBuffer());
   if (!json)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(), "%s: not JSON: %s", path.str().c_str(),
-        llvm::toString(json.takeError()).c_str());
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s: not JSON: %s", path.str().c_str(),
+                                   llvm::toString(json.takeError()).c_str());
   std::string error;
   const llvm::json::Object *root = json->getAsObject();
   if (!root)
@@ -210,7 +210,6 @@ std::string mlir::tg::clusterSpecPath(llvm::StringRef name) {
   if (name.contains('/') || name.ends_with(".json"))
     return name.str();
   llvm::SmallString<256> path(TGC_SOURCE_DIR);
-  llvm::sys::path::append(path, "compiler", "cost", "clusters",
-                          name + ".json");
+  llvm::sys::path::append(path, "compiler", "cost", "clusters", name + ".json");
   return std::string(path);
 }

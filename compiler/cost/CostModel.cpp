@@ -92,7 +92,8 @@ std::optional<double> CostModel::collectiveOpSeconds(Operation *op) const {
     double bytes = 0;
     for (Value v : ar.getInputs())
       bytes += bytesOf(v);
-    return collectiveSeconds(CollectiveKind::AllReduce, ar.getMeshAxis(), bytes);
+    return collectiveSeconds(CollectiveKind::AllReduce, ar.getMeshAxis(),
+                             bytes);
   }
   if (auto ag = dyn_cast<AllGatherOp>(op))
     return collectiveSeconds(CollectiveKind::AllGather, ag.getMeshAxis(),
