@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Calibrates compiler/cost/clusters/cpu-local.json by measurement on this
+# machine, in the setting the multi-process CPU tests run in: mpirun with
+# --oversubscribe over TCP loopback (the flags of test/lit.cfg.py), one
+# OpenMP thread per process (--threads 1).
+#
+#   1. builds tgc_runtime and tgc_cpu_kernels (ninja) and compiles
+#      bench/sharding/collectives.cpp against them with the command tgc's
+#      host compile uses for generated code (compiler/pipeline/HostCompile.cpp);
+#   2. times runtime/comm's all-reduce, all-gather and reduce-scatter for
+#      1 KiB .. 64 MiB on 2 and 4 processes, --runs times over (the machine
+#      is shared: the fit takes the median over the runs);
+#   3. times sgemm (tgc::cpu::gemm) and a triad per process with 4 processes
+#      at once, and with one process alone for comparison;
+#   4. fits alpha and bandwidth per kind and process count
+#      (fit_collectives.py) and prints the tables; with --write-spec FILE
+#      writes the spec for 4 processes per node there.
+#
+#   bench/sharding/calibrate.sh [--build DIR] [--runs N] [--out DIR]
+#                               [--write-spec FILE]
+#   e.g. bench/sharding/calibrate.sh --write-spec compiler/cost/clusters/cpu-local.json
+#
+# The raw CSV files stay in --out (default: a new folder under /tmp). Each
+# run of 64 MiB on 4 processes takes about a second; the whole script about
+# a minute per --runs on the 2-core machine, all under nice.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=$here/build
+runs=3
+out=""
+spec=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --write-spec) spec=$2; shift 2 ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || out=$(mktemp -d /tmp/tgc-calibrate.XXXXXX)
+mkdir -p "$out"
+python=/usr/bin/python3 # has numpy (the pyenv python3 on PATH may not)
+
+# 1. The runtime as generated programs link it.
+nice ninja -C "$build" tgc_runtime tgc_cpu_kernels >/dev/null
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+cxx=${CXX:-$(cache CMAKE_CXX_COMPILER)}
+mpi_link=$(cache TGC_MPI_LINK_FLAGS)
+if [ "$(cache TGC_HAVE_MPI)" != ON ]; then
+  echo "calibrate.sh: $build's tgc_runtime has no MPI backend" >&2
+  exit 1
+fi
+exe=$out/collectives
+# shellcheck disable=SC2086  # mpi_link is a space-separated list
+nice "$cxx" -std=c++17 -O3 -march=native -fopenmp -I"$here" \
+  "$here/bench/sharding/collectives.cpp" -o "$exe" -L"$build/lib" \
+  -ltgc_runtime -ltgc_cpu_kernels -lopenblas $mpi_link -lpthread
+
+mpirun=(mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo
+        --mca oob_tcp_if_include lo)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+export OMP_NUM_THREADS=1
+
+# 2. Collectives; the process counts interleave so that a burst of load
+# from elsewhere on the machine spoils one run of each rather than all of
+# one count.
+collectives=()
+for run in $(seq 1 "$runs"); do
+  for p in 2 4; do
+    file=$out/collectives-p$p-run$run.csv
+    echo "collectives: $p processes, run $run of $runs" >&2
+    nice "${mpirun[@]}" -np "$p" "$exe" >"$file"
+    collectives+=(--collectives "$file")
+  done
+done
+
+# 3. Compute: 4 processes at once, and one alone.
+compute=()
+for run in $(seq 1 "$runs"); do
+  echo "compute: run $run of $runs" >&2
+  nice "${mpirun[@]}" -np 4 "$exe" --compute >"$out/compute-p4-run$run.csv"
+  nice "$exe" --compute >"$out/compute-p1-run$run.csv"
+  compute+=(--compute "$out/compute-p4-run$run.csv"
+            --compute "$out/compute-p1-run$run.csv")
+done
+
+# 4. The fit.
+echo "raw measurements: $out" >&2
+args=("${collectives[@]}" "${compute[@]}")
+[ -n "$spec" ] && args+=(--write-spec "$spec")
+"$python" "$here/bench/sharding/fit_collectives.py" "${args[@]}"
