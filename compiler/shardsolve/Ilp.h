@@ -1,0 +1,36 @@
+//===- Ilp.h - The problem as an integer program for CBC --------*- C++ -*-===//
+//
+// Exact solving of a (small) search graph: binaries x[i,s] pick a strategy
+// per node, continuous y[e,a,b] linearise each edge's cost (their rows sum
+// to x[u,a], their columns to x[v,b]), and one memory row per time segment
+// where the live set can peak. CBC (Debian's coinor-cbc) solves it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_SHARDSOLVE_ILP_H
+#define TGC_COMPILER_SHARDSOLVE_ILP_H
+
+#include "compiler/shardsolve/SearchGraph.h"
+
+namespace tg::shardsolve {
+
+struct IlpResult {
+  /// One kept strategy per node; empty when CBC found none.
+  std::vector<int32_t> choice;
+  /// CBC proved `choice` optimal.
+  bool optimal = false;
+  /// CBC proved that no choice fits.
+  bool infeasible = false;
+};
+
+/// The number of variables the program has (x and y): a measure of size.
+size_t ilpVariables(const SearchGraph &graph);
+
+/// Runs `cbcPath` on the program with a time limit; an error when CBC is
+/// missing, fails or writes no solution file.
+llvm::Expected<IlpResult> solveWithCbc(const SearchGraph &graph,
+                                       llvm::StringRef cbcPath, double seconds);
+
+} // namespace tg::shardsolve
+
+#endif // TGC_COMPILER_SHARDSOLVE_ILP_H

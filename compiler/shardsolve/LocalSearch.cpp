@@ -1,0 +1,275 @@
+//===- LocalSearch.cpp - Iterated local search under a limit ----*- C++ -*-===//
+//
+// Moves are scored incrementally over a node's incident edges; the memory
+// check is one range-max query on the usage profile. Rounds of the iterated
+// search are undone through a log of moves when they end worse.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/shardsolve/LocalSearch.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+using namespace tg::shardsolve;
+
+LocalSearch::LocalSearch(const SearchGraph &graph, uint64_t seed)
+    : graph(graph), rng(seed), profile(graph.numSegments),
+      tolerance(1e-9 * graph.costScale) {
+  byStart.resize(graph.numNodes);
+  for (int32_t i = 0; i < graph.numNodes; ++i)
+    byStart[i] = i;
+  std::stable_sort(byStart.begin(), byStart.end(), [&](int32_t a, int32_t b) {
+    return graph.span[a].first < graph.span[b].first;
+  });
+}
+
+void LocalSearch::reset(std::vector<int32_t> choice) {
+  current = std::move(choice);
+  profile = UsageProfile(graph.numSegments);
+  totalCost = 0;
+  forbidden = 0;
+  for (int32_t i = 0; i < graph.numNodes; ++i) {
+    totalCost += graph.cost[i][current[i]];
+    profile.add(graph.span[i].first, graph.span[i].second,
+                graph.usage[i][current[i]]);
+  }
+  for (const SearchGraph::PairCosts &pair : graph.edges) {
+    double c = pair.costs[current[pair.u] * graph.numStrategies(pair.v) +
+                          current[pair.v]];
+    if (c >= kForbidden)
+      ++forbidden;
+    else
+      totalCost += c;
+  }
+  log.clear();
+}
+
+MoveDelta LocalSearch::delta(int32_t node, int32_t strategy) const {
+  int32_t old = current[node];
+  MoveDelta result;
+  result.cost = graph.cost[node][strategy] - graph.cost[node][old];
+  for (const SearchGraph::Arc &arc : graph.arcs[node]) {
+    int32_t theirs = current[arc.other];
+    double before = graph.arcCost(arc, old, theirs);
+    double after = graph.arcCost(arc, strategy, theirs);
+    if (before >= kForbidden)
+      --result.forbidden;
+    else
+      result.cost -= before;
+    if (after >= kForbidden)
+      ++result.forbidden;
+    else
+      result.cost += after;
+  }
+  return result;
+}
+
+bool LocalSearch::fits(int32_t node, int32_t strategy) const {
+  if (!graph.limit)
+    return true;
+  int64_t grow = graph.usage[node][strategy] - graph.usage[node][current[node]];
+  if (grow <= 0)
+    return true;
+  auto [first, last] = graph.span[node];
+  return first == last || profile.max(first, last) + grow <= *graph.limit;
+}
+
+void LocalSearch::apply(int32_t node, int32_t strategy) {
+  int32_t old = current[node];
+  if (old == strategy)
+    return;
+  MoveDelta change = delta(node, strategy);
+  totalCost += change.cost;
+  forbidden += change.forbidden;
+  profile.add(graph.span[node].first, graph.span[node].second,
+              graph.usage[node][strategy] - graph.usage[node][old]);
+  current[node] = strategy;
+  if (logging)
+    log.push_back({node, old});
+}
+
+void LocalSearch::undo(size_t mark) {
+  bool wasLogging = logging;
+  logging = false;
+  while (log.size() > mark) {
+    auto [node, old] = log.back();
+    log.pop_back();
+    apply(node, old);
+  }
+  logging = wasLogging;
+}
+
+void LocalSearch::descend(std::vector<int32_t> worklist) {
+  std::vector<char> queued(graph.numNodes, 0);
+  std::deque<int32_t> queue;
+  for (int32_t node : worklist)
+    if (!queued[node]) {
+      queued[node] = 1;
+      queue.push_back(node);
+    }
+  while (!queue.empty()) {
+    int32_t node = queue.front();
+    queue.pop_front();
+    queued[node] = 0;
+    int32_t best = -1;
+    MoveDelta bestDelta;
+    for (int32_t s = 0; s < graph.numStrategies(node); ++s) {
+      if (s == current[node])
+        continue;
+      MoveDelta d = delta(node, s);
+      bool improves = d.forbidden < bestDelta.forbidden ||
+                      (d.forbidden == bestDelta.forbidden &&
+                       d.cost < bestDelta.cost - tolerance);
+      if (improves && better(d) && fits(node, s)) {
+        best = s;
+        bestDelta = d;
+      }
+    }
+    if (best < 0)
+      continue;
+    apply(node, best);
+    for (const SearchGraph::Arc &arc : graph.arcs[node])
+      if (!queued[arc.other]) {
+        queued[arc.other] = 1;
+        queue.push_back(arc.other);
+      }
+    if (!queued[node]) {
+      queued[node] = 1;
+      queue.push_back(node);
+    }
+  }
+}
+
+bool LocalSearch::repair() {
+  if (!graph.limit)
+    return true;
+  while (profile.peak() > *graph.limit) {
+    int32_t segment = profile.peakSegment();
+    int32_t bestNode = -1, bestStrategy = -1;
+    MoveDelta bestDelta;
+    double bestRatio = std::numeric_limits<double>::infinity();
+    for (int32_t node : byStart) {
+      auto [first, last] = graph.span[node];
+      if (first > segment)
+        break;
+      if (last <= segment)
+        continue;
+      int64_t usage = graph.usage[node][current[node]];
+      for (int32_t s = 0; s < graph.numStrategies(node); ++s) {
+        int64_t saved = usage - graph.usage[node][s];
+        if (saved <= 0)
+          continue;
+        MoveDelta d = delta(node, s);
+        d.cost += price(node, s) - price(node, current[node]);
+        double ratio = d.cost / saved;
+        bool wins = bestNode < 0 || d.forbidden < bestDelta.forbidden ||
+                    (d.forbidden == bestDelta.forbidden && ratio < bestRatio);
+        if (wins) {
+          bestNode = node;
+          bestStrategy = s;
+          bestDelta = d;
+          bestRatio = ratio;
+        }
+      }
+    }
+    if (bestNode < 0)
+      return false;
+    apply(bestNode, bestStrategy);
+  }
+  return true;
+}
+
+void LocalSearch::perturb(int32_t root, int32_t size,
+                          std::vector<int32_t> &touched) {
+  // A connected region around `root`, in breadth-first order.
+  std::vector<int32_t> region{root};
+  for (size_t k = 0; k < region.size() && (int32_t)region.size() < size; ++k)
+    for (const SearchGraph::Arc &arc : graph.arcs[region[k]]) {
+      if ((int32_t)region.size() >= size)
+        break;
+      if (std::find(region.begin(), region.end(), arc.other) == region.end())
+        region.push_back(arc.other);
+    }
+  // Each picks its cheapest strategy (memory priced, limit ignored) given
+  // its neighbours, sometimes a random one.
+  std::uniform_real_distribution<double> coin(0, 1);
+  for (int32_t node : region) {
+    int32_t count = graph.numStrategies(node);
+    int32_t pick = current[node];
+    if (coin(rng) < 0.3) {
+      pick = std::uniform_int_distribution<int32_t>(0, count - 1)(rng);
+    } else {
+      // Staying is a zero change; a strategy must beat it.
+      MoveDelta bestDelta;
+      for (int32_t s = 0; s < count; ++s) {
+        MoveDelta d = delta(node, s);
+        d.cost += price(node, s) - price(node, current[node]);
+        if (d.forbidden < bestDelta.forbidden ||
+            (d.forbidden == bestDelta.forbidden &&
+             d.cost < bestDelta.cost - tolerance)) {
+          pick = s;
+          bestDelta = d;
+        }
+      }
+    }
+    apply(node, pick);
+    touched.push_back(node);
+    for (const SearchGraph::Arc &arc : graph.arcs[node])
+      touched.push_back(arc.other);
+  }
+}
+
+std::vector<int32_t> LocalSearch::iterate(Clock::time_point deadline,
+                                          int64_t maxStall) {
+  std::vector<int32_t> best;
+  double bestCost = std::numeric_limits<double>::infinity();
+  if (valid()) {
+    best = current;
+    bestCost = totalCost;
+  }
+  if (graph.numNodes == 0)
+    return best;
+  logging = true;
+  int64_t stall = 0;
+  std::vector<int32_t> touched;
+  while (stall < maxStall && Clock::now() < deadline) {
+    ++stall;
+    log.clear();
+    double before = totalCost;
+    int64_t forbiddenBefore = forbidden;
+    bool validBefore = valid();
+    int32_t root =
+        std::uniform_int_distribution<int32_t>(0, graph.numNodes - 1)(rng);
+    int32_t size = std::uniform_int_distribution<int32_t>(1, 8)(rng);
+    touched.clear();
+    perturb(root, size, touched);
+    std::vector<int32_t> repaired;
+    if (!repair()) {
+      undo(0);
+      continue;
+    }
+    for (auto [node, old] : log)
+      repaired.push_back(node);
+    touched.insert(touched.end(), repaired.begin(), repaired.end());
+    descend(touched);
+    bool keep;
+    if (!valid())
+      keep = !validBefore && forbidden < forbiddenBefore;
+    else
+      keep = !validBefore || totalCost <= before + tolerance;
+    if (!keep) {
+      undo(0);
+      continue;
+    }
+    if (valid() && totalCost < bestCost - tolerance) {
+      best = current;
+      bestCost = totalCost;
+      stall = 0;
+    }
+  }
+  logging = false;
+  log.clear();
+  return best;
+}

@@ -1,0 +1,49 @@
+//===- Solver.h - Solve the auto-sharding problem ---------------*- C++ -*-===//
+//
+// solve() picks a strategy per node within a time limit: it shrinks the
+// problem (forbidden and dominated strategies, parallel edges), solves small
+// problems exactly with CBC, and otherwise prices memory with Lagrange
+// multipliers and improves with local search under the memory limit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_SHARDSOLVE_SOLVER_H
+#define TGC_COMPILER_SHARDSOLVE_SOLVER_H
+
+#include "compiler/shardsolve/Problem.h"
+
+namespace tg::shardsolve {
+
+struct SolveOptions {
+  double timeLimitSeconds = 60;
+  uint64_t seed = 0;
+  /// Debian's coinor-cbc binary; "" = no ILP.
+  std::string cbcPath = "cbc";
+  /// >0: progress lines on stderr.
+  int verbosity = 0;
+};
+
+struct Solution {
+  std::vector<int64_t> strategies;
+  /// Of `strategies`.
+  Evaluation evaluation;
+  /// Which method found it, e.g. "ilp (optimal)", "local search".
+  std::string method;
+  double seconds = 0;
+  bool optimal = false;
+};
+
+/// Best solution found within the time limit; deterministic for a given seed
+/// except where the time limit cuts a search short (a search runs for as
+/// many rounds as the clock allows, and CBC stops at its time limit), so on a
+/// slower or busier machine a run may end with a different, usually worse,
+/// solution. When no valid solution is found, evaluation.valid is false and
+/// `why` says why.
+Solution solve(const Problem &problem, const SolveOptions &options);
+
+/// Writes the JSON list of strategy indices that evaluate.py reads.
+llvm::Error writeSolution(const Solution &solution, llvm::StringRef path);
+
+} // namespace tg::shardsolve
+
+#endif // TGC_COMPILER_SHARDSOLVE_SOLVER_H

@@ -1,0 +1,192 @@
+//===- SolverTest.cpp - The solver against brute force ----------*- C++ -*-===//
+//
+// evaluate() on hand-scored choices; solve() on random small problems
+// (6-10 nodes, 2-4 strategies, random edges, forbidden entries and memory
+// limits) against the optimum found by enumerating every choice: equal with
+// CBC, valid (and never below the optimum) with the heuristics alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/shardsolve/Solver.h"
+
+#include "llvm/Support/Program.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+using namespace tg::shardsolve;
+
+namespace {
+
+Problem twoNodes() {
+  Problem problem;
+  problem.name = "two";
+  problem.intervals = {{0, 2}, {1, 3}};
+  problem.nodeCosts = {{1, 2}, {3, kForbidden}};
+  problem.usages = {{5, 1}, {4, 4}};
+  problem.edges = {{0, 1, {10, 20, 30, 40}}};
+  problem.usageLimit = 8;
+  return problem;
+}
+
+TEST(Evaluate, ScoresNodeAndEdgeCosts) {
+  Problem problem = twoNodes();
+  Evaluation e = evaluate(problem, {1, 0});
+  EXPECT_TRUE(e.valid) << e.why;
+  EXPECT_EQ(e.cost, 2 + 3 + 30);
+  EXPECT_EQ(e.peakUsage, 5);
+}
+
+TEST(Evaluate, UsageLimitAtOverlap) {
+  Problem problem = twoNodes();
+  Evaluation e = evaluate(problem, {0, 0});
+  EXPECT_FALSE(e.valid);
+  EXPECT_EQ(e.why, "usage 9 exceeds the limit 8 at time 1");
+  EXPECT_EQ(e.peakUsage, 9);
+  problem.usageLimit.reset();
+  EXPECT_TRUE(evaluate(problem, {0, 0}).valid);
+}
+
+TEST(Evaluate, ForbiddenAndOutOfRange) {
+  Problem problem = twoNodes();
+  EXPECT_EQ(evaluate(problem, {0, 1}).why, "node 1: strategy 1 is forbidden");
+  EXPECT_EQ(evaluate(problem, {2, 0}).why,
+            "node 0: strategy 2 out of range 0..1");
+  EXPECT_EQ(evaluate(problem, {0}).why,
+            "solution has 1 entries, the problem 2 nodes");
+  problem.edges[0].costs[2] = kForbidden;
+  EXPECT_EQ(evaluate(problem, {1, 0}).why,
+            "edge 0 (0->1): forbidden pair (1, 0)");
+}
+
+TEST(Evaluate, EmptyIntervalsUseNoMemory) {
+  Problem problem = twoNodes();
+  problem.intervals = {{2, 2}, {1, 3}};
+  EXPECT_TRUE(evaluate(problem, {0, 0}).valid);
+}
+
+TEST(VerifyProblem, NamesTheMismatch) {
+  Problem problem = twoNodes();
+  problem.edges[0].costs.pop_back();
+  EXPECT_EQ(llvm::toString(verifyProblem(problem)),
+            "edge 0 (0 -> 1) has 3 costs, expected 2 x 2 = 4");
+  problem = twoNodes();
+  problem.edges[0].v = 7;
+  EXPECT_EQ(llvm::toString(verifyProblem(problem)),
+            "edge 0 names node 7, but there are 2 nodes");
+  problem = twoNodes();
+  problem.usages[1].pop_back();
+  EXPECT_EQ(llvm::toString(verifyProblem(problem)),
+            "node 1 has 2 costs but 1 usages");
+}
+
+/// A random problem; costs at the compiler's scale (seconds) or the
+/// contest's (integers up to 1e9).
+Problem randomProblem(std::mt19937_64 &rng, bool integral) {
+  auto uniform = [&](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  auto cost = [&] {
+    return integral ? static_cast<double>(uniform(0, 1000000000))
+                    : uniform(1, 1000000) * 1e-7;
+  };
+  Problem problem;
+  int64_t n = uniform(6, 10);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t strategies = uniform(2, 4);
+    int64_t start = uniform(0, 8);
+    problem.intervals.push_back({start, start + uniform(0, 5)});
+    problem.nodeCosts.emplace_back();
+    problem.usages.emplace_back();
+    for (int64_t s = 0; s < strategies; ++s) {
+      problem.nodeCosts.back().push_back(uniform(0, 9) == 0 ? kForbidden
+                                                            : cost());
+      problem.usages.back().push_back(uniform(1, 100));
+    }
+  }
+  int64_t edges = uniform(n - 1, 2 * n);
+  for (int64_t k = 0; k < edges; ++k) {
+    int64_t u = uniform(0, n - 1), v = uniform(0, n - 1);
+    Edge edge{u, v, {}};
+    for (size_t c = 0;
+         c < problem.nodeCosts[u].size() * problem.nodeCosts[v].size(); ++c)
+      edge.costs.push_back(uniform(0, 7) == 0 ? kForbidden : cost());
+    problem.edges.push_back(std::move(edge));
+  }
+  if (uniform(0, 3) != 0)
+    problem.usageLimit = uniform(50, 300);
+  return problem;
+}
+
+/// The least valid cost over every choice; infinity when none is valid.
+double bruteForce(const Problem &problem) {
+  std::vector<int64_t> choice(problem.numNodes(), 0);
+  double best = std::numeric_limits<double>::infinity();
+  while (true) {
+    Evaluation e = evaluate(problem, choice);
+    if (e.valid)
+      best = std::min(best, e.cost);
+    size_t i = 0;
+    while (i < choice.size() &&
+           ++choice[i] == static_cast<int64_t>(problem.nodeCosts[i].size()))
+      choice[i++] = 0;
+    if (i == choice.size())
+      return best;
+  }
+}
+
+void checkAgainstBruteForce(bool ilp, int problems) {
+  std::mt19937_64 rng(ilp ? 1 : 2);
+  int feasible = 0, optimal = 0;
+  for (int k = 0; k < problems; ++k) {
+    Problem problem = randomProblem(rng, k % 2 == 0);
+    double optimum = bruteForce(problem);
+    SolveOptions options;
+    options.timeLimitSeconds = 10;
+    options.seed = k;
+    options.cbcPath = ilp ? "cbc" : "";
+    Solution solution = solve(problem, options);
+    SCOPED_TRACE("problem " + std::to_string(k));
+    if (std::isinf(optimum)) {
+      EXPECT_FALSE(solution.evaluation.valid);
+      continue;
+    }
+    ++feasible;
+    // The heuristics may miss a tight problem's only valid choices.
+    if (!ilp && !solution.evaluation.valid)
+      continue;
+    ASSERT_TRUE(solution.evaluation.valid) << solution.evaluation.why;
+    EXPECT_EQ(solution.evaluation.cost,
+              evaluate(problem, solution.strategies).cost);
+    double tolerance = 1e-9 * std::max(1.0, std::fabs(optimum));
+    EXPECT_GE(solution.evaluation.cost, optimum - tolerance);
+    if (ilp) {
+      EXPECT_NEAR(solution.evaluation.cost, optimum, tolerance);
+    }
+    optimal += std::fabs(solution.evaluation.cost - optimum) <= tolerance;
+  }
+  // The heuristics alone should still find most optima of problems this small.
+  EXPECT_GE(optimal, feasible * 9 / 10) << optimal << " of " << feasible;
+}
+
+TEST(Solve, MatchesBruteForceWithIlp) {
+  if (!llvm::sys::findProgramByName("cbc"))
+    GTEST_SKIP() << "no cbc";
+  checkAgainstBruteForce(/*ilp=*/true, 200);
+}
+
+TEST(Solve, HeuristicsValidAgainstBruteForce) {
+  checkAgainstBruteForce(/*ilp=*/false, 200);
+}
+
+TEST(Solve, ReportsInvalidShapes) {
+  Problem problem = twoNodes();
+  problem.edges[0].costs.pop_back();
+  Solution solution = solve(problem, SolveOptions());
+  EXPECT_FALSE(solution.evaluation.valid);
+  EXPECT_EQ(solution.evaluation.why,
+            "edge 0 (0 -> 1) has 3 costs, expected 2 x 2 = 4");
+}
+
+} // namespace
