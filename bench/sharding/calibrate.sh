@@ -17,24 +17,33 @@
 #      writes the spec for 4 processes per node there.
 #
 #   bench/sharding/calibrate.sh [--build DIR] [--runs N] [--out DIR]
-#                               [--write-spec FILE]
+#                               [--write-spec FILE] [--max-wait SECONDS]
 #   e.g. bench/sharding/calibrate.sh --write-spec compiler/cost/clusters/cpu-local.json
 #
 # The raw CSV files stay in --out (default: a new folder under /tmp). Each
 # run of 64 MiB on 4 processes takes about a second; the whole script about
 # a minute per --runs on the 2-core machine, all under nice.
+#
+# The machine is shared, and a niced benchmark measures what the others leave
+# it: before each run the script waits (up to --max-wait seconds, default
+# 120) until the other processes keep less than half a core busy over 2 s,
+# and writes what it saw as a comment line ("# busy_cores 0.12") at the top
+# of the run's CSV file, so the fit's reader can tell quiet runs from loaded
+# ones.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=$here/build
 runs=3
 out=""
 spec=""
+max_wait=120
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --write-spec) spec=$2; shift 2 ;;
+    --max-wait) max_wait=$2; shift 2 ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
   esac
 done
@@ -62,6 +71,30 @@ mpirun=(mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1
 
+# Cores kept busy by everyone over 2 s (this script sleeps meanwhile).
+busy_cores() {
+  local a b
+  read -r -a a < <(grep '^cpu ' /proc/stat)
+  sleep 2
+  read -r -a b < <(grep '^cpu ' /proc/stat)
+  local total=0 idle i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  idle=$((b[4] - a[4] + b[5] - a[5]))
+  awk -v t="$total" -v i="$idle" -v n="$(nproc)" \
+    'BEGIN { printf "%.2f", (t > 0) ? (t - i) / t * n : 0 }'
+}
+# Waits for a quiet machine (or --max-wait), then prints the comment line.
+wait_quiet() {
+  local start=$SECONDS busy
+  busy=$(busy_cores)
+  while awk -v b="$busy" 'BEGIN { exit !(b > 0.5) }' &&
+      [ $((SECONDS - start)) -lt "$max_wait" ]; do
+    sleep 3
+    busy=$(busy_cores)
+  done
+  echo "# busy_cores $busy (others, over 2 s before the run; waited $((SECONDS - start)) s)"
+}
+
 # 2. Collectives; the process counts interleave so that a burst of load
 # from elsewhere on the machine spoils one run of each rather than all of
 # one count.
@@ -70,7 +103,8 @@ for run in $(seq 1 "$runs"); do
   for p in 2 4; do
     file=$out/collectives-p$p-run$run.csv
     echo "collectives: $p processes, run $run of $runs" >&2
-    nice "${mpirun[@]}" -np "$p" "$exe" >"$file"
+    wait_quiet >"$file"
+    nice "${mpirun[@]}" -np "$p" "$exe" >>"$file"
     collectives+=(--collectives "$file")
   done
 done
@@ -79,8 +113,10 @@ done
 compute=()
 for run in $(seq 1 "$runs"); do
   echo "compute: run $run of $runs" >&2
-  nice "${mpirun[@]}" -np 4 "$exe" --compute >"$out/compute-p4-run$run.csv"
-  nice "$exe" --compute >"$out/compute-p1-run$run.csv"
+  wait_quiet >"$out/compute-p4-run$run.csv"
+  nice "${mpirun[@]}" -np 4 "$exe" --compute >>"$out/compute-p4-run$run.csv"
+  wait_quiet >"$out/compute-p1-run$run.csv"
+  nice "$exe" --compute >>"$out/compute-p1-run$run.csv"
   compute+=(--compute "$out/compute-p4-run$run.csv"
             --compute "$out/compute-p1-run$run.csv")
 done

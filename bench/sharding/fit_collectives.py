@@ -154,6 +154,12 @@ def main():
             cells.append(f"{np.mean(sel) * 100:.0f}%" if sel else "-")
         print(f"| {kind} | {p} | " + " | ".join(cells) + " |")
 
+    print("\n## Runs (how busy the others kept the machine just before)\n")
+    for path in args.collectives + args.compute:
+        with open(path) as f:
+            notes = [l[1:].strip() for l in f if l.startswith("#")]
+        print(f"- {os.path.basename(path)}: {'; '.join(notes) or 'no note'}")
+
     compute = read_csv(args.compute)
     compute_medians = {k: float(np.median(v)) for k, v in compute.items()}
     if compute_medians:
