@@ -31,6 +31,16 @@ size_t ilpVariables(const SearchGraph &graph);
 llvm::Expected<IlpResult> solveWithCbc(const SearchGraph &graph,
                                        llvm::StringRef cbcPath, double seconds);
 
+/// Re-solves the nodes of `region` with every other node fixed as in
+/// `choice` (which fits the limit): edges to fixed nodes become node costs
+/// and each memory row keeps what the fixed nodes leave. The result's choice
+/// is all of `choice` with the region's strategies replaced.
+llvm::Expected<IlpResult> solveRegionWithCbc(const SearchGraph &graph,
+                                             llvm::ArrayRef<int32_t> choice,
+                                             llvm::ArrayRef<int32_t> region,
+                                             llvm::StringRef cbcPath,
+                                             double seconds);
+
 } // namespace tg::shardsolve
 
 #endif // TGC_COMPILER_SHARDSOLVE_ILP_H

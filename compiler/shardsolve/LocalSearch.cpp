@@ -17,6 +17,7 @@ using namespace tg::shardsolve;
 LocalSearch::LocalSearch(const SearchGraph &graph, uint64_t seed)
     : graph(graph), rng(seed), profile(graph.numSegments),
       tolerance(1e-9 * graph.costScale) {
+  marked.assign(graph.numNodes, 0);
   byStart.resize(graph.numNodes);
   for (int32_t i = 0; i < graph.numNodes; ++i)
     byStart[i] = i;
@@ -145,11 +146,17 @@ void LocalSearch::descend(std::vector<int32_t> worklist) {
 bool LocalSearch::repair() {
   if (!graph.limit)
     return true;
+  struct Cut {
+    int64_t forbidden;
+    double ratio; // cost per byte saved
+    int32_t node, strategy;
+  };
+  std::vector<Cut> cuts;
   while (profile.peak() > *graph.limit) {
+    // All cuts at the peak segment, cheapest per byte first, until that
+    // segment fits; then the next peak.
     int32_t segment = profile.peakSegment();
-    int32_t bestNode = -1, bestStrategy = -1;
-    MoveDelta bestDelta;
-    double bestRatio = std::numeric_limits<double>::infinity();
+    cuts.clear();
     for (int32_t node : byStart) {
       auto [first, last] = graph.span[node];
       if (first > segment)
@@ -163,22 +170,68 @@ bool LocalSearch::repair() {
           continue;
         MoveDelta d = delta(node, s);
         d.cost += price(node, s) - price(node, current[node]);
-        double ratio = d.cost / saved;
-        bool wins = bestNode < 0 || d.forbidden < bestDelta.forbidden ||
-                    (d.forbidden == bestDelta.forbidden && ratio < bestRatio);
-        if (wins) {
-          bestNode = node;
-          bestStrategy = s;
-          bestDelta = d;
-          bestRatio = ratio;
-        }
+        cuts.push_back({d.forbidden, d.cost / saved, node, s});
       }
     }
-    if (bestNode < 0)
+    if (cuts.empty())
       return false;
-    apply(bestNode, bestStrategy);
+    std::sort(cuts.begin(), cuts.end(), [](const Cut &a, const Cut &b) {
+      return a.forbidden != b.forbidden ? a.forbidden < b.forbidden
+                                        : a.ratio < b.ratio;
+    });
+    std::vector<int32_t> moved;
+    for (const Cut &cut : cuts) {
+      if (profile.max(segment, segment + 1) <= *graph.limit)
+        break;
+      if (marked[cut.node])
+        continue;
+      apply(cut.node, cut.strategy);
+      marked[cut.node] = 1;
+      moved.push_back(cut.node);
+    }
+    for (int32_t node : moved)
+      marked[node] = 0;
   }
   return true;
+}
+
+bool LocalSearch::chainMove(int32_t node, int32_t strategy, size_t cap,
+                            std::vector<int32_t> &moved) {
+  size_t first = moved.size();
+  apply(node, strategy);
+  marked[node] = 1;
+  moved.push_back(node);
+  bool fits = true;
+  for (size_t k = first; k < moved.size() && fits; ++k) {
+    int32_t from = moved[k];
+    for (const SearchGraph::Arc &arc : graph.arcs[from]) {
+      int32_t other = arc.other;
+      if (marked[other] ||
+          graph.arcCost(arc, current[from], current[other]) < kForbidden)
+        continue;
+      if (moved.size() - first >= cap) {
+        fits = false;
+        break;
+      }
+      int32_t pick = current[other];
+      MoveDelta best;
+      for (int32_t s = 0; s < graph.numStrategies(other); ++s) {
+        MoveDelta d = delta(other, s);
+        d.cost += price(other, s) - price(other, current[other]);
+        if (d.forbidden < best.forbidden ||
+            (d.forbidden == best.forbidden && d.cost < best.cost)) {
+          best = d;
+          pick = s;
+        }
+      }
+      apply(other, pick);
+      marked[other] = 1;
+      moved.push_back(other);
+    }
+  }
+  for (size_t k = first; k < moved.size(); ++k)
+    marked[moved[k]] = 0;
+  return fits;
 }
 
 void LocalSearch::perturb(int32_t root, int32_t size,
@@ -242,9 +295,21 @@ std::vector<int32_t> LocalSearch::iterate(Clock::time_point deadline,
     bool validBefore = valid();
     int32_t root =
         std::uniform_int_distribution<int32_t>(0, graph.numNodes - 1)(rng);
-    int32_t size = std::uniform_int_distribution<int32_t>(1, 8)(rng);
     touched.clear();
-    perturb(root, size, touched);
+    if (rng() % 2) {
+      int32_t size = std::uniform_int_distribution<int32_t>(1, 8)(rng);
+      perturb(root, size, touched);
+    } else {
+      int32_t count = graph.numStrategies(root);
+      int32_t to = std::uniform_int_distribution<int32_t>(0, count - 1)(rng);
+      if (!chainMove(root, to, 400, touched)) {
+        undo(0);
+        continue;
+      }
+      for (size_t k = 0, moved = touched.size(); k < moved; ++k)
+        for (const SearchGraph::Arc &arc : graph.arcs[touched[k]])
+          touched.push_back(arc.other);
+    }
     std::vector<int32_t> repaired;
     if (!repair()) {
       undo(0);

@@ -56,6 +56,14 @@ public:
   /// better valid choice; returns the best valid choice seen (empty if none).
   std::vector<int32_t> iterate(Clock::time_point deadline, int64_t maxStall);
 
+  /// Moves `node` to `strategy`, then every neighbour the move leaves in a
+  /// forbidden pair to its best strategy given what has moved, and so on
+  /// (an ejection chain: forbidden pairs tie strategies along long chains of
+  /// a training graph, so one node alone rarely can move). False when more
+  /// than `cap` nodes would move; the moves stay, for the caller to undo.
+  bool chainMove(int32_t node, int32_t strategy, size_t cap,
+                 std::vector<int32_t> &moved);
+
   MoveDelta delta(int32_t node, int32_t strategy) const;
   bool fits(int32_t node, int32_t strategy) const;
   void apply(int32_t node, int32_t strategy);
@@ -84,6 +92,8 @@ private:
   bool logging = false;
   /// Nodes by first live segment, for finding the nodes live at a segment.
   std::vector<int32_t> byStart;
+  /// Scratch: nodes already cut in this round of repair.
+  std::vector<char> marked;
 };
 
 } // namespace tg::shardsolve

@@ -38,6 +38,10 @@ struct SearchGraph {
   std::vector<std::pair<int32_t, int32_t>> span;
   int32_t numSegments = 0;
   std::optional<int64_t> limit;
+  /// Per segment, the memory left for these nodes when it differs by
+  /// segment (a region of a larger problem, the rest fixed); empty = `limit`
+  /// everywhere.
+  std::vector<int64_t> segmentLimit;
   std::vector<PairCosts> edges;
   std::vector<std::vector<Arc>> arcs;
   /// A typical magnitude of the costs: tolerances are relative to it.
