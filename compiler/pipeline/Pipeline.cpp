@@ -122,6 +122,16 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // After tg-optimizer: the step's state and updates exist to be sharded
     // (ZeRO), and @forward, @forward_backward and @train_step read each
     // parameter with one sharding. Without a tg.mesh it does nothing.
+    if (options.autoShard) {
+      // Before tg-propagate-sharding: its choices are pins there.
+      AutoShardPassOptions opt;
+      opt.cluster = options.cluster;
+      opt.memoryLimit = options.shardMemoryLimit;
+      opt.allowStrategies = options.allowStrategies;
+      opt.seed = options.shardSeed;
+      opt.timeLimit = options.shardTimeLimit;
+      pm.addPass(createAutoShardPass(opt));
+    }
     PropagateShardingPassOptions opt;
     opt.preset = options.shardPreset;
     pm.addPass(createPropagateShardingPass(opt));

@@ -70,6 +70,13 @@ struct PipelineOptions {
   int64_t gradAccum = 0;
   /// tg-propagate-sharding's preset: "dp", "zero1", "zero2" or "zero3".
   std::string shardPreset = "dp";
+  /// tg-auto-shard before tg-propagate-sharding (its options below).
+  bool autoShard = false;
+  std::string cluster = "cpu-local";
+  int64_t shardMemoryLimit = 0;
+  std::string allowStrategies = "dp,zero,tp";
+  uint64_t shardSeed = 0;
+  double shardTimeLimit = 10;
   /// The precision policy: "fp32" (nothing changes) or "bf16" (bf16
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.

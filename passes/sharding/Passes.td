@@ -106,4 +106,73 @@ def PartitionPass : Pass<"tg-partition", "ModuleOp"> {
   let dependentDialects = ["::mlir::tg::TgDialect"];
 }
 
+def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
+  let summary = "Chooses the shardings of the step by cost, as pins";
+  let description = [{
+    Runs after tg-optimizer and before tg-propagate-sharding, on a module
+    with a `tg.mesh` (without one it does nothing). It states the choice of
+    shardings for `@train_step` as an optimisation problem and writes the
+    solution as pins that tg-propagate-sharding keeps and tg-partition
+    carries out:
+
+    - a node per parameter and optimizer state argument (its strategies:
+      each way the mesh axes can split its dims; with `zero`, the data axes
+      too), and per op (each way the axes can split the factors of its
+      ShardingRuleOpInterface, as decideOpSharding runs it; an op without a
+      rule, or pinned by a `tg.sharding_constraint`, has one);
+    - a node's cost: the op's modelled time on its piece (compiler/cost:
+      FLOPs and bytes on the cluster's roofline); its memory: the bytes of
+      its results on one device, live from the op to its last reader
+      (arguments: the whole step);
+    - an edge per operand: the modelled time of the collectives that
+      reshard the value from its producer's choice to what the reader's
+      choice needs (alpha-beta per mesh axis and link level), including
+      the all-reduce or reduce-scatter of partial sums; a new parameter or
+      state value is resharded to its argument's sharding for the next step
+      (ZeRO-1/2's all-gather);
+    - the limit: `memory-limit` bytes, else the cluster's device memory.
+
+    The solver (compiler/shardsolve, also `tg-shard-solve`) returns a
+    strategy per node. Arguments get `tg.sharding` with origin
+    `solver`; an op whose operand the solver wants in another sharding than
+    its producer gives it reads it through a `tg.sharding_constraint` (one
+    per value and sharding), so decideOpSharding decides what the solver
+    chose. `@train_step` gains `tg.auto_shard`: the modelled cost, the
+    method and the problem's size.
+
+    ```mlir
+    // --mesh=data=2,tp=2, before
+    func.func @train_step(%w: tensor<128x512xf32> {tg.param = "fc1.weight"}, ...)
+    // after
+    func.func @train_step(%w: tensor<128x512xf32> {tg.param = "fc1.weight",
+        tg.sharding = #tg.sharding<@mesh, [{}, {"tp"} ]>,
+        tg.sharding_origin = "solver"}, ...) attributes {tg.auto_shard = {...}}
+    ```
+
+    Not modelled yet: overlap of collectives with compute, the memory
+    planner's reuse of buffers (live ranges are the ops' order), and the
+    partitioner's reuse of a partial sum reduced once for several readers
+    (each reader's edge pays).
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", "\"cpu-local\"",
+           "The cluster spec: a name in compiler/cost/clusters or a JSON file">,
+    Option<"memoryLimit", "memory-limit", "int64_t", "0",
+           "Bytes one device may hold (0: the cluster's device memory)">,
+    Option<"allowStrategies", "allow-strategies", "std::string", "\"dp,zero,tp\"",
+           "What the solver may choose: dp (the batch over the data axes, always), zero (state, gradients and parameters split over the data axes), tp (the other axes split weights and activations)">,
+    Option<"seed", "seed", "uint64_t", "0", "The solver's seed">,
+    Option<"timeLimit", "time-limit", "double", "10",
+           "Seconds the solver may search">,
+    Option<"dumpProblem", "dump-problem", "std::string", "\"\"",
+           "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">
+  ];
+  let statistics = [
+    Statistic<"numNodes", "nodes", "Nodes of the problem">,
+    Statistic<"numEdges", "edges", "Edges of the problem">,
+    Statistic<"numPins", "pins", "Shardings written">
+  ];
+  let dependentDialects = ["::mlir::tg::TgDialect"];
+}
+
 #endif // TG_PASSES_SHARDING_TD

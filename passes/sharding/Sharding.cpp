@@ -237,27 +237,13 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
 // reshard
 //===----------------------------------------------------------------------===//
 
-FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
-                                   Value value, ShardingAttr from,
-                                   ShardingAttr to, MeshOp mesh,
-                                   StringRef what) {
-  if (from == to)
-    return value;
-  MLIRContext *context = builder.getContext();
-  // Axis names unquoted: the reason reads as one string attribute.
-  std::string why =
-      (what + ": " + formatSharding(from) + " -> " + formatSharding(to)).str();
-  llvm::erase(why, '"');
-  auto mark = [&](Operation *op) {
-    op->setAttr(kReshardAttr, StringAttr::get(context, why));
-  };
-  auto type = [&]() { return cast<RankedTensorType>(value.getType()); };
+FailureOr<SmallVector<ReshardStep>> mlir::tg::reshardSteps(ShardingAttr from,
+                                                           ShardingAttr to) {
+  SmallVector<ReshardStep> steps;
   SmallVector<SmallVector<StringRef>> dims;
   for (int64_t d = 0; d < from.getRank(); ++d)
     dims.push_back(from.axesOf(d));
   SmallVector<StringRef> target = to.partialAxes();
-
-  // Partial sums first: scattered onto the dim `to` splits next.
   for (StringRef axis : from.partialAxes()) {
     if (llvm::is_contained(target, axis))
       continue;
@@ -269,29 +255,15 @@ FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
                        ArrayRef<StringRef>(dims[d]) &&
                    wanted[dims[d].size()] == axis;
     if (scatter) {
-      SmallVector<int64_t> shape(type().getShape());
-      shape[d] /= mesh.axisSize(axis);
-      auto op = ReduceScatterOp::create(
-          builder, loc, type().clone(shape), value,
-          builder.getI64IntegerAttr(d), builder.getStringAttr(axis),
-          ReductionAttr::get(context, Reduction::sum));
-      mark(op);
-      value = op.getResult();
+      steps.push_back({ReshardStep::ReduceScatter, axis, d});
       dims[d].push_back(axis);
     } else {
-      auto op = AllReduceOp::create(builder, loc, ValueRange{value},
-                                    ReductionAttr::get(context, Reduction::sum),
-                                    builder.getStringAttr(axis), IntegerAttr());
-      mark(op);
-      value = op.getResult(0);
+      steps.push_back({ReshardStep::AllReduce, axis, -1});
     }
   }
   for (StringRef axis : target)
     if (!llvm::is_contained(from.partialAxes(), axis))
-      return emitError(loc) << what << ": cannot make a partial sum over \""
-                            << axis << "\" from " << formatSharding(from);
-
-  // Splits `to` lacks: gathered minor-most first.
+      return failure();
   for (int64_t d = 0; d < (int64_t)dims.size(); ++d) {
     SmallVector<StringRef> wanted = to.axesOf(d);
     auto isPrefix = [&] {
@@ -299,29 +271,66 @@ FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
              ArrayRef<StringRef>(wanted).take_front(dims[d].size()) ==
                  ArrayRef<StringRef>(dims[d]);
     };
-    while (!isPrefix()) {
-      StringRef axis = dims[d].pop_back_val();
-      SmallVector<int64_t> shape(type().getShape());
-      shape[d] *= mesh.axisSize(axis);
-      auto op = AllGatherOp::create(builder, loc, type().clone(shape), value,
-                                    builder.getI64IntegerAttr(d),
-                                    builder.getStringAttr(axis));
-      mark(op);
-      value = op.getResult();
-    }
+    while (!isPrefix())
+      steps.push_back({ReshardStep::AllGather, dims[d].pop_back_val(), d});
   }
-  // Splits `to` adds: each process keeps its piece.
   for (int64_t d = 0; d < (int64_t)dims.size(); ++d) {
     SmallVector<StringRef> wanted = to.axesOf(d);
-    for (size_t k = dims[d].size(); k < wanted.size(); ++k) {
-      SmallVector<int64_t> shape(type().getShape());
-      shape[d] /= mesh.axisSize(wanted[k]);
-      auto op = AllSliceOp::create(builder, loc, type().clone(shape), value,
-                                   builder.getI64IntegerAttr(d),
-                                   builder.getStringAttr(wanted[k]));
-      mark(op);
-      value = op.getResult();
+    for (size_t k = dims[d].size(); k < wanted.size(); ++k)
+      steps.push_back({ReshardStep::AllSlice, wanted[k], d});
+  }
+  return steps;
+}
+
+FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
+                                   Value value, ShardingAttr from,
+                                   ShardingAttr to, MeshOp mesh,
+                                   StringRef what) {
+  if (from == to)
+    return value;
+  MLIRContext *context = builder.getContext();
+  // Axis names unquoted: the reason reads as one string attribute.
+  std::string why =
+      (what + ": " + formatSharding(from) + " -> " + formatSharding(to)).str();
+  llvm::erase(why, '"');
+  FailureOr<SmallVector<ReshardStep>> steps = reshardSteps(from, to);
+  if (failed(steps)) {
+    for (StringRef axis : to.partialAxes())
+      if (!llvm::is_contained(from.partialAxes(), axis))
+        return emitError(loc) << what << ": cannot make a partial sum over \""
+                              << axis << "\" from " << formatSharding(from);
+    return failure();
+  }
+  for (const ReshardStep &step : *steps) {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    StringAttr axis = builder.getStringAttr(step.axis);
+    Operation *op;
+    switch (step.kind) {
+    case ReshardStep::ReduceScatter:
+      shape[step.dim] /= mesh.axisSize(step.axis);
+      op = ReduceScatterOp::create(builder, loc, type.clone(shape), value,
+                                   builder.getI64IntegerAttr(step.dim), axis,
+                                   ReductionAttr::get(context, Reduction::sum));
+      break;
+    case ReshardStep::AllReduce:
+      op = AllReduceOp::create(builder, loc, ValueRange{value},
+                               ReductionAttr::get(context, Reduction::sum),
+                               axis, IntegerAttr());
+      break;
+    case ReshardStep::AllGather:
+      shape[step.dim] *= mesh.axisSize(step.axis);
+      op = AllGatherOp::create(builder, loc, type.clone(shape), value,
+                               builder.getI64IntegerAttr(step.dim), axis);
+      break;
+    case ReshardStep::AllSlice:
+      shape[step.dim] /= mesh.axisSize(step.axis);
+      op = AllSliceOp::create(builder, loc, type.clone(shape), value,
+                              builder.getI64IntegerAttr(step.dim), axis);
+      break;
     }
+    op->setAttr(kReshardAttr, StringAttr::get(context, why));
+    value = op->getResult(0);
   }
   return value;
 }

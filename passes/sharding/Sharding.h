@@ -37,6 +37,24 @@ struct OpSharding {
 OpSharding decideOpSharding(Operation *op, ArrayRef<ShardingAttr> operands,
                             MeshOp mesh);
 
+/// One collective of a resharding: its kind (tg.reduce_scatter,
+/// tg.all_reduce, tg.all_gather or tg.all_slice), its mesh axis and the dim
+/// it splits or joins (-1 for an all-reduce).
+struct ReshardStep {
+  enum Kind { ReduceScatter, AllReduce, AllGather, AllSlice } kind;
+  StringRef axis;
+  int64_t dim = -1;
+};
+
+/// The collectives that turn a value sharded as `from` into `to`, in
+/// order: partial sums first, each scattered onto the dim `to` splits over
+/// its axis next or else all-reduced; then the splits `to` lacks gathered
+/// (minor-most axis first); then the splits it adds sliced. Failure when
+/// `to` is a partial sum that `from` is not. tg-partition emits these
+/// (reshard) and tg-auto-shard prices them.
+FailureOr<SmallVector<ReshardStep>> reshardSteps(ShardingAttr from,
+                                                 ShardingAttr to);
+
 /// Emits the collectives that turn `value`, sharded as `from`, into `to`
 /// (same mesh), each with a `tg.reshard` naming `what` and the change:
 /// partial sums become whole by tg.reduce_scatter where `to` splits a dim

@@ -15,6 +15,7 @@
 #include "compiler/pipeline/HostCompile.h"
 #include "compiler/pipeline/MemoryReport.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/pipeline/ShardingReport.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
@@ -224,6 +225,46 @@ cl::opt<std::string> shardPreset(
              "column- then row-parallel layers), sp (tp, with the "
              "activations between them split along the sequence)"),
     cl::cat(trainingCategory));
+
+cl::OptionCategory planCategory("Sharding plans (--auto-shard, "
+                                "--report=sharding)");
+cl::opt<bool> autoShard(
+    "auto-shard",
+    cl::desc("Choose the shardings by cost (tg-auto-shard: the cluster's "
+             "modelled step time under --memory-limit), pins and the "
+             "model file's shardings kept; --shard then only fills what the "
+             "solver leaves"),
+    cl::cat(planCategory));
+cl::opt<std::string> clusterFlag(
+    "cluster",
+    cl::desc("The cluster the cost model prices: a shipped spec "
+             "(h100-sxm-8, h200-8, a100-8, cpu-local; see "
+             "compiler/cost/clusters/README.md) or a JSON file (default "
+             "cpu-local, with --target=cuda h100-sxm-8)"),
+    cl::value_desc("name|file.json"), cl::cat(planCategory));
+cl::opt<std::string> memoryLimitFlag(
+    "memory-limit",
+    cl::desc("--auto-shard and --report=sharding: the bytes one device may "
+             "hold (12GB, 80GiB; default the cluster's device memory)"),
+    cl::value_desc("size"), cl::cat(planCategory));
+cl::opt<std::string> allowStrategies(
+    "allow-strategies",
+    cl::desc("--auto-shard: what the solver may choose, comma separated: "
+             "dp (the batch over the data axes, always), zero (state, "
+             "gradients and parameters split over the data axes), tp (the "
+             "other axes split weights and activations); default all"),
+    cl::init("dp,zero,tp"), cl::value_desc("list"), cl::cat(planCategory));
+cl::opt<uint64_t> shardSeed("shard-seed",
+                            cl::desc("--auto-shard: the solver's seed"),
+                            cl::init(0), cl::cat(planCategory));
+cl::opt<double> shardTimeLimit(
+    "shard-time-limit",
+    cl::desc("--auto-shard: seconds the solver may search (default 10)"),
+    cl::init(10), cl::cat(planCategory));
+cl::opt<std::string> reportJson(
+    "report-json",
+    cl::desc("with --report=sharding: the same report as JSON in this file"),
+    cl::value_desc("file.json"), cl::cat(planCategory));
 
 /// The last phase whose output `module` shows.
 Phase phaseOf(ModuleOp module) {
@@ -510,6 +551,78 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
   return success();
 }
 
+/// --report=sharding: the chosen plan (`module`, compiled through the
+/// memory phase) beside the standard plans, each compiled from `pristine`
+/// with its preset alone, all priced by the cluster's cost model.
+LogicalResult printShardingReportFor(
+    ModuleOp module, ModuleOp pristine, const PipelineOptions &options,
+    Phase from, Phase to,
+    llvm::function_ref<LogicalResult(PassManager &)> configure) {
+  llvm::Expected<ClusterSpec> spec =
+      readClusterSpec(clusterSpecPath(options.cluster));
+  if (!spec)
+    return fail(llvm::toString(spec.takeError()));
+  MeshOp mesh = getModuleMesh(module);
+  CostModel cost(*spec, mesh);
+  int64_t limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
+                                               : spec->memoryBytes;
+  std::string label =
+      options.autoShard ? "auto-shard" : "preset " + options.shardPreset;
+  PlanEstimate chosen = estimatePlan(module, cost, label);
+  std::vector<PlanEstimate> others;
+  bool hasTp = mesh.axisSize("tp") > 1;
+  for (auto [preset, name] : {std::pair<StringRef, StringRef>{"dp", "dp"},
+                              {"zero3", "zero3"},
+                              {"tp", "tp x dp"},
+                              {"sp", "tp+sp x dp"}}) {
+    if (!options.autoShard && preset == options.shardPreset)
+      continue;
+    if ((preset == "tp" || preset == "sp") && !hasTp) {
+      PlanEstimate plan;
+      plan.label = name.str();
+      plan.error = "the mesh has no tp axis";
+      others.push_back(std::move(plan));
+      continue;
+    }
+    OwningOpRef<ModuleOp> other = pristine.clone();
+    PipelineOptions o = options;
+    o.autoShard = false;
+    o.shardPreset = preset.str();
+    std::string why;
+    LogicalResult compiled = success();
+    {
+      ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
+        if (why.empty())
+          why = d.str();
+        return success();
+      });
+      compiled = runTrainingPipeline(*other, o, from, to, configure);
+    }
+    PlanEstimate plan;
+    if (succeeded(compiled))
+      plan = estimatePlan(*other, cost, name);
+    plan.label = name.str();
+    if (failed(compiled))
+      plan.error = "does not compile: " + why;
+    others.push_back(std::move(plan));
+  }
+  printShardingReport(module, chosen, others, cost, limit, llvm::outs());
+  if (!reportJson.empty() &&
+      failed(writeText(reportJson, [&](llvm::raw_ostream &os) {
+        os << llvm::formatv("{0:2}", shardingReportJson(module, chosen, others,
+                                                        cost, limit))
+           << "\n";
+        return success();
+      })))
+    return failure();
+  if (!reportPlot.empty())
+    return writeText(reportPlot, [&](llvm::raw_ostream &os) {
+      writeShardingPlot(chosen, others, limit, os);
+      return success();
+    });
+  return success();
+}
+
 LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   // What to do.
   std::optional<Phase> stopAfter;
@@ -531,16 +644,32 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail("--emit=mlir writes IR: --compile-to must be import, "
                 "precision, autodiff, optimizer, sharding, partition, fusion, "
                 "schedule or memory");
-  if (!report.empty() && report != "memory")
-    return fail("unknown --report '" + report + "'; expected memory");
+  if (!report.empty() && report != "memory" && report != "sharding")
+    return fail("unknown --report '" + report +
+                "'; expected memory or sharding");
   if (!reportPlot.empty() && report.empty())
-    return fail("--report-plot draws the memory report: add --report=memory");
+    return fail("--report-plot draws a report: add --report=memory or "
+                "--report=sharding");
+  if (!reportJson.empty() && report != "sharding")
+    return fail("--report-json writes the sharding report: add "
+                "--report=sharding");
   if (!report.empty()) {
     if (!compileTo.empty() || emit != EmitKind::Exe)
-      return fail("--report=memory compiles to the memory phase and prints "
+      return fail("--report=" + report +
+                  " compiles to the memory phase and prints "
                   "the plan; drop --compile-to and --emit");
     last = Phase::Memory;
   }
+  std::optional<int64_t> memoryLimit;
+  if (!memoryLimitFlag.empty()) {
+    memoryLimit = parseSize(memoryLimitFlag);
+    if (!memoryLimit || *memoryLimit <= 0)
+      return fail("--memory-limit takes a positive size such as 12GB, "
+                  "80GiB or 8000000000, got '" +
+                  memoryLimitFlag + "'");
+  }
+  if (shardTimeLimit <= 0)
+    return fail("--shard-time-limit takes a positive number of seconds");
   if (fusionRules != "none" && fusionRules != "elementwise" &&
       fusionRules != "all")
     return fail("unknown --fusion '" + fusionRules +
@@ -726,6 +855,19 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                           : mesh && mesh.axisSize("tp") > 1 ? "tp"
                                                             : "dp";
     options.precision = policy;
+    options.autoShard = autoShard;
+    options.cluster = !clusterFlag.empty() ? std::string(clusterFlag)
+                      : cuda               ? "h100-sxm-8"
+                                           : "cpu-local";
+    options.shardMemoryLimit = memoryLimit.value_or(0);
+    options.allowStrategies = allowStrategies;
+    options.shardSeed = shardSeed;
+    options.shardTimeLimit = shardTimeLimit;
+    if ((autoShard || report == "sharding") && !mesh)
+      return fail(
+          std::string(autoShard ? "--auto-shard" : "--report=sharding") +
+          " plans the shardings over a mesh: add --mesh (such as "
+          "--mesh=data=2,tp=2) or a mesh in the training table");
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.fusion = fusionRules;
     options.remat = rematPolicy;
@@ -789,10 +931,14 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     // The report compares with other remat policies: the module as it
     // comes, for them.
     OwningOpRef<ModuleOp> pristine;
-    if (!report.empty() && (options.remat != "none" || !reportPlot.empty()))
+    if (report == "sharding" ||
+        (!report.empty() && (options.remat != "none" || !reportPlot.empty())))
       pristine = module->clone();
     if (failed(runTrainingPipeline(*module, options, from, to, configure)))
       return failure();
+    if (report == "sharding")
+      return printShardingReportFor(*module, *pristine, options, from, to,
+                                    configure);
     if (pristine) {
       for (StringRef policy : {"none", "selective", "full"}) {
         if (policy == options.remat || (policy != "none" && reportPlot.empty()))
@@ -913,7 +1059,8 @@ int main(int argc, char **argv) {
     if (it != cl::getRegisteredOptions().end())
       it->second->addCategory(irCategory);
   }
-  cl::HideUnrelatedOptions({&tgcCategory, &trainingCategory, &irCategory});
+  cl::HideUnrelatedOptions(
+      {&tgcCategory, &trainingCategory, &planCategory, &irCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compiles a model file into a training executable\n\n"

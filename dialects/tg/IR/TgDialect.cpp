@@ -266,7 +266,7 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
-  if (name == kRematAttr) {
+  if (name == kRematAttr || name == kAutoShardAttr) {
     if (!isa<func::FuncOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' must be a dictionary on a function";

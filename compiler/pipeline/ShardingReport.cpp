@@ -1,0 +1,381 @@
+//===- ShardingReport.cpp - tgc --report=sharding ---------------*- C++ -*-===//
+//
+// Walks @train_step as it will run (kernels after fusion, collectives after
+// scheduling, buffers after memory planning) and prices it with the cost
+// model. Time is compute plus communication: overlap is not modelled yet,
+// so the step time is an upper bound where the schedule overlaps buckets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/pipeline/ShardingReport.h"
+
+#include "compiler/pipeline/MemoryReport.h"
+#include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// The layer a model-file name belongs to: `h.3` for `h.3.attn.c_proj`,
+/// the first component otherwise (`wte`, `fc1`).
+std::string layerOfName(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  if (parts.size() >= 3 && !parts[1].empty() &&
+      llvm::all_of(parts[1], [](char c) { return llvm::isDigit(c); }))
+    return (parts[0] + "." + parts[1]).str();
+  return parts.empty() ? std::string() : parts[0].str();
+}
+
+std::string layerOfLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return layerOfName(name.getName().getValue());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations()) {
+      std::string layer = layerOfLoc(l);
+      if (!layer.empty())
+        return layer;
+    }
+  return "";
+}
+
+std::string formatSeconds(double s) {
+  if (s >= 1)
+    return llvm::formatv("{0:f2} s", s).str();
+  if (s >= 1e-3)
+    return llvm::formatv("{0:f2} ms", s * 1e3).str();
+  return llvm::formatv("{0:f1} us", s * 1e6).str();
+}
+
+func::FuncOp stepOf(ModuleOp module) {
+  return module.lookupSymbol<func::FuncOp>("train_step");
+}
+
+double peakFlops(ModuleOp module, const CostModel &cost) {
+  auto precision = module->getAttrOfType<StringAttr>(TgDialect::kPrecisionAttr);
+  StringRef type = precision && precision.getValue() == "bf16" ? "bf16" : "f32";
+  return cost.spec().flopsFor(type) / cost.spec().flopsEfficiency;
+}
+
+/// Why `plan` loses to `chosen`, or "" when it does not.
+std::string verdict(const PlanEstimate &plan, const PlanEstimate &chosen,
+                    int64_t limit) {
+  if (!plan.error.empty())
+    return "not applicable: " + plan.error;
+  if (plan.memoryBytes() > limit)
+    return "does not fit: " + formatBytes(plan.memoryBytes()) + " > " +
+           formatBytes(limit);
+  if (plan.stepSeconds() > chosen.stepSeconds())
+    return llvm::formatv("{0:f2}x slower",
+                         plan.stepSeconds() / chosen.stepSeconds())
+        .str();
+  return "";
+}
+
+} // namespace
+
+PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
+                                    StringRef label) {
+  PlanEstimate plan;
+  plan.label = label.str();
+  func::FuncOp step = stepOf(module);
+  if (!step) {
+    plan.error = "no @train_step";
+    return plan;
+  }
+  for (Type t : step.getArgumentTypes())
+    if (isa<RankedTensorType>(t))
+      plan.argumentBytes += tensorBytes(t);
+  if (auto arena = step->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
+    plan.arenaBytes = arena.getInt();
+  // Ops without a name of their own (the optimizer's, a bucket's
+  // collective) count toward the layer before them.
+  std::string layer = "(step)";
+  llvm::StringMap<size_t> layerIndex;
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    std::string named = layerOfLoc(op.getLoc());
+    if (!named.empty())
+      layer = named;
+    auto [it, inserted] = layerIndex.try_emplace(layer, plan.layers.size());
+    if (inserted)
+      plan.layers.push_back({layer, 0.0, 0.0});
+    auto &[name, compute, comm] = plan.layers[it->second];
+    if (std::optional<double> seconds = cost.collectiveOpSeconds(&op);
+        seconds && !isa<AllSliceOp>(op)) {
+      CollectiveEstimate c;
+      c.kind = op.getName().stripDialect().str();
+      if (auto axis = op.getAttrOfType<StringAttr>("mesh_axis"))
+        c.axis = axis.getValue().str();
+      for (Value v : op.getOperands())
+        c.bytes += tensorBytes(v.getType());
+      if (auto why = op.getAttrOfType<StringAttr>(kReshardAttr))
+        c.cause = why.getValue().str();
+      else if (op.hasAttr("bucket"))
+        c.cause = "gradient bucket";
+      c.layer = layer;
+      c.seconds = *seconds;
+      plan.commSeconds += *seconds;
+      comm += *seconds;
+      plan.collectives.push_back(std::move(c));
+      continue;
+    }
+    double seconds = cost.opSeconds(&op);
+    plan.computeSeconds += seconds;
+    plan.flops += flopCount(&op);
+    compute += seconds;
+  }
+  return plan;
+}
+
+static void printPlanRow(const PlanEstimate &plan, StringRef why,
+                         llvm::raw_ostream &os) {
+  if (!plan.error.empty()) {
+    os << llvm::formatv("  {0,-12} {1}\n", plan.label, why);
+    return;
+  }
+  os << llvm::formatv(
+      "  {0,-12} {1,10} {2,10} {3,10} {4,11}  {5}\n", plan.label,
+      formatSeconds(plan.stepSeconds()), formatSeconds(plan.computeSeconds),
+      formatSeconds(plan.commSeconds), formatBytes(plan.memoryBytes()), why);
+}
+
+void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
+                                   ArrayRef<PlanEstimate> others,
+                                   const CostModel &cost, int64_t limit,
+                                   llvm::raw_ostream &os) {
+  func::FuncOp step = stepOf(module);
+  MeshOp mesh = getModuleMesh(module);
+  const ClusterSpec &spec = cost.spec();
+  os << "sharding report: @train_step";
+  if (mesh) {
+    os << " on mesh [";
+    llvm::interleaveComma(mesh.getAxisNames(), os, [&](StringRef a) {
+      os << a << "=" << mesh.axisSize(a);
+    });
+    os << "]";
+  }
+  os << ", cluster " << spec.name << " (" << spec.deviceName << ", "
+     << spec.devicesPerNode << " per node)\n";
+  os << "plan: " << chosen.label << "\n";
+  if (auto auto_ =
+          step->getAttrOfType<DictionaryAttr>(TgDialect::kAutoShardAttr)) {
+    auto get = [&](StringRef key) { return auto_.get(key); };
+    os << "  solver: " << cast<StringAttr>(get("method")).getValue() << ", "
+       << cast<IntegerAttr>(get("nodes")).getInt() << " nodes, "
+       << cast<IntegerAttr>(get("edges")).getInt() << " edges, its model "
+       << formatSeconds(
+              cast<FloatAttr>(get("modelled_seconds")).getValueAsDouble())
+       << " before fusion\n";
+  }
+
+  os << "\nparameters and optimizer state: sharding, origin\n";
+  std::string lastLayer;
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+    if (!name)
+      name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
+    if (!name)
+      continue;
+    std::string layer = layerOfName(name.getValue());
+    if (layer != lastLayer)
+      os << "  " << layer << "\n";
+    lastLayer = layer;
+    ShardingAttr s = getSharding(arg);
+    std::string sharding = s ? formatSharding(s) : "whole";
+    llvm::erase(sharding, '"');
+    os << llvm::formatv("    {0,-34} {1,-22} {2}\n", name.getValue(), sharding,
+                        s ? getShardingOrigin(arg) : "");
+  }
+
+  os << "\ncollectives per step: kind, axis, bytes, modelled time, cause\n";
+  SmallVector<const CollectiveEstimate *> sorted;
+  for (const CollectiveEstimate &c : chosen.collectives)
+    sorted.push_back(&c);
+  llvm::stable_sort(sorted,
+                    [](auto *a, auto *b) { return a->seconds > b->seconds; });
+  constexpr size_t kShown = 30;
+  for (const CollectiveEstimate *c : ArrayRef(sorted).take_front(kShown))
+    os << llvm::formatv("  {0,-15} {1,-5} {2,10} {3,10}  {4}: {5}\n", c->kind,
+                        c->axis, formatBytes(c->bytes),
+                        formatSeconds(c->seconds), c->layer, c->cause);
+  if (sorted.size() > kShown) {
+    double rest = 0;
+    for (const CollectiveEstimate *c : ArrayRef(sorted).drop_front(kShown))
+      rest += c->seconds;
+    os << "  ... and " << sorted.size() - kShown << " more, "
+       << formatSeconds(rest) << "\n";
+  }
+  if (sorted.empty())
+    os << "  none\n";
+
+  os << "\nper layer: compute, communication\n";
+  for (auto &[layer, compute, comm] : chosen.layers)
+    os << llvm::formatv("  {0,-12} {1,10} {2,10}\n", layer,
+                        formatSeconds(compute), formatSeconds(comm));
+
+  double peak = peakFlops(module, cost);
+  os << llvm::formatv(
+      "\nstep: compute {0} + communication {1} = {2} (overlap not "
+      "modelled); {3:e2} FLOP per device, MFU {4:f1}% of {5:e2} FLOP/s\n",
+      formatSeconds(chosen.computeSeconds), formatSeconds(chosen.commSeconds),
+      formatSeconds(chosen.stepSeconds()), chosen.flops,
+      100.0 * chosen.flops / chosen.stepSeconds() / peak, peak);
+  os << "memory per device: arguments " << formatBytes(chosen.argumentBytes)
+     << " + arena peak " << formatBytes(chosen.arenaBytes) << " = "
+     << formatBytes(chosen.memoryBytes()) << " of " << formatBytes(limit)
+     << (chosen.memoryBytes() <= limit ? " (fits)" : " (does not fit)") << "\n";
+
+  os << "\nplans compared (same model, mesh and cluster):\n";
+  os << llvm::formatv("  {0,-12} {1,10} {2,10} {3,10} {4,11}\n", "plan", "step",
+                      "compute", "comm", "memory");
+  printPlanRow(chosen, "chosen", os);
+  for (const PlanEstimate &plan : others) {
+    std::string why = verdict(plan, chosen, limit);
+    printPlanRow(plan, why.empty() ? "as fast or faster: not chosen" : why, os);
+  }
+}
+
+llvm::json::Value mlir::tg::shardingReportJson(ModuleOp module,
+                                               const PlanEstimate &chosen,
+                                               ArrayRef<PlanEstimate> others,
+                                               const CostModel &cost,
+                                               int64_t limit) {
+  func::FuncOp step = stepOf(module);
+  auto planJson = [&](const PlanEstimate &plan) {
+    llvm::json::Object o{{"plan", plan.label}};
+    if (!plan.error.empty()) {
+      o["error"] = plan.error;
+      return o;
+    }
+    o["step_seconds"] = plan.stepSeconds();
+    o["compute_seconds"] = plan.computeSeconds;
+    o["communication_seconds"] = plan.commSeconds;
+    o["memory_bytes"] = plan.memoryBytes();
+    o["argument_bytes"] = plan.argumentBytes;
+    o["arena_bytes"] = plan.arenaBytes;
+    o["flops_per_device"] = plan.flops;
+    o["fits"] = plan.memoryBytes() <= limit;
+    return o;
+  };
+  llvm::json::Array tensors;
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+    if (!name)
+      name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
+    ShardingAttr s = getSharding(arg);
+    if (!name || !s)
+      continue;
+    tensors.push_back(
+        llvm::json::Object{{"name", name.getValue()},
+                           {"layer", layerOfName(name.getValue())},
+                           {"sharding", formatSharding(s)},
+                           {"origin", getShardingOrigin(arg)}});
+  }
+  llvm::json::Array collectives;
+  for (const CollectiveEstimate &c : chosen.collectives)
+    collectives.push_back(llvm::json::Object{{"kind", c.kind},
+                                             {"axis", c.axis},
+                                             {"bytes", c.bytes},
+                                             {"seconds", c.seconds},
+                                             {"layer", c.layer},
+                                             {"cause", c.cause}});
+  llvm::json::Array layers;
+  for (auto &[layer, compute, comm] : chosen.layers)
+    layers.push_back(llvm::json::Object{{"layer", layer},
+                                        {"compute_seconds", compute},
+                                        {"communication_seconds", comm}});
+  llvm::json::Array compared;
+  for (const PlanEstimate &plan : others) {
+    llvm::json::Object o = planJson(plan);
+    o["verdict"] = verdict(plan, chosen, limit);
+    compared.push_back(std::move(o));
+  }
+  double peak = peakFlops(module, cost);
+  llvm::json::Object out{{"cluster", cost.spec().name},
+                         {"memory_limit", limit},
+                         {"chosen", planJson(chosen)},
+                         {"mfu", chosen.flops / chosen.stepSeconds() / peak},
+                         {"tensors", std::move(tensors)},
+                         {"collectives", std::move(collectives)},
+                         {"layers", std::move(layers)},
+                         {"compared", std::move(compared)}};
+  if (auto solver =
+          step->getAttrOfType<DictionaryAttr>(TgDialect::kAutoShardAttr))
+    out["solver"] = llvm::json::Object{
+        {"method", cast<StringAttr>(solver.get("method")).getValue()},
+        {"nodes", cast<IntegerAttr>(solver.get("nodes")).getInt()},
+        {"edges", cast<IntegerAttr>(solver.get("edges")).getInt()}};
+  return llvm::json::Value(std::move(out));
+}
+
+void mlir::tg::writeShardingPlot(const PlanEstimate &chosen,
+                                 ArrayRef<PlanEstimate> others, int64_t limit,
+                                 llvm::raw_ostream &os) {
+  // Left: per layer, compute and communication bars; right: memory per
+  // device of each plan against the limit.
+  const double width = 900, height = 420, top = 40, bottom = 360;
+  const double leftW = 560, rightX = 620, rightW = 250;
+  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                      "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
+                      "font-size=\"11\">\n",
+                      width, height);
+  os << "<text x=\"10\" y=\"20\" font-size=\"14\">" << chosen.label
+     << ": modelled time per layer (compute blue, communication orange)"
+     << "</text>\n";
+  double most = 1e-12;
+  for (auto &[layer, compute, comm] : chosen.layers)
+    most = std::max(most, compute + comm);
+  size_t n = std::max<size_t>(chosen.layers.size(), 1);
+  double bar = leftW / n;
+  for (auto [i, entry] : llvm::enumerate(chosen.layers)) {
+    auto &[layer, compute, comm] = entry;
+    double x = 40 + i * bar, hc = (bottom - top) * compute / most,
+           hm = (bottom - top) * comm / most;
+    os << llvm::formatv("<rect x=\"{0:f1}\" y=\"{1:f1}\" width=\"{2:f1}\" "
+                        "height=\"{3:f1}\" fill=\"#4878cf\"/>\n",
+                        x, bottom - hc, bar * 0.8, hc);
+    os << llvm::formatv("<rect x=\"{0:f1}\" y=\"{1:f1}\" width=\"{2:f1}\" "
+                        "height=\"{3:f1}\" fill=\"#ee854a\"/>\n",
+                        x, bottom - hc - hm, bar * 0.8, hm);
+    os << llvm::formatv("<text x=\"{0:f1}\" y=\"{1}\" transform=\"rotate(45 "
+                        "{0:f1} {1})\">{2}</text>\n",
+                        x, bottom + 12, layer);
+  }
+  os << llvm::formatv("<text x=\"40\" y=\"{0}\">0</text><text x=\"40\" "
+                      "y=\"{1}\">{2}</text>\n",
+                      bottom + 30, top - 4, formatSeconds(most));
+  SmallVector<const PlanEstimate *> plans{&chosen};
+  for (const PlanEstimate &p : others)
+    if (p.error.empty())
+      plans.push_back(&p);
+  double maxBytes = (double)limit;
+  for (const PlanEstimate *p : plans)
+    maxBytes = std::max(maxBytes, (double)p->memoryBytes());
+  double row = (bottom - top) / std::max<size_t>(plans.size(), 1);
+  os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">memory per device</text>\n",
+                      rightX, top - 4);
+  for (auto [i, p] : llvm::enumerate(plans)) {
+    double w = rightW * p->memoryBytes() / maxBytes, y = top + i * row;
+    os << llvm::formatv("<rect x=\"{0}\" y=\"{1:f1}\" width=\"{2:f1}\" "
+                        "height=\"{3:f1}\" fill=\"{4}\"/>\n",
+                        rightX, y, w, row * 0.6,
+                        p->memoryBytes() <= limit ? "#6acc64" : "#d65f5f");
+    os << llvm::formatv("<text x=\"{0}\" y=\"{1:f1}\">{2} {3}</text>\n", rightX,
+                        y + row * 0.6 + 11, p->label,
+                        formatBytes(p->memoryBytes()));
+  }
+  double lx = rightX + rightW * limit / maxBytes;
+  os << llvm::formatv("<line x1=\"{0:f1}\" y1=\"{1}\" x2=\"{0:f1}\" "
+                      "y2=\"{2}\" stroke=\"black\" stroke-dasharray=\"4\"/>\n"
+                      "<text x=\"{0:f1}\" y=\"{3}\">limit</text>\n",
+                      lx, top, bottom, bottom + 14);
+  os << "</svg>\n";
+}

@@ -1,0 +1,74 @@
+//===- ShardingReport.h - tgc --report=sharding -----------------*- C++ -*-===//
+//
+// What a sharding plan costs, read from the compiled IR (never an
+// emitter's): each tensor's sharding and where it came from, each
+// collective with its bytes, modelled time and the value that caused it,
+// memory per device against the limit, the modelled step time and MFU, and
+// the standard plans beside the chosen one with the reason each loses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_PIPELINE_SHARDINGREPORT_H
+#define TGC_COMPILER_PIPELINE_SHARDINGREPORT_H
+
+#include "compiler/cost/CostModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::tg {
+
+/// One collective of the step as the cost model sees it.
+struct CollectiveEstimate {
+  std::string kind, axis, cause, layer;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+/// The modelled cost of a module compiled through the memory phase.
+struct PlanEstimate {
+  std::string label;
+  /// Why the plan could not be compiled, or "" when it was.
+  std::string error;
+  double computeSeconds = 0, commSeconds = 0;
+  /// The FLOPs one device computes per step.
+  double flops = 0;
+  /// What one device holds: the step's arguments (parameters, state,
+  /// batch) and the arena's planned peak.
+  int64_t argumentBytes = 0, arenaBytes = 0;
+  SmallVector<CollectiveEstimate> collectives;
+  /// Per layer (the model file's name prefix), compute and communication.
+  SmallVector<std::tuple<std::string, double, double>> layers;
+
+  /// No overlap of communication with compute is modelled yet.
+  double stepSeconds() const { return computeSeconds + commSeconds; }
+  int64_t memoryBytes() const { return argumentBytes + arenaBytes; }
+};
+
+/// Estimates @train_step of `module` (after tg-plan-memory).
+PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
+                          StringRef label);
+
+/// The report as text, and as JSON (`--report-json`): `module` is the
+/// chosen plan compiled through the memory phase, `others` the standard
+/// plans, `limit` the bytes a device may hold.
+void printShardingReport(ModuleOp module, const PlanEstimate &chosen,
+                         ArrayRef<PlanEstimate> others, const CostModel &cost,
+                         int64_t limit, llvm::raw_ostream &os);
+llvm::json::Value shardingReportJson(ModuleOp module,
+                                     const PlanEstimate &chosen,
+                                     ArrayRef<PlanEstimate> others,
+                                     const CostModel &cost, int64_t limit);
+
+/// Draws per-layer compute and communication time of the chosen plan, and
+/// memory per device of every plan against the limit, as SVG.
+void writeShardingPlot(const PlanEstimate &chosen,
+                       ArrayRef<PlanEstimate> others, int64_t limit,
+                       llvm::raw_ostream &os);
+
+} // namespace mlir::tg
+
+#endif // TGC_COMPILER_PIPELINE_SHARDINGREPORT_H

@@ -1,0 +1,631 @@
+//===- AutoShard.cpp - Shardings chosen by cost, as pins --------*- C++ -*-===//
+//
+// tg-auto-shard: the shardings of @train_step as an optimisation problem (a
+// strategy per argument and op, a resharding cost per operand, memory per
+// device over the ops' order), solved by compiler/shardsolve and written
+// back as pins for tg-propagate-sharding. Strategies come from the ops'
+// sharding rules through decideOpSharding, so the partitioner decides what
+// the solver priced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/sharding/Passes.h"
+#include "passes/sharding/Sharding.h"
+
+#include "compiler/cost/CostModel.h"
+#include "compiler/shardsolve/Solver.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_AUTOSHARDPASS
+#include "passes/sharding/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+/// At most this many strategies per node: the ones whose op runs fastest
+/// (most split), the whole one always among them.
+constexpr size_t kMaxChoices = 48;
+
+/// One strategy of a node: the shardings its operands need and its
+/// results have (an argument's one sharding is results[0]).
+struct Choice {
+  SmallVector<ShardingAttr> operands;
+  SmallVector<ShardingAttr> results;
+  double seconds = 0;
+  int64_t bytes = 0;
+};
+
+struct Node {
+  Operation *op = nullptr;
+  BlockArgument arg;
+  SmallVector<Choice> choices;
+  int64_t start = 0, end = 0;
+};
+
+int64_t pieces(ShardingAttr s, MeshOp mesh, bool withPartial = false) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < s.getRank(); ++d)
+    for (StringRef a : s.axesOf(d))
+      n *= mesh.axisSize(a);
+  if (withPartial)
+    for (StringRef a : s.partialAxes())
+      n *= mesh.axisSize(a);
+  return n;
+}
+
+int64_t localBytes(Type type, ShardingAttr s, MeshOp mesh) {
+  return tensorBytes(type) / pieces(s, mesh);
+}
+
+/// The shardings built from `dimAxes` (per dim, the axes on it).
+ShardingAttr shardingOf(MLIRContext *context, MeshOp mesh,
+                        ArrayRef<SmallVector<StringRef>> dimAxes) {
+  return ShardingAttr::get(context, mesh.getSymName(), dimAxes);
+}
+
+struct AutoShardPass : public mlir::tg::impl::AutoShardPassBase<AutoShardPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  mutable MeshOp mesh;
+  std::optional<CostModel> cost;
+  std::optional<ClusterSpec> spec;
+  SmallVector<StringRef> axes;
+  bool allowZero = true;
+
+  SmallVector<Node> nodes;
+  /// The node (and result) that decides each value.
+  DenseMap<Value, std::pair<int64_t, unsigned>> nodeOf;
+  /// Values whose sharding is fixed: the batch, scalars, constants.
+  DenseMap<Value, ShardingAttr> fixed;
+  /// Pairs of nodes (lower first) and their costs, |S_lo| x |S_hi|.
+  llvm::MapVector<std::pair<int64_t, int64_t>, std::vector<double>> edges;
+
+  double reshardSeconds(ShardingAttr from, ShardingAttr to, Type type) const;
+  SmallVector<Choice> argChoices(BlockArgument arg);
+  SmallVector<Choice> opChoices(Operation *op);
+  ShardingAttr fixedArgSharding(func::FuncOp func, BlockArgument arg);
+  void addEdge(int64_t u, unsigned result, int64_t v,
+               function_ref<ShardingAttr(const Choice &)> wanted, Type type);
+  LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
+};
+
+//===----------------------------------------------------------------------===//
+// The cost of resharding
+//===----------------------------------------------------------------------===//
+
+/// The modelled time of the collectives tg-partition emits to turn `from`
+/// into `to` (reshardSteps).
+double AutoShardPass::reshardSeconds(ShardingAttr from, ShardingAttr to,
+                                     Type type) const {
+  if (from == to)
+    return 0;
+  FailureOr<SmallVector<ReshardStep>> steps = reshardSteps(from, to);
+  if (failed(steps))
+    return ::tg::shardsolve::kForbidden;
+  double bytes = (double)tensorBytes(type) / pieces(from, mesh);
+  double seconds = 0;
+  for (const ReshardStep &step : *steps) {
+    int64_t size = mesh.axisSize(step.axis);
+    switch (step.kind) {
+    case ReshardStep::ReduceScatter:
+      seconds += cost->collectiveSeconds(CollectiveKind::ReduceScatter,
+                                         step.axis, bytes);
+      bytes /= size;
+      break;
+    case ReshardStep::AllReduce:
+      seconds +=
+          cost->collectiveSeconds(CollectiveKind::AllReduce, step.axis, bytes);
+      break;
+    case ReshardStep::AllGather:
+      bytes *= size;
+      seconds +=
+          cost->collectiveSeconds(CollectiveKind::AllGather, step.axis, bytes);
+      break;
+    case ReshardStep::AllSlice:
+      // Each process copies the piece it keeps.
+      bytes /= size;
+      seconds += bytes / spec->memoryBandwidth;
+      break;
+    }
+  }
+  return seconds;
+}
+
+//===----------------------------------------------------------------------===//
+// Strategies
+//===----------------------------------------------------------------------===//
+
+/// Every way the mesh axes split the dims of an argument: each axis on one
+/// dim (in the mesh's order) or none, where the dim divides.
+SmallVector<Choice> AutoShardPass::argChoices(BlockArgument arg) {
+  auto type = cast<RankedTensorType>(arg.getType());
+  SmallVector<Choice> out;
+  SmallVector<int64_t> dimOfAxis(axes.size(), -1);
+  std::function<void(size_t)> visit = [&](size_t k) {
+    if (k == axes.size()) {
+      SmallVector<SmallVector<StringRef>> dims(type.getRank());
+      for (auto [a, d] : llvm::zip(axes, dimOfAxis))
+        if (d >= 0)
+          dims[d].push_back(a);
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        int64_t parts = 1;
+        for (StringRef a : dims[d])
+          parts *= mesh.axisSize(a);
+        if (type.getDimSize(d) % parts != 0)
+          return;
+      }
+      Choice c;
+      c.results.push_back(shardingOf(&getContext(), mesh, dims));
+      c.bytes = localBytes(type, c.results[0], mesh);
+      out.push_back(std::move(c));
+      return;
+    }
+    dimOfAxis[k] = -1;
+    visit(k + 1);
+    if (isDataAxis(axes[k]) && !allowZero)
+      return;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      dimOfAxis[k] = d;
+      visit(k + 1);
+    }
+    dimOfAxis[k] = -1;
+  };
+  visit(0);
+  return out;
+}
+
+/// Every way the mesh axes split the factors of `op`'s sharding rule, as
+/// decideOpSharding runs it given operands split that way; duplicates
+/// dropped. An op without a rule runs whole.
+SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
+  MLIRContext *context = &getContext();
+  SmallVector<Choice> out;
+  auto add = [&](const OpSharding &decision) {
+    Choice c;
+    c.operands = decision.operands;
+    c.results = decision.results;
+    llvm::SmallSetVector<StringRef, 4> used;
+    for (ShardingAttr s : llvm::concat<ShardingAttr>(c.operands, c.results)) {
+      for (int64_t d = 0; d < s.getRank(); ++d)
+        for (StringRef a : s.axesOf(d))
+          used.insert(a);
+      for (StringRef a : s.partialAxes())
+        used.insert(a);
+    }
+    double parts = 1;
+    for (StringRef a : used)
+      parts *= mesh.axisSize(a);
+    c.seconds = cost->opSeconds(op, parts);
+    // An update writes its parameter and state in place.
+    if (!isa<OptimizerUpdateOp>(op))
+      for (auto [v, s] : llvm::zip(op->getResults(), c.results))
+        if (isa<RankedTensorType>(v.getType()))
+          c.bytes += localBytes(v.getType(), s, mesh);
+    out.push_back(std::move(c));
+  };
+  auto rankOf = [](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t ? t.getRank() : -1;
+  };
+  auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
+  if (!ruleOp ||
+      llvm::any_of(op->getOperands(), [&](Value v) { return rankOf(v) < 0; })) {
+    add(decideOpSharding(op, SmallVector<ShardingAttr>(op->getNumOperands()),
+                         mesh));
+    return out;
+  }
+  ShardingRule rule = ruleOp.getShardingRule();
+  SmallVector<StringRef> opAxes;
+  for (StringRef a : axes)
+    if (allowZero || !isDataAxis(a) || !isa<OptimizerUpdateOp>(op))
+      opAxes.push_back(a);
+  llvm::DenseSet<Attribute> seen;
+  SmallVector<int64_t> factorOfAxis(opAxes.size(), -1);
+  SmallVector<int64_t> parts(rule.factorSizes.size(), 1);
+  std::function<void(size_t)> visit = [&](size_t k) {
+    if (k == opAxes.size()) {
+      SmallVector<ShardingAttr> operands;
+      for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+        SmallVector<SmallVector<StringRef>> dims(rankOf(v));
+        if (i < rule.operandDims.size() &&
+            (int64_t)rule.operandDims[i].size() == rankOf(v))
+          for (auto [d, f] : llvm::enumerate(rule.operandDims[i]))
+            if (f >= 0)
+              for (auto [a, g] : llvm::zip(opAxes, factorOfAxis))
+                if (g == f)
+                  dims[d].push_back(a);
+        operands.push_back(shardingOf(context, mesh, dims));
+      }
+      OpSharding decision = decideOpSharding(op, operands, mesh);
+      SmallVector<Attribute> key(decision.operands.begin(),
+                                 decision.operands.end());
+      key.append(decision.results.begin(), decision.results.end());
+      if (seen.insert(ArrayAttr::get(context, key)).second)
+        add(decision);
+      return;
+    }
+    factorOfAxis[k] = -1;
+    visit(k + 1);
+    int64_t size = mesh.axisSize(opAxes[k]);
+    for (int64_t f = 0; f < (int64_t)rule.factorSizes.size(); ++f) {
+      if (rule.factorSizes[f] % (parts[f] * size) != 0)
+        continue;
+      factorOfAxis[k] = f;
+      parts[f] *= size;
+      visit(k + 1);
+      parts[f] /= size;
+    }
+    factorOfAxis[k] = -1;
+  };
+  visit(0);
+  if (out.size() > kMaxChoices) {
+    // Keep the whole strategy (the first) and the fastest others.
+    std::stable_sort(
+        out.begin() + 1, out.end(),
+        [](const Choice &a, const Choice &b) { return a.seconds < b.seconds; });
+    out.resize(kMaxChoices);
+  }
+  return out;
+}
+
+/// The sharding of an argument the solver does not choose: a batch input
+/// split along its `batch` dim over the data axes, the rest whole.
+ShardingAttr AutoShardPass::fixedArgSharding(func::FuncOp func,
+                                             BlockArgument arg) {
+  auto type = cast<RankedTensorType>(arg.getType());
+  SmallVector<SmallVector<StringRef>> dims(type.getRank());
+  SmallVector<StringRef> batchAxes = dataAxes(mesh);
+  int64_t parts = 1;
+  for (StringRef a : batchAxes)
+    parts *= mesh.axisSize(a);
+  if (auto names = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                    TgDialect::kDimNamesAttr))
+    for (auto [d, n] : llvm::enumerate(names))
+      if (cast<StringAttr>(n).getValue() == "batch" &&
+          type.getDimSize(d) % parts == 0) {
+        dims[d] = batchAxes;
+        break;
+      }
+  return shardingOf(&getContext(), mesh, dims);
+}
+
+void AutoShardPass::addEdge(int64_t u, unsigned result, int64_t v,
+                            function_ref<ShardingAttr(const Choice &)> wanted,
+                            Type type) {
+  const Node &from = nodes[u], &to = nodes[v];
+  bool flip = u > v;
+  auto key = flip ? std::make_pair(v, u) : std::make_pair(u, v);
+  size_t nu = from.choices.size(), nv = to.choices.size();
+  std::vector<double> &costs = edges[key];
+  if (costs.empty())
+    costs.assign(nu * nv, 0.0);
+  for (size_t su = 0; su < nu; ++su)
+    for (size_t sv = 0; sv < nv; ++sv) {
+      double c = reshardSeconds(from.choices[su].results[result],
+                                wanted(to.choices[sv]), type);
+      size_t index = flip ? sv * nu + su : su * nv + sv;
+      costs[index] = std::min(costs[index] + c, ::tg::shardsolve::kForbidden);
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+void AutoShardPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  mesh = getModuleMesh(module);
+  if (!mesh)
+    return;
+  func::FuncOp step;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.getSymName() == "train_step")
+      step = func;
+  if (!step) {
+    module.emitError() << "tg-auto-shard plans @train_step, which this module "
+                          "lacks: run it after tg-optimizer";
+    return signalPassFailure();
+  }
+  llvm::Expected<ClusterSpec> read = readClusterSpec(clusterSpecPath(cluster));
+  if (!read) {
+    module.emitError() << llvm::toString(read.takeError());
+    return signalPassFailure();
+  }
+  spec = std::move(*read);
+  cost.emplace(*spec, mesh);
+  bool allowTp = false;
+  allowZero = false;
+  for (StringRef kind : llvm::split(StringRef(allowStrategies), ',')) {
+    kind = kind.trim();
+    if (kind == "zero")
+      allowZero = true;
+    else if (kind == "tp")
+      allowTp = true;
+    else if (kind != "dp") {
+      module.emitError() << "unknown strategy '" << kind
+                         << "' in allow-strategies; expected dp, zero or tp";
+      return signalPassFailure();
+    }
+  }
+  for (StringRef a : mesh.getAxisNames())
+    if (allowTp || isDataAxis(a))
+      axes.push_back(a);
+
+  Block &body = step.getBody().front();
+  int64_t end = 1;
+  DenseMap<Operation *, int64_t> position;
+  for (Operation &op : body.without_terminator())
+    position[&op] = end++;
+  auto lastUse = [&](Value v) {
+    int64_t last = -1;
+    for (Operation *user : v.getUsers())
+      last = std::max(
+          last, user == body.getTerminator() ? end : position.lookup(user));
+    return last;
+  };
+
+  // Nodes: the parameters and their state, then the ops in order.
+  llvm::StringMap<int64_t> argNodeOf;
+  for (BlockArgument arg : step.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto param = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+    auto state = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
+    auto accum = step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr);
+    if (ShardingAttr pin = getSharding(arg)) {
+      fixed[arg] = pin;
+      continue;
+    }
+    if (!param && !state && !accum) {
+      fixed[arg] = fixedArgSharding(step, arg);
+      continue;
+    }
+    Node node;
+    node.arg = arg;
+    node.choices = argChoices(arg);
+    node.start = 0;
+    node.end = end + 1;
+    if (!accum)
+      argNodeOf[(param ? param : state).getValue()] = nodes.size();
+    nodeOf[arg] = {(int64_t)nodes.size(), 0};
+    nodes.push_back(std::move(node));
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (isa<ConstantOp>(op) || op.getNumResults() == 0) {
+      for (Value v : op.getResults())
+        if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+          fixed[v] = ShardingAttr::replicated(&getContext(), mesh.getSymName(),
+                                              t.getRank());
+      continue;
+    }
+    Node node;
+    node.op = &op;
+    if (auto pin = dyn_cast<ShardingConstraintOp>(op)) {
+      Choice c;
+      c.operands = {pin.getSharding()};
+      c.results = {pin.getSharding()};
+      c.bytes = localBytes(pin.getResult().getType(), pin.getSharding(), mesh);
+      node.choices.push_back(std::move(c));
+    } else {
+      node.choices = opChoices(&op);
+    }
+    node.start = position[&op];
+    node.end = node.start + 1;
+    for (Value v : op.getResults())
+      node.end = std::max(node.end, lastUse(v) + 1);
+    for (auto [r, v] : llvm::enumerate(op.getResults()))
+      nodeOf[v] = {(int64_t)nodes.size(), (unsigned)r};
+    nodes.push_back(std::move(node));
+  }
+
+  // Edges: each operand from its producer's choice to its reader's; the
+  // fixed values' resharding goes into the reader's own cost.
+  for (auto [v, node] : llvm::enumerate(nodes)) {
+    Operation *op = node.op;
+    if (!op || isa<GlobalNormOp>(op))
+      continue; // global_norm sums each input's pieces as they are
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      if (!isa<RankedTensorType>(operand.getType()))
+        continue;
+      auto wanted = [i = i](const Choice &c) { return c.operands[i]; };
+      if (auto it = nodeOf.find(operand); it != nodeOf.end()) {
+        addEdge(it->second.first, it->second.second, v, wanted,
+                operand.getType());
+        continue;
+      }
+      ShardingAttr have = fixed.lookup(operand);
+      if (!have)
+        continue;
+      for (Choice &c : nodes[v].choices)
+        c.seconds += reshardSeconds(have, c.operands[i], operand.getType());
+    }
+  }
+  // What the step returns: new parameters and state in their arguments'
+  // sharding for the next step, metrics and the loss whole, the rest
+  // without partial sums.
+  Operation *ret = body.getTerminator();
+  for (auto [i, value] : llvm::enumerate(ret->getOperands())) {
+    auto it = nodeOf.find(value);
+    if (it == nodeOf.end() || !isa<RankedTensorType>(value.getType()))
+      continue;
+    auto [u, r] = it->second;
+    if (auto update =
+            step.getResultAttrOfType<StringAttr>(i, TgDialect::kUpdateAttr)) {
+      auto arg = argNodeOf.find(update.getValue());
+      if (arg != argNodeOf.end() && arg->second != u)
+        addEdge(
+            u, r, arg->second, [](const Choice &c) { return c.results[0]; },
+            value.getType());
+      continue;
+    }
+    for (Choice &c : nodes[u].choices) {
+      ShardingAttr from = c.results[r];
+      ShardingAttr to = resultTarget(step, i, from);
+      c.seconds += reshardSeconds(from, to, value.getType());
+    }
+  }
+
+  // The problem, in the solver's terms.
+  ::tg::shardsolve::Problem problem;
+  problem.name =
+      (module.getName() ? module.getName()->str() : "module") + "/train_step";
+  int64_t fixedBytes = 0;
+  for (auto [v, s] : fixed)
+    if (isa<BlockArgument>(v))
+      fixedBytes += localBytes(v.getType(), s, mesh);
+  int64_t limit = memoryLimit > 0 ? (int64_t)memoryLimit : spec->memoryBytes;
+  problem.usageLimit = std::max<int64_t>(limit - fixedBytes, 0);
+  for (const Node &node : nodes) {
+    problem.intervals.push_back({node.start, node.end});
+    std::vector<double> costs;
+    std::vector<int64_t> usages;
+    for (const Choice &c : node.choices) {
+      costs.push_back(c.seconds);
+      usages.push_back(c.bytes);
+    }
+    problem.nodeCosts.push_back(std::move(costs));
+    problem.usages.push_back(std::move(usages));
+  }
+  for (auto &[key, costs] : edges)
+    problem.edges.push_back({key.first, key.second, std::move(costs)});
+  numNodes = nodes.size();
+  numEdges = problem.edges.size();
+  if (!dumpProblem.empty())
+    if (llvm::Error e = ::tg::shardsolve::writeProblem(problem, dumpProblem)) {
+      module.emitError() << llvm::toString(std::move(e));
+      return signalPassFailure();
+    }
+
+  ::tg::shardsolve::SolveOptions options;
+  options.timeLimitSeconds = timeLimit;
+  options.seed = seed;
+  ::tg::shardsolve::Solution solution =
+      ::tg::shardsolve::solve(problem, options);
+  if (!solution.evaluation.valid) {
+    step.emitError() << "no sharding of @train_step over the mesh fits "
+                     << limit << " bytes per device ("
+                     << solution.evaluation.why << ")";
+    return signalPassFailure();
+  }
+  if (failed(apply(step, solution.strategies)))
+    return signalPassFailure();
+  Builder b(&getContext());
+  step->setAttr(
+      TgDialect::kAutoShardAttr,
+      b.getDictionaryAttr({
+          b.getNamedAttr("cluster", b.getStringAttr(spec->name)),
+          b.getNamedAttr("modelled_seconds",
+                         b.getF64FloatAttr(solution.evaluation.cost)),
+          b.getNamedAttr(
+              "peak_bytes",
+              b.getI64IntegerAttr(solution.evaluation.peakUsage + fixedBytes)),
+          b.getNamedAttr("memory_limit", b.getI64IntegerAttr(limit)),
+          b.getNamedAttr("method", b.getStringAttr(solution.method)),
+          b.getNamedAttr("nodes", b.getI64IntegerAttr(problem.numNodes())),
+          b.getNamedAttr("edges", b.getI64IntegerAttr(problem.edges.size())),
+      }));
+}
+
+/// Writes the chosen strategies: arguments' shardings as pins (a parameter
+/// in every function that reads it; a gradient accumulator's also on the
+/// gradient @forward_backward returns into it), and a
+/// tg.sharding_constraint where an op reads a value in another sharding
+/// than its producer's.
+LogicalResult AutoShardPass::apply(func::FuncOp step,
+                                   ArrayRef<int64_t> chosen) {
+  ModuleOp module = getOperation();
+  MLIRContext *context = &getContext();
+  llvm::StringMap<ShardingAttr> params, accumulators;
+  for (auto [node, s] : llvm::zip(nodes, chosen)) {
+    if (node.op)
+      continue;
+    ShardingAttr sharding = node.choices[s].results[0];
+    setSharding(node.arg, sharding, "solver");
+    ++numPins;
+    if (auto name = step.getArgAttrOfType<StringAttr>(node.arg.getArgNumber(),
+                                                      TgDialect::kParamAttr))
+      params[name.getValue()] = sharding;
+    if (auto name = step.getArgAttrOfType<StringAttr>(node.arg.getArgNumber(),
+                                                      TgDialect::kAccumAttr))
+      accumulators[name.getValue()] = sharding;
+  }
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func == step)
+      continue;
+    for (BlockArgument arg : func.getArguments())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        TgDialect::kParamAttr))
+        if (ShardingAttr s = params.lookup(name.getValue()))
+          setSharding(arg, s, "solver");
+    // The gradients added into an accumulator arrive in its sharding.
+    Operation *ret = func.getBody().front().getTerminator();
+    for (OpOperand &operand : ret->getOpOperands()) {
+      auto name = func.getResultAttrOfType<StringAttr>(
+          operand.getOperandNumber(), TgDialect::kGradAttr);
+      ShardingAttr s = name ? accumulators.lookup(name.getValue()) : nullptr;
+      if (!s)
+        continue;
+      OpBuilder builder(ret);
+      auto pin = ShardingConstraintOp::create(builder, ret->getLoc(),
+                                              operand.get(), s);
+      pin->setAttr(kShardingOriginAttr,
+                   builder.getArrayAttr({builder.getStringAttr(
+                       "solver: the sharding of the accumulator in "
+                       "@train_step")}));
+      operand.set(pin.getResult());
+      ++numPins;
+    }
+  }
+  auto chosenOf = [&](Value v) -> ShardingAttr {
+    if (auto it = nodeOf.find(v); it != nodeOf.end())
+      return nodes[it->second.first]
+          .choices[chosen[it->second.first]]
+          .results[it->second.second];
+    return fixed.lookup(v);
+  };
+  DenseMap<std::pair<Value, Attribute>, Value> pins;
+  for (auto [node, s] : llvm::zip(nodes, chosen)) {
+    Operation *op = node.op;
+    if (!op || isa<GlobalNormOp, ShardingConstraintOp>(op))
+      continue;
+    for (OpOperand &use : op->getOpOperands()) {
+      Value v = use.get();
+      ShardingAttr have = chosenOf(v);
+      ShardingAttr wanted = node.choices[s].operands[use.getOperandNumber()];
+      if (!have || !wanted || have == wanted)
+        continue;
+      Value &pin = pins[{v, wanted}];
+      if (!pin) {
+        OpBuilder builder(context);
+        if (Operation *def = v.getDefiningOp())
+          builder.setInsertionPointAfter(def);
+        else
+          builder.setInsertionPointToStart(&step.getBody().front());
+        auto constraint =
+            ShardingConstraintOp::create(builder, op->getLoc(), v, wanted);
+        constraint->setAttr(
+            kShardingOriginAttr,
+            builder.getArrayAttr({builder.getStringAttr(
+                "solver: as " + op->getName().getStringRef().str() +
+                " reads it")}));
+        pin = constraint.getResult();
+        ++numPins;
+      }
+      use.set(pin);
+    }
+  }
+  return success();
+}
+
+} // namespace
