@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# Plans large models on large simulated clusters with tgc --auto-shard and
+# compares each plan with Megatron-LM's published configuration of that size,
+# as tgc's cost model prices both (compute roofline + ring alpha-beta
+# collectives from compiler/cost/clusters/h100-sxm-8.json; overlap and
+# pipeline parallelism are not modelled).
+#
+#   bench/sharding/scale.sh [--out DIR] [--cases "gpt2-124m gpt3-6.7b ..."]
+#                           [--tp "1 2 4 8"]
+#
+# Builds tgc if build/bin/tgc is missing (BUILD=dir to use another build),
+# writes the model files with bench/sharding/gen_models.py into DIR/models
+# (default build/scale), and for each case and each mesh data x tp
+# (tp in --tp, data = devices / tp) runs
+#
+#   tgc MODEL --mesh=data=D,tp=T --batch-size=M --grad-accum=K
+#       --cluster=h100-sxm-8 --target=cuda --auto-shard --report=sharding
+#       --report-json=...
+#
+# with the case's global batch G split as G = D x M x K: M = G / D first (one
+# micro-batch per step), halved while the solver finds no plan that fits or
+# the plan it finds does not fit the device once compiled. tgc's report
+# prices one call of @train_step (a micro-batch, with its gradient sync and
+# optimizer update), so the step of the global batch is taken as K times
+# that; with K > 1 this counts the gradient sync and the optimizer K times
+# (what tgc's executable runs), for tgc's plan and Megatron's alike.
+#
+# The best mesh is the one whose plan fits with the lowest step; Megatron's
+# configuration is the report's "tp x dp" / "tp+sp x dp" rows (the faster of
+# the two) on the mesh with Megatron's TP degree ("dp" where that is 1), at
+# the same micro-batch. The solver alone is AutoShardPass's wall time in the
+# run's --mlir-timing report (a separate --compile-to=sharding run would run
+# AutoShardPass twice).
+#
+# Each tgc run's stdout/stderr is kept in DIR/logs; DIR/scale.json has every
+# number the table prints. One tgc at a time, under nice.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+OUT=$BUILD/scale
+CASES="gpt2-124m gpt3-6.7b llama2-70b gpt3-175b"
+TPS="1 2 4 8"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) OUT=$2; shift 2 ;;
+    --cases) CASES=$2; shift 2 ;;
+    --tp) TPS=$2; shift 2 ;;
+    -h|--help) sed -n 2,37p "$0"; exit 0 ;;
+    *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+if [ ! -x "$BUILD/bin/tgc" ]; then
+  echo "== building tgc in $BUILD"
+  [ -f "$BUILD/build.ninja" ] || cmake -G Ninja -S "$ROOT" -B "$BUILD"
+  nice ninja -C "$BUILD" tgc
+fi
+mkdir -p "$OUT/models" "$OUT/logs"
+# A private copy, so that a rebuild of build/bin/tgc during the run (others
+# share the tree) neither breaks nor mixes the runs.
+TGC=$OUT/tgc
+cp "$BUILD/bin/tgc" "$TGC"
+echo "== tgc: $BUILD/bin/tgc of $(date -u -r "$BUILD/bin/tgc" +%FT%TZ), tree at $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- compiler passes tools dialects frontend || echo ' + uncommitted changes')"
+python3 "$ROOT/bench/sharding/gen_models.py" "$OUT/models" --check
+cp "$ROOT/examples/gpt2-124m.json" "$OUT/models/gpt2-124m.json"
+
+export TGC OUT CASES TPS
+exec python3 - <<'EOF'
+import json, os, subprocess, sys, time
+
+TGC, OUT = os.environ["TGC"], os.environ["OUT"]
+CLUSTER = "h100-sxm-8"
+DEVICE = "H100 SXM"
+
+# name: devices, global batch (sequences), Megatron's TP, its source.
+CASES = {
+    "gpt2-124m": dict(devices=8, batch=512, tp=1, seq=1024, megatron=(
+        "NeMo-Framework-Launcher gpt3/126m.yaml: TP 1, PP 1, global batch "
+        "256 x 2048 tokens (here 512 x 1024, llm.c's 524288 tokens)")),
+    "gpt3-6.7b": dict(devices=64, batch=512, tp=2, seq=2048, megatron=(
+        "NeMo-Framework-Launcher gpt3/7b_improved.yaml (32 layers, 4096, "
+        "32 heads): TP 2, PP 1, global batch 512")),
+    "llama2-70b": dict(devices=512, batch=2048, tp=4, seq=4096, megatron=(
+        "NeMo-Framework-Launcher llama/llama2_70b.yaml: TP 4, PP 4 (virtual "
+        "20), SP, global batch 2048, 1024 GPUs")),
+    "gpt3-175b": dict(devices=1024, batch=1536, tp=8, seq=2048, megatron=(
+        "Narayanan et al. 2021 (arXiv:2104.04473): TP 8 x PP 8, batch 1536 "
+        "on 1024 GPUs")),
+}
+
+
+def run(cmd, log):
+    t0 = time.monotonic()
+    with open(log + ".out", "w") as out, open(log + ".err", "w") as err:
+        rc = subprocess.call(["nice"] + cmd, stdout=out, stderr=err)
+    wall = time.monotonic() - t0
+    error = ""
+    if rc:
+        with open(log + ".err", errors="replace") as f:
+            for line in f:
+                if "error:" in line:
+                    error = line.strip()[:400]
+                    break
+    return rc, wall, error
+
+
+def solver_seconds(log):
+    """AutoShardPass's wall seconds in --mlir-timing's report (stderr)."""
+    total = None
+    with open(log + ".err", errors="replace") as f:
+        for line in f:
+            words = line.split()
+            if len(words) == 7 and words[-1] == "AutoShardPass":
+                total = (total or 0.0) + float(words[3])
+    return total
+
+
+def gb(x):
+    return "%.1f" % (x / 1e9)
+
+
+def ms(x):
+    return "%.0f" % (x * 1e3)
+
+
+def preset(plan):
+    """"auto-shard: preset dp, as the solver's plan is slower": the chosen
+    plan is that preset."""
+    prefix = "auto-shard: preset "
+    return plan.split(",")[0][len(prefix):] \
+        if plan.startswith(prefix) else plan
+
+
+def megatron_row(report, tp):
+    """Megatron's TP x DP part: the faster of tp x dp and tp+sp x dp (dp
+    when its TP is 1)."""
+    names = ["dp"] if tp == 1 else ["tp x dp", "tp+sp x dp"]
+    rows = [r for r in [report["chosen"]] + report.get("compared", [])
+            if preset(r.get("plan", "")) in names and "step_seconds" in r]
+    return min(rows, key=lambda r: r["step_seconds"]) if rows else None
+
+
+def plan_mesh(name, case, tp):
+    data = case["devices"] // tp
+    if case["batch"] % data:
+        print("  mesh data=%d,tp=%d: skipped, global batch %d is not a "
+              "multiple of data=%d" % (data, tp, case["batch"], data))
+        return None
+    per_replica = case["batch"] // data
+    micro = per_replica
+    tries = []
+    while True:
+        accum = per_replica // micro
+        tag = "%s.data%d.tp%d.m%d" % (name, data, tp, micro)
+        rjson = os.path.join(OUT, "logs", tag + ".json")
+        cmd = [TGC, os.path.join(OUT, "models", name + ".json"),
+               "--mesh=data=%d,tp=%d" % (data, tp), "--batch-size=%d" % micro,
+               "--grad-accum=%d" % accum, "--cluster=" + CLUSTER,
+               "--target=cuda", "--auto-shard", "--report=sharding",
+               "--report-json=" + rjson, "--mlir-timing"]
+        if os.path.exists(rjson):
+            os.remove(rjson)
+        rc, wall, error = run(cmd, os.path.join(OUT, "logs", tag))
+        attempt = dict(data=data, tp=tp, micro=micro, accum=accum, rc=rc,
+                       wall=wall, error=error,
+                       solver_wall=solver_seconds(
+                           os.path.join(OUT, "logs", tag)),
+                       cmd=" ".join(cmd))
+        if rc == 0:
+            with open(rjson) as f:
+                r = json.load(f)
+            c = r["chosen"]
+            attempt.update(plan=c["plan"], step=c["step_seconds"] * accum,
+                           micro_step=c["step_seconds"],
+                           memory=c["memory_bytes"], fits=c["fits"],
+                           limit=r["memory_limit"], mfu=r["mfu"],
+                           solver=r.get("solver", {}))
+            meg = megatron_row(r, case["tp"]) if tp == case["tp"] else None
+            if meg:
+                attempt["megatron"] = dict(
+                    plan=preset(meg["plan"]), step=meg["step_seconds"] * accum,
+                    memory=meg["memory_bytes"], fits=meg["fits"])
+            attempt["compared"] = [
+                dict(plan=x.get("plan"), step=x.get("step_seconds"),
+                     memory=x.get("memory_bytes"), verdict=x.get("verdict"))
+                for x in r.get("compared", [])]
+        tries.append(attempt)
+        if rc == 0:
+            print("  mesh data=%d,tp=%d micro %d x %d: %.1f s (solver %s s), "
+                  "plan %s, step %s ms (micro-step %s ms), MFU %.1f%%, memory %s GB%s"
+                  % (data, tp, micro, accum, wall,
+                     "%.1f" % attempt["solver_wall"]
+                     if attempt["solver_wall"] is not None else "?",
+                     attempt["plan"], ms(attempt["step"]),
+                     ms(attempt["micro_step"]), 100 * attempt["mfu"],
+                     gb(attempt["memory"]),
+                     "" if attempt["fits"] else " (does not fit)"))
+        else:
+            print("  mesh data=%d,tp=%d micro %d x %d: %.1f s, tgc exit %d: %s"
+                  % (data, tp, micro, accum, wall, rc, error))
+        if (rc == 0 and attempt["fits"]) or micro == 1:
+            break
+        if rc != 0 and "fits" not in error:
+            break  # an error other than memory: smaller batches won't help
+        micro = next(m for m in range(micro // 2, 0, -1)
+                     if per_replica % m == 0)
+    return tries
+
+
+results = {}
+for name in os.environ["CASES"].split():
+    case = CASES[name]
+    print("== %s on %d x %s, global batch %d x %d" % (
+        name, case["devices"], DEVICE, case["batch"], case["seq"]),
+        flush=True)
+    tries = []
+    for tp in [int(t) for t in os.environ["TPS"].split()]:
+        if case["devices"] % tp:
+            continue
+        tries += plan_mesh(name, case, tp) or []
+        sys.stdout.flush()
+    ok = [t for t in tries if t["rc"] == 0]
+    fitting = [t for t in ok if t["fits"]]
+    best = min(fitting or ok, key=lambda t: t["step"]) if ok else None
+    meg = [t for t in ok if "megatron" in t]
+    # Megatron's row at the smallest micro-batch tried on its mesh (the
+    # last try there), so its memory is the lowest tgc priced.
+    meg = meg[-1] if meg else None
+    entry = dict(case, tries=tries, best=best, megatron_try=meg)
+    results[name] = entry
+
+with open(os.path.join(OUT, "scale.json"), "w") as f:
+    json.dump(results, f, indent=1)
+
+print()
+print("| case | mesh (micro x accum) | search s (solver; all tries) | step ms "
+      "| MFU | memory GB of limit | Megatron config as tgc models it "
+      "| step ms | memory GB | ratio |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for name, e in results.items():
+    b = e["best"]
+    if not b:
+        print("| %s on %d x %s | no plan (every try failed) | | | | | | | | |"
+              % (name, e["devices"], DEVICE))
+        continue
+    m = e["megatron_try"]
+    mrow = m["megatron"] if m else None
+    total = sum(t["wall"] for t in e["tries"])
+    print("| %s on %d x %s | data=%d,tp=%d (%d x %d) | %.1f (%s; all meshes %.0f) | %s | "
+          "%.1f%% | %s of %s%s | TP=%d %s (data=%d, %d x %d) | %s | %s%s "
+          "| %s |" % (
+              name, e["devices"], DEVICE, b["data"], b["tp"], b["micro"],
+              b["accum"], b["wall"],
+              "%.1f" % b["solver_wall"] if b["solver_wall"] is not None
+              else "?", total,
+              ms(b["step"]), 100 * b["mfu"], gb(b["memory"]), gb(b["limit"]),
+              "" if b["fits"] else " (does not fit)", e["tp"],
+              mrow["plan"] if mrow else "-", m["data"] if m else 0,
+              m["micro"] if m else 0, m["accum"] if m else 0,
+              ms(mrow["step"]) if mrow else "-",
+              gb(mrow["memory"]) if mrow else "-",
+              "" if not mrow or mrow["fits"] else " (does not fit)",
+              "%.2f" % (b["step"] / mrow["step"]) if mrow else "-"))
+print()
+print("step: the global batch's step (micro-step x accum); search: wall "
+      "seconds of the chosen mesh's tgc run (solver + the 5 plans compiled "
+      "and priced), solver: AutoShardPass in its --mlir-timing, all tries: "
+      "every tgc run of the case. Logs and commands: %s/logs, numbers: %s/scale.json"
+      % (OUT, OUT))
+EOF
