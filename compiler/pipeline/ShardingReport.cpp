@@ -45,6 +45,22 @@ std::string layerOfLoc(Location loc) {
   return "";
 }
 
+/// The layer an op of the step works for: an optimizer update's (or a
+/// collective on its result's) is its parameter's, others' their location.
+std::string layerOfOp(Operation *op) {
+  Operation *update = op;
+  if (op->getNumOperands() == 1 && !isa<OptimizerUpdateOp>(op))
+    if (Operation *def = op->getOperand(0).getDefiningOp())
+      update = def;
+  if (auto u = dyn_cast<OptimizerUpdateOp>(update))
+    if (auto arg = dyn_cast<BlockArgument>(u.getParam()))
+      if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+        if (auto name = func.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TgDialect::kParamAttr))
+          return layerOfName(name.getValue());
+  return layerOfLoc(op->getLoc());
+}
+
 std::string formatSeconds(double s) {
   if (s >= 1)
     return llvm::formatv("{0:f2} s", s).str();
@@ -99,7 +115,7 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
   std::string layer = "(step)";
   llvm::StringMap<size_t> layerIndex;
   for (Operation &op : step.getBody().front().without_terminator()) {
-    std::string named = layerOfLoc(op.getLoc());
+    std::string named = layerOfOp(&op);
     if (!named.empty())
       layer = named;
     auto [it, inserted] = layerIndex.try_emplace(layer, plan.layers.size());
@@ -135,12 +151,14 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
 
 static void printPlanRow(const PlanEstimate &plan, StringRef why,
                          llvm::raw_ostream &os) {
+  // The chosen plan's row: its kind; the header says why.
+  StringRef label = StringRef(plan.label).split(':').first;
   if (!plan.error.empty()) {
-    os << llvm::formatv("  {0,-12} {1}\n", plan.label, why);
+    os << llvm::formatv("  {0,-12} {1}\n", label, why);
     return;
   }
   os << llvm::formatv(
-      "  {0,-12} {1,10} {2,10} {3,10} {4,11}  {5}\n", plan.label,
+      "  {0,-12} {1,10} {2,10} {3,10} {4,11}  {5}\n", label,
       formatSeconds(plan.stepSeconds()), formatSeconds(plan.computeSeconds),
       formatSeconds(plan.commSeconds), formatBytes(plan.memoryBytes()), why);
 }
@@ -175,23 +193,38 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   }
 
   os << "\nparameters and optimizer state: sharding, origin\n";
-  std::string lastLayer;
+  // Each parameter with its state under it ("fc1.weight.exp_avg"), by layer.
+  llvm::MapVector<StringRef, SmallVector<BlockArgument>> byParam;
+  SmallVector<std::pair<StringRef, BlockArgument>> states;
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
-    if (!name)
-      name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
-    if (!name)
-      continue;
-    std::string layer = layerOfName(name.getValue());
+    if (auto p = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr))
+      byParam[p.getValue()].push_back(arg);
+    else if (auto st =
+                 step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr))
+      states.push_back({st.getValue(), arg});
+  }
+  for (auto [name, arg] : states) {
+    StringRef param = name.rsplit('.').first;
+    byParam[byParam.count(param) ? param : name].push_back(arg);
+  }
+  std::string lastLayer;
+  for (auto &[param, args] : byParam) {
+    std::string layer = layerOfName(param);
     if (layer != lastLayer)
       os << "  " << layer << "\n";
     lastLayer = layer;
-    ShardingAttr s = getSharding(arg);
-    std::string sharding = s ? formatSharding(s) : "whole";
-    llvm::erase(sharding, '"');
-    os << llvm::formatv("    {0,-34} {1,-22} {2}\n", name.getValue(), sharding,
-                        s ? getShardingOrigin(arg) : "");
+    for (BlockArgument arg : args) {
+      unsigned i = arg.getArgNumber();
+      auto name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+      if (!name)
+        name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
+      ShardingAttr s = getSharding(arg);
+      std::string sharding = s ? formatSharding(s) : "whole";
+      llvm::erase(sharding, '"');
+      os << llvm::formatv("    {0,-34} {1,-22} {2}\n", name.getValue(),
+                          sharding, s ? getShardingOrigin(arg) : "");
+    }
   }
 
   os << "\ncollectives per step: kind, axis, bytes, modelled time, cause\n";
@@ -201,10 +234,16 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   llvm::stable_sort(sorted,
                     [](auto *a, auto *b) { return a->seconds > b->seconds; });
   constexpr size_t kShown = 30;
-  for (const CollectiveEstimate *c : ArrayRef(sorted).take_front(kShown))
+  for (const CollectiveEstimate *c : ArrayRef(sorted).take_front(kShown)) {
+    // A merged collective lists every cause; the JSON has them all.
+    StringRef cause = c->cause;
+    std::string shown = cause.size() > 120
+                            ? (cause.take_front(117) + "...").str()
+                            : cause.str();
     os << llvm::formatv("  {0,-15} {1,-5} {2,10} {3,10}  {4}: {5}\n", c->kind,
                         c->axis, formatBytes(c->bytes),
-                        formatSeconds(c->seconds), c->layer, c->cause);
+                        formatSeconds(c->seconds), c->layer, shown);
+  }
   if (sorted.size() > kShown) {
     double rest = 0;
     for (const CollectiveEstimate *c : ArrayRef(sorted).drop_front(kShown))

@@ -51,6 +51,13 @@ struct Node {
   int64_t start = 0, end = 0;
 };
 
+/// The problem's costs are whole nanoseconds, as the contest's format has
+/// integer costs (and tg-shard-solve's scorer reads them so).
+double toNanoseconds(double seconds) {
+  return seconds >= ::tg::shardsolve::kForbidden ? seconds
+                                                 : std::round(seconds * 1e9);
+}
+
 int64_t pieces(ShardingAttr s, MeshOp mesh, bool withPartial = false) {
   int64_t n = 1;
   for (int64_t d = 0; d < s.getRank(); ++d)
@@ -208,8 +215,9 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
     for (StringRef a : used)
       parts *= mesh.axisSize(a);
     c.seconds = cost->opSeconds(op, parts);
-    // An update writes its parameter and state in place.
-    if (!isa<OptimizerUpdateOp>(op))
+    // An update writes its parameter and state in place; a reshape is a
+    // view of its operand.
+    if (!isa<OptimizerUpdateOp, ReshapeOp, FlattenOp>(op))
       for (auto [v, s] : llvm::zip(op->getResults(), c.results))
         if (isa<RankedTensorType>(v.getType()))
           c.bytes += localBytes(v.getType(), s, mesh);
@@ -415,7 +423,7 @@ void AutoShardPass::runOnOperation() {
       Choice c;
       c.operands = {pin.getSharding()};
       c.results = {pin.getSharding()};
-      c.bytes = localBytes(pin.getResult().getType(), pin.getSharding(), mesh);
+
       node.choices.push_back(std::move(c));
     } else {
       node.choices = opChoices(&op);
@@ -491,14 +499,17 @@ void AutoShardPass::runOnOperation() {
     std::vector<double> costs;
     std::vector<int64_t> usages;
     for (const Choice &c : node.choices) {
-      costs.push_back(c.seconds);
+      costs.push_back(toNanoseconds(c.seconds));
       usages.push_back(c.bytes);
     }
     problem.nodeCosts.push_back(std::move(costs));
     problem.usages.push_back(std::move(usages));
   }
-  for (auto &[key, costs] : edges)
+  for (auto &[key, costs] : edges) {
+    for (double &c : costs)
+      c = toNanoseconds(c);
     problem.edges.push_back({key.first, key.second, std::move(costs)});
+  }
   numNodes = nodes.size();
   numEdges = problem.edges.size();
   if (!dumpProblem.empty())
@@ -526,7 +537,7 @@ void AutoShardPass::runOnOperation() {
       b.getDictionaryAttr({
           b.getNamedAttr("cluster", b.getStringAttr(spec->name)),
           b.getNamedAttr("modelled_seconds",
-                         b.getF64FloatAttr(solution.evaluation.cost)),
+                         b.getF64FloatAttr(solution.evaluation.cost * 1e-9)),
           b.getNamedAttr(
               "peak_bytes",
               b.getI64IntegerAttr(solution.evaluation.peakUsage + fixedBytes)),

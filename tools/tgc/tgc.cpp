@@ -551,61 +551,104 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
   return success();
 }
 
-/// --report=sharding: the chosen plan (`module`, compiled through the
-/// memory phase) beside the standard plans, each compiled from `pristine`
-/// with its preset alone, all priced by the cluster's cost model.
-LogicalResult printShardingReportFor(
-    ModuleOp module, ModuleOp pristine, const PipelineOptions &options,
-    Phase from, Phase to,
-    llvm::function_ref<LogicalResult(PassManager &)> configure) {
-  llvm::Expected<ClusterSpec> spec =
-      readClusterSpec(clusterSpecPath(options.cluster));
-  if (!spec)
-    return fail(llvm::toString(spec.takeError()));
-  MeshOp mesh = getModuleMesh(module);
-  CostModel cost(*spec, mesh);
-  int64_t limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
-                                               : spec->memoryBytes;
-  std::string label =
-      options.autoShard ? "auto-shard" : "preset " + options.shardPreset;
-  PlanEstimate chosen = estimatePlan(module, cost, label);
-  std::vector<PlanEstimate> others;
-  bool hasTp = mesh.axisSize("tp") > 1;
-  for (auto [preset, name] : {std::pair<StringRef, StringRef>{"dp", "dp"},
-                              {"zero3", "zero3"},
-                              {"tp", "tp x dp"},
-                              {"sp", "tp+sp x dp"}}) {
-    if (!options.autoShard && preset == options.shardPreset)
+/// A sharding plan compiled through the memory phase and priced by the
+/// cost model: the solver's (tg-auto-shard) or a preset's.
+struct CompiledPlan {
+  std::string preset; ///< "" for the solver's
+  PlanEstimate estimate;
+  OwningOpRef<ModuleOp> module;
+};
+
+/// The standard plans (pure data parallel, ZeRO-3, Megatron-LM's tensor
+/// parallelism x data parallel, with sequence parallelism) and, with
+/// `solver`, tg-auto-shard's, each compiled from `pristine` (a module
+/// after phase `from`) with `options` otherwise unchanged; `skip` is left
+/// out (the plan already compiled).
+std::vector<CompiledPlan>
+compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
+             const CostModel &cost, bool solver, StringRef skip,
+             llvm::function_ref<LogicalResult(PassManager &)> configure) {
+  std::vector<CompiledPlan> plans;
+  MeshOp mesh = getModuleMesh(pristine);
+  bool hasTp = mesh && mesh.axisSize("tp") > 1;
+  SmallVector<std::pair<StringRef, StringRef>> kinds;
+  if (solver)
+    kinds.push_back({"", "solver"});
+  kinds.append({{"dp", "dp"},
+                {"zero3", "zero3"},
+                {"tp", "tp x dp"},
+                {"sp", "tp+sp x dp"}});
+  // The solver's rival plans use only what --allow-strategies allows.
+  auto allowed = [&](StringRef kind) {
+    return !solver ||
+           llvm::any_of(llvm::split(options.allowStrategies, ','),
+                        [&](StringRef k) { return k.trim() == kind; });
+  };
+  for (auto [preset, name] : kinds) {
+    if (!preset.empty() && preset == skip)
       continue;
+    if ((preset == "zero3" && !allowed("zero")) ||
+        ((preset == "tp" || preset == "sp") && !allowed("tp")))
+      continue;
+    CompiledPlan plan;
+    plan.preset = preset.str();
+    plan.estimate.label = name.str();
     if ((preset == "tp" || preset == "sp") && !hasTp) {
-      PlanEstimate plan;
-      plan.label = name.str();
-      plan.error = "the mesh has no tp axis";
-      others.push_back(std::move(plan));
+      plan.estimate.error = "the mesh has no tp axis";
+      plans.push_back(std::move(plan));
       continue;
     }
-    OwningOpRef<ModuleOp> other = pristine.clone();
     PipelineOptions o = options;
-    o.autoShard = false;
-    o.shardPreset = preset.str();
-    std::string why;
-    LogicalResult compiled = success();
-    {
-      ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
-        if (why.empty())
-          why = d.str();
-        return success();
-      });
-      compiled = runTrainingPipeline(*other, o, from, to, configure);
+    o.autoShard = preset.empty();
+    if (!preset.empty())
+      o.shardPreset = preset.str();
+    int64_t limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
+                                                 : cost.spec().memoryBytes;
+    // The solver counts memory before fusion and memory planning: where the
+    // planned step comes out over the limit, it tries again with its limit
+    // scaled by how far its count was off (at most three times).
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      plan.module = pristine.clone();
+      std::string why;
+      LogicalResult compiled = success();
+      {
+        ScopedDiagnosticHandler capture(pristine.getContext(),
+                                        [&](Diagnostic &d) {
+                                          if (why.empty())
+                                            why = d.str();
+                                          return success();
+                                        });
+        compiled =
+            runTrainingPipeline(*plan.module, o, from, kLastIRPhase, configure);
+      }
+      if (failed(compiled)) {
+        plan.estimate.error = "does not compile: " + why;
+        plan.module = nullptr;
+        break;
+      }
+      plan.estimate = estimatePlan(*plan.module, cost, name);
+      auto step = plan.module->lookupSymbol<func::FuncOp>("train_step");
+      auto found =
+          step ? step->getAttrOfType<DictionaryAttr>(TgDialect::kAutoShardAttr)
+               : DictionaryAttr();
+      auto counted =
+          found ? found.getAs<IntegerAttr>("peak_bytes") : IntegerAttr();
+      int64_t planned = plan.estimate.memoryBytes();
+      if (!counted || planned <= limit || counted.getInt() <= 0)
+        break;
+      o.shardMemoryLimit =
+          (int64_t)((double)limit * counted.getInt() / (double)planned * 0.99);
     }
-    PlanEstimate plan;
-    if (succeeded(compiled))
-      plan = estimatePlan(*other, cost, name);
-    plan.label = name.str();
-    if (failed(compiled))
-      plan.error = "does not compile: " + why;
-    others.push_back(std::move(plan));
+    plans.push_back(std::move(plan));
   }
+  return plans;
+}
+
+/// --report=sharding: the chosen plan beside the others, as text on
+/// stdout, and as JSON and SVG where asked.
+LogicalResult writeShardingReport(ModuleOp module, const PlanEstimate &chosen,
+                                  ArrayRef<PlanEstimate> others,
+                                  const CostModel &cost, int64_t limit) {
   printShardingReport(module, chosen, others, cost, limit, llvm::outs());
   if (!reportJson.empty() &&
       failed(writeText(reportJson, [&](llvm::raw_ostream &os) {
@@ -868,6 +911,23 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
           std::string(autoShard ? "--auto-shard" : "--report=sharding") +
           " plans the shardings over a mesh: add --mesh (such as "
           "--mesh=data=2,tp=2) or a mesh in the training table");
+    if (autoShard || report == "sharding") {
+      // The cluster spec and the strategies, checked before anything runs.
+      llvm::Expected<ClusterSpec> spec =
+          readClusterSpec(clusterSpecPath(options.cluster));
+      if (!spec) {
+        std::string why = llvm::toString(spec.takeError());
+        if (!StringRef(options.cluster).contains('/') &&
+            !StringRef(options.cluster).ends_with(".json"))
+          why += " (--cluster names a shipped spec: a100-8, cpu-local, "
+                 "h100-sxm-8, h200-8; or a JSON file)";
+        return fail(why);
+      }
+      for (StringRef kind : llvm::split(StringRef(allowStrategies), ','))
+        if (!llvm::is_contained({"dp", "zero", "tp"}, kind.trim()))
+          return fail("unknown strategy '" + kind.trim() +
+                      "' in --allow-strategies; expected dp, zero or tp");
+    }
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.fusion = fusionRules;
     options.remat = rematPolicy;
@@ -934,11 +994,86 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (report == "sharding" ||
         (!report.empty() && (options.remat != "none" || !reportPlot.empty())))
       pristine = module->clone();
-    if (failed(runTrainingPipeline(*module, options, from, to, configure)))
+    // --auto-shard: the solver's plan, unless a standard plan is faster
+    // by the cost model of the compiled step (which sees fusion and the
+    // partitioner's merged collectives, as the solver's does not) and fits.
+    std::optional<CostModel> cost;
+    std::optional<ClusterSpec> spec;
+    int64_t limit = 0;
+    std::vector<CompiledPlan> plans;
+    if (autoShard || report == "sharding") {
+      spec = cantFail(readClusterSpec(clusterSpecPath(options.cluster)));
+      cost.emplace(*spec, mesh);
+      limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
+                                           : spec->memoryBytes;
+    }
+    bool planned = autoShard && from < Phase::Sharding && to >= Phase::Sharding;
+    if (planned) {
+      plans = compilePlans(*module, options, from, *cost, /*solver=*/true, "",
+                           configure);
+      CompiledPlan *best = nullptr;
+      for (CompiledPlan &plan : plans) {
+        const PlanEstimate &e = plan.estimate;
+        if (!e.error.empty() || e.memoryBytes() > limit)
+          continue;
+        if (!best || e.stepSeconds() < best->estimate.stepSeconds())
+          best = &plan;
+      }
+      if (!best) {
+        std::string why;
+        for (CompiledPlan &plan : plans)
+          why += "\n  " + plan.estimate.label + ": " +
+                 (plan.estimate.error.empty()
+                      ? formatBytes(plan.estimate.memoryBytes())
+                      : plan.estimate.error);
+        return fail("--auto-shard: no plan fits " + formatBytes(limit) +
+                    " per device:" + why);
+      }
+      options.autoShard = best->preset.empty();
+      if (!best->preset.empty())
+        options.shardPreset = best->preset;
+      std::string chosen = "the solver's plan";
+      if (!best->preset.empty()) {
+        const PlanEstimate &solverPlan = plans.front().estimate;
+        chosen = "preset " + best->preset + ", as the solver's plan " +
+                 (!solverPlan.error.empty()          ? "failed"
+                  : solverPlan.memoryBytes() > limit ? "does not fit"
+                                                     : "is slower");
+      }
+      best->estimate.label = "auto-shard: " + chosen;
+      if (to == kLastIRPhase) {
+        module = std::move(best->module);
+      } else if (failed(runTrainingPipeline(*module, options, from, to,
+                                            configure))) {
+        return failure();
+      }
+      if (!best->preset.empty())
+        llvm::errs() << "tgc: --auto-shard: " << chosen << " ("
+                     << formatBytes(best->estimate.memoryBytes())
+                     << " per device, modelled step "
+                     << llvm::formatv("{0:f3}",
+                                      best->estimate.stepSeconds() * 1e3)
+                     << " ms)\n";
+      std::swap(*best, plans.front());
+    } else if (failed(runTrainingPipeline(*module, options, from, to,
+                                          configure))) {
       return failure();
-    if (report == "sharding")
-      return printShardingReportFor(*module, *pristine, options, from, to,
-                                    configure);
+    }
+    if (report == "sharding") {
+      if (!planned) {
+        plans = compilePlans(*pristine, options, from, *cost,
+                             /*solver=*/false, options.shardPreset, configure);
+        CompiledPlan self;
+        self.estimate =
+            estimatePlan(*module, *cost, "preset " + options.shardPreset);
+        plans.insert(plans.begin(), std::move(self));
+      }
+      std::vector<PlanEstimate> others;
+      for (CompiledPlan &plan : llvm::drop_begin(plans))
+        others.push_back(plan.estimate);
+      return writeShardingReport(*module, plans.front().estimate, others, *cost,
+                                 limit);
+    }
     if (pristine) {
       for (StringRef policy : {"none", "selective", "full"}) {
         if (policy == options.remat || (policy != "none" && reportPlot.empty()))
