@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/shardsolve/Ilp.h"
+#include "compiler/shardsolve/TiedGroups.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -20,17 +21,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 
 using namespace tg::shardsolve;
-
-size_t tg::shardsolve::ilpVariables(const SearchGraph &graph) {
-  size_t count = 0;
-  for (const auto &costs : graph.cost)
-    count += costs.size();
-  for (const SearchGraph::PairCosts &pair : graph.edges)
-    count += pair.costs.size();
-  return count;
-}
 
 namespace {
 
@@ -68,117 +62,257 @@ private:
   size_t count = 0;
 };
 
+/// The program over tied groups: x{g}_{k} picks strategy k of group g;
+/// costs inside a group are linear, edges between two groups are merged
+/// into one matrix linearised by y{p}_{c}.
+class ProgramWriter {
+public:
+  ProgramWriter(const SearchGraph &graph, const TiedGroups &groups)
+      : graph(graph), groups(groups) {}
+  /// False when some group has no consistent strategy left.
+  bool prepare();
+  void write(llvm::raw_ostream &os);
+  /// Variables plus the terms of the memory rows.
+  size_t size();
+
+private:
+  size_t writeMemoryRows(llvm::raw_ostream *os);
+
+  const SearchGraph &graph;
+  const TiedGroups &groups;
+  /// Per group, per group strategy: the linear cost (infinite when dead).
+  std::vector<std::vector<double>> linear;
+  struct Between {
+    int32_t g, h;
+    std::vector<double> costs; // |K_g| x |K_h|
+  };
+  std::vector<Between> between;
+};
+
+bool ProgramWriter::prepare() {
+  int32_t numGroups = groups.numGroups();
+  linear.resize(numGroups);
+  for (int32_t g = 0; g < numGroups; ++g) {
+    linear[g].assign(groups.numStrategies(g), 0);
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+      if (!groups.alive[g][k])
+        linear[g][k] = kForbidden;
+    for (int32_t node : groups.members[g])
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        linear[g][k] += graph.cost[node][groups.strategyOf[node][k]];
+  }
+  std::map<std::pair<int32_t, int32_t>, int32_t> pairIndex;
+  for (const SearchGraph::PairCosts &pair : graph.edges) {
+    int32_t g = groups.groupOf[pair.u], h = groups.groupOf[pair.v];
+    int32_t columns = graph.numStrategies(pair.v);
+    const auto &mapU = groups.strategyOf[pair.u];
+    const auto &mapV = groups.strategyOf[pair.v];
+    if (g == h) {
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        linear[g][k] += pair.costs[mapU[k] * columns + mapV[k]];
+      continue;
+    }
+    bool swap = g > h;
+    auto [it, inserted] =
+        pairIndex.insert({{std::min(g, h), std::max(g, h)},
+                          static_cast<int32_t>(between.size())});
+    if (inserted)
+      between.push_back({std::min(g, h), std::max(g, h),
+                         std::vector<double>(groups.numStrategies(g) *
+                                             groups.numStrategies(h))});
+    Between &merged = between[it->second];
+    int32_t kh = groups.numStrategies(merged.h);
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+      for (int32_t l = 0; l < groups.numStrategies(h); ++l) {
+        double c = pair.costs[mapU[k] * columns + mapV[l]];
+        merged.costs[swap ? l * kh + k : k * kh + l] += c;
+      }
+  }
+  for (int32_t g = 0; g < numGroups; ++g)
+    if (std::none_of(linear[g].begin(), linear[g].end(),
+                     [](double c) { return c < kForbidden; }))
+      return false;
+  return true;
+}
+
+size_t ProgramWriter::size() {
+  size_t count =
+      graph.limit && graph.numSegments > 0 ? writeMemoryRows(nullptr) : 0;
+  for (const auto &costs : linear)
+    count += costs.size();
+  for (const Between &pair : between)
+    count += pair.costs.size();
+  return count;
+}
+
+void ProgramWriter::write(llvm::raw_ostream &os) {
+  int32_t numGroups = groups.numGroups();
+  auto usable = [&](int32_t g, int32_t k) { return linear[g][k] < kForbidden; };
+  os << "Minimize\n obj:";
+  {
+    RowWriter row(os);
+    for (int32_t g = 0; g < numGroups; ++g)
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        if (usable(g, k))
+          row.term(linear[g][k], llvm::formatv("x{0}_{1}", g, k));
+    for (size_t p = 0; p < between.size(); ++p)
+      for (size_t c = 0; c < between[p].costs.size(); ++c)
+        if (between[p].costs[c] < kForbidden)
+          row.term(between[p].costs[c], llvm::formatv("y{0}_{1}", p, c));
+    if (row.empty())
+      os << " 0 x0_0";
+  }
+  os << "\nSubject To\n";
+  for (int32_t g = 0; g < numGroups; ++g) {
+    os << " one" << g << ":";
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+      if (usable(g, k))
+        os << " + x" << g << "_" << k;
+    os << " = 1\n";
+  }
+  for (size_t p = 0; p < between.size(); ++p) {
+    const Between &pair = between[p];
+    int32_t rows = groups.numStrategies(pair.g);
+    int32_t columns = groups.numStrategies(pair.h);
+    for (int32_t k = 0; k < rows; ++k) {
+      if (!usable(pair.g, k))
+        continue;
+      os << " r" << p << "_" << k << ": - x" << pair.g << "_" << k;
+      for (int32_t l = 0; l < columns; ++l)
+        if (usable(pair.h, l) && pair.costs[k * columns + l] < kForbidden)
+          os << " + y" << p << "_" << k * columns + l;
+      os << " = 0\n";
+    }
+    for (int32_t l = 0; l < columns; ++l) {
+      if (!usable(pair.h, l))
+        continue;
+      os << " c" << p << "_" << l << ": - x" << pair.h << "_" << l;
+      for (int32_t k = 0; k < rows; ++k)
+        if (usable(pair.g, k) && pair.costs[k * columns + l] < kForbidden)
+          os << " + y" << p << "_" << k * columns + l;
+      os << " = 0\n";
+    }
+  }
+  if (graph.limit && graph.numSegments > 0)
+    writeMemoryRows(&os);
+  os << "Binaries\n";
+  for (int32_t g = 0; g < numGroups; ++g)
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+      if (usable(g, k))
+        os << " x" << g << "_" << k << "\n";
+  os << "End\n";
+}
+
 /// One row per segment where the live set can peak: with one limit and
 /// non-negative usages, a segment that begins where a node starts and ends
 /// where one ends; with a limit per segment, each run of segments with the
-/// same live set, at its least limit.
-void writeMemoryRows(const SearchGraph &graph, llvm::raw_ostream &os) {
+/// same live set, at its least limit. Each group's usage per strategy is
+/// kept up to date as nodes start and end. Returns the number of terms
+/// written (only counted when `os` is null).
+size_t ProgramWriter::writeMemoryRows(llvm::raw_ostream *os) {
   int32_t n = graph.numNodes, segments = graph.numSegments;
   bool uniform = graph.segmentLimit.empty();
   bool nonNegative = true;
   for (const auto &usages : graph.usage)
     for (int64_t usage : usages)
       nonNegative &= usage >= 0;
-  // Which segment boundaries some node starts at / ends at.
-  std::vector<char> starts(segments + 1, 0), ends(segments + 1, 0);
-  std::vector<std::vector<int32_t>> startingAt(segments);
+  std::vector<std::vector<int32_t>> startingAt(segments + 1),
+      endingAt(segments + 1);
   for (int32_t i = 0; i < n; ++i) {
     auto [first, last] = graph.span[i];
     if (first == last)
       continue;
-    starts[first] = ends[last] = 1;
     startingAt[first].push_back(i);
+    endingAt[last].push_back(i);
   }
-  std::vector<int32_t> live;
+  int32_t numGroups = groups.numGroups();
+  std::vector<std::vector<double>> usageOf(numGroups);
+  std::vector<int32_t> liveMembers(numGroups, 0), position(numGroups, -1);
+  std::vector<int32_t> active;
+  auto change = [&](int32_t node, double sign) {
+    int32_t g = groups.groupOf[node];
+    auto &usages = usageOf[g];
+    usages.resize(groups.numStrategies(g), 0);
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+      usages[k] += sign * graph.usage[node][groups.strategyOf[node][k]];
+    liveMembers[g] += sign > 0 ? 1 : -1;
+    if (liveMembers[g] > 0 && position[g] < 0) {
+      position[g] = active.size();
+      active.push_back(g);
+    } else if (liveMembers[g] == 0) {
+      position[active.back()] = position[g];
+      active[position[g]] = active.back();
+      active.pop_back();
+      position[g] = -1;
+      std::fill(usages.begin(), usages.end(), 0.0);
+    }
+  };
+  size_t terms = 0;
   for (int32_t t = 0; t < segments; ++t) {
-    live.erase(
-        std::remove_if(live.begin(), live.end(),
-                       [&](int32_t i) { return graph.span[i].second <= t; }),
-        live.end());
-    live.insert(live.end(), startingAt[t].begin(), startingAt[t].end());
+    for (int32_t node : endingAt[t])
+      change(node, -1);
+    for (int32_t node : startingAt[t])
+      change(node, +1);
+    bool starts = !startingAt[t].empty(), ends = !endingAt[t].empty();
+    bool endsNext = !endingAt[t + 1].empty();
     int64_t limit = *graph.limit;
     if (uniform) {
-      if (nonNegative && !(starts[t] && ends[t + 1]))
+      if (nonNegative && !(starts && endsNext))
         continue;
     } else {
-      if (t > 0 && !starts[t] && !ends[t])
+      if (t > 0 && !starts && !ends)
         continue; // the run began earlier
       limit = graph.segmentLimit[t];
-      for (int32_t u = t + 1; u < segments && !starts[u] && !ends[u]; ++u)
+      for (int32_t u = t + 1;
+           u < segments && startingAt[u].empty() && endingAt[u].empty(); ++u)
         limit = std::min(limit, graph.segmentLimit[u]);
     }
     double least = 0, most = 0;
-    for (int32_t i : live) {
-      auto [low, high] =
-          std::minmax_element(graph.usage[i].begin(), graph.usage[i].end());
-      least += *low;
-      most += *high;
+    size_t rowTerms = 0;
+    for (int32_t g : active) {
+      double low = std::numeric_limits<double>::infinity(), high = -low;
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        if (linear[g][k] < kForbidden) {
+          low = std::min(low, usageOf[g][k]);
+          high = std::max(high, usageOf[g][k]);
+          ++rowTerms;
+        }
+      least += low;
+      most += high;
     }
     if (most <= limit)
       continue; // cannot bind
-    os << " m" << t << ":";
-    RowWriter row(os);
-    for (int32_t i : live) {
-      int64_t low =
-          *std::min_element(graph.usage[i].begin(), graph.usage[i].end());
-      for (int32_t s = 0; s < graph.numStrategies(i); ++s)
-        row.term(graph.usage[i][s] - low, llvm::formatv("x{0}_{1}", i, s));
+    terms += rowTerms;
+    if (!os)
+      continue;
+    *os << " m" << t << ":";
+    RowWriter row(*os);
+    for (int32_t g : active) {
+      double low = std::numeric_limits<double>::infinity();
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        if (linear[g][k] < kForbidden)
+          low = std::min(low, usageOf[g][k]);
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        if (linear[g][k] < kForbidden)
+          row.term(usageOf[g][k] - low, llvm::formatv("x{0}_{1}", g, k));
     }
     if (row.empty())
-      os << " 0 x0_0";
-    os << " <= " << number(limit - least) << "\n";
+      *os << " 0 x0_0";
+    *os << " <= " << number(limit - least) << "\n";
   }
+  return terms;
 }
 
-void writeProgram(const SearchGraph &graph, llvm::raw_ostream &os) {
-  int32_t n = graph.numNodes;
-  os << "Minimize\n obj:";
-  {
-    RowWriter row(os);
-    for (int32_t i = 0; i < n; ++i)
-      for (int32_t s = 0; s < graph.numStrategies(i); ++s)
-        row.term(graph.cost[i][s], llvm::formatv("x{0}_{1}", i, s));
-    for (size_t k = 0; k < graph.edges.size(); ++k)
-      for (size_t c = 0; c < graph.edges[k].costs.size(); ++c)
-        if (graph.edges[k].costs[c] < kForbidden)
-          row.term(graph.edges[k].costs[c], llvm::formatv("y{0}_{1}", k, c));
-    if (row.empty())
-      os << " 0 x0_0";
-  }
-  os << "\nSubject To\n";
-  for (int32_t i = 0; i < n; ++i) {
-    os << " one" << i << ":";
-    for (int32_t s = 0; s < graph.numStrategies(i); ++s)
-      os << " + x" << i << "_" << s;
-    os << " = 1\n";
-  }
-  for (size_t k = 0; k < graph.edges.size(); ++k) {
-    const SearchGraph::PairCosts &pair = graph.edges[k];
-    int32_t rows = graph.numStrategies(pair.u);
-    int32_t columns = graph.numStrategies(pair.v);
-    for (int32_t a = 0; a < rows; ++a) {
-      os << " r" << k << "_" << a << ": - x" << pair.u << "_" << a;
-      for (int32_t b = 0; b < columns; ++b)
-        if (pair.costs[a * columns + b] < kForbidden)
-          os << " + y" << k << "_" << a * columns + b;
-      os << " = 0\n";
-    }
-    for (int32_t b = 0; b < columns; ++b) {
-      os << " c" << k << "_" << b << ": - x" << pair.v << "_" << b;
-      for (int32_t a = 0; a < rows; ++a)
-        if (pair.costs[a * columns + b] < kForbidden)
-          os << " + y" << k << "_" << a * columns + b;
-      os << " = 0\n";
-    }
-  }
-  if (graph.limit && graph.numSegments > 0)
-    writeMemoryRows(graph, os);
-  os << "Binaries\n";
-  for (int32_t i = 0; i < n; ++i)
-    for (int32_t s = 0; s < graph.numStrategies(i); ++s)
-      os << " x" << i << "_" << s << "\n";
-  os << "End\n";
+} // namespace
+
+size_t tg::shardsolve::ilpSize(const SearchGraph &graph) {
+  TiedGroups groups = findTiedGroups(graph);
+  ProgramWriter writer(graph, groups);
+  writer.prepare();
+  return writer.size();
 }
+
+namespace {
 
 llvm::Error cbcError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -257,7 +391,13 @@ llvm::Expected<IlpResult> tg::shardsolve::solveRegionWithCbc(
     if (sub.kept[r].empty())
       return cbcError("the region's node " + llvm::Twine(region[r]) +
                       " has no strategy allowed with its fixed neighbours");
-  auto result = solveWithCbc(sub, cbcPath, seconds);
+  // The current choice is valid: CBC starts from it.
+  std::vector<int32_t> start(region.size(), 0);
+  for (size_t r = 0; r < region.size(); ++r)
+    for (size_t k = 0; k < sub.kept[r].size(); ++k)
+      if (sub.kept[r][k] == choice[region[r]])
+        start[r] = k;
+  auto result = solveWithCbc(sub, cbcPath, seconds, start);
   if (!result || result->choice.empty())
     return result;
   std::vector<int32_t> full(choice.begin(), choice.end());
@@ -267,14 +407,21 @@ llvm::Expected<IlpResult> tg::shardsolve::solveRegionWithCbc(
   return result;
 }
 
-llvm::Expected<IlpResult> tg::shardsolve::solveWithCbc(const SearchGraph &graph,
-                                                       llvm::StringRef cbcPath,
-                                                       double seconds) {
+llvm::Expected<IlpResult>
+tg::shardsolve::solveWithCbc(const SearchGraph &graph, llvm::StringRef cbcPath,
+                             double seconds, llvm::ArrayRef<int32_t> start) {
   auto cbc = llvm::sys::findProgramByName(cbcPath);
   if (!cbc || !llvm::sys::fs::can_execute(*cbc))
     return cbcError("no CBC program '" + cbcPath +
                     "' (Debian package coinor-cbc)");
-  TempFile program, solution, log;
+  TiedGroups groups = findTiedGroups(graph);
+  ProgramWriter writer(graph, groups);
+  if (!writer.prepare()) {
+    IlpResult result;
+    result.infeasible = true;
+    return result;
+  }
+  TempFile program, solution, log, initial;
   if (llvm::sys::fs::createTemporaryFile("tg-shard-solve", "lp",
                                          program.path) ||
       llvm::sys::fs::createTemporaryFile("tg-shard-solve", "sol",
@@ -286,12 +433,31 @@ llvm::Expected<IlpResult> tg::shardsolve::solveWithCbc(const SearchGraph &graph,
     llvm::raw_fd_ostream os(program.path, ec);
     if (ec)
       return cbcError("cannot write " + program.path + ": " + ec.message());
-    writeProgram(graph, os);
+    writer.write(os);
+  }
+  if (!start.empty()) {
+    // A solution file as CBC writes one, naming each group's strategy.
+    if (llvm::sys::fs::createTemporaryFile("tg-shard-solve", "start",
+                                           initial.path))
+      return cbcError("cannot create a temporary file for CBC");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(initial.path, ec);
+    if (ec)
+      return cbcError("cannot write " + initial.path + ": " + ec.message());
+    os << "Stopped on time - objective value 0\n";
+    for (int32_t g = 0; g < groups.numGroups(); ++g) {
+      int32_t node = groups.members[g][0];
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        if (groups.strategyOf[node][k] == start[node])
+          os << "  " << g << " x" << g << "_" << k << " 1 0\n";
+    }
   }
   std::string limit = number(std::max(seconds, 1.0));
-  llvm::SmallVector<llvm::StringRef> args{
-      *cbc,  program.path, "timeMode", "elapsed",    "sec",
-      limit, "solve",      "solu",     solution.path};
+  llvm::SmallVector<llvm::StringRef> args{*cbc, program.path};
+  if (!start.empty())
+    args.append({"mips", initial.path});
+  args.append(
+      {"timeMode", "elapsed", "sec", limit, "solve", "solu", solution.path});
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
                                                 log.path.str()};
   std::string message;
@@ -324,15 +490,16 @@ llvm::Expected<IlpResult> tg::shardsolve::solveWithCbc(const SearchGraph &graph,
       fields.erase(fields.begin());
     if (fields.size() < 3 || !fields[1].consume_front("x"))
       continue;
-    auto [node, strategy] = fields[1].split('_');
-    int32_t i, s;
+    auto [group, strategy] = fields[1].split('_');
+    int32_t g, k;
     double value;
-    if (node.getAsInteger(10, i) || strategy.getAsInteger(10, s) ||
-        fields[2].getAsDouble(value) || i < 0 || i >= graph.numNodes || s < 0 ||
-        s >= graph.numStrategies(i))
+    if (group.getAsInteger(10, g) || strategy.getAsInteger(10, k) ||
+        fields[2].getAsDouble(value) || g < 0 || g >= groups.numGroups() ||
+        k < 0 || k >= groups.numStrategies(g))
       continue;
     if (value > 0.5)
-      choice[i] = s;
+      for (int32_t node : groups.members[g])
+        choice[node] = groups.strategyOf[node][k];
   }
   if (std::find(choice.begin(), choice.end(), -1) != choice.end())
     return result; // no integer solution (stopped before finding one)

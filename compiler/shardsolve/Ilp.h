@@ -23,13 +23,16 @@ struct IlpResult {
   bool infeasible = false;
 };
 
-/// The number of variables the program has (x and y): a measure of size.
-size_t ilpVariables(const SearchGraph &graph);
+/// The size of the program: its variables plus the terms of its memory rows
+/// (the rows are dense where many groups are live, and CBC slows with them).
+size_t ilpSize(const SearchGraph &graph);
 
-/// Runs `cbcPath` on the program with a time limit; an error when CBC is
-/// missing, fails or writes no solution file.
+/// Runs `cbcPath` on the program with a time limit, from `start` (a choice
+/// CBC begins with, when given); an error when CBC is missing, fails or
+/// writes no solution file.
 llvm::Expected<IlpResult> solveWithCbc(const SearchGraph &graph,
-                                       llvm::StringRef cbcPath, double seconds);
+                                       llvm::StringRef cbcPath, double seconds,
+                                       llvm::ArrayRef<int32_t> start = {});
 
 /// Re-solves the nodes of `region` with every other node fixed as in
 /// `choice` (which fits the limit): edges to fixed nodes become node costs

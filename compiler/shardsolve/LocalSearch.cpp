@@ -302,7 +302,7 @@ std::vector<int32_t> LocalSearch::iterate(Clock::time_point deadline,
     } else {
       int32_t count = graph.numStrategies(root);
       int32_t to = std::uniform_int_distribution<int32_t>(0, count - 1)(rng);
-      if (!chainMove(root, to, 400, touched)) {
+      if (!chainMove(root, to, graph.numNodes, touched)) {
         undo(0);
         continue;
       }

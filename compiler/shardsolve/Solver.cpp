@@ -1,9 +1,11 @@
 //===- Solver.cpp - Solve the auto-sharding problem -------------*- C++ -*-===//
 //
-// The order of methods: shrink the problem (buildSearchGraph); when the
-// integer program is small, let CBC solve it, and stop when CBC proves its
-// answer optimal; otherwise start from the least-memory choice, repair it
-// to the limit, and run the iterated local search until the time limit.
+// The order of methods: shrink the problem (buildSearchGraph); heuristics
+// for a sixth of the time (least-memory choice, Lagrangian rounds, iterated
+// local search); when the integer program over tied groups is small, CBC
+// solves it from the best choice, and a proven optimum ends the search;
+// otherwise local search and CBC on regions take turns until the limit.
+// Without CBC the heuristics have all the time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 #include "compiler/shardsolve/LocalSearch.h"
 #include "compiler/shardsolve/MemoryPrices.h"
 #include "compiler/shardsolve/Pbqp.h"
+#include "compiler/shardsolve/TiedGroups.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,99 +28,125 @@ using namespace tg::shardsolve;
 
 namespace {
 
-/// Programs up to this many variables go to CBC first.
-constexpr size_t kIlpVariables = 200000;
+/// Programs up to this size (variables plus memory-row terms) go to CBC
+/// whole; on the contest's instances the two it solves in seconds are 0.11M,
+/// the next 0.88M.
+constexpr size_t kIlpSize = 250000;
 
 double secondsSince(LocalSearch::Clock::time_point start) {
   return std::chrono::duration<double>(LocalSearch::Clock::now() - start)
       .count();
 }
 
-/// The choice with the least usage per node (then the least cost).
-std::vector<int32_t> leastMemoryChoice(const SearchGraph &graph) {
+/// The choice with the least memory per tied group (then the least cost),
+/// so that no forbidden pair inside a group is chosen.
+std::vector<int32_t> leastMemoryChoice(const SearchGraph &graph,
+                                       const TiedGroups &groups) {
   std::vector<int32_t> choice(graph.numNodes, 0);
-  for (int32_t i = 0; i < graph.numNodes; ++i)
-    for (int32_t s = 1; s < graph.numStrategies(i); ++s) {
-      int64_t usage = graph.usage[i][s], best = graph.usage[i][choice[i]];
-      if (usage < best ||
-          (usage == best && graph.cost[i][s] < graph.cost[i][choice[i]]))
-        choice[i] = s;
+  for (int32_t g = 0; g < groups.numGroups(); ++g) {
+    int32_t best = -1;
+    double bestUsage = 0, bestCost = 0;
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k) {
+      if (!groups.alive[g][k])
+        continue;
+      double usage = 0, cost = 0;
+      for (int32_t node : groups.members[g]) {
+        int32_t s = groups.strategyOf[node][k];
+        if (graph.span[node].first < graph.span[node].second)
+          usage += graph.usage[node][s];
+        cost += graph.cost[node][s];
+      }
+      if (best < 0 || usage < bestUsage ||
+          (usage == bestUsage && cost < bestCost)) {
+        best = k;
+        bestUsage = usage;
+        bestCost = cost;
+      }
     }
+    for (int32_t node : groups.members[g])
+      choice[node] = groups.strategyOf[node][std::max(best, 0)];
+  }
   return choice;
 }
 
-/// Large neighbourhood search: CBC re-solves connected regions around
-/// random nodes with the rest fixed, while the time lasts. A region grows
-/// while CBC proves its optimum quickly and shrinks when CBC runs out of
-/// time.
-template <typename Note>
-void improveRegions(const SearchGraph &graph, LocalSearch &search,
-                    const SolveOptions &options,
-                    LocalSearch::Clock::time_point deadline, Note note) {
-  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
-  double size = 150, perRegion = std::max(2.0, options.timeLimitSeconds / 40);
-  // Groups of nodes tied by forbidden pairs: a region takes or leaves each
-  // whole, or its fixed boundary would pin it to its current strategies.
-  std::vector<int32_t> parent(graph.numNodes);
-  for (int32_t i = 0; i < graph.numNodes; ++i)
-    parent[i] = i;
-  auto root = [&](int32_t i) {
-    while (parent[i] != i)
-      i = parent[i] = parent[parent[i]];
-    return i;
-  };
-  for (const SearchGraph::PairCosts &pair : graph.edges)
-    if (std::any_of(pair.costs.begin(), pair.costs.end(),
-                    [](double c) { return c >= kForbidden; }))
-      parent[root(pair.u)] = root(pair.v);
-  std::vector<int32_t> groupOf(graph.numNodes, -1);
-  std::vector<std::vector<int32_t>> groups;
-  for (int32_t i = 0; i < graph.numNodes; ++i) {
-    int32_t r = root(i);
-    if (groupOf[r] < 0) {
-      groupOf[r] = groups.size();
-      groups.emplace_back();
-    }
-    groupOf[i] = groupOf[r];
-    groups[groupOf[i]].push_back(i);
-  }
-  std::vector<char> taken(groups.size(), 0);
+/// Large neighbourhood search: CBC re-solves regions with the rest fixed.
+/// A region is whole tied groups, breadth first from a random node's
+/// group (a boundary through a group would pin it to its strategies); it
+/// grows while CBC proves its optimum quickly and shrinks when CBC runs out
+/// of time.
+class RegionSearch {
+public:
+  RegionSearch(const SearchGraph &graph, const TiedGroups &groups,
+               const SolveOptions &options)
+      : graph(graph), groups(groups), options(options),
+        rng(options.seed ^ 0x9e3779b97f4a7c15ULL),
+        perRegion(std::max(2.0, options.timeLimitSeconds / 40)),
+        taken(groups.numGroups(), 0) {}
+
+  /// Improves `search`'s valid choice until `until`.
+  void run(LocalSearch &search, LocalSearch::Clock::time_point until);
   int regions = 0, improved = 0;
+  double size = 150;
+  /// A region held every node and CBC proved it optimal.
+  bool coveredAll = false;
+
+private:
+  std::vector<int32_t> pickRegion();
+
+  const SearchGraph &graph;
+  const TiedGroups &groups;
+  const SolveOptions &options;
+  std::mt19937_64 rng;
+  double perRegion;
+  std::vector<char> taken;
+};
+
+std::vector<int32_t> RegionSearch::pickRegion() {
+  std::vector<int32_t> region;
+  std::vector<int32_t> queue{
+      groups.groupOf[std::uniform_int_distribution<int32_t>(0, graph.numNodes -
+                                                                   1)(rng)]};
+  taken[queue[0]] = 1;
+  for (size_t k = 0; k < queue.size() && region.size() < size; ++k) {
+    size_t from = region.size();
+    const std::vector<int32_t> &members = groups.members[queue[k]];
+    region.insert(region.end(), members.begin(), members.end());
+    for (size_t r = from; r < region.size(); ++r)
+      for (const SearchGraph::Arc &arc : graph.arcs[region[r]]) {
+        int32_t group = groups.groupOf[arc.other];
+        if (!taken[group]) {
+          taken[group] = 1;
+          queue.push_back(group);
+        }
+      }
+  }
+  for (int32_t group : queue)
+    taken[group] = 0;
+  return region;
+}
+
+void RegionSearch::run(LocalSearch &search,
+                       LocalSearch::Clock::time_point until) {
   while (true) {
     double left =
-        std::chrono::duration<double>(deadline - LocalSearch::Clock::now())
+        std::chrono::duration<double>(until - LocalSearch::Clock::now())
             .count();
-    if (left < 1.5)
+    if (left < 2)
       break;
-    // Whole tied groups, breadth first from a random node's.
-    std::vector<int32_t> region;
-    std::vector<int32_t> queue{groupOf[std::uniform_int_distribution<int32_t>(
-        0, graph.numNodes - 1)(rng)]};
-    taken[queue[0]] = 1;
-    for (size_t k = 0; k < queue.size() && region.size() < size; ++k) {
-      size_t from = region.size();
-      region.insert(region.end(), groups[queue[k]].begin(),
-                    groups[queue[k]].end());
-      for (size_t r = from; r < region.size(); ++r)
-        for (const SearchGraph::Arc &arc : graph.arcs[region[r]])
-          if (!taken[groupOf[arc.other]]) {
-            taken[groupOf[arc.other]] = 1;
-            queue.push_back(groupOf[arc.other]);
-          }
-    }
-    for (int32_t group : queue)
-      taken[group] = 0;
-    double seconds = std::min(perRegion, left - 1);
+    std::vector<int32_t> region = pickRegion();
+    double seconds = std::max(1.0, std::min(perRegion, left - 1));
     auto began = LocalSearch::Clock::now();
     auto result = solveRegionWithCbc(graph, search.choice(), region,
                                      options.cbcPath, seconds);
     double took = secondsSince(began);
     ++regions;
     if (!result) {
-      note("cbc on a region: " + llvm::toString(result.takeError()));
+      llvm::consumeError(result.takeError());
       size = std::max(20.0, size * 0.7);
       continue;
     }
+    if (result->optimal && region.size() == static_cast<size_t>(graph.numNodes))
+      coveredAll = true;
     if (result->optimal && took < seconds / 4)
       size = std::min(5000.0, size * 1.25);
     else if (!result->optimal)
@@ -137,8 +166,6 @@ void improveRegions(const SearchGraph &graph, LocalSearch &search,
       ++improved;
     search.descend(region);
   }
-  note(llvm::formatv("cbc on regions: {0} regions, {1} better, last size {2}",
-                     regions, improved, static_cast<int>(size)));
 }
 
 } // namespace
@@ -182,41 +209,17 @@ Solution tg::shardsolve::solve(const Problem &problem,
                      graph.numNodes, strategies, graph.edges.size(),
                      graph.numSegments));
 
-  std::vector<int32_t> seed;
-  std::string seedMethod;
-  size_t variables = ilpVariables(graph);
-  if (!options.cbcPath.empty() && variables <= kIlpVariables) {
-    double seconds = std::max(1.0, options.timeLimitSeconds * 0.5);
-    note(llvm::formatv("ilp: {0} variables, cbc for at most {1} s", variables,
-                       seconds));
-    auto result = solveWithCbc(graph, options.cbcPath, seconds);
-    if (!result) {
-      note("ilp: " + llvm::toString(result.takeError()) +
-           "; local search only");
-    } else if (result->infeasible) {
-      solution.evaluation.why = "no choice keeps the usage limit (cbc proved "
-                                "the integer program infeasible)";
-      solution.method = "ilp";
-      solution.seconds = secondsSince(start);
-      return solution;
-    } else if (result->optimal) {
-      solution.optimal = true;
-      note("ilp: optimal");
-      return finish(graph.expand(result->choice), "ilp (optimal)");
-    } else if (!result->choice.empty()) {
-      note("ilp: stopped with a solution; local search goes on from it");
-      seed = std::move(result->choice);
-      seedMethod = "ilp + local search";
-    } else {
-      note("ilp: stopped without a solution; local search only");
-    }
-  } else if (options.cbcPath.empty()) {
-    note("ilp: off");
-  } else {
-    note(llvm::formatv("ilp: {0} variables is too many, local search only",
-                       variables));
-  }
+  bool haveCbc = !options.cbcPath.empty();
+  size_t variables = ilpSize(graph);
+  bool fullIlp = haveCbc && variables <= kIlpSize;
+  note(llvm::formatv("integer program over tied groups: size {0}{1}", variables,
+                     !haveCbc  ? " (cbc off)"
+                     : fullIlp ? ""
+                               : ", too many for one run of cbc"));
 
+  // 1. Heuristics: the least-memory choice, then Lagrangian rounds (the
+  // priced problem without the limit by PBQP reductions, repaired to the
+  // limit and improved), then iterated local search.
   LocalSearch search(graph, options.seed);
   std::vector<int32_t> all(graph.numNodes);
   for (int32_t i = 0; i < graph.numNodes; ++i)
@@ -224,27 +227,27 @@ Solution tg::shardsolve::solve(const Problem &problem,
   std::vector<int32_t> best;
   double bestCost = std::numeric_limits<double>::infinity();
   std::string bestMethod;
-  // Repairs `choice` to the limit, descends, and keeps it when best so far.
-  auto consider = [&](std::vector<int32_t> choice, const char *method) {
-    search.reset(std::move(choice));
-    search.repair();
-    search.descend(all);
+  auto keepIfBetter = [&](const char *method) {
     if (search.valid() && search.cost() < bestCost) {
       best = search.choice();
       bestCost = search.cost();
       bestMethod = method;
     }
   };
-  if (!seed.empty())
-    consider(seed, "ilp + local search");
-  consider(leastMemoryChoice(graph), "local search");
+  // Repairs `choice` to the limit, descends, and keeps it when best so far.
+  auto consider = [&](std::vector<int32_t> choice, const char *method) {
+    search.reset(std::move(choice));
+    search.repair();
+    search.descend(all);
+    keepIfBetter(method);
+  };
+  TiedGroups groups = findTiedGroups(graph);
+  consider(leastMemoryChoice(graph, groups), "local search");
 
-  // Lagrangian relaxation of the memory rows: each round solves the priced
-  // problem without the limit (PBQP reductions), repairs and improves that
-  // choice, and moves the prices by a subgradient step.
+  auto total = deadline - start;
+  auto heuristicsEnd = start + (haveCbc ? total / 6 : total);
+  auto lagrangeEnd = start + total / (haveCbc ? 20 : 5);
   MemoryPrices prices(graph);
-  bool useRegions = !options.cbcPath.empty() && variables > kIlpVariables;
-  auto lagrangeEnd = start + (deadline - start) / (useRegions ? 10 : 3);
   double scale = 1, bestDual = -std::numeric_limits<double>::infinity();
   int stale = 0;
   for (int round = 0; LocalSearch::Clock::now() < lagrangeEnd; ++round) {
@@ -253,7 +256,8 @@ Solution tg::shardsolve::solve(const Problem &problem,
     double dual = prices.dualValue(relaxed);
     search.setPrices(nodePrices);
     consider(relaxed, "lagrangian + local search");
-    note(llvm::formatv("lagrangian round {0}: dual {1}, repaired {2}, best {3}",
+    note(llvm::formatv("lagrangian round {0}: relaxed {1}, repaired {2}, "
+                       "best {3}",
                        round, dual, search.valid() ? search.cost() : -1.0,
                        bestCost));
     if (dual > bestDual + 1e-9 * std::fabs(bestDual)) {
@@ -263,47 +267,123 @@ Solution tg::shardsolve::solve(const Problem &problem,
       scale /= 2;
       stale = 0;
     }
-    double target = std::isfinite(bestCost)
+    // Polyak's step wants a target above the relaxed value; that value is
+    // no bound (RN is a heuristic), so it may exceed the best valid cost.
+    double target = std::isfinite(bestCost) && bestCost > dual
                         ? bestCost
-                        : dual + 0.1 * std::fabs(dual) + graph.costScale;
+                        : dual + 0.05 * std::fabs(dual) + graph.costScale;
     if (scale < 1e-3 || !graph.limit ||
         !prices.step(relaxed, target, dual, scale))
       break;
   }
   search.setPrices(prices.nodePrices());
-  if (best.empty()) {
-    search.reset(leastMemoryChoice(graph));
-    search.repair();
-  } else {
+  if (!best.empty())
     search.reset(best);
-  }
-  note(
-      llvm::formatv("local search from cost {0}, {1} forbidden pairs, peak {2}",
-                    search.cost(), search.forbiddenPairs(), search.peak()));
   int64_t maxStall = std::max<int64_t>(5000, 200 * graph.numNodes);
-  auto searchEnd = useRegions ? start + (deadline - start) / 5 : deadline;
-  std::vector<int32_t> improved = search.iterate(searchEnd, maxStall);
+  std::vector<int32_t> improved = search.iterate(heuristicsEnd, maxStall);
   if (!improved.empty()) {
     search.reset(improved);
-    if (search.cost() < bestCost) {
-      best = std::move(improved);
-      bestCost = search.cost();
-      bestMethod += best.empty() ? "local search" : ", iterated";
+    keepIfBetter(best.empty() ? "local search"
+                              : "lagrangian + iterated local search");
+  }
+  note(llvm::formatv("heuristics: {0}",
+                     best.empty() ? std::string("no valid choice")
+                                  : llvm::formatv("cost {0}", bestCost).str()));
+
+  // 2. The whole integer program, when small enough, from the best choice;
+  // then 3. CBC on regions while time is left.
+  auto secondsLeft = [&] {
+    return std::chrono::duration<double>(deadline - LocalSearch::Clock::now())
+        .count();
+  };
+  if (fullIlp) {
+    // CBC may overrun its limit (it is killed 3 s after), and regions need
+    // time after it when it does not finish.
+    double seconds = std::max(1.0, secondsLeft() * 0.85 - 4);
+    note(llvm::formatv("ilp: cbc for at most {0} s", seconds));
+    auto result = solveWithCbc(graph, options.cbcPath, seconds, best);
+    if (!result) {
+      note("ilp: " + llvm::toString(result.takeError()));
+    } else if (result->infeasible && best.empty()) {
+      solution.evaluation.why = "no choice keeps the usage limit (cbc proved "
+                                "the integer program infeasible)";
+      solution.method = "ilp";
+      solution.seconds = secondsSince(start);
+      return solution;
+    } else if (!result->choice.empty()) {
+      search.reset(result->choice);
+      if (result->optimal && search.valid()) {
+        note("ilp: optimal");
+        solution.optimal = true;
+        return finish(graph.expand(result->choice), "ilp (optimal)");
+      }
+      note(llvm::formatv("ilp: stopped at cost {0}", search.cost()));
+      keepIfBetter("ilp");
+    } else {
+      note("ilp: stopped without a solution");
     }
+  }
+  // Local search and CBC on regions take turns in slices of time, each
+  // turn to the one that gained more per second lately (the contest's
+  // instances differ: regions win on some, local search on others).
+  if (haveCbc && !best.empty()) {
+    search.reset(best);
+    RegionSearch regions(graph, groups, options);
+    double slice = std::max(6.0, options.timeLimitSeconds / 15);
+    double rate[2] = {std::numeric_limits<double>::infinity(),
+                      std::numeric_limits<double>::infinity()};
+    for (int turn = 0; secondsLeft() > 1; ++turn) {
+      // 0: local search, 1: regions; each gets every fourth turn at least.
+      int method = rate[0] == rate[1] ? turn % 2
+                   : turn % 4 == 3    ? (rate[0] > rate[1] ? 1 : 0)
+                                      : (rate[1] > rate[0] ? 1 : 0);
+      // CBC may overrun its limit by 3 s before it is stopped.
+      if (secondsLeft() < slice + 4)
+        method = 0;
+      auto until =
+          std::min(deadline,
+                   LocalSearch::Clock::now() +
+                       std::chrono::duration_cast<LocalSearch::Clock::duration>(
+                           std::chrono::duration<double>(slice)));
+      double before = search.cost();
+      auto began = LocalSearch::Clock::now();
+      bool stalled = false;
+      if (method == 0) {
+        std::vector<int32_t> found = search.iterate(until, maxStall);
+        stalled = LocalSearch::Clock::now() < until;
+        if (!found.empty())
+          search.reset(found);
+      } else {
+        regions.run(search, until);
+      }
+      double gain = std::max(0.0, before - search.cost());
+      note(llvm::formatv("turn {0}: {1}, cost {2} -> {3}", turn,
+                         method ? "regions" : "local search", before,
+                         search.cost()));
+      double perSecond = gain / std::max(1e-3, secondsSince(began));
+      rate[method] = std::isfinite(rate[method])
+                         ? 0.5 * rate[method] + 0.5 * perSecond
+                         : perSecond;
+      if (search.valid() && search.cost() < bestCost) {
+        best = search.choice();
+        bestCost = search.cost();
+        if (method == 1 && bestMethod.find("regions") == std::string::npos)
+          bestMethod += ", cbc on regions";
+      }
+      // Local search stalled and CBC proved the whole problem optimal
+      // around the current choice: done early.
+      if (stalled && regions.coveredAll)
+        break;
+    }
+    note(llvm::formatv("cbc on regions: {0} regions, {1} better, last size "
+                       "{2}",
+                       regions.regions, regions.improved,
+                       static_cast<int>(regions.size)));
   }
   if (best.empty()) {
     Solution failed = finish(graph.expand(search.choice()), "local search");
     failed.evaluation.why = "no valid choice found: " + failed.evaluation.why;
     return failed;
-  }
-  if (useRegions && !best.empty()) {
-    search.reset(best);
-    improveRegions(graph, search, options, deadline, note);
-    if (search.valid() && search.cost() < bestCost) {
-      best = search.choice();
-      bestCost = search.cost();
-      bestMethod += ", cbc on regions";
-    }
   }
   note(llvm::formatv("done: cost {0}", bestCost));
   return finish(graph.expand(best), bestMethod);

@@ -1,9 +1,10 @@
 //===- Solver.h - Solve the auto-sharding problem ---------------*- C++ -*-===//
 //
 // solve() picks a strategy per node within a time limit: it shrinks the
-// problem (forbidden and dominated strategies, parallel edges), solves small
-// problems exactly with CBC, and otherwise prices memory with Lagrange
-// multipliers and improves with local search under the memory limit.
+// problem (forbidden and dominated strategies, parallel edges), finds a
+// valid choice with heuristics (Lagrange multipliers on memory, PBQP
+// reductions, iterated local search), then solves small problems exactly
+// with CBC, and improves larger ones with CBC on regions and local search.
 //
 //===----------------------------------------------------------------------===//
 

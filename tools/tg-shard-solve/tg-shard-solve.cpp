@@ -63,12 +63,17 @@ must sum to at most L. Costs >= 1e18 are forbidden.
 
 Methods: the problem first shrinks (forbidden and dominated strategies go,
 parallel edges merge, the time axis compresses to where the live set
-changes). A small problem goes to CBC as an integer program, and the answer
-is final when CBC proves it optimal. Otherwise: the least-memory choice,
-repaired to the limit, then iterated local search (single-node moves under
-the limit, perturbation of connected regions, repair at the memory peak)
-until the time limit. The result depends only on the seed, except where the
-time limit cuts the search short.
+changes), and nodes tied by bijective forbidden pairs form groups that
+move together. Heuristics come first: the least-memory choice, Lagrangian
+rounds (memory priced per time segment, the priced problem solved by PBQP
+reductions, repaired to the limit) and iterated local search (single-node
+moves, ejection chains through tied nodes, repair at the memory peak).
+When the integer program over groups is small, CBC solves it whole from
+the best choice, and its proven optimum is final. Otherwise local search
+and CBC on regions (whole groups around a random node, the rest fixed)
+take turns until the time limit, each turn to the one gaining faster.
+The result depends only on the seed, except where the time limit cuts a
+search short.
 
 The solution file is a JSON list of strategy indices, one per node.
 Stdout: 'NAME: cost C, peak usage U of limit L, N nodes, method M, S s'.

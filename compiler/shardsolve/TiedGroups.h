@@ -1,0 +1,36 @@
+//===- TiedGroups.h - Strategies that fix each other ------------*- C++ -*-===//
+//
+// On the contest's graphs every edge with forbidden pairs is a bijection:
+// each strategy of one end allows exactly one of the other (the same
+// sharding on both sides of an op). Such edges tie their nodes into groups
+// where one node's strategy fixes all the others', so a group is one
+// variable with a few strategies, however many nodes it has. The integer
+// program is written over groups, and regions for CBC take groups whole.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_COMPILER_SHARDSOLVE_TIEDGROUPS_H
+#define TGC_COMPILER_SHARDSOLVE_TIEDGROUPS_H
+
+#include "compiler/shardsolve/SearchGraph.h"
+
+namespace tg::shardsolve {
+
+struct TiedGroups {
+  std::vector<int32_t> groupOf;
+  std::vector<std::vector<int32_t>> members;
+  /// Per node, per strategy of its group: the node's kept strategy.
+  std::vector<std::vector<int32_t>> strategyOf;
+  /// Per group, per group strategy: consistent around every cycle of ties.
+  std::vector<std::vector<char>> alive;
+
+  int32_t numGroups() const { return members.size(); }
+  int32_t numStrategies(int32_t group) const { return alive[group].size(); }
+};
+
+/// Groups the nodes of `graph` along its bijective edges.
+TiedGroups findTiedGroups(const SearchGraph &graph);
+
+} // namespace tg::shardsolve
+
+#endif // TGC_COMPILER_SHARDSOLVE_TIEDGROUPS_H
