@@ -18,9 +18,14 @@
 #
 #   bench/sharding/calibrate.sh [--build DIR] [--runs N] [--out DIR]
 #                               [--write-spec FILE] [--max-wait SECONDS]
+#                               [--across best|median]
 #   e.g. bench/sharding/calibrate.sh --write-spec compiler/cost/clusters/cpu-local.json
 #
-# The raw CSV files stay in --out (default: a new folder under /tmp). Each
+# The raw CSV files stay in --out (default: a new folder under /tmp). Given
+# an --out that holds runs already, the script adds --runs more and fits
+# them all, so a quiet moment later can improve an earlier calibration. The
+# fit takes the best of the runs (see fit_collectives.py; --across median
+# for their median). Each
 # run of 64 MiB on 4 processes takes about a second; the whole script about
 # a minute per --runs on the 2-core machine, all under nice.
 #
@@ -37,6 +42,7 @@ runs=3
 out=""
 spec=""
 max_wait=120
+across=best
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -44,6 +50,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --write-spec) spec=$2; shift 2 ;;
     --max-wait) max_wait=$2; shift 2 ;;
+    --across) across=$2; shift 2 ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
   esac
 done
@@ -98,31 +105,30 @@ wait_quiet() {
 # 2. Collectives; the process counts interleave so that a burst of load
 # from elsewhere on the machine spoils one run of each rather than all of
 # one count.
-collectives=()
-for run in $(seq 1 "$runs"); do
+first=$(( $(find "$out" -name 'collectives-p2-run*.csv' | wc -l) + 1 ))
+last=$((first + runs - 1))
+for run in $(seq "$first" "$last"); do
   for p in 2 4; do
     file=$out/collectives-p$p-run$run.csv
-    echo "collectives: $p processes, run $run of $runs" >&2
+    echo "collectives: $p processes, run $run of $first-$last" >&2
     wait_quiet >"$file"
     nice "${mpirun[@]}" -np "$p" "$exe" >>"$file"
-    collectives+=(--collectives "$file")
   done
 done
 
 # 3. Compute: 4 processes at once, and one alone.
-compute=()
-for run in $(seq 1 "$runs"); do
-  echo "compute: run $run of $runs" >&2
+for run in $(seq "$first" "$last"); do
+  echo "compute: run $run of $first-$last" >&2
   wait_quiet >"$out/compute-p4-run$run.csv"
   nice "${mpirun[@]}" -np 4 "$exe" --compute >>"$out/compute-p4-run$run.csv"
   wait_quiet >"$out/compute-p1-run$run.csv"
   nice "$exe" --compute >>"$out/compute-p1-run$run.csv"
-  compute+=(--compute "$out/compute-p4-run$run.csv"
-            --compute "$out/compute-p1-run$run.csv")
 done
 
-# 4. The fit.
 echo "raw measurements: $out" >&2
-args=("${collectives[@]}" "${compute[@]}")
+# 4. The fit, over every run in $out.
+args=(--across "$across")
+for file in "$out"/collectives-p*-run*.csv; do args+=(--collectives "$file"); done
+for file in "$out"/compute-p*-run*.csv; do args+=(--compute "$file"); done
 [ -n "$spec" ] && args+=(--write-spec "$spec")
 "$python" "$here/bench/sharding/fit_collectives.py" "${args[@]}"
