@@ -17,6 +17,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace mlir::tg;
 
@@ -353,6 +355,94 @@ llvm::json::Value mlir::tg::shardingReportJson(ModuleOp module,
         {"nodes", cast<IntegerAttr>(solver.get("nodes")).getInt()},
         {"edges", cast<IntegerAttr>(solver.get("edges")).getInt()}};
   return llvm::json::Value(std::move(out));
+}
+
+void mlir::tg::printPlanComparison(ModuleOp a, const PlanEstimate &planA,
+                                   ModuleOp b, const PlanEstimate &planB,
+                                   const CostModel &cost, int64_t limit,
+                                   llvm::raw_ostream &os) {
+  os << "plans compared on cluster " << cost.spec().name << " (limit "
+     << formatBytes(limit) << " per device)\n";
+  os << llvm::formatv("  {0,-22} {1,-24} {2,-24}\n", "", "A: " + planA.label,
+                      "B: " + planB.label);
+  auto row = [&](StringRef what, std::string x, std::string y) {
+    os << llvm::formatv("  {0,-22} {1,-24} {2,-24}\n", what, x, y);
+  };
+  row("step (modelled)", formatSeconds(planA.stepSeconds()),
+      formatSeconds(planB.stepSeconds()));
+  row("compute", formatSeconds(planA.computeSeconds),
+      formatSeconds(planB.computeSeconds));
+  row("communication", formatSeconds(planA.commSeconds),
+      formatSeconds(planB.commSeconds));
+  auto kinds = [](const PlanEstimate &plan) {
+    std::map<std::string, int> count;
+    for (const CollectiveEstimate &c : plan.collectives)
+      ++count[c.kind];
+    std::string out = std::to_string(plan.collectives.size());
+    if (!count.empty()) {
+      out += " (";
+      bool first = true;
+      for (auto &[kind, n] : count) {
+        out += (first ? "" : ", ") + kind + " " + std::to_string(n);
+        first = false;
+      }
+      out += ")";
+    }
+    return out;
+  };
+  row("collectives", kinds(planA), kinds(planB));
+  row("memory per device", formatBytes(planA.memoryBytes()),
+      formatBytes(planB.memoryBytes()));
+  row("fits", planA.memoryBytes() <= limit ? "yes" : "no",
+      planB.memoryBytes() <= limit ? "yes" : "no");
+  if (planA.stepSeconds() > 0 && planB.stepSeconds() > 0)
+    os << llvm::formatv("  B/A step time {0:f3}\n",
+                        planB.stepSeconds() / planA.stepSeconds());
+
+  // The shardings of each parameter and state, by name.
+  auto shardings = [](ModuleOp module) {
+    std::map<std::string, std::pair<std::string, std::string>> out;
+    func::FuncOp step = stepOf(module);
+    if (!step)
+      return out;
+    for (BlockArgument arg : step.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
+      if (!name)
+        name = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
+      if (!name)
+        continue;
+      ShardingAttr s = getSharding(arg);
+      std::string text = s ? formatSharding(s) : "whole";
+      llvm::erase(text, '"');
+      out[name.getValue().str()] = {text,
+                                    s ? getShardingOrigin(arg).str() : ""};
+    }
+    return out;
+  };
+  auto inA = shardings(a), inB = shardings(b);
+  int differ = 0;
+  for (auto &[name, x] : inA) {
+    auto it = inB.find(name);
+    if (it != inB.end() && it->second.first == x.first)
+      continue;
+    if (differ++ == 0)
+      os << "\nshardings that differ: name, A (origin), B (origin)\n";
+    std::string y = it == inB.end()
+                        ? "(absent)"
+                        : it->second.first + " (" + it->second.second + ")";
+    os << llvm::formatv("  {0,-34} {1,-30} {2}\n", name,
+                        x.first + " (" + x.second + ")", y);
+  }
+  for (auto &[name, y] : inB)
+    if (!inA.count(name)) {
+      if (differ++ == 0)
+        os << "\nshardings that differ: name, A (origin), B (origin)\n";
+      os << llvm::formatv("  {0,-34} {1,-30} {2}\n", name, "(absent)",
+                          y.first + " (" + y.second + ")");
+    }
+  if (differ == 0)
+    os << "\nevery parameter and state is sharded alike\n";
 }
 
 void mlir::tg::writeShardingPlot(const PlanEstimate &chosen,

@@ -63,6 +63,13 @@ llvm::json::Value shardingReportJson(ModuleOp module,
                                      ArrayRef<PlanEstimate> others,
                                      const CostModel &cost, int64_t limit);
 
+/// tgc --compare-plans: two compiled plans of one model side by side
+/// (modelled step, compute, communication, collectives by kind, memory),
+/// then every parameter or state whose sharding differs, with origins.
+void printPlanComparison(ModuleOp a, const PlanEstimate &planA, ModuleOp b,
+                         const PlanEstimate &planB, const CostModel &cost,
+                         int64_t limit, llvm::raw_ostream &os);
+
 /// Draws per-layer compute and communication time of the chosen plan, and
 /// memory per device of every plan against the limit, as SVG.
 void writeShardingPlot(const PlanEstimate &chosen,

@@ -261,6 +261,14 @@ cl::opt<double> shardTimeLimit(
     "shard-time-limit",
     cl::desc("--auto-shard: seconds the solver may search (default 10)"),
     cl::init(10), cl::cat(planCategory));
+cl::opt<std::string> comparePlans(
+    "compare-plans",
+    cl::desc("tgc --compare-plans A.mlir B.mlir: compile both plans (tg IR "
+             "at or after the sharding phase, or model files compiled with "
+             "the flags given) through the memory phase and print them side "
+             "by side: modelled step, compute, communication, collectives by "
+             "kind, memory, and every parameter or state sharded otherwise"),
+    cl::value_desc("A.mlir"), cl::cat(planCategory));
 cl::opt<std::string> reportJson(
     "report-json",
     cl::desc("with --report=sharding: the same report as JSON in this file"),
@@ -703,6 +711,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   "the plan; drop --compile-to and --emit");
     last = Phase::Memory;
   }
+  if (!comparePlans.empty()) {
+    if (!report.empty() || !compileTo.empty() || emit != EmitKind::Exe)
+      return fail("--compare-plans prints two plans; drop --report, "
+                  "--compile-to and --emit");
+    last = Phase::Memory;
+  }
   std::optional<int64_t> memoryLimit;
   if (!memoryLimitFlag.empty()) {
     memoryLimit = parseSize(memoryLimitFlag);
@@ -906,12 +920,15 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.allowStrategies = allowStrategies;
     options.shardSeed = shardSeed;
     options.shardTimeLimit = shardTimeLimit;
-    if ((autoShard || report == "sharding") && !mesh)
-      return fail(
-          std::string(autoShard ? "--auto-shard" : "--report=sharding") +
-          " plans the shardings over a mesh: add --mesh (such as "
-          "--mesh=data=2,tp=2) or a mesh in the training table");
-    if (autoShard || report == "sharding") {
+    bool pricesPlans =
+        autoShard || report == "sharding" || !comparePlans.empty();
+    if (pricesPlans && !mesh)
+      return fail(std::string(autoShard               ? "--auto-shard"
+                              : !comparePlans.empty() ? "--compare-plans"
+                                                      : "--report=sharding") +
+                  " plans the shardings over a mesh: add --mesh (such as "
+                  "--mesh=data=2,tp=2) or a mesh in the training table");
+    if (pricesPlans) {
       // The cluster spec and the strategies, checked before anything runs.
       llvm::Expected<ClusterSpec> spec =
           readClusterSpec(clusterSpecPath(options.cluster));
@@ -1001,7 +1018,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     std::optional<ClusterSpec> spec;
     int64_t limit = 0;
     std::vector<CompiledPlan> plans;
-    if (autoShard || report == "sharding") {
+    if (autoShard || report == "sharding" || !comparePlans.empty()) {
       spec = cantFail(readClusterSpec(clusterSpecPath(options.cluster)));
       cost.emplace(*spec, mesh);
       limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
@@ -1059,13 +1076,50 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                                           configure))) {
       return failure();
     }
+    if (!comparePlans.empty()) {
+      // Plan A: tg IR from its phase (or a model file) with the same flags.
+      OwningOpRef<ModuleOp> other;
+      Phase otherFrom = Phase::Import;
+      if (StringRef(comparePlans).ends_with(".mlir")) {
+        std::string error;
+        auto file = openInputFile(comparePlans, &error);
+        if (!file)
+          return fail(error);
+        llvm::SourceMgr otherSource;
+        otherSource.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+        SourceMgrDiagnosticHandler handler(otherSource, &context);
+        other = parseSourceFile<ModuleOp>(otherSource, &context);
+        if (!other)
+          return failure();
+        otherFrom = phaseOf(*other);
+      } else {
+        other = importModelFile(comparePlans, &context, importOptions);
+        if (!other)
+          return failure();
+      }
+      if (otherFrom > kLastIRPhase)
+        return fail(comparePlans + " is past the memory phase");
+      if (otherFrom < kLastIRPhase &&
+          failed(runTrainingPipeline(*other, options, otherFrom, kLastIRPhase,
+                                     configure)))
+        return failure();
+      PlanEstimate a = estimatePlan(*other, *cost, comparePlans);
+      PlanEstimate b = estimatePlan(*module, *cost, inputFile);
+      printPlanComparison(*other, a, *module, b, *cost, limit, llvm::outs());
+      return success();
+    }
     if (report == "sharding") {
       if (!planned) {
-        plans = compilePlans(*pristine, options, from, *cost,
-                             /*solver=*/false, options.shardPreset, configure);
+        // IR sharded already is priced as it is: its plan was made before.
+        bool given = from >= Phase::Sharding;
+        if (!given)
+          plans =
+              compilePlans(*pristine, options, from, *cost,
+                           /*solver=*/false, options.shardPreset, configure);
         CompiledPlan self;
-        self.estimate =
-            estimatePlan(*module, *cost, "preset " + options.shardPreset);
+        self.estimate = estimatePlan(*module, *cost,
+                                     given ? "as sharded in " + inputFile
+                                           : "preset " + options.shardPreset);
         plans.insert(plans.begin(), std::move(self));
       }
       std::vector<PlanEstimate> others;
