@@ -230,10 +230,12 @@ cl::OptionCategory planCategory("Sharding plans (--auto-shard, "
                                 "--report=sharding)");
 cl::opt<bool> autoShard(
     "auto-shard",
-    cl::desc("Choose the shardings by cost (tg-auto-shard: the cluster's "
-             "modelled step time under --memory-limit), pins and the "
-             "model file's shardings kept; --shard then only fills what the "
-             "solver leaves"),
+    cl::desc("Choose the shardings by cost: tg-auto-shard's solver plans "
+             "the step on the --cluster's cost model under --memory-limit "
+             "(the model file's pins kept), and the fastest plan that fits "
+             "among its and the standard ones (dp, zero3, tp x dp, tp+sp x "
+             "dp, as --allow-strategies allows), each priced on the "
+             "compiled step, is built"),
     cl::cat(planCategory));
 cl::opt<std::string> clusterFlag(
     "cluster",
