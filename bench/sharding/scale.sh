@@ -65,13 +65,18 @@ echo "== tgc: $BUILD/bin/tgc of $(date -u -r "$BUILD/bin/tgc" +%FT%TZ), tree at 
 python3 "$ROOT/bench/sharding/gen_models.py" "$OUT/models" --check
 cp "$ROOT/examples/gpt2-124m.json" "$OUT/models/gpt2-124m.json"
 
-export TGC OUT CASES TPS
+export ROOT TGC OUT CASES TPS
 exec python3 - <<'EOF'
 import json, os, subprocess, sys, time
 
 TGC, OUT = os.environ["TGC"], os.environ["OUT"]
 CLUSTER = "h100-sxm-8"
-DEVICE = "H100 SXM"
+with open(os.path.join(os.environ["ROOT"], "compiler", "cost", "clusters",
+                       CLUSTER + ".json")) as f:
+    spec = json.load(f)["device"]
+DEVICE = spec["name"].replace("NVIDIA ", "")
+DEVICE_MEMORY = spec["memory_bytes"]  # the limit tgc plans under by default
+UNLIMITED = "1000000GB"
 
 # name: devices, global batch (sequences), Megatron's TP, its source.
 CASES = {
@@ -95,14 +100,17 @@ def run(cmd, log):
     with open(log + ".out", "w") as out, open(log + ".err", "w") as err:
         rc = subprocess.call(["nice"] + cmd, stdout=out, stderr=err)
     wall = time.monotonic() - t0
-    error = ""
+    error = []
     if rc:
+        # The first error and its indented detail lines (tgc's "no plan
+        # fits" lists what each plan needs).
         with open(log + ".err", errors="replace") as f:
             for line in f:
-                if "error:" in line:
-                    error = line.strip()[:400]
+                if error and not line.startswith("  "):
                     break
-    return rc, wall, error
+                if error or "error:" in line:
+                    error.append(line.strip()[:300])
+    return rc, wall, "; ".join(error[:8])
 
 
 def solver_seconds(log):
@@ -141,28 +149,38 @@ def megatron_row(report, tp):
     return min(rows, key=lambda r: r["step_seconds"]) if rows else None
 
 
-def plan_mesh(name, case, tp):
+def plan_mesh(name, case, tp, limit=None, micro=1):
     data = case["devices"] // tp
     if case["batch"] % data:
         print("  mesh data=%d,tp=%d: skipped, global batch %d is not a "
               "multiple of data=%d" % (data, tp, case["batch"], data))
         return None
     per_replica = case["batch"] // data
-    micro = per_replica
+    # Without a limit (the fall-backs below): the largest divisor of the
+    # replica's batch up to the given micro-batch, once.
+    if limit is None:
+        micro = per_replica
+    else:
+        micro = next(m for m in range(min(micro, per_replica), 0, -1)
+                     if per_replica % m == 0)
     tries = []
     while True:
         accum = per_replica // micro
-        tag = "%s.data%d.tp%d.m%d" % (name, data, tp, micro)
+        tag = "%s.data%d.tp%d.m%d%s" % (name, data, tp, micro,
+                                        "" if limit is None else ".nolimit")
         rjson = os.path.join(OUT, "logs", tag + ".json")
         cmd = [TGC, os.path.join(OUT, "models", name + ".json"),
                "--mesh=data=%d,tp=%d" % (data, tp), "--batch-size=%d" % micro,
                "--grad-accum=%d" % accum, "--cluster=" + CLUSTER,
                "--target=cuda", "--auto-shard", "--report=sharding",
                "--report-json=" + rjson, "--mlir-timing"]
+        if limit is not None:
+            cmd.append("--memory-limit=" + limit)
         if os.path.exists(rjson):
             os.remove(rjson)
         rc, wall, error = run(cmd, os.path.join(OUT, "logs", tag))
         attempt = dict(data=data, tp=tp, micro=micro, accum=accum, rc=rc,
+                       unlimited=limit is not None,
                        wall=wall, error=error,
                        solver_wall=solver_seconds(
                            os.path.join(OUT, "logs", tag)),
@@ -173,23 +191,26 @@ def plan_mesh(name, case, tp):
             c = r["chosen"]
             attempt.update(plan=c["plan"], step=c["step_seconds"] * accum,
                            micro_step=c["step_seconds"],
-                           memory=c["memory_bytes"], fits=c["fits"],
-                           limit=r["memory_limit"], mfu=r["mfu"],
+                           memory=c["memory_bytes"],
+                           fits=c["memory_bytes"] <= DEVICE_MEMORY,
+                           limit=DEVICE_MEMORY, mfu=r["mfu"],
                            solver=r.get("solver", {}))
             meg = megatron_row(r, case["tp"]) if tp == case["tp"] else None
             if meg:
                 attempt["megatron"] = dict(
                     plan=preset(meg["plan"]), step=meg["step_seconds"] * accum,
-                    memory=meg["memory_bytes"], fits=meg["fits"])
+                    memory=meg["memory_bytes"],
+                    fits=meg["memory_bytes"] <= DEVICE_MEMORY)
             attempt["compared"] = [
                 dict(plan=x.get("plan"), step=x.get("step_seconds"),
                      memory=x.get("memory_bytes"), verdict=x.get("verdict"))
                 for x in r.get("compared", [])]
         tries.append(attempt)
         if rc == 0:
-            print("  mesh data=%d,tp=%d micro %d x %d: %.1f s (solver %s s), "
+            print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s (solver %s s), "
                   "plan %s, step %s ms (micro-step %s ms), MFU %.1f%%, memory %s GB%s"
-                  % (data, tp, micro, accum, wall,
+                  % (data, tp, micro, accum,
+                     " no memory limit" if limit else "", wall,
                      "%.1f" % attempt["solver_wall"]
                      if attempt["solver_wall"] is not None else "?",
                      attempt["plan"], ms(attempt["step"]),
@@ -197,9 +218,10 @@ def plan_mesh(name, case, tp):
                      gb(attempt["memory"]),
                      "" if attempt["fits"] else " (does not fit)"))
         else:
-            print("  mesh data=%d,tp=%d micro %d x %d: %.1f s, tgc exit %d: %s"
-                  % (data, tp, micro, accum, wall, rc, error))
-        if (rc == 0 and attempt["fits"]) or micro == 1:
+            print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s, tgc exit %d: %s"
+                  % (data, tp, micro, accum,
+                     " no memory limit" if limit else "", wall, rc, error))
+        if (rc == 0 and attempt["fits"]) or micro == 1 or limit is not None:
             break
         if rc != 0 and "fits" not in error:
             break  # an error other than memory: smaller batches won't help
@@ -222,11 +244,33 @@ for name in os.environ["CASES"].split():
         sys.stdout.flush()
     ok = [t for t in tries if t["rc"] == 0]
     fitting = [t for t in ok if t["fits"]]
+    if not fitting:
+        # Nothing fits the device (tgc prices neither recomputation nor
+        # pipeline stages): plan micro-batch 1 on every mesh without a
+        # memory limit, so that the step times can still be compared; the
+        # table marks the memory as not fitting.
+        print("  no plan fits %.1f GB on any mesh: micro-batch 1 without a "
+              "memory limit" % (DEVICE_MEMORY / 1e9), flush=True)
+        for tp in [int(t) for t in os.environ["TPS"].split()]:
+            if case["devices"] % tp == 0:
+                tries += plan_mesh(name, case, tp, UNLIMITED) or []
+        ok = [t for t in tries if t["rc"] == 0 and t["unlimited"]]
     best = min(fitting or ok, key=lambda t: t["step"]) if ok else None
     meg = [t for t in ok if "megatron" in t]
     # Megatron's row at the smallest micro-batch tried on its mesh (the
     # last try there), so its memory is the lowest tgc priced.
     meg = meg[-1] if meg else None
+    if best and not meg:
+        # No plan on Megatron's mesh (the solver found none that fits, so
+        # tgc priced no plan there): its presets without a memory limit, at
+        # the best plan's micro-batch.
+        print("  Megatron's mesh (tp=%d) has no report: its plans without a "
+              "memory limit" % case["tp"], flush=True)
+        extra = plan_mesh(name, case, case["tp"], UNLIMITED,
+                          best["micro"]) or []
+        tries += extra
+        meg = [t for t in extra if "megatron" in t]
+        meg = meg[-1] if meg else None
     entry = dict(case, tries=tries, best=best, megatron_try=meg)
     results[name] = entry
 
@@ -247,11 +291,12 @@ for name, e in results.items():
     m = e["megatron_try"]
     mrow = m["megatron"] if m else None
     total = sum(t["wall"] for t in e["tries"])
-    print("| %s on %d x %s | data=%d,tp=%d (%d x %d) | %.1f (%s; all meshes %.0f) | %s | "
+    print("| %s on %d x %s | data=%d,tp=%d (%d x %d)%s | %.1f (%s; all meshes %.0f) | %s | "
           "%.1f%% | %s of %s%s | TP=%d %s (data=%d, %d x %d) | %s | %s%s "
           "| %s |" % (
               name, e["devices"], DEVICE, b["data"], b["tp"], b["micro"],
-              b["accum"], b["wall"],
+              b["accum"], " no memory limit" if b["unlimited"] else "",
+              b["wall"],
               "%.1f" % b["solver_wall"] if b["solver_wall"] is not None
               else "?", total,
               ms(b["step"]), 100 * b["mfu"], gb(b["memory"]), gb(b["limit"]),
