@@ -59,6 +59,10 @@ LogicalResult StepEmitter::placeBucketWaits() {
   };
   for (Launch &l : launches) {
     if (l.kind == LaunchKind::Bucket) {
+      // A bucket that reduces another's result (a sum over a second mesh
+      // axis) launches once the compute stream has that result.
+      for (int b : waitsOf(buckets[l.bucket].op))
+        wait(b);
       launched[l.bucket] = true;
     } else {
       for (Operation *op : l.covered)
