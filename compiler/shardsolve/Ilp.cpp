@@ -72,11 +72,13 @@ public:
   /// False when some group has no consistent strategy left.
   bool prepare();
   void write(llvm::raw_ostream &os);
-  /// Variables plus the terms of the memory rows.
-  size_t size();
+  /// Variables plus the terms of the memory rows (counted up to a little
+  /// past `countUpTo`).
+  size_t size(size_t countUpTo);
 
 private:
-  size_t writeMemoryRows(llvm::raw_ostream *os);
+  size_t writeMemoryRows(llvm::raw_ostream *os,
+                         size_t countUpTo = std::numeric_limits<size_t>::max());
 
   const SearchGraph &graph;
   const TiedGroups &groups;
@@ -135,9 +137,10 @@ bool ProgramWriter::prepare() {
   return true;
 }
 
-size_t ProgramWriter::size() {
-  size_t count =
-      graph.limit && graph.numSegments > 0 ? writeMemoryRows(nullptr) : 0;
+size_t ProgramWriter::size(size_t countUpTo) {
+  size_t count = graph.limit && graph.numSegments > 0
+                     ? writeMemoryRows(nullptr, countUpTo)
+                     : 0;
   for (const auto &costs : linear)
     count += costs.size();
   for (const Between &pair : between)
@@ -209,7 +212,7 @@ void ProgramWriter::write(llvm::raw_ostream &os) {
 /// same live set, at its least limit. Each group's usage per strategy is
 /// kept up to date as nodes start and end. Returns the number of terms
 /// written (only counted when `os` is null).
-size_t ProgramWriter::writeMemoryRows(llvm::raw_ostream *os) {
+size_t ProgramWriter::writeMemoryRows(llvm::raw_ostream *os, size_t countUpTo) {
   int32_t n = graph.numNodes, segments = graph.numSegments;
   bool uniform = graph.segmentLimit.empty();
   bool nonNegative = true;
@@ -283,8 +286,11 @@ size_t ProgramWriter::writeMemoryRows(llvm::raw_ostream *os) {
     if (most <= limit)
       continue; // cannot bind
     terms += rowTerms;
-    if (!os)
+    if (!os) {
+      if (terms > countUpTo)
+        return terms;
       continue;
+    }
     *os << " m" << t << ":";
     RowWriter row(*os);
     for (int32_t g : active) {
@@ -305,11 +311,11 @@ size_t ProgramWriter::writeMemoryRows(llvm::raw_ostream *os) {
 
 } // namespace
 
-size_t tg::shardsolve::ilpSize(const SearchGraph &graph) {
+size_t tg::shardsolve::ilpSize(const SearchGraph &graph, size_t countUpTo) {
   TiedGroups groups = findTiedGroups(graph);
   ProgramWriter writer(graph, groups);
   writer.prepare();
-  return writer.size();
+  return writer.size(countUpTo);
 }
 
 namespace {

@@ -12,6 +12,8 @@
 
 #include "compiler/shardsolve/SearchGraph.h"
 
+#include <limits>
+
 namespace tg::shardsolve {
 
 struct IlpResult {
@@ -25,7 +27,9 @@ struct IlpResult {
 
 /// The size of the program: its variables plus the terms of its memory rows
 /// (the rows are dense where many groups are live, and CBC slows with them).
-size_t ilpSize(const SearchGraph &graph);
+/// Counting stops a little past `countUpTo`.
+size_t ilpSize(const SearchGraph &graph,
+               size_t countUpTo = std::numeric_limits<size_t>::max());
 
 /// Runs `cbcPath` on the program with a time limit, from `start` (a choice
 /// CBC begins with, when given); an error when CBC is missing, fails or

@@ -143,6 +143,55 @@ void LocalSearch::descend(std::vector<int32_t> worklist) {
   }
 }
 
+bool LocalSearch::descendGroups(const TiedGroups &groups,
+                                Clock::time_point deadline) {
+  bool wasLogging = logging;
+  logging = true;
+  bool movedAny = false, moved = true;
+  while (moved) {
+    moved = false;
+    for (int32_t g = 0; g < groups.numGroups(); ++g) {
+      const std::vector<int32_t> &members = groups.members[g];
+      if (members.size() < 2)
+        continue; // single nodes are descend()'s
+      if (g % 64 == 0 && Clock::now() >= deadline) {
+        moved = false;
+        break;
+      }
+      int32_t first = members[0];
+      int32_t now = -1;
+      for (int32_t k = 0; k < groups.numStrategies(g) && now < 0; ++k)
+        if (groups.strategyOf[first][k] == current[first])
+          now = k;
+      double bestCost = totalCost - tolerance;
+      int64_t forbiddenBefore = forbidden;
+      int32_t best = -1;
+      size_t mark = log.size();
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k) {
+        if (k == now || !groups.alive[g][k])
+          continue;
+        for (int32_t node : members)
+          apply(node, groups.strategyOf[node][k]);
+        if (forbidden <= forbiddenBefore && fitsLimit() &&
+            totalCost < bestCost) {
+          best = k;
+          bestCost = totalCost;
+        }
+        undo(mark);
+      }
+      if (best < 0)
+        continue;
+      for (int32_t node : members)
+        apply(node, groups.strategyOf[node][best]);
+      moved = movedAny = true;
+    }
+  }
+  if (!wasLogging)
+    log.clear();
+  logging = wasLogging;
+  return movedAny;
+}
+
 bool LocalSearch::repair() {
   if (!graph.limit)
     return true;

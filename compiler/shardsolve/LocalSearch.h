@@ -13,6 +13,7 @@
 #define TGC_COMPILER_SHARDSOLVE_LOCALSEARCH_H
 
 #include "compiler/shardsolve/SearchGraph.h"
+#include "compiler/shardsolve/TiedGroups.h"
 #include "compiler/shardsolve/UsageProfile.h"
 
 #include <chrono>
@@ -47,6 +48,10 @@ public:
   /// memory rows); empty = none.
   void setPrices(std::vector<double> perNode) { prices = std::move(perNode); }
 
+  /// Moves of whole tied groups (every member at once, so no forbidden pair
+  /// inside a group), the best strategy per group, while one improves and
+  /// fits the limit, until `deadline`. Returns whether any group moved.
+  bool descendGroups(const TiedGroups &groups, Clock::time_point deadline);
   /// Single-node moves, best first, while one improves and fits the limit.
   void descend(std::vector<int32_t> worklist);
   /// Cheapest memory cuts (cost per byte) at the peak until the limit holds.

@@ -114,7 +114,7 @@ std::vector<int32_t> RegionSearch::pickRegion() {
     for (size_t r = from; r < region.size(); ++r)
       for (const SearchGraph::Arc &arc : graph.arcs[region[r]]) {
         int32_t group = groups.groupOf[arc.other];
-        if (!taken[group]) {
+        if (!taken[group] && groups.members[group].size() <= 2 * size) {
           taken[group] = 1;
           queue.push_back(group);
         }
@@ -147,6 +147,8 @@ void RegionSearch::run(LocalSearch &search,
     }
     if (result->optimal && region.size() == static_cast<size_t>(graph.numNodes))
       coveredAll = true;
+    if (took > 2 * seconds)
+      size = std::max(20.0, size * 0.5); // writing it took too long
     if (result->optimal && took < seconds / 4)
       size = std::min(5000.0, size * 1.25);
     else if (!result->optimal)
@@ -210,7 +212,7 @@ Solution tg::shardsolve::solve(const Problem &problem,
                      graph.numSegments));
 
   bool haveCbc = !options.cbcPath.empty();
-  size_t variables = ilpSize(graph);
+  size_t variables = ilpSize(graph, kIlpSize);
   bool fullIlp = haveCbc && variables <= kIlpSize;
   note(llvm::formatv("integer program over tied groups: size {0}{1}", variables,
                      !haveCbc  ? " (cbc off)"
@@ -220,6 +222,7 @@ Solution tg::shardsolve::solve(const Problem &problem,
   // 1. Heuristics: the least-memory choice, then Lagrangian rounds (the
   // priced problem without the limit by PBQP reductions, repaired to the
   // limit and improved), then iterated local search.
+  TiedGroups groups = findTiedGroups(graph);
   LocalSearch search(graph, options.seed);
   std::vector<int32_t> all(graph.numNodes);
   for (int32_t i = 0; i < graph.numNodes; ++i)
@@ -241,16 +244,23 @@ Solution tg::shardsolve::solve(const Problem &problem,
     search.descend(all);
     keepIfBetter(method);
   };
-  TiedGroups groups = findTiedGroups(graph);
-  consider(leastMemoryChoice(graph, groups), "local search");
-
+  // Whole groups moving from the least-memory choice is the best start on
+  // some instances; from the Lagrangian rounds' choice on others.
   auto total = deadline - start;
+  consider(leastMemoryChoice(graph, groups), "local search");
+  while (search.valid() &&
+         search.descendGroups(groups, start + total / (haveCbc ? 24 : 10)))
+    search.descend(all);
+  keepIfBetter("group descent");
+  double leastMemoryCost = bestCost;
+
   auto heuristicsEnd = start + (haveCbc ? total / 6 : total);
-  auto lagrangeEnd = start + total / (haveCbc ? 20 : 5);
+  auto lagrangeEnd = start + total / (haveCbc ? 12 : 5);
   MemoryPrices prices(graph);
   double scale = 1, bestDual = -std::numeric_limits<double>::infinity();
   int stale = 0;
-  for (int round = 0; LocalSearch::Clock::now() < lagrangeEnd; ++round) {
+  for (int round = 0; round < 2 || LocalSearch::Clock::now() < lagrangeEnd;
+       ++round) {
     std::vector<double> nodePrices = prices.nodePrices();
     std::vector<int32_t> relaxed = solvePbqp(graph, nodePrices);
     double dual = prices.dualValue(relaxed);
@@ -277,6 +287,12 @@ Solution tg::shardsolve::solve(const Problem &problem,
       break;
   }
   search.setPrices(prices.nodePrices());
+  if (!best.empty() && bestCost < leastMemoryCost) {
+    search.reset(best);
+    while (search.descendGroups(groups, heuristicsEnd))
+      search.descend(all);
+    keepIfBetter("lagrangian + group descent");
+  }
   if (!best.empty())
     search.reset(best);
   int64_t maxStall = std::max<int64_t>(5000, 200 * graph.numNodes);
@@ -349,6 +365,8 @@ Solution tg::shardsolve::solve(const Problem &problem,
       auto began = LocalSearch::Clock::now();
       bool stalled = false;
       if (method == 0) {
+        while (search.descendGroups(groups, until))
+          search.descend(all);
         std::vector<int32_t> found = search.iterate(until, maxStall);
         stalled = LocalSearch::Clock::now() < until;
         if (!found.empty())
