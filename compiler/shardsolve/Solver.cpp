@@ -103,9 +103,15 @@ private:
 
 std::vector<int32_t> RegionSearch::pickRegion() {
   std::vector<int32_t> region;
-  std::vector<int32_t> queue{
-      groups.groupOf[std::uniform_int_distribution<int32_t>(0, graph.numNodes -
-                                                                   1)(rng)]};
+  // A group far larger than a region makes a program CBC cannot finish
+  // (and one slow to write): start from the next group small enough.
+  int32_t seed = groups.groupOf[std::uniform_int_distribution<int32_t>(
+      0, graph.numNodes - 1)(rng)];
+  for (int32_t tries = 0;
+       tries < groups.numGroups() && groups.members[seed].size() > 2 * size;
+       ++tries)
+    seed = (seed + 1) % groups.numGroups();
+  std::vector<int32_t> queue{seed};
   taken[queue[0]] = 1;
   for (size_t k = 0; k < queue.size() && region.size() < size; ++k) {
     size_t from = region.size();
@@ -131,10 +137,11 @@ void RegionSearch::run(LocalSearch &search,
     double left =
         std::chrono::duration<double>(until - LocalSearch::Clock::now())
             .count();
-    if (left < 2)
+    // CBC may overrun its limit by 3 s before it is stopped.
+    if (left < 5)
       break;
     std::vector<int32_t> region = pickRegion();
-    double seconds = std::max(1.0, std::min(perRegion, left - 1));
+    double seconds = std::max(1.0, std::min(perRegion, left - 4));
     auto began = LocalSearch::Clock::now();
     auto result = solveRegionWithCbc(graph, search.choice(), region,
                                      options.cbcPath, seconds);
