@@ -69,6 +69,21 @@ int64_t pieces(ShardingAttr s, MeshOp mesh, bool withPartial = false) {
   return n;
 }
 
+/// Whether each dim of `type` divides over the axes `s` puts on it.
+bool divides(ShardingAttr s, Type type, MeshOp mesh) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() != s.getRank())
+    return false;
+  for (int64_t d = 0; d < s.getRank(); ++d) {
+    int64_t parts = 1;
+    for (StringRef a : s.axesOf(d))
+      parts *= mesh.axisSize(a);
+    if (tensor.getDimSize(d) % parts != 0)
+      return false;
+  }
+  return true;
+}
+
 int64_t localBytes(Type type, ShardingAttr s, MeshOp mesh) {
   return tensorBytes(type) / pieces(s, mesh);
 }
@@ -257,6 +272,14 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
         operands.push_back(shardingOf(context, mesh, dims));
       }
       OpSharding decision = decideOpSharding(op, operands, mesh);
+      // A factor may divide where a dim it spans does not (a reshape that
+      // merges dims, a grouped-query head count): such a choice is not one.
+      for (auto [v, sharding] : llvm::zip(
+               llvm::concat<Value>(op->getOperands(), op->getResults()),
+               llvm::concat<ShardingAttr>(decision.operands,
+                                          decision.results)))
+        if (!divides(sharding, v.getType(), mesh))
+          return;
       SmallVector<Attribute> key(decision.operands.begin(),
                                  decision.operands.end());
       key.append(decision.results.begin(), decision.results.end());

@@ -618,6 +618,10 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
     // planned step comes out over the limit, it tries again with its limit
     // scaled by how far its count was off (at most three times).
     for (int attempt = 0; attempt < 3; ++attempt) {
+      CompiledPlan previous;
+      if (attempt > 0)
+        previous = std::move(plan);
+      plan.preset = preset.str();
       plan.module = pristine.clone();
       std::string why;
       LogicalResult compiled = success();
@@ -632,6 +636,12 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
             runTrainingPipeline(*plan.module, o, from, kLastIRPhase, configure);
       }
       if (failed(compiled)) {
+        // A retry that finds nothing leaves the plan before it.
+        if (attempt > 0) {
+          plan = std::move(previous);
+          break;
+        }
+        plan.estimate.label = name.str();
         plan.estimate.error = "does not compile: " + why;
         plan.module = nullptr;
         break;
