@@ -425,6 +425,47 @@ void AutoShardPass::runOnOperation() {
     Node node;
     node.arg = arg;
     node.choices = argChoices(arg);
+    // A gradient accumulator may also hold partial sums over the data axes
+    // its split leaves free: the micro-batches' gradients are added
+    // unreduced and reduced once per step, as data parallelism does.
+    if (accum) {
+      SmallVector<StringRef> batchAxes = dataAxes(mesh);
+      size_t n = node.choices.size();
+      for (size_t k = 0; k < n; ++k) {
+        ShardingAttr s = node.choices[k].results[0];
+        SmallVector<StringRef> partial;
+        for (StringRef a : batchAxes)
+          if (s.dimOf(a) < 0)
+            partial.push_back(a);
+        if (partial.empty())
+          continue;
+        SmallVector<SmallVector<StringRef>> dims;
+        for (int64_t d = 0; d < s.getRank(); ++d)
+          dims.push_back(s.axesOf(d));
+        Choice c = node.choices[k];
+        c.results[0] =
+            ShardingAttr::get(&getContext(), mesh.getSymName(), dims, partial);
+        node.choices.push_back(std::move(c));
+      }
+      // The other micro-batches' gradients arrive from @forward_backward
+      // as sums over the batch's pieces (partial over the data axes) and
+      // are brought to the accumulator's sharding each time. How many the
+      // executable runs is its --batch-size's business: at least two where
+      // there is an accumulator, the training table's grad_accum if more.
+      int64_t microBatches = 2;
+      if (auto table = getOperation()->getAttrOfType<DictionaryAttr>(
+              TgDialect::kTrainingAttr))
+        if (auto k = table.getAs<IntegerAttr>("grad_accum"))
+          microBatches = std::max<int64_t>(k.getInt(), 2);
+      auto rank = cast<RankedTensorType>(arg.getType()).getRank();
+      ShardingAttr arriving = ShardingAttr::get(
+          &getContext(), mesh.getSymName(),
+          SmallVector<SmallVector<StringRef>>(rank), batchAxes);
+      if (!batchAxes.empty())
+        for (Choice &c : node.choices)
+          c.seconds += (microBatches - 1) *
+                       reshardSeconds(arriving, c.results[0], arg.getType());
+    }
     node.start = 0;
     node.end = end + 1;
     if (!accum)

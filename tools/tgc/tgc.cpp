@@ -237,6 +237,11 @@ cl::opt<bool> autoShard(
              "dp, as --allow-strategies allows), each priced on the "
              "compiled step, is built"),
     cl::cat(planCategory));
+cl::opt<bool> solverOnly(
+    "solver-plan",
+    cl::desc("--auto-shard: build the solver's plan even where a standard "
+             "plan is modelled faster (to inspect or measure it)"),
+    cl::cat(planCategory));
 cl::opt<std::string> clusterFlag(
     "cluster",
     cl::desc("The cluster the cost model prices: a shipped spec "
@@ -713,6 +718,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!reportPlot.empty() && report.empty())
     return fail("--report-plot draws a report: add --report=memory or "
                 "--report=sharding");
+  if (solverOnly && !autoShard)
+    return fail("--solver-plan picks among --auto-shard's plans: add "
+                "--auto-shard");
   if (!reportJson.empty() && report != "sharding")
     return fail("--report-json writes the sharding report: add "
                 "--report=sharding");
@@ -1043,7 +1051,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       CompiledPlan *best = nullptr;
       for (CompiledPlan &plan : plans) {
         const PlanEstimate &e = plan.estimate;
-        if (!e.error.empty() || e.memoryBytes() > limit)
+        if (!e.error.empty() || e.memoryBytes() > limit ||
+            (solverOnly && !plan.preset.empty()))
           continue;
         if (!best || e.stepSeconds() < best->estimate.stepSeconds())
           best = &plan;
