@@ -32,7 +32,8 @@ using namespace mlir::tg;
 namespace {
 
 /// At most this many strategies per node: the ones whose op runs fastest
-/// (most split), the whole one always among them.
+/// (most split), the whole one and the one that holds least always among
+/// them.
 constexpr size_t kMaxChoices = 48;
 
 /// One strategy of a node: the shardings its operands need and its
@@ -302,9 +303,14 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
   };
   visit(0);
   if (out.size() > kMaxChoices) {
-    // Keep the whole strategy (the first) and the fastest others.
-    std::stable_sort(
+    // Keep the whole strategy (the first), the one that holds least (a
+    // tight memory limit may need it) and the fastest others.
+    auto least = std::min_element(
         out.begin() + 1, out.end(),
+        [](const Choice &a, const Choice &b) { return a.bytes < b.bytes; });
+    std::iter_swap(out.begin() + 1, least);
+    std::stable_sort(
+        out.begin() + 2, out.end(),
         [](const Choice &a, const Choice &b) { return a.seconds < b.seconds; });
     out.resize(kMaxChoices);
   }
