@@ -106,6 +106,8 @@ private:
   std::optional<ClusterSpec> spec;
   SmallVector<StringRef> axes;
   bool allowZero = true;
+  /// The memory per device the plan must fit.
+  int64_t limitBytes = 0;
 
   SmallVector<Node> nodes;
   /// The node (and result) that decides each value.
@@ -563,6 +565,7 @@ void AutoShardPass::runOnOperation() {
     if (isa<BlockArgument>(v))
       fixedBytes += localBytes(v.getType(), s, mesh);
   int64_t limit = memoryLimit > 0 ? (int64_t)memoryLimit : spec->memoryBytes;
+  limitBytes = limit;
   problem.usageLimit = std::max<int64_t>(limit - fixedBytes, 0);
   for (const Node &node : nodes) {
     problem.intervals.push_back({node.start, node.end});
@@ -621,12 +624,11 @@ void AutoShardPass::runOnOperation() {
 /// Writes the chosen strategies: arguments' shardings as pins (a parameter
 /// in every function that reads it; a gradient accumulator's also on the
 /// gradient @forward_backward returns into it), and a
-/// tg.sharding_constraint where an op reads a value in another sharding
-/// than its producer's.
+/// tg.sharding_constraint just before each op that reads a value in another
+/// sharding than its producer's.
 LogicalResult AutoShardPass::apply(func::FuncOp step,
                                    ArrayRef<int64_t> chosen) {
   ModuleOp module = getOperation();
-  MLIRContext *context = &getContext();
   llvm::StringMap<ShardingAttr> params, accumulators;
   for (auto [node, s] : llvm::zip(nodes, chosen)) {
     if (node.op)
@@ -675,7 +677,14 @@ LogicalResult AutoShardPass::apply(func::FuncOp step,
           .results[it->second.second];
     return fixed.lookup(v);
   };
-  DenseMap<std::pair<Value, Attribute>, Value> pins;
+  // The solver priced a resharding per operand edge and counted no memory
+  // for its result. So a resharding that grows the value (a gather) beyond
+  // a ten-thousandth of the memory limit is done again at each reader, just
+  // before it: a weight gathered for the forward pass is not kept alive
+  // until the backward pass reads it. Smaller ones are done once, before
+  // the first reader, and shared: there the collective's latency is what
+  // counts, not the memory.
+  DenseMap<std::tuple<Value, Attribute, Operation *>, Value> pins;
   for (auto [node, s] : llvm::zip(nodes, chosen)) {
     Operation *op = node.op;
     if (!op || isa<GlobalNormOp, ShardingConstraintOp>(op))
@@ -686,13 +695,12 @@ LogicalResult AutoShardPass::apply(func::FuncOp step,
       ShardingAttr wanted = node.choices[s].operands[use.getOperandNumber()];
       if (!have || !wanted || have == wanted)
         continue;
-      Value &pin = pins[{v, wanted}];
+      int64_t bytes = localBytes(v.getType(), wanted, mesh);
+      bool perReader = bytes > localBytes(v.getType(), have, mesh) &&
+                       bytes > limitBytes / 10000;
+      Value &pin = pins[{v, wanted, perReader ? op : nullptr}];
       if (!pin) {
-        OpBuilder builder(context);
-        if (Operation *def = v.getDefiningOp())
-          builder.setInsertionPointAfter(def);
-        else
-          builder.setInsertionPointToStart(&step.getBody().front());
+        OpBuilder builder(op);
         auto constraint =
             ShardingConstraintOp::create(builder, op->getLoc(), v, wanted);
         constraint->setAttr(
