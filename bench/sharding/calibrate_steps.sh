@@ -7,8 +7,18 @@
 #   bench/sharding/calibrate_steps.sh [--out DIR] [--runs N] [--steps S]
 #       [--warmup W] [--cluster NAME|FILE] [--max-wait SECONDS]
 #       [--wide "gen_gpt2.py flags"] [--models tiny,wide] [--no-nice]
+#       [--no-fit] [--write-spec FILE]
 #
-# Per model and plan: compile the executable and the report with the same
+# First the compute side of the spec is fitted apart from the plans: each
+# model runs unsharded (--mesh=data=1), four copies at once (so that, as in
+# the plans, a device is one of 4 processes on 2 cores), --runs times, and
+# compare_steps.py --fit-compute solves for the device's flops_efficiency
+# that prices each model's measured step (its geometric mean over the
+# models, at most 1) and writes the spec with it to DIR/fitted.json
+# (--write-spec FILE: there too). The plans are priced with that spec; none
+# of their runs enters the fit. --no-fit prices them with --cluster as it is.
+#
+# Then per model and plan: compile the executable and the report with the same
 # flags, run it --runs times (default 3, plans interleaved: run 1 of every
 # plan, then run 2, ...) for --steps steps (default 12), and keep the median
 # step_ms of the steps after the first --warmup (default 3) of each run; the
@@ -37,6 +47,8 @@ max_wait=30
 models=tiny,wide
 nice=(nice)
 wide="--layers 2 --heads 8 --d 512 --batch 4"
+fit=1
+write_spec=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
@@ -48,7 +60,9 @@ while [ $# -gt 0 ]; do
     --wide) wide=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --no-nice) nice=(); shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --no-fit) fit=0; shift ;;
+    --write-spec) write_spec=$2; shift 2 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -88,16 +102,6 @@ plans=(
   "auto|data=2,tp=2|--auto-shard --shard-seed=1"
 )
 
-# The spec with a 1 ms per-op overhead: (its compute - the spec's) / 1 ms
-# counts the ops the model prices per step.
-$py - "$spec" "$out/overhead-1ms.json" <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["device"]["kernel_overhead"] = 1e-3
-s["name"] = "overhead-1ms"
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-EOF
-
 tokens=$out/tokens.bin
 [ -f "$tokens" ] || $py "$root/test/Integration/Inputs/make_tokens.py" \
   "$tokens" 200000 256
@@ -122,6 +126,59 @@ wait_quiet() {
   echo "$busy,$((SECONDS - start))"
 }
 
+# The compute fit: each model unsharded, four copies at once (3x --steps
+# each, so that the copies' staggered starts and ends stay outside the
+# median), priced at the spec's flops_efficiency and at half of it.
+pricing=$spec
+if [ "$fit" = 1 ]; then
+  $py - "$spec" "$out/half-efficiency.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["device"]["flops_efficiency"] = s["device"].get("flops_efficiency", 1.0) / 2
+s["name"] += "-half-efficiency"
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+EOF
+  echo "model|batch" >"$out/unsharded.csv"
+  for m in ${models//,/ }; do
+    file=${model_file[$m]}
+    micro=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["training"]["batch_size"])' "$file")
+    echo "$m|$micro" >>"$out/unsharded.csv"
+    base=$out/unsharded-$m
+    [ -f "$base.exe" ] || nice "$tgc" "$file" --mesh=data=1 -o "$base.exe"
+    nice "$tgc" "$file" --mesh=data=1 --cluster="$spec" --report=sharding \
+      --report-json="$base.report.json" >/dev/null
+    nice "$tgc" "$file" --mesh=data=1 --cluster="$out/half-efficiency.json" \
+      --report=sharding --report-json="$base.half.json" >/dev/null
+  done
+  for ((r = 1; r <= runs; r++)); do
+    tail -n +2 "$out/unsharded.csv" | while IFS="|" read -r m batch; do
+      base=$out/unsharded-$m
+      wait_quiet >/dev/null
+      for c in 1 2 3 4; do
+        "${nice[@]}" "$base.exe" --data "$tokens" --batch-size "$batch" \
+          --steps $((3 * steps)) --threads 1 --log "$base.run$r.copy$c.jsonl" \
+          --no-shuffle --quiet </dev/null &
+      done
+      wait
+      echo "run $r: $m unsharded (4 copies) done" >&2
+    done
+  done
+  $py "$here/compare_steps.py" --fit-compute --dir "$out" --warmup "$warmup" \
+    --spec "$spec" -o "$out/fitted.json" | tee "$out/fit.md"
+  pricing=$out/fitted.json
+  [ -n "$write_spec" ] && cp "$out/fitted.json" "$write_spec"
+fi
+
+# The pricing spec with a 1 ms per-op overhead: (its compute - the spec's) /
+# 1 ms counts the ops the model prices per step.
+$py - "$pricing" "$out/overhead-1ms.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["device"]["kernel_overhead"] = 1e-3
+s["name"] = "overhead-1ms"
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+EOF
+
 # Compile: executable, report, report with the overhead spec (files an
 # earlier call left in --out are kept: delete them to recompile).
 echo "model|plan|mesh|flags|batch" >"$out/plans.csv"
@@ -134,13 +191,16 @@ for m in ${models//,/ }; do
     [[ $mesh =~ data=([0-9]+) ]] && data=${BASH_REMATCH[1]}
     base=$out/$m-$label
     echo "$m|$label|$mesh|$flags|$((micro * data))" >>"$out/plans.csv"
-    # Compiled in an earlier call with this --out: kept.
+    # Compiled in an earlier call with this --out and the same pricing
+    # spec: kept (the auto-shard plan depends on the spec).
     [ -f "$base.exe" ] && [ -f "$base.report.json" ] && [ -f "$base.overhead.json" ] &&
-      continue
+      cmp -s "$pricing" "$base.spec.json" && continue
+    cp "$pricing" "$base.spec.json"
+    rm -f "$base".run*.jsonl
     # shellcheck disable=SC2086
-    nice "$tgc" "$file" --mesh="$mesh" $flags -o "$base.exe"
+    nice "$tgc" "$file" --mesh="$mesh" $flags --cluster="$pricing" -o "$base.exe"
     # shellcheck disable=SC2086
-    nice "$tgc" "$file" --mesh="$mesh" $flags --cluster="$spec" \
+    nice "$tgc" "$file" --mesh="$mesh" $flags --cluster="$pricing" \
       --report=sharding --report-json="$base.report.json" >"$base.report.txt"
     # shellcheck disable=SC2086
     nice "$tgc" "$file" --mesh="$mesh" $flags --cluster="$out/overhead-1ms.json" \

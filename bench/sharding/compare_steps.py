@@ -3,6 +3,8 @@
 
 usage: compare_steps.py --dir DIR [--warmup W] [--target-error 0.15]
                         [--target-tau 0.8]
+       compare_steps.py --fit-compute --dir DIR --spec SPEC -o FITTED
+                        [--warmup W]
 
 DIR holds plans.csv (model|plan|mesh|flags|batch), per plan
 MODEL-PLAN.report.json (tgc --report-json), MODEL-PLAN.overhead.json (the same
@@ -15,6 +17,15 @@ measured / modelled, error modelled / measured - 1), the mean |error| and
 Kendall's tau-b of modelled against measured over all plans and per model,
 and a least-squares fit of a per-op overhead k (measured ~ modelled + k * ops,
 relative errors) with the error and tau it would give.
+
+--fit-compute fits the device's flops_efficiency instead, from the unsharded
+runs (DIR/unsharded.csv: model|batch; unsharded-MODEL.report.json priced
+with SPEC, unsharded-MODEL.half.json with half its flops_efficiency,
+unsharded-MODEL.runN.copyC.jsonl the four copies' logs). A step's modelled
+compute is close to A + B / efficiency, B the flop-bound ops' part: the two
+pricings give A and B, the measured step (median over copies and runs) the
+efficiency per model; SPEC with their geometric mean (at most 1) is written
+to FITTED.
 """
 import argparse
 import csv
@@ -22,6 +33,7 @@ import glob
 import json
 import os
 import re
+import sys
 
 import numpy as np
 
@@ -64,13 +76,64 @@ def stats(rows, modelled_key):
     return float(np.mean(np.abs(err))), tau
 
 
+def fit_compute(a):
+    spec = json.load(open(a.spec))
+    efficiency = spec["device"].get("flops_efficiency", 1.0)
+    print("| model | batch | modelled compute at efficiency e (ms) | "
+          "flop-bound part at e (ms) | measured (ms) | copies x runs | "
+          "fitted efficiency |")
+    print("|---|---|---|---|---|---|---|")
+    fitted, models = [], []
+    with open(os.path.join(a.dir, "unsharded.csv")) as f:
+        for row in csv.DictReader(f, delimiter="|"):
+            models.append((row["model"], row["batch"]))
+            base = os.path.join(a.dir, f"unsharded-{row['model']}")
+            full = json.load(open(base + ".report.json"))["chosen"]
+            half = json.load(open(base + ".half.json"))["chosen"]
+            # c(e) = A + B / e, c(e / 2) = A + 2 B / e.
+            flop_part = half["compute_seconds"] - full["compute_seconds"]
+            rest = full["compute_seconds"] - flop_part
+            runs = [run_median(g, a.warmup)[0]
+                    for g in glob.glob(base + ".run*.copy*.jsonl")]
+            if not runs:
+                sys.exit(f"compare_steps.py: no unsharded runs for {base}")
+            measured = float(np.median(runs))
+            if measured > rest and flop_part > 0:
+                e = min(efficiency * flop_part / (measured - rest), 1.0)
+            else:
+                e = 1.0
+            fitted.append(e)
+            print(f"| {row['model']} | {row['batch']} | "
+                  f"{full['compute_seconds'] * 1e3:.1f} | "
+                  f"{flop_part * 1e3:.1f} | {measured * 1e3:.1f} | "
+                  f"{len(runs)} | {e:.3f} |")
+    e = float(np.exp(np.mean(np.log(fitted))))
+    spec["device"]["flops_efficiency"] = round(e, 3)
+    spec.setdefault("sources", []).append(
+        f"flops_efficiency {e:.3f}: fitted by bench/sharding/"
+        "calibrate_steps.sh from unsharded steps of "
+        + ", ".join(f"{m} (batch {b})" for m, b in models)
+        + " (4 copies at once), geometric mean over the models")
+    json.dump(spec, open(a.output, "w"), indent=2)
+    print()
+    print(f"e = {efficiency} in the spec; fitted flops_efficiency "
+          f"{e:.3f} (geometric mean), written to {a.output}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--target-error", type=float, default=0.15)
     p.add_argument("--target-tau", type=float, default=0.8)
+    p.add_argument("--fit-compute", action="store_true")
+    p.add_argument("--spec")
+    p.add_argument("-o", "--output")
     a = p.parse_args()
+    if a.fit_compute:
+        if not a.spec or not a.output:
+            p.error("--fit-compute needs --spec and -o")
+        return fit_compute(a)
 
     rows = []
     with open(os.path.join(a.dir, "plans.csv")) as f:
