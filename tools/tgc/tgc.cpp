@@ -572,6 +572,9 @@ struct CompiledPlan {
   std::string preset; ///< "" for the solver's
   PlanEstimate estimate;
   OwningOpRef<ModuleOp> module;
+  /// The solver's plan at the sharding phase, for --compile-to=sharding and
+  /// the phases up to memory: its pins, without solving again.
+  OwningOpRef<ModuleOp> sharded;
 };
 
 /// The standard plans (pure data parallel, ZeRO-3, Megatron-LM's tensor
@@ -637,8 +640,13 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
                                             why = d.str();
                                           return success();
                                         });
-        compiled =
-            runTrainingPipeline(*plan.module, o, from, kLastIRPhase, configure);
+        Phase mid = std::max(from, Phase::Sharding);
+        compiled = runTrainingPipeline(*plan.module, o, from, mid, configure);
+        if (succeeded(compiled) && preset.empty())
+          plan.sharded = plan.module->clone();
+        if (succeeded(compiled))
+          compiled = runTrainingPipeline(*plan.module, o, mid, kLastIRPhase,
+                                         configure);
       }
       if (failed(compiled)) {
         // A retry that finds nothing leaves the plan before it.
@@ -1081,6 +1089,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       best->estimate.label = "auto-shard: " + chosen;
       if (to == kLastIRPhase) {
         module = std::move(best->module);
+      } else if (best->sharded) {
+        // The solver's pins as it found them, carried on from there.
+        module = std::move(best->sharded);
+        if (failed(runTrainingPipeline(*module, options, Phase::Sharding, to,
+                                       configure)))
+          return failure();
       } else if (failed(runTrainingPipeline(*module, options, from, to,
                                             configure))) {
         return failure();
