@@ -82,6 +82,15 @@ public:
     }
     return *d;
   }
+  bool boolean(llvm::StringRef key, bool fallback) {
+    const llvm::json::Value *v = object ? object->get(key) : nullptr;
+    if (!v)
+      return fallback;
+    if (std::optional<bool> b = v->getAsBoolean())
+      return *b;
+    fail(key, "must be true or false");
+    return fallback;
+  }
   std::string string(llvm::StringRef key, bool required = true) {
     const llvm::json::Value *v = object ? object->get(key) : nullptr;
     if (!v) {
@@ -185,6 +194,7 @@ llvm::Expected<ClusterSpec> mlir::tg::readClusterSpec(llvm::StringRef path) {
     device.fail("flops_efficiency", "must be at most 1");
   spec.memoryBandwidth = device.positive("memory_bandwidth");
   spec.kernelOverhead = device.nonNegative("kernel_overhead", 0);
+  spec.overlapsCommunication = device.boolean("overlaps_communication", false);
   FieldReader peaks(path, "device.peak_flops",
                     device.object_("peak_flops", true), error);
   if (const llvm::json::Object *o = device.object_("peak_flops", true)) {

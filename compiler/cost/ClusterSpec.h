@@ -53,6 +53,10 @@ struct ClusterSpec {
   double memoryBandwidth = 0;
   /// Seconds each kernel (or op on a CPU) costs besides its work.
   double kernelOverhead = 0;
+  /// Whether a gradient bucket's all-reduce runs beside compute (a GPU's
+  /// communication stream) rather than in its place (the CPU runtime's
+  /// blocking MPI calls).
+  bool overlapsCommunication = false;
   LinkSpec node;
   std::optional<LinkSpec> network;
 

@@ -43,8 +43,13 @@ struct PlanEstimate {
   /// Per layer (the model file's name prefix), compute and communication.
   SmallVector<std::tuple<std::string, double, double>> layers;
 
-  /// No overlap of communication with compute is modelled yet.
-  double stepSeconds() const { return computeSeconds + commSeconds; }
+  /// Communication that runs beside compute (gradient buckets on a
+  /// cluster whose spec overlaps them), as the schedule's waits allow.
+  double hiddenSeconds = 0;
+
+  double stepSeconds() const {
+    return computeSeconds + commSeconds - hiddenSeconds;
+  }
   int64_t memoryBytes() const { return argumentBytes + arenaBytes; }
 };
 
