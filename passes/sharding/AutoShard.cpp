@@ -120,7 +120,6 @@ private:
   double reshardSeconds(ShardingAttr from, ShardingAttr to, Type type) const;
   SmallVector<Choice> argChoices(BlockArgument arg);
   SmallVector<Choice> opChoices(Operation *op);
-  ShardingAttr fixedArgSharding(func::FuncOp func, BlockArgument arg);
   void addEdge(int64_t u, unsigned result, int64_t v,
                function_ref<ShardingAttr(const Choice &)> wanted, Type type);
   LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
@@ -319,27 +318,6 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
   return out;
 }
 
-/// The sharding of an argument the solver does not choose: a batch input
-/// split along its `batch` dim over the data axes, the rest whole.
-ShardingAttr AutoShardPass::fixedArgSharding(func::FuncOp func,
-                                             BlockArgument arg) {
-  auto type = cast<RankedTensorType>(arg.getType());
-  SmallVector<SmallVector<StringRef>> dims(type.getRank());
-  SmallVector<StringRef> batchAxes = dataAxes(mesh);
-  int64_t parts = 1;
-  for (StringRef a : batchAxes)
-    parts *= mesh.axisSize(a);
-  if (auto names = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
-                                                    TgDialect::kDimNamesAttr))
-    for (auto [d, n] : llvm::enumerate(names))
-      if (cast<StringAttr>(n).getValue() == "batch" &&
-          type.getDimSize(d) % parts == 0) {
-        dims[d] = batchAxes;
-        break;
-      }
-  return shardingOf(&getContext(), mesh, dims);
-}
-
 void AutoShardPass::addEdge(int64_t u, unsigned result, int64_t v,
                             function_ref<ShardingAttr(const Choice &)> wanted,
                             Type type) {
@@ -427,7 +405,12 @@ void AutoShardPass::runOnOperation() {
       continue;
     }
     if (!param && !state && !accum) {
-      fixed[arg] = fixedArgSharding(step, arg);
+      // The batch over the data axes (whole where it does not divide).
+      ShardingAttr s = batchInputSharding(step, i, mesh);
+      fixed[arg] = s ? s
+                     : ShardingAttr::replicated(
+                           &getContext(), mesh.getSymName(),
+                           cast<RankedTensorType>(arg.getType()).getRank());
       continue;
     }
     Node node;

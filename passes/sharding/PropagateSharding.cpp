@@ -181,31 +181,27 @@ struct PropagateShardingPass
         continue;
       }
       if (func.getArgAttr(i, TgDialect::kInputAttr)) {
-        ShardingAttr s = ShardingAttr::replicated(context, mesh.getSymName(),
-                                                  type.getRank());
-        std::string origin = "no batch dim, whole";
-        auto names =
-            func.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr);
-        SmallVector<StringRef> axes = dataAxes(mesh);
-        int64_t parts = 1;
-        for (StringRef a : axes)
-          parts *= mesh.axisSize(a);
-        if (names && !axes.empty())
-          for (auto [d, n] : llvm::enumerate(names)) {
-            if (cast<StringAttr>(n).getValue() != "batch")
-              continue;
-            if (type.getDimSize(d) % parts != 0)
-              return func.emitError()
-                     << "batch input '" << describeValue(arg) << "' has "
-                     << type.getDimSize(d) << " rows, which do not divide "
-                     << "over the " << parts << " processes of the data axes";
-            SmallVector<SmallVector<StringRef>> dims(type.getRank());
-            dims[d] = axes;
-            s = ShardingAttr::get(context, mesh.getSymName(), dims);
-            origin = "the batch over the data axes";
-            break;
-          }
-        setSharding(arg, s, origin);
+        ShardingAttr s = batchInputSharding(func, i, mesh);
+        if (!s) {
+          int64_t parts = 1, rows = 0;
+          for (StringRef a : dataAxes(mesh))
+            parts *= mesh.axisSize(a);
+          auto names =
+              func.getArgAttrOfType<ArrayAttr>(i, TgDialect::kDimNamesAttr);
+          for (auto [d, n] : llvm::enumerate(names))
+            if (cast<StringAttr>(n).getValue() == "batch" && !rows)
+              rows = type.getDimSize(d);
+          return func.emitError()
+                 << "batch input '" << describeValue(arg) << "' has " << rows
+                 << " rows, which do not divide over the " << parts
+                 << " processes of the data axes";
+        }
+        bool split =
+            llvm::any_of(llvm::seq<int64_t>(0, s.getRank()),
+                         [&](int64_t d) { return !s.axesOf(d).empty(); });
+        setSharding(arg, s,
+                    split ? "the batch over the data axes"
+                          : "no batch dim, whole");
         continue;
       }
       if (auto accum =

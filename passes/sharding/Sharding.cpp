@@ -27,6 +27,29 @@ SmallVector<StringRef> mlir::tg::dataAxes(MeshOp mesh) {
   return out;
 }
 
+ShardingAttr mlir::tg::batchInputSharding(func::FuncOp func, unsigned index,
+                                          MeshOp mesh) {
+  auto type = cast<RankedTensorType>(func.getArgumentTypes()[index]);
+  MLIRContext *context = func.getContext();
+  SmallVector<StringRef> axes = dataAxes(mesh);
+  int64_t parts = 1;
+  for (StringRef a : axes)
+    parts *= mesh.axisSize(a);
+  auto names =
+      func.getArgAttrOfType<ArrayAttr>(index, TgDialect::kDimNamesAttr);
+  if (names && !axes.empty())
+    for (auto [d, n] : llvm::enumerate(names)) {
+      if (cast<StringAttr>(n).getValue() != "batch")
+        continue;
+      if (type.getDimSize(d) % parts != 0)
+        return nullptr;
+      SmallVector<SmallVector<StringRef>> dims(type.getRank());
+      dims[d] = axes;
+      return ShardingAttr::get(context, mesh.getSymName(), dims);
+    }
+  return ShardingAttr::replicated(context, mesh.getSymName(), type.getRank());
+}
+
 ShardingAttr mlir::tg::resultTarget(func::FuncOp func, unsigned index,
                                     ShardingAttr computed) {
   auto type = cast<RankedTensorType>(func.getResultTypes()[index]);

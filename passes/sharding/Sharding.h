@@ -82,6 +82,12 @@ ShardingAttr resultTarget(func::FuncOp func, unsigned index,
 /// The mesh axes that split the batch: those named "data" or "dp".
 SmallVector<StringRef> dataAxes(MeshOp mesh);
 
+/// The sharding of argument `index` of `func` as a batch input: its `batch`
+/// dim (by tg.dim_names) over the mesh's data axes, the rest whole; whole
+/// when it has no batch dim (or the mesh no data axis). Null when the batch
+/// does not divide over the data axes' processes.
+ShardingAttr batchInputSharding(func::FuncOp func, unsigned index, MeshOp mesh);
+
 } // namespace mlir::tg
 
 #endif // TGC_PASSES_SHARDING_SHARDING_H
