@@ -162,6 +162,10 @@ double AutoShardPass::reshardSeconds(ShardingAttr from, ShardingAttr to,
       bytes /= size;
       seconds += bytes / spec->memoryBandwidth;
       break;
+    case ReshardStep::MakePartial:
+      // Each process writes the value or zeros.
+      seconds += 2 * bytes / spec->memoryBandwidth;
+      break;
     }
   }
   return seconds;

@@ -285,7 +285,7 @@ FailureOr<SmallVector<ReshardStep>> mlir::tg::reshardSteps(ShardingAttr from,
     }
   }
   for (StringRef axis : target)
-    if (!llvm::is_contained(from.partialAxes(), axis))
+    if (!llvm::is_contained(from.partialAxes(), axis) && to.dimOf(axis) >= 0)
       return failure();
   for (int64_t d = 0; d < (int64_t)dims.size(); ++d) {
     SmallVector<StringRef> wanted = to.axesOf(d);
@@ -302,6 +302,9 @@ FailureOr<SmallVector<ReshardStep>> mlir::tg::reshardSteps(ShardingAttr from,
     for (size_t k = dims[d].size(); k < wanted.size(); ++k)
       steps.push_back({ReshardStep::AllSlice, wanted[k], d});
   }
+  for (StringRef axis : target)
+    if (!llvm::is_contained(from.partialAxes(), axis))
+      steps.push_back({ReshardStep::MakePartial, axis, -1});
   return steps;
 }
 
@@ -351,8 +354,38 @@ FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
       op = AllSliceOp::create(builder, loc, type.clone(shape), value,
                               builder.getI64IntegerAttr(step.dim), axis);
       break;
+    case ReshardStep::MakePartial: {
+      // This process's coordinate on the axis, as its piece of [0, n), and
+      // the value where it is 0, zero elsewhere: the sum over the axis is
+      // the value, exactly.
+      auto f32 = builder.getF32Type();
+      auto counts = RankedTensorType::get({mesh.axisSize(step.axis)}, f32);
+      auto one = RankedTensorType::get({1}, f32);
+      Value iota = IotaOp::create(builder, loc, counts, /*dimension=*/0,
+                                  llvm::APFloat(0.0), llvm::APFloat(1.0));
+      Operation *coordinate = AllSliceOp::create(
+          builder, loc, one, iota, builder.getI64IntegerAttr(0), axis);
+      coordinate->setAttr(kReshardAttr, StringAttr::get(context, why));
+      Value zero = ConstantOp::create(
+          builder, loc,
+          DenseElementsAttr::get(one, builder.getF32FloatAttr(0)));
+      Value first = CompareOp::create(
+          builder, loc,
+          ComparePredicateAttr::get(context, ComparePredicate::eq),
+          coordinate->getResult(0), zero);
+      auto scalar = RankedTensorType::get({}, type.getElementType());
+      Value none = ConstantOp::create(
+          builder, loc,
+          DenseElementsAttr::get(scalar,
+                                 builder.getZeroAttr(type.getElementType())));
+      op = SelectOp::create(builder, loc, first, value, none);
+      break;
     }
-    op->setAttr(kReshardAttr, StringAttr::get(context, why));
+    }
+    // The select of a partial sum is no collective: its coordinate's slice
+    // carries the reason.
+    if (step.kind != ReshardStep::MakePartial)
+      op->setAttr(kReshardAttr, StringAttr::get(context, why));
     value = op->getResult(0);
   }
   return value;

@@ -41,7 +41,10 @@ OpSharding decideOpSharding(Operation *op, ArrayRef<ShardingAttr> operands,
 /// tg.all_reduce, tg.all_gather or tg.all_slice), its mesh axis and the dim
 /// it splits or joins (-1 for an all-reduce).
 struct ReshardStep {
-  enum Kind { ReduceScatter, AllReduce, AllGather, AllSlice } kind;
+  /// MakePartial: a value whole over `axis` becomes a partial sum over it,
+  /// kept on the axis' first process and zero on the others (no
+  /// communication; each process selects by its coordinate).
+  enum Kind { ReduceScatter, AllReduce, AllGather, AllSlice, MakePartial } kind;
   StringRef axis;
   int64_t dim = -1;
 };
@@ -49,9 +52,10 @@ struct ReshardStep {
 /// The collectives that turn a value sharded as `from` into `to`, in
 /// order: partial sums first, each scattered onto the dim `to` splits over
 /// its axis next or else all-reduced; then the splits `to` lacks gathered
-/// (minor-most axis first); then the splits it adds sliced. Failure when
-/// `to` is a partial sum that `from` is not. tg-partition emits these
-/// (reshard) and tg-auto-shard prices them.
+/// (minor-most axis first); then the splits it adds sliced; then the
+/// partial sums `to` has and `from` lacks made. Failure when `to` is a
+/// partial sum over an axis that also splits one of its dims.
+/// tg-partition emits these (reshard) and tg-auto-shard prices them.
 FailureOr<SmallVector<ReshardStep>> reshardSteps(ShardingAttr from,
                                                  ShardingAttr to);
 

@@ -103,3 +103,24 @@ func.func @concat_of_split_rows(
   %c = tg.concat %a, %b {axis = -1 : i64} : (tensor<8x3xf32>, tensor<8x5xf32>) -> tensor<8x8xf32>
   return %c : tensor<8x8xf32>
 }
+
+// -----
+
+tg.mesh @mesh ["data" = 4]
+
+// A whole value pinned as a partial sum over an axis: the axis' first
+// process keeps it and the others hold zeros, so the sum is the value
+// exactly. No communication: each process finds its coordinate by slicing
+// [0, 4) over the axis.
+// CHECK-LABEL: func.func @whole_to_partial
+// CHECK: %[[I:.+]] = tg.iota : tensor<4xf32>
+// CHECK: %[[K:.+]] = tg.all_slice %[[I]] {dim = 0 : i64, mesh_axis = "data", tg.reshard = "{{.*}}: [{}, {}] -> [{}, {}], partial = {data}"} : tensor<4xf32> -> tensor<1xf32>
+// CHECK: %[[F:.+]] = tg.compare eq, %[[K]], %{{.+}} : tensor<1xf32>, tensor<1xf32> -> tensor<1xi1>
+// CHECK: %[[P:.+]] = tg.select %[[F]], %{{.+}}, %{{.+}} : tensor<1xi1>, tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+// CHECK: tg.all_reduce %[[P]] {tg.reshard = "tg.sharding_constraint for a sharding pin: [{}, {}], partial = {data} -> [{}, {}]"}
+func.func @whole_to_partial(%w: tensor<2x3xf32> {tg.param = "w"})
+    -> tensor<2x3xf32> {
+  %p = tg.sharding_constraint %w <@mesh, [{}, {}], partial = {"data"}> : tensor<2x3xf32>
+  %r = tg.sharding_constraint %p <@mesh, [{}, {}]> : tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}
