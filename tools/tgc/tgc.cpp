@@ -699,6 +699,32 @@ LogicalResult writeShardingReport(ModuleOp module, const PlanEstimate &chosen,
   return success();
 }
 
+/// The input at `path`: tg IR (.mlir; its buffer becomes the main file of
+/// `sourceMgr`, which must hold none yet and which diagnostics point into,
+/// and `from` is the phase it was written after)
+/// or a model file, imported (`from` = import). Null once an error has been
+/// printed.
+OwningOpRef<ModuleOp> loadInput(StringRef path, MLIRContext &context,
+                                llvm::SourceMgr &sourceMgr,
+                                const ImportOptions &importOptions,
+                                Phase &from) {
+  from = Phase::Import;
+  if (!path.ends_with(".mlir"))
+    return importModelFile(path, &context, importOptions);
+  std::string error;
+  auto file = openInputFile(path, &error);
+  if (!file) {
+    (void)fail(error);
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (module)
+    from = phaseOf(*module);
+  return module;
+}
+
 LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   // What to do.
   std::optional<Phase> stopAfter;
@@ -868,35 +894,23 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                 inputFile + " is tg IR");
 
   // The input: a model file or tg IR.
-  OwningOpRef<ModuleOp> module;
-  Phase from = Phase::Import;
-  if (StringRef(inputFile).ends_with(".mlir")) {
-    std::string error;
-    auto file = openInputFile(inputFile, &error);
-    if (!file)
-      return fail(error);
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module)
-      return failure();
-    from = phaseOf(*module);
-    if (!compileFrom.empty()) {
-      auto given = parsePhase(compileFrom);
-      if (!given || *given > kLastIRPhase)
-        return fail("unknown phase '" + compileFrom +
-                    "' for --compile-from; expected import, precision, "
-                    "autodiff, optimizer, sharding, partition, fusion, "
-                    "schedule or memory");
-      if (*given != from)
-        return fail("--compile-from=" + compileFrom + " but " + inputFile +
-                    " holds IR after phase '" + phaseName(from) + "'");
-    }
-  } else {
-    if (!compileFrom.empty())
-      return fail("--compile-from takes tg IR (.mlir), not a model file");
-    module = importModelFile(inputFile, &context, importOptions);
-    if (!module)
-      return failure();
+  if (!compileFrom.empty() && !StringRef(inputFile).ends_with(".mlir"))
+    return fail("--compile-from takes tg IR (.mlir), not a model file");
+  Phase from;
+  OwningOpRef<ModuleOp> module =
+      loadInput(inputFile, context, sourceMgr, importOptions, from);
+  if (!module)
+    return failure();
+  if (!compileFrom.empty()) {
+    auto given = parsePhase(compileFrom);
+    if (!given || *given > kLastIRPhase)
+      return fail("unknown phase '" + compileFrom +
+                  "' for --compile-from; expected import, precision, "
+                  "autodiff, optimizer, sharding, partition, fusion, "
+                  "schedule or memory");
+    if (*given != from)
+      return fail("--compile-from=" + compileFrom + " but " + inputFile +
+                  " holds IR after phase '" + phaseName(from) + "'");
   }
   // The training table may ask for --batch-size=auto (auto_batch).
   if (batchSizeFlag.empty() && !StringRef(inputFile).ends_with(".mlir")) {
@@ -1113,25 +1127,13 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     }
     if (!comparePlans.empty()) {
       // Plan A: tg IR from its phase (or a model file) with the same flags.
-      OwningOpRef<ModuleOp> other;
-      Phase otherFrom = Phase::Import;
-      if (StringRef(comparePlans).ends_with(".mlir")) {
-        std::string error;
-        auto file = openInputFile(comparePlans, &error);
-        if (!file)
-          return fail(error);
-        llvm::SourceMgr otherSource;
-        otherSource.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-        SourceMgrDiagnosticHandler handler(otherSource, &context);
-        other = parseSourceFile<ModuleOp>(otherSource, &context);
-        if (!other)
-          return failure();
-        otherFrom = phaseOf(*other);
-      } else {
-        other = importModelFile(comparePlans, &context, importOptions);
-        if (!other)
-          return failure();
-      }
+      // Its own source manager: a parse reads the manager's first buffer.
+      llvm::SourceMgr otherSource;
+      Phase otherFrom;
+      OwningOpRef<ModuleOp> other = loadInput(
+          comparePlans, context, otherSource, importOptions, otherFrom);
+      if (!other)
+        return failure();
       if (otherFrom > kLastIRPhase)
         return fail(comparePlans + " is past the memory phase");
       if (otherFrom < kLastIRPhase &&
