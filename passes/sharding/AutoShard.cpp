@@ -117,7 +117,14 @@ private:
   /// Pairs of nodes (lower first) and their costs, |S_lo| x |S_hi|.
   llvm::MapVector<std::pair<int64_t, int64_t>, std::vector<double>> edges;
 
+  /// reshardSeconds' answers, by (from, to, type): repeated layers ask the
+  /// same questions.
+  mutable DenseMap<std::tuple<Attribute, Attribute, Type>, double> reshardCache;
+
   double reshardSeconds(ShardingAttr from, ShardingAttr to, Type type) const;
+  double reshardSecondsUncached(ShardingAttr from, ShardingAttr to,
+                                Type type) const;
+
   SmallVector<Choice> argChoices(BlockArgument arg);
   SmallVector<Choice> opChoices(Operation *op);
   void addEdge(int64_t u, unsigned result, int64_t v,
@@ -135,6 +142,14 @@ double AutoShardPass::reshardSeconds(ShardingAttr from, ShardingAttr to,
                                      Type type) const {
   if (from == to)
     return 0;
+  auto [it, inserted] = reshardCache.try_emplace({from, to, type}, 0.0);
+  if (inserted)
+    it->second = reshardSecondsUncached(from, to, type);
+  return it->second;
+}
+
+double AutoShardPass::reshardSecondsUncached(ShardingAttr from, ShardingAttr to,
+                                             Type type) const {
   FailureOr<SmallVector<ReshardStep>> steps = reshardSteps(from, to);
   if (failed(steps))
     return ::tg::shardsolve::kForbidden;
