@@ -15,6 +15,7 @@
 #define TGC_COMPILER_SHARDSOLVE_PBQP_H
 
 #include "compiler/shardsolve/SearchGraph.h"
+#include "compiler/shardsolve/TiedGroups.h"
 
 namespace tg::shardsolve {
 
@@ -23,6 +24,16 @@ namespace tg::shardsolve {
 /// ignoring the memory limit; exact when no RN step was needed.
 std::vector<int32_t> solvePbqp(const SearchGraph &graph,
                                llvm::ArrayRef<double> pricePerByte = {});
+
+/// The same over tied groups: each group of `groups` (TiedGroups.h)
+/// contracted into one node whose strategies are the group's, its members'
+/// costs and the edges inside it summed into the group's costs, and the
+/// edges between groups summed per pair. A stack of identical layers tied
+/// together reduces as one layer does, where node by node it would take RN
+/// steps against the ties' forbidden pairs. Returns a choice per node.
+std::vector<int32_t>
+solvePbqpOverGroups(const SearchGraph &graph, const TiedGroups &groups,
+                    llvm::ArrayRef<double> pricePerByte = {});
 
 } // namespace tg::shardsolve
 

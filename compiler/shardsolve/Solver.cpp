@@ -1,11 +1,12 @@
 //===- Solver.cpp - Solve the auto-sharding problem -------------*- C++ -*-===//
 //
 // The order of methods: shrink the problem (buildSearchGraph); heuristics
-// for a sixth of the time (least-memory choice, Lagrangian rounds, iterated
-// local search); when the integer program over tied groups is small, CBC
-// solves it from the best choice, and a proven optimum ends the search;
-// otherwise local search and CBC on regions take turns until the limit.
-// Without CBC the heuristics have all the time.
+// for a sixth of the time (least-memory choice; Lagrangian rounds, whose
+// priced problem PBQP solves node by node and over tied groups, the better
+// kept; iterated local search); when the integer program over tied groups
+// is small, CBC solves it from the best choice, and a proven optimum ends
+// the search; otherwise local search and CBC on regions take turns until
+// the limit. Without CBC the heuristics have all the time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,21 @@
 using namespace tg::shardsolve;
 
 namespace {
+
+/// Node and edge costs of `choice`, each live node's usage priced.
+double pricedCost(const SearchGraph &graph, llvm::ArrayRef<int32_t> choice,
+                  llvm::ArrayRef<double> prices) {
+  double total = 0;
+  for (int32_t i = 0; i < graph.numNodes; ++i) {
+    total += graph.cost[i][choice[i]];
+    if (!prices.empty() && graph.span[i].first < graph.span[i].second)
+      total += prices[i] * graph.usage[i][choice[i]];
+  }
+  for (const SearchGraph::PairCosts &pair : graph.edges)
+    total += pair.costs[choice[pair.u] * graph.numStrategies(pair.v) +
+                        choice[pair.v]];
+  return total;
+}
 
 /// Programs up to this size (variables plus memory-row terms) go to CBC
 /// whole; on the contest's instances the two it solves in seconds are 0.11M,
@@ -270,6 +286,15 @@ Solution tg::shardsolve::solve(const Problem &problem,
        ++round) {
     std::vector<double> nodePrices = prices.nodePrices();
     std::vector<int32_t> relaxed = solvePbqp(graph, nodePrices);
+    // Over tied groups too (a stack of tied layers reduces as one layer);
+    // the better of the two under the prices.
+    if (groups.numGroups() < graph.numNodes) {
+      std::vector<int32_t> grouped =
+          solvePbqpOverGroups(graph, groups, nodePrices);
+      if (pricedCost(graph, grouped, nodePrices) <
+          pricedCost(graph, relaxed, nodePrices))
+        relaxed = std::move(grouped);
+    }
     double dual = prices.dualValue(relaxed);
     search.setPrices(nodePrices);
     consider(relaxed, "lagrangian + local search");

@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/shardsolve/Solver.h"
+#include "compiler/shardsolve/Pbqp.h"
+#include "compiler/shardsolve/SearchGraph.h"
+#include "compiler/shardsolve/TiedGroups.h"
 
 #include "llvm/Support/Program.h"
 
@@ -178,6 +181,45 @@ TEST(Solve, MatchesBruteForceWithIlp) {
 
 TEST(Solve, HeuristicsValidAgainstBruteForce) {
   checkAgainstBruteForce(/*ilp=*/false, 200);
+}
+
+/// Three copies of a layer of three roles, every role joined to every role of
+/// the next copy by random costs and tied to its own role there (equal
+/// strategies only): each node has degree 3 or more, so PBQP node by node
+/// needs RN steps, but over the tied groups it is a triangle, which R1/R2
+/// reduce exactly. No memory limit: the optimum is PBQP's.
+TEST(PbqpOverGroups, TiedCopiesReduceAsOne) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    auto cost = [&] {
+      return (double)std::uniform_int_distribution<int64_t>(0, 1000)(rng);
+    };
+    constexpr int kLayers = 3, kRoles = 3, kStrategies = 3;
+    Problem problem;
+    for (int n = 0; n < kLayers * kRoles; ++n) {
+      problem.intervals.push_back({0, 0});
+      problem.nodeCosts.push_back({cost(), cost(), cost()});
+      problem.usages.push_back({1, 1, 1});
+    }
+    for (int layer = 0; layer + 1 < kLayers; ++layer)
+      for (int a = 0; a < kRoles; ++a)
+        for (int b = 0; b < kRoles; ++b) {
+          Edge edge{layer * kRoles + a, (layer + 1) * kRoles + b, {}};
+          for (int i = 0; i < kStrategies; ++i)
+            for (int j = 0; j < kStrategies; ++j)
+              edge.costs.push_back(a != b ? cost() : i == j ? 0.0 : kForbidden);
+          problem.edges.push_back(std::move(edge));
+        }
+    SearchGraph graph = buildSearchGraph(problem);
+    ASSERT_TRUE(graph.infeasible.empty()) << graph.infeasible;
+    TiedGroups groups = findTiedGroups(graph);
+    EXPECT_EQ(groups.numGroups(), kRoles);
+    std::vector<int32_t> choice = solvePbqpOverGroups(graph, groups);
+    Evaluation e = evaluate(problem, graph.expand(choice));
+    ASSERT_TRUE(e.valid) << e.why;
+    EXPECT_EQ(e.cost, bruteForce(problem));
+  }
 }
 
 TEST(Solve, ReportsInvalidShapes) {
