@@ -331,7 +331,7 @@ FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<int64_t> shape(type.getShape());
     StringAttr axis = builder.getStringAttr(step.axis);
-    Operation *op;
+    Operation *op = nullptr;
     switch (step.kind) {
     case ReshardStep::ReduceScatter:
       shape[step.dim] /= mesh.axisSize(step.axis);
