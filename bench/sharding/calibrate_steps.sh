@@ -126,22 +126,34 @@ wait_quiet() {
   echo "$busy,$((SECONDS - start))"
 }
 
+# A model file's micro-batch (its training table's batch_size).
+micro_batch() {
+  $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["training"]["batch_size"])' "$1"
+}
+# The spec IN with device.FIELD set to VALUE and named NAME, written to OUT.
+spec_variant() { # IN OUT NAME FIELD VALUE
+  $py - "$@" <<'EOF'
+import json, sys
+src, dst, name, field, value = sys.argv[1:6]
+s = json.load(open(src))
+s["device"][field] = float(value)
+s["name"] = name
+json.dump(s, open(dst, "w"), indent=2)
+EOF
+}
+
 # The compute fit: each model unsharded, four copies at once (3x --steps
 # each, so that the copies' staggered starts and ends stay outside the
 # median), priced at the spec's flops_efficiency and at half of it.
 pricing=$spec
 if [ "$fit" = 1 ]; then
-  $py - "$spec" "$out/half-efficiency.json" <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["device"]["flops_efficiency"] = s["device"].get("flops_efficiency", 1.0) / 2
-s["name"] += "-half-efficiency"
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-EOF
+  half=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"].get("flops_efficiency", 1.0) / 2)' "$spec")
+  spec_variant "$spec" "$out/half-efficiency.json" half-efficiency \
+    flops_efficiency "$half"
   echo "model|batch" >"$out/unsharded.csv"
   for m in ${models//,/ }; do
     file=${model_file[$m]}
-    micro=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["training"]["batch_size"])' "$file")
+    micro=$(micro_batch "$file")
     echo "$m|$micro" >>"$out/unsharded.csv"
     base=$out/unsharded-$m
     [ -f "$base.exe" ] || nice "$tgc" "$file" --mesh=data=1 -o "$base.exe"
@@ -171,20 +183,14 @@ fi
 
 # The pricing spec with a 1 ms per-op overhead: (its compute - the spec's) /
 # 1 ms counts the ops the model prices per step.
-$py - "$pricing" "$out/overhead-1ms.json" <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["device"]["kernel_overhead"] = 1e-3
-s["name"] = "overhead-1ms"
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-EOF
+spec_variant "$pricing" "$out/overhead-1ms.json" overhead-1ms kernel_overhead 1e-3
 
 # Compile: executable, report, report with the overhead spec (files an
 # earlier call left in --out are kept: delete them to recompile).
 echo "model|plan|mesh|flags|batch" >"$out/plans.csv"
 for m in ${models//,/ }; do
   file=${model_file[$m]}
-  micro=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["training"]["batch_size"])' "$file")
+  micro=$(micro_batch "$file")
   for p in "${plans[@]}"; do
     IFS='|' read -r label mesh flags <<<"$p"
     data=1

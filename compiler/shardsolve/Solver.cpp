@@ -29,21 +29,6 @@ using namespace tg::shardsolve;
 
 namespace {
 
-/// Node and edge costs of `choice`, each live node's usage priced.
-double pricedCost(const SearchGraph &graph, llvm::ArrayRef<int32_t> choice,
-                  llvm::ArrayRef<double> prices) {
-  double total = 0;
-  for (int32_t i = 0; i < graph.numNodes; ++i) {
-    total += graph.cost[i][choice[i]];
-    if (!prices.empty() && graph.span[i].first < graph.span[i].second)
-      total += prices[i] * graph.usage[i][choice[i]];
-  }
-  for (const SearchGraph::PairCosts &pair : graph.edges)
-    total += pair.costs[choice[pair.u] * graph.numStrategies(pair.v) +
-                        choice[pair.v]];
-  return total;
-}
-
 /// Programs up to this size (variables plus memory-row terms) go to CBC
 /// whole; on the contest's instances the two it solves in seconds are 0.11M,
 /// the next 0.88M.
@@ -291,8 +276,7 @@ Solution tg::shardsolve::solve(const Problem &problem,
     if (groups.numGroups() < graph.numNodes) {
       std::vector<int32_t> grouped =
           solvePbqpOverGroups(graph, groups, nodePrices);
-      if (pricedCost(graph, grouped, nodePrices) <
-          pricedCost(graph, relaxed, nodePrices))
+      if (prices.dualValue(grouped) < prices.dualValue(relaxed))
         relaxed = std::move(grouped);
     }
     double dual = prices.dualValue(relaxed);

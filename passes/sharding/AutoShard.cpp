@@ -150,12 +150,9 @@ double AutoShardPass::reshardSeconds(ShardingAttr from, ShardingAttr to,
 
 double AutoShardPass::reshardSecondsUncached(ShardingAttr from, ShardingAttr to,
                                              Type type) const {
-  FailureOr<SmallVector<ReshardStep>> steps = reshardSteps(from, to);
-  if (failed(steps))
-    return ::tg::shardsolve::kForbidden;
   double bytes = (double)tensorBytes(type) / pieces(from, mesh);
   double seconds = 0;
-  for (const ReshardStep &step : *steps) {
+  for (const ReshardStep &step : reshardSteps(from, to)) {
     int64_t size = mesh.axisSize(step.axis);
     switch (step.kind) {
     case ReshardStep::ReduceScatter:

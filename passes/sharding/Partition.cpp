@@ -69,12 +69,10 @@ public:
       auto target = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr);
       if (!target)
         target = resultTarget(func, i, shardingOf(old));
-      FailureOr<Value> v = resolve(old, target, "result " + std::to_string(i));
-      if (failed(v))
-        return failure();
-      ret.setOperand(i, *v);
+      Value v = resolve(old, target, "result " + std::to_string(i));
+      ret.setOperand(i, v);
       func.setResultAttr(i, kShardingAttr, target);
-      resultTypes.push_back(v->getType());
+      resultTypes.push_back(v.getType());
     }
     for (Operation *op : llvm::reverse(ops)) {
       op->dropAllUses();
@@ -136,17 +134,15 @@ private:
 
   /// The local value of `old` resharded to `target`; a partial sum reduced
   /// here replaces `old` for later readers.
-  FailureOr<Value> resolve(Value old, ShardingAttr target, StringRef why) {
+  Value resolve(Value old, ShardingAttr target, StringRef why) {
     Value v = mapped(old);
     ShardingAttr from = current.lookup(v);
-    FailureOr<Value> out = reshard(builder, old.getLoc(), v, from, target, mesh,
-                                   (describeValue(old) + " for " + why).str());
-    if (failed(out))
-      return failure();
-    if (*out != v) {
-      current[*out] = target;
+    Value out = reshard(builder, old.getLoc(), v, from, target, mesh,
+                        (describeValue(old) + " for " + why).str());
+    if (out != v) {
+      current[out] = target;
       if (from.isPartial() && !target.isPartial())
-        mapping.map(old, *out);
+        mapping.map(old, out);
     }
     return out;
   }
@@ -176,11 +172,8 @@ private:
 
   LogicalResult partition(Operation *op) {
     if (auto pin = dyn_cast<ShardingConstraintOp>(op)) {
-      FailureOr<Value> v =
-          resolve(pin.getInput(), pin.getSharding(), "a sharding pin");
-      if (failed(v))
-        return failure();
-      mapping.map(pin.getResult(), *v);
+      mapping.map(pin.getResult(),
+                  resolve(pin.getInput(), pin.getSharding(), "a sharding pin"));
       return success();
     }
     if (auto norm = dyn_cast<GlobalNormOp>(op))
@@ -192,10 +185,7 @@ private:
     OpSharding decision = decideOpSharding(op, operands, mesh);
     SmallVector<Value> newOperands;
     for (auto [v, s] : llvm::zip(op->getOperands(), decision.operands)) {
-      FailureOr<Value> r = resolve(v, s, op->getName().getStringRef().str());
-      if (failed(r))
-        return failure();
-      newOperands.push_back(*r);
+      newOperands.push_back(resolve(v, s, op->getName().getStringRef().str()));
     }
     Operation *clone = builder.clone(*op);
     clone->setOperands(newOperands);
@@ -263,15 +253,13 @@ private:
           target =
               ShardingAttr::replicated(context, mesh.getSymName(), s.getRank());
       }
-      FailureOr<Value> v = resolve(old, target, "tg.global_norm");
-      if (failed(v))
-        return failure();
+      Value v = resolve(old, target, "tg.global_norm");
       SmallVector<std::string> axes;
       for (int64_t d = 0; d < target.getRank(); ++d)
         for (StringRef a : target.axesOf(d))
           axes.push_back(a.str());
       llvm::sort(axes);
-      groups[axes].push_back(*v);
+      groups[axes].push_back(v);
     }
     auto scalar = RankedTensorType::get({}, builder.getF32Type());
     if (groups.size() == 1 && groups.begin()->first.empty()) {

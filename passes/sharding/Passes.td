@@ -80,7 +80,10 @@ def PartitionPass : Pass<"tg-partition", "ModuleOp"> {
     operand's sharding is not the one the op needs, collectives reshard it
     (tg.reduce_scatter or tg.all_reduce for partial sums, tg.all_gather,
     tg.all_slice), each with a `tg.reshard` that names the value and the
-    change. A mean over a split factor is scaled so the pieces sum to it;
+    change. A whole value pinned as a partial sum over an axis is kept on
+    the axis' first process and zero on the others (a tg.select by the
+    process's coordinate, found by slicing a tg.iota over the axis; no
+    communication). A mean over a split factor is scaled so the pieces sum to it;
     `tg.global_norm` sums its squares over the axes its inputs are split
     on. Results are resharded to what the function returns.
 

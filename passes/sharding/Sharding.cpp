@@ -260,8 +260,8 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
 // reshard
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<ReshardStep>> mlir::tg::reshardSteps(ShardingAttr from,
-                                                           ShardingAttr to) {
+SmallVector<ReshardStep> mlir::tg::reshardSteps(ShardingAttr from,
+                                                ShardingAttr to) {
   SmallVector<ReshardStep> steps;
   SmallVector<SmallVector<StringRef>> dims;
   for (int64_t d = 0; d < from.getRank(); ++d)
@@ -284,9 +284,6 @@ FailureOr<SmallVector<ReshardStep>> mlir::tg::reshardSteps(ShardingAttr from,
       steps.push_back({ReshardStep::AllReduce, axis, -1});
     }
   }
-  for (StringRef axis : target)
-    if (!llvm::is_contained(from.partialAxes(), axis) && to.dimOf(axis) >= 0)
-      return failure();
   for (int64_t d = 0; d < (int64_t)dims.size(); ++d) {
     SmallVector<StringRef> wanted = to.axesOf(d);
     auto isPrefix = [&] {
@@ -308,10 +305,9 @@ FailureOr<SmallVector<ReshardStep>> mlir::tg::reshardSteps(ShardingAttr from,
   return steps;
 }
 
-FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
-                                   Value value, ShardingAttr from,
-                                   ShardingAttr to, MeshOp mesh,
-                                   StringRef what) {
+Value mlir::tg::reshard(OpBuilder &builder, Location loc, Value value,
+                        ShardingAttr from, ShardingAttr to, MeshOp mesh,
+                        StringRef what) {
   if (from == to)
     return value;
   MLIRContext *context = builder.getContext();
@@ -319,15 +315,7 @@ FailureOr<Value> mlir::tg::reshard(OpBuilder &builder, Location loc,
   std::string why =
       (what + ": " + formatSharding(from) + " -> " + formatSharding(to)).str();
   llvm::erase(why, '"');
-  FailureOr<SmallVector<ReshardStep>> steps = reshardSteps(from, to);
-  if (failed(steps)) {
-    for (StringRef axis : to.partialAxes())
-      if (!llvm::is_contained(from.partialAxes(), axis))
-        return emitError(loc) << what << ": cannot make a partial sum over \""
-                              << axis << "\" from " << formatSharding(from);
-    return failure();
-  }
-  for (const ReshardStep &step : *steps) {
+  for (const ReshardStep &step : reshardSteps(from, to)) {
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<int64_t> shape(type.getShape());
     StringAttr axis = builder.getStringAttr(step.axis);

@@ -53,22 +53,22 @@ struct ReshardStep {
 /// order: partial sums first, each scattered onto the dim `to` splits over
 /// its axis next or else all-reduced; then the splits `to` lacks gathered
 /// (minor-most axis first); then the splits it adds sliced; then the
-/// partial sums `to` has and `from` lacks made. Failure when `to` is a
-/// partial sum over an axis that also splits one of its dims.
-/// tg-partition emits these (reshard) and tg-auto-shard prices them.
-FailureOr<SmallVector<ReshardStep>> reshardSteps(ShardingAttr from,
-                                                 ShardingAttr to);
+/// partial sums `to` has and `from` lacks made. Any two shardings of a
+/// value have such a list (a verified sharding never has an axis both on
+/// a dim and among its partial sums). tg-partition emits these (reshard)
+/// and tg-auto-shard prices them.
+SmallVector<ReshardStep> reshardSteps(ShardingAttr from, ShardingAttr to);
 
 /// Emits the collectives that turn `value`, sharded as `from`, into `to`
 /// (same mesh), each with a `tg.reshard` naming `what` and the change:
 /// partial sums become whole by tg.reduce_scatter where `to` splits a dim
 /// over the axis next, by tg.all_reduce elsewhere; then tg.all_gather
 /// undoes splits `to` lacks (minor-most axis first) and tg.all_slice adds
-/// those it has. Returns `value` when the shardings agree; failure (with a
-/// diagnostic at `loc`) when `to` is a partial sum that `from` is not.
-FailureOr<Value> reshard(OpBuilder &builder, Location loc, Value value,
-                         ShardingAttr from, ShardingAttr to, MeshOp mesh,
-                         StringRef what);
+/// those it has; a partial sum `from` lacks is made by keeping the value
+/// on the axis' first process and zeros on the others. Returns `value`
+/// when the shardings agree.
+Value reshard(OpBuilder &builder, Location loc, Value value, ShardingAttr from,
+              ShardingAttr to, MeshOp mesh, StringRef what);
 
 /// A short name for `value` in origins and tg.reshard: the model-file name
 /// of an argument (`fc1.weight`, `x`), else the op and its location.
