@@ -581,10 +581,12 @@ struct CompiledPlan {
 /// parallelism x data parallel, with sequence parallelism) and, with
 /// `solver`, tg-auto-shard's, each compiled from `pristine` (a module
 /// after phase `from`) with `options` otherwise unchanged; `skip` is left
-/// out (the plan already compiled).
+/// out (the plan already compiled). With `keepSharded`, the solver's plan
+/// also keeps its module at the sharding phase.
 std::vector<CompiledPlan>
 compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
-             const CostModel &cost, bool solver, StringRef skip,
+             const CostModel &cost, bool solver, bool keepSharded,
+             StringRef skip,
              llvm::function_ref<LogicalResult(PassManager &)> configure) {
   std::vector<CompiledPlan> plans;
   MeshOp mesh = getModuleMesh(pristine);
@@ -642,7 +644,7 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
                                         });
         Phase mid = std::max(from, Phase::Sharding);
         compiled = runTrainingPipeline(*plan.module, o, from, mid, configure);
-        if (succeeded(compiled) && preset.empty())
+        if (succeeded(compiled) && preset.empty() && keepSharded)
           plan.sharded = plan.module->clone();
         if (succeeded(compiled))
           compiled = runTrainingPipeline(*plan.module, o, mid, kLastIRPhase,
@@ -1068,8 +1070,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     }
     bool planned = autoShard && from < Phase::Sharding && to >= Phase::Sharding;
     if (planned) {
-      plans = compilePlans(*module, options, from, *cost, /*solver=*/true, "",
-                           configure);
+      plans = compilePlans(*module, options, from, *cost, /*solver=*/true,
+                           /*keepSharded=*/to < kLastIRPhase, "", configure);
       CompiledPlan *best = nullptr;
       for (CompiledPlan &plan : plans) {
         const PlanEstimate &e = plan.estimate;
@@ -1150,9 +1152,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         // IR sharded already is priced as it is: its plan was made before.
         bool given = from >= Phase::Sharding;
         if (!given)
-          plans =
-              compilePlans(*pristine, options, from, *cost,
-                           /*solver=*/false, options.shardPreset, configure);
+          plans = compilePlans(*pristine, options, from, *cost,
+                               /*solver=*/false, /*keepSharded=*/false,
+                               options.shardPreset, configure);
         CompiledPlan self;
         self.estimate = estimatePlan(*module, *cost,
                                      given ? "as sharded in " + inputFile
