@@ -29,7 +29,7 @@ config.substitutions.append(
 
 tool_dirs = [config.tgc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["tg-opt"], tool_dirs)
-for tool in ["tg-translate", "tgc", "tg-data", "tg-shard-solve"]:
+for tool in ["tg-translate", "tgc", "tg-data", "tg-shard-solve", "tg-ckpt"]:
     if os.path.exists(os.path.join(config.tgc_tools_dir, tool)):
         llvm_config.add_tool_substitutions([tool], tool_dirs)
 # Our tools first, then LLVM's (not, count, FileCheck), then the system's.

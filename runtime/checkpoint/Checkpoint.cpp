@@ -3,15 +3,18 @@
 #include "runtime/checkpoint/Checkpoint.h"
 
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <memory>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +25,70 @@ namespace tgc {
 std::string stateTensorName(const StateDesc &state) {
   return std::string(state.param) + "." + state.slot;
 }
+
+namespace {
+
+/// A checkpoint or weights file in either layout, read tensor by tensor:
+/// one safetensors file, or a sharded checkpoint's directory, whose tensors
+/// come back whole.
+class CheckpointReader {
+public:
+  /// Opens `path`, a file or a directory with an index.json; throws
+  /// tgc::Error naming it and the problem.
+  explicit CheckpointReader(const std::string &path) {
+    if (isShardedCheckpoint(path))
+      sharded_ = std::make_unique<ShardedCheckpoint>(path);
+    else
+      file_ = std::make_unique<SafetensorsFile>(path);
+  }
+
+  const std::map<std::string, std::string> &metadata() const {
+    return sharded_ ? sharded_->metadata() : file_->metadata();
+  }
+  std::string metadataOr(const std::string &key,
+                         const std::string &fallback) const {
+    auto it = metadata().find(key);
+    return it == metadata().end() ? fallback : it->second;
+  }
+  /// The tensors' names, in the file's (or index's) order.
+  std::vector<std::string> names() const {
+    std::vector<std::string> names;
+    if (sharded_)
+      for (const ShardedTensor &tensor : sharded_->tensors())
+        names.push_back(tensor.name);
+    else
+      for (const SafetensorsTensor &tensor : file_->tensors())
+        names.push_back(tensor.name);
+    return names;
+  }
+  /// Tensor `name` whole, or null. Its data stays valid until the next call
+  /// (a sharded checkpoint's pieces are put together in one buffer).
+  const SafetensorsTensor *find(const std::string &name) {
+    if (file_)
+      return file_->find(name);
+    const ShardedTensor *tensor = sharded_->find(name);
+    if (!tensor)
+      return nullptr;
+    whole_.name = tensor->name;
+    whole_.dtype = tensor->dtype;
+    whole_.shape = tensor->shape;
+    whole_.begin = 0;
+    whole_.end =
+        static_cast<uint64_t>(whole_.numElements() * dtypeSize(tensor->dtype));
+    buffer_.assign(whole_.end, 0);
+    sharded_->read(*tensor, buffer_.data());
+    whole_.data = buffer_.data();
+    return &whole_;
+  }
+
+private:
+  std::unique_ptr<SafetensorsFile> file_;
+  std::unique_ptr<ShardedCheckpoint> sharded_;
+  SafetensorsTensor whole_;
+  std::vector<uint8_t> buffer_;
+};
+
+} // namespace
 
 static std::vector<int64_t> shapeOf(const TensorDesc &tensor) {
   return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
@@ -49,16 +116,15 @@ void saveCheckpoint(const std::string &path, const ModelDesc &model,
 }
 
 /// Checks shape (and, unless `convert`, dtype) of `found` against `want`.
-static void checkTensor(const SafetensorsFile &file,
-                        const SafetensorsTensor &found, const TensorDesc &want,
-                        const std::string &name, bool convert) {
+static void checkTensor(const std::string &path, const SafetensorsTensor &found,
+                        const TensorDesc &want, const std::string &name,
+                        bool convert) {
   bool sameShape = found.shape.size() == static_cast<size_t>(want.rank);
   for (int d = 0; sameShape && d < want.rank; ++d)
     sameShape = found.shape[d] == want.shape[d];
   if (!sameShape)
-    throw Error("checkpoint " + file.path() + " has tensor " + name +
-                " of shape " + found.shapeString() + ", the model wants " +
-                shapeString(want));
+    throw Error("checkpoint " + path + " has tensor " + name + " of shape " +
+                found.shapeString() + ", the model wants " + shapeString(want));
   if (found.dtype == want.dtype)
     return;
   bool convertible = convert &&
@@ -67,8 +133,8 @@ static void checkTensor(const SafetensorsFile &file,
                      (want.dtype == DType::F32 || want.dtype == DType::BF16 ||
                       want.dtype == DType::F16);
   if (!convertible)
-    throw Error("checkpoint " + file.path() + " has tensor " + name +
-                " of dtype " + dtypeName(found.dtype) + ", the model wants " +
+    throw Error("checkpoint " + path + " has tensor " + name + " of dtype " +
+                dtypeName(found.dtype) + ", the model wants " +
                 dtypeName(want.dtype));
 }
 
@@ -132,9 +198,9 @@ static void copyTensor(const SafetensorsTensor &found, const TensorDesc &want,
 
 Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                         void **params, void **state) {
-  SafetensorsFile file(path);
+  CheckpointReader file(path);
   std::string format = file.metadataOr("format", "");
-  if (format != kCheckpointFormat)
+  if (format != kCheckpointFormat && format != kShardedCheckpointFormat)
     throw Error("checkpoint " + path + " has format '" + format +
                 "', expected '" + kCheckpointFormat +
                 "' (use --init-from to load plain weights)");
@@ -148,7 +214,7 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                   "') has no tensor " + name + ", which model '" +
                   model.name + "' needs");
     }
-    checkTensor(file, *found, want, name, /*convert=*/false);
+    checkTensor(path, *found, want, name, /*convert=*/false);
     checkFinite("checkpoint " + path, *found, name);
     copyTensor(*found, want, dst);
   };
@@ -156,16 +222,16 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
     load(model.params[i].tensor.name, model.params[i].tensor, params[i]);
   for (int i = 0; i < model.numState; ++i)
     load(stateTensorName(model.state[i]), model.state[i].tensor, state[i]);
-  for (const SafetensorsTensor &tensor : file.tensors())
-    if (!known.count(tensor.name))
-      throw Error("checkpoint " + path + " has tensor " + tensor.name +
+  for (const std::string &name : file.names())
+    if (!known.count(name))
+      throw Error("checkpoint " + path + " has tensor " + name +
                   ", which model '" + model.name + "' does not have");
   return file.metadata();
 }
 
 void loadParams(const std::string &path, const ModelDesc &model, void **params,
                 std::string *ignored) {
-  SafetensorsFile file(path);
+  CheckpointReader file(path);
   std::set<std::string> known;
   for (int i = 0; i < model.numParams; ++i) {
     const TensorDesc &want = model.params[i].tensor;
@@ -175,30 +241,30 @@ void loadParams(const std::string &path, const ModelDesc &model, void **params,
       throw Error(path + " has no tensor " + want.name + " (of shape " +
                   shapeString(want) + "), which model '" + model.name +
                   "' needs");
-    checkTensor(file, *found, want, want.name, /*convert=*/true);
+    checkTensor(path, *found, want, want.name, /*convert=*/true);
     checkFinite(path, *found, want.name);
     copyTensor(*found, want, params[i]);
   }
   if (ignored) {
     ignored->clear();
-    for (const SafetensorsTensor &tensor : file.tensors()) {
-      if (known.count(tensor.name))
+    for (const std::string &name : file.names()) {
+      if (known.count(name))
         continue;
       if (!ignored->empty())
         *ignored += ", ";
-      *ignored += tensor.name;
+      *ignored += name;
     }
   }
 }
 
 void loadTensor(const std::string &path, const std::string &key,
                 const TensorDesc &tensor, void *dst) {
-  SafetensorsFile file(path);
+  CheckpointReader file(path);
   const SafetensorsTensor *found = file.find(key);
   if (!found)
     throw Error(path + " has no tensor " + key + " (to initialise " +
                 tensor.name + ")");
-  checkTensor(file, *found, tensor, key, /*convert=*/true);
+  checkTensor(path, *found, tensor, key, /*convert=*/true);
   checkFinite(path, *found, key);
   copyTensor(*found, tensor, dst);
 }
@@ -210,50 +276,58 @@ std::string checkpointPath(const std::string &dir, int64_t step) {
   return (dir.empty() || dir.back() == '/' ? dir : dir + "/") + name;
 }
 
-/// The step of "step_NNNNNNNN.safetensors", or -1 for any other name.
-static int64_t stepOfName(const std::string &name) {
+/// The step of "step_NNNNNNNN.safetensors" or of a sharded checkpoint's
+/// "step_NNNNNNNN" (`sharded`), or -1 for any other name.
+static int64_t stepOfName(const std::string &name, bool *sharded) {
   const std::string prefix = "step_", suffix = ".safetensors";
-  if (name.size() <= prefix.size() + suffix.size() ||
-      name.compare(0, prefix.size(), prefix) != 0 ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix))
     return -1;
-  std::string digits = name.substr(
-      prefix.size(), name.size() - prefix.size() - suffix.size());
+  *sharded = name.size() <= suffix.size() ||
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix);
+  std::string digits =
+      name.substr(prefix.size(),
+                  name.size() - prefix.size() - (*sharded ? 0 : suffix.size()));
   if (digits.empty() || digits.size() > 18 ||
       digits.find_first_not_of("0123456789") != std::string::npos)
     return -1;
   return std::stoll(digits);
 }
 
-std::string latestCheckpoint(const std::string &dir) {
+std::vector<std::pair<int64_t, std::string>>
+listCheckpoints(const std::string &dir) {
   DIR *handle = ::opendir(dir.c_str());
   if (!handle)
     throwErrno(dir, "cannot read the checkpoint directory", errno);
-  int64_t best = -1;
-  std::string bestName;
+  std::string prefix = dir.back() == '/' ? dir : dir + "/";
+  std::vector<std::pair<int64_t, std::string>> found;
   while (struct dirent *entry = ::readdir(handle)) {
-    int64_t step = stepOfName(entry->d_name);
-    if (step > best) {
-      best = step;
-      bestName = entry->d_name;
-    }
+    bool sharded = false;
+    int64_t step = stepOfName(entry->d_name, &sharded);
+    // A sharded checkpoint is complete once its index is there (it is
+    // renamed into place after it).
+    if (step >= 0 && (!sharded || isShardedCheckpoint(prefix + entry->d_name)))
+      found.push_back({step, prefix + entry->d_name});
   }
   ::closedir(handle);
-  if (best < 0)
-    return "";
-  return (dir.back() == '/' ? dir : dir + "/") + bestName;
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::string latestCheckpoint(const std::string &dir) {
+  std::vector<std::pair<int64_t, std::string>> found = listCheckpoints(dir);
+  return found.empty() ? "" : found.back().second;
 }
 
 std::string resolveResumePath(const std::string &dirOrFile) {
   struct stat info;
   if (::stat(dirOrFile.c_str(), &info) != 0)
     throwErrno(dirOrFile, "cannot resume from it", errno);
-  if (!S_ISDIR(info.st_mode))
+  if (!S_ISDIR(info.st_mode) || isShardedCheckpoint(dirOrFile))
     return dirOrFile;
   std::string latest = latestCheckpoint(dirOrFile);
   if (latest.empty())
-    throw Error(dirOrFile +
-                ": no checkpoint (step_*.safetensors) to resume from");
+    throw Error(dirOrFile + ": no checkpoint (step_*.safetensors, or a "
+                            "sharded step_* directory) to resume from");
   return latest;
 }
 

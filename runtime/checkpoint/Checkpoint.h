@@ -1,4 +1,5 @@
-//===- Checkpoint.h - Model checkpoints as safetensors ------------*- C++ -*-===//
+//===- Checkpoint.h - Model checkpoints as safetensors ------------*- C++
+//-*-===//
 //
 // A checkpoint is one safetensors file holding every parameter under its
 // ModelDesc name and every optimizer state buffer as "<param>.<slot>", plus
@@ -20,8 +21,11 @@
 //                  first validation loss)
 //
 // Files are named "<dir>/step_<8 digits>.safetensors" so the latest sorts
-// last. Loading checks every tensor against the model and names the file,
-// the tensor and both shapes on a mismatch.
+// last. A run over several processes writes a sharded checkpoint instead,
+// the directory "<dir>/step_<8 digits>" (ShardedCheckpoint.h): each rank its
+// pieces, plus an index. Loading takes either layout onto any mesh (or one
+// process), checks every tensor against the model and names the file, the
+// tensor and both shapes on a mismatch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +36,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tgc {
 
@@ -48,10 +54,11 @@ void saveCheckpoint(const std::string &path, const ModelDesc &model,
                     void *const *params, void *const *state,
                     const Metadata &metadata);
 
-/// Loads a checkpoint written by saveCheckpoint into the model's buffers and
-/// returns its metadata. Every param and state tensor must be there with the
-/// model's shape and dtype, and nothing else may be; otherwise throws an
-/// Error naming the file and the first difference.
+/// Loads a checkpoint written by saveCheckpoint, or a sharded one written
+/// on any mesh, into the model's (whole) buffers and returns its metadata.
+/// Every param and state tensor must be there with the model's shape and dtype,
+/// and nothing else may be; otherwise throws an Error naming the file and the
+/// first difference.
 Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                         void **params, void **state);
 
@@ -70,11 +77,17 @@ void loadTensor(const std::string &path, const std::string &key,
 /// "<dir>/step_00000042.safetensors".
 std::string checkpointPath(const std::string &dir, int64_t step);
 
-/// The checkpoint with the highest step in `dir`, or "" when there is none;
-/// throws when `dir` cannot be read.
+/// The checkpoints (files and sharded directories) in `dir` by step, lowest
+/// first; throws when `dir` cannot be read.
+std::vector<std::pair<int64_t, std::string>>
+listCheckpoints(const std::string &dir);
+
+/// The checkpoint (file or sharded directory) with the highest step in
+/// `dir`, or "" when there is none; throws when `dir` cannot be read.
 std::string latestCheckpoint(const std::string &dir);
 
-/// --resume takes a directory (its latest checkpoint) or a file.
+/// --resume takes a checkpoint directory (its latest checkpoint), a
+/// sharded checkpoint or a file.
 std::string resolveResumePath(const std::string &dirOrFile);
 
 /// Creates `dir` (and its parents) and checks that a file can be created in

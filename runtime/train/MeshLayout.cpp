@@ -2,9 +2,11 @@
 
 #include "runtime/train/MeshLayout.h"
 
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tgc {
@@ -158,20 +160,21 @@ void MeshLayout::paste(const TensorDesc &tensor, const void *piece, void *whole,
   copy(tensor, piece, whole, rank, /*toPiece=*/false);
 }
 
-std::vector<int> MeshLayout::pieceOwners(const TensorDesc &tensor) const {
-  int64_t processes = 1;
+int64_t MeshLayout::processes() const {
+  int64_t count = 1;
   for (int64_t size : sizes_)
-    processes *= size;
+    count *= size;
+  return count;
+}
+
+std::vector<int> MeshLayout::pieceOwners(const TensorDesc &tensor) const {
   std::vector<int> owners;
   std::vector<std::vector<int64_t>> seen;
-  for (int r = 0; r < processes; ++r) {
+  for (int r = 0; r < processes(); ++r) {
     int64_t count[kMaxRank], index[kMaxRank];
     pieces(tensor, r, count, index);
     std::vector<int64_t> key(index, index + tensor.rank);
-    bool known = false;
-    for (const auto &k : seen)
-      known = known || k == key;
-    if (!known) {
+    if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
       seen.push_back(key);
       owners.push_back(r);
     }
@@ -179,35 +182,74 @@ std::vector<int> MeshLayout::pieceOwners(const TensorDesc &tensor) const {
   return owners;
 }
 
+std::vector<std::vector<std::string>>
+MeshLayout::splitNames(const TensorDesc &tensor) const {
+  std::vector<std::vector<std::string>> names(tensor.rank);
+  for (int d = 0; d < tensor.rank; ++d)
+    for (size_t a = 0; a < sizes_.size(); ++a)
+      if (tensor.splitAxes[d] & (1 << a))
+        names[d].push_back(names_[a]);
+  return names;
+}
+
 std::string MeshLayout::metadataJson(const ModelDesc &model) const {
-  std::string json = "{\"mesh\":{";
+  ShardedLayout layout = checkpointLayout(model);
+  return consolidatedShardingJson(layout.mesh, layout.tensors);
+}
+
+ShardedLayout MeshLayout::checkpointLayout(const ModelDesc &model) const {
+  ShardedLayout layout;
+  // Bytes each process writes so far: a shared piece goes to the holder
+  // with the fewest, so replicated tensors spread over the replicas.
+  std::vector<int64_t> written(processes(), 0);
   for (size_t a = 0; a < sizes_.size(); ++a)
-    json += (a ? ",\"" : "\"") + names_[a] + "\":" + std::to_string(sizes_[a]);
-  json += "},\"layout\":\"consolidated\",\"split\":{";
-  bool first = true;
+    layout.mesh.push_back({names_[a], sizes_[a]});
   auto add = [&](const std::string &name, const TensorDesc &tensor) {
-    if (!isSplit(tensor))
-      return;
-    json += (first ? "\"" : ",\"") + name + "\":[";
-    for (int d = 0; d < tensor.rank; ++d) {
-      json += d ? ",[" : "[";
-      bool firstAxis = true;
-      for (size_t a = 0; a < sizes_.size(); ++a)
-        if (tensor.splitAxes[d] & (1 << a)) {
-          json += (firstAxis ? "\"" : ",\"") + names_[a] + "\"";
-          firstAxis = false;
+    ShardedTensor entry;
+    entry.name = name;
+    entry.dtype = tensor.dtype;
+    entry.shape.assign(tensor.shape, tensor.shape + tensor.rank);
+    entry.split = splitNames(tensor);
+    // The processes holding each distinct piece, in rank order.
+    std::vector<std::vector<int64_t>> keys;
+    std::vector<std::vector<int>> holders;
+    for (int r = 0; r < processes(); ++r) {
+      int64_t count[kMaxRank], index[kMaxRank];
+      pieces(tensor, r, count, index);
+      std::vector<int64_t> key(index, index + tensor.rank);
+      auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) {
+        keys.push_back(key);
+        holders.push_back({r});
+        ShardPiece piece;
+        for (int d = 0; d < tensor.rank; ++d) {
+          int64_t local = tensor.shape[d] / count[d];
+          piece.offset.push_back(index[d] * local);
+          piece.shape.push_back(local);
         }
-      json += "]";
+        entry.pieces.push_back(std::move(piece));
+      } else {
+        holders[it - keys.begin()].push_back(r);
+      }
     }
-    json += "]";
-    first = false;
+    for (size_t p = 0; p < entry.pieces.size(); ++p) {
+      int best = holders[p][0];
+      for (int r : holders[p])
+        if (written[r] < written[best])
+          best = r;
+      entry.pieces[p].rank = best;
+      int64_t bytes = dtypeSize(tensor.dtype);
+      for (int64_t dim : entry.pieces[p].shape)
+        bytes *= dim;
+      written[best] += bytes;
+    }
+    layout.tensors.push_back(std::move(entry));
   };
   for (int i = 0; i < model.numParams; ++i)
     add(model.params[i].tensor.name, model.params[i].tensor);
   for (int i = 0; i < model.numState; ++i)
-    add(std::string(model.state[i].param) + "." + model.state[i].slot,
-        model.state[i].tensor);
-  return json + "}}";
+    add(stateTensorName(model.state[i]), model.state[i].tensor);
+  return layout;
 }
 
 } // namespace tgc

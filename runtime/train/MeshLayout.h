@@ -9,8 +9,9 @@
 //    other axes (tensor-parallel peers) read the same ones;
 //  - the pieces of split tensors (TensorDesc::splitAxes): which piece of a
 //    parameter or optimizer state this process holds, to cut it from the
-//    whole tensor (initialisation, --init-from, --resume) and to put the
-//    pieces back together for a checkpoint.
+//    whole tensor (initialisation, --init-from, --resume), to write it into
+//    a sharded checkpoint, and to put the pieces back together for a
+//    consolidated one.
 // Without a mesh every process is its own data replica and holds every
 // tensor whole.
 //
@@ -19,6 +20,7 @@
 #ifndef TGC_RUNTIME_TRAIN_MESHLAYOUT_H
 #define TGC_RUNTIME_TRAIN_MESHLAYOUT_H
 
+#include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/core/Model.h"
 
 #include <cstdint>
@@ -65,9 +67,18 @@ public:
   /// For checkpoint metadata: the mesh and each split as JSON,
   /// {"mesh":{"data":2},"layout":"consolidated"}.
   std::string metadataJson(const ModelDesc &model) const;
+  /// What a sharded checkpoint of `model` holds: the parameters, then the
+  /// optimizer state, each as its pieces. A piece several processes hold
+  /// is written by the one of them that has the fewest bytes to write so
+  /// far, which spreads replicated tensors over the replicas.
+  ShardedLayout checkpointLayout(const ModelDesc &model) const;
 
 private:
   std::vector<int> coordinates(int rank) const;
+  int64_t processes() const;
+  /// The names of the mesh axes that split each dim of `tensor`.
+  std::vector<std::vector<std::string>>
+  splitNames(const TensorDesc &tensor) const;
   /// Per dim of `tensor`: the pieces it is cut into and process `rank`'s.
   void pieces(const TensorDesc &tensor, int rank, int64_t *count,
               int64_t *index) const;

@@ -1,4 +1,5 @@
-//===- Train.cpp - The training loop around the compiled step -----*- C++ -*-===//
+//===- Train.cpp - The training loop around the compiled step -----*- C++
+//-*-===//
 //
 // runTraining is the main of every training executable: it parses the flags
 // (defaults from the ModelDesc), opens the data the model's input roles ask
@@ -17,9 +18,11 @@
 // peers, read the same micro-batches); the step's collectives (placed by
 // tg-partition) reduce the gradients, so R replicas with a global
 // --batch-size take the same steps as one process with that batch. Split
-// parameters and optimizer state are held as this process's pieces and
-// checkpointed whole. Rank 0 alone prints, logs and writes checkpoints;
-// evaluation batches are split over the replicas.
+// parameters and optimizer state are held as this process's pieces. On
+// several processes every rank writes its pieces into a sharded checkpoint
+// (runtime/checkpoint/ShardedCheckpoint.h), rank 0 the index; with
+// --checkpoint-layout=consolidated rank 0 writes the whole tensors. Rank 0
+// alone prints and logs; evaluation batches are split over the replicas.
 //
 // A model with DeviceOps (a GPU executable) keeps every StepIO buffer on the
 // device: the parameters are initialised on the host and uploaded, batches
@@ -38,6 +41,7 @@
 
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/comm/Comm.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
@@ -57,7 +61,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
+#include <functional>
 #include <memory>
 #include <omp.h>
 #include <string>
@@ -108,7 +112,7 @@ struct Options {
   int64_t steps = 0, batchSize = 0, seqLen = 0, seed = 0;
   double lr = 0;
   int64_t evalEvery = 0, evalBatches = 0;
-  std::string checkpointDir;
+  std::string checkpointDir, checkpointLayout;
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   std::string resume, initFrom, saveFinal, log, dumpGrads;
   int64_t threads = 0, printEvery = 0;
@@ -200,8 +204,15 @@ private:
   void fillClassInputs(const ClassBatch &batch);
   float trainStep(int64_t step);
   EvalResult evaluate();
+  Metadata checkpointMetadata(int64_t step) const;
   void saveTo(const std::string &path, int64_t step);
-  void saveCheckpoint(int64_t step);
+  /// Writes the step's checkpoint under --checkpoint-dir and returns its
+  /// path; every rank calls it.
+  std::string saveCheckpoint(int64_t step);
+  std::string saveShardedCheckpoint(int64_t step);
+  /// Whether checkpoints are sharded: --checkpoint-layout, by default on
+  /// several processes.
+  bool shardedCheckpoints() const;
   void pruneCheckpoints();
   void dumpGrads();
   void finalLines();
@@ -816,7 +827,7 @@ EvalResult Trainer::evaluate() {
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-void Trainer::saveTo(const std::string &path, int64_t step) {
+Metadata Trainer::checkpointMetadata(int64_t step) const {
   Metadata meta;
   meta["step"] = std::to_string(step);
   meta["seed"] = std::to_string(opt_.seed);
@@ -829,6 +840,11 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
     meta["first_loss"] = formatFloat(firstLoss_);
   if (std::isfinite(firstValLoss_))
     meta["first_val_loss"] = formatDouble(firstValLoss_);
+  return meta;
+}
+
+void Trainer::saveTo(const std::string &path, int64_t step) {
+  Metadata meta = checkpointMetadata(step);
   // The tensors are whole (gatherModelState put the pieces together); the
   // mesh and the splits they had are recorded, for people: any mesh loads
   // them.
@@ -840,14 +856,27 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
                       meta);
 }
 
-void Trainer::saveCheckpoint(int64_t step) {
-  // Every rank sends its pieces of split tensors; rank 0 writes.
-  gatherModelState();
+bool Trainer::shardedCheckpoints() const {
+  if (!opt_.checkpointLayout.empty())
+    return opt_.checkpointLayout == "sharded";
+  return world_ > 1;
+}
+
+std::string Trainer::saveCheckpoint(int64_t step) {
+  std::string path;
+  if (shardedCheckpoints()) {
+    path = saveShardedCheckpoint(step);
+  } else {
+    // Every rank sends its pieces of split tensors; rank 0 writes.
+    gatherModelState();
+    path = checkpointPath(opt_.checkpointDir, step);
+    if (isRoot()) {
+      TraceScope scope(trace_.get(), "checkpoint", "checkpoint");
+      saveTo(path, step);
+    }
+  }
   if (!isRoot())
-    return;
-  TraceScope scope(trace_.get(), "checkpoint", "checkpoint");
-  std::string path = checkpointPath(opt_.checkpointDir, step);
-  saveTo(path, step);
+    return path;
   JsonValue entry = JsonValue::object();
   entry.set("step", step);
   entry.set("checkpoint", path);
@@ -855,26 +884,69 @@ void Trainer::saveCheckpoint(int64_t step) {
     log_.write(entry);
   progress_->message("step " + std::to_string(step) + ": checkpoint " + path);
   pruneCheckpoints();
+  return path;
 }
 
-/// Keeps the newest --keep-checkpoints files of the checkpoint directory.
+std::string Trainer::saveShardedCheckpoint(int64_t step) {
+  downloadModelState();
+  TraceScope scope(trace_.get(), "checkpoint", "checkpoint");
+  std::string partial = partialCheckpointPath(opt_.checkpointDir, step);
+  std::string target = shardedCheckpointPath(opt_.checkpointDir, step);
+  ShardedLayout layout = mesh_.checkpointLayout(model_);
+  // Three stages: rank 0 empties the partial directory, every rank writes
+  // its pieces there, rank 0 writes the index and renames the directory.
+  // After each, every rank learns whether one failed, so they stop together
+  // (the failed rank with its own message) instead of waiting for it.
+  auto stage = [&](bool everyRank, const std::function<void()> &work) {
+    std::string failure;
+    if (everyRank || isRoot()) {
+      try {
+        work();
+      } catch (const Error &error) {
+        failure = error.what();
+      }
+    }
+    double failed = comm::allReduceSum(comm_, failure.empty() ? 0.0 : 1.0);
+    if (!failure.empty())
+      throw Error(failure);
+    if (failed > 0)
+      throw Error("checkpoint " + target + " not written: another rank " +
+                  "failed (its error says why)");
+  };
+  stage(false, [&] { preparePartialCheckpoint(partial); });
+  stage(true, [&] {
+    std::vector<const void *> local;
+    for (const Tensor &t : params_)
+      local.push_back(t.local());
+    for (const Tensor &t : state_)
+      local.push_back(t.local());
+    writeCheckpointShard(partial, layout, rank_, local, model_.name);
+  });
+  stage(false, [&] {
+    commitShardedCheckpoint(partial, target, layout, model_.name,
+                            checkpointMetadata(step));
+  });
+  return target;
+}
+
+/// Keeps the newest --keep-checkpoints checkpoints of the checkpoint
+/// directory (files and sharded directories alike).
 void Trainer::pruneCheckpoints() {
   if (opt_.keepCheckpoints <= 0)
     return;
-  DIR *dir = opendir(opt_.checkpointDir.c_str());
-  if (!dir)
+  std::vector<std::pair<int64_t, std::string>> found;
+  try {
+    found = listCheckpoints(opt_.checkpointDir);
+  } catch (const Error &) {
     return;
-  std::vector<std::string> names;
-  while (dirent *entry = readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name.size() == 25 && name.compare(0, 5, "step_") == 0 &&
-        name.compare(13, 12, ".safetensors") == 0)
-      names.push_back(name);
   }
-  closedir(dir);
-  std::sort(names.begin(), names.end());
-  for (size_t i = 0; i + opt_.keepCheckpoints < names.size(); ++i)
-    std::remove((opt_.checkpointDir + "/" + names[i]).c_str());
+  for (size_t i = 0; i + opt_.keepCheckpoints < found.size(); ++i) {
+    const std::string &path = found[i].second;
+    if (isShardedCheckpoint(path))
+      removeShardedCheckpoint(path);
+    else
+      std::remove(path.c_str());
+  }
 }
 
 /// --dump-grads: the loss and every trainable parameter's gradient on the
@@ -1092,9 +1164,7 @@ int Trainer::run() {
                    " at step " + std::to_string(step) + " of " +
                    std::to_string(opt_.steps) + "; ";
     if (!opt_.checkpointDir.empty()) {
-      saveCheckpoint(step);
-      interruption += "checkpoint " +
-                      checkpointPath(opt_.checkpointDir, step) +
+      interruption += "checkpoint " + saveCheckpoint(step) +
                       " (continue with --resume " + opt_.checkpointDir + ")";
     } else {
       interruption += "no --checkpoint-dir: the run's state is not saved";
@@ -1171,15 +1241,21 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                "micro-batches per evaluation (0: the whole validation set)");
   flags.addString("checkpoint-dir", &opt.checkpointDir, "DIR",
                   "write checkpoints (safetensors) here");
+  flags.addString("checkpoint-layout", &opt.checkpointLayout, "LAYOUT",
+                  "sharded (every process writes its pieces, plus an index; "
+                  "the default on several processes) or consolidated (one "
+                  "file of whole tensors; the default on one)");
   flags.addInt("checkpoint-every", &opt.checkpointEvery,
                "checkpoint every N steps (0: at the end only)");
   flags.addInt("keep-checkpoints", &opt.keepCheckpoints,
                "keep the newest N checkpoints (0: all)");
   flags.addString("resume", &opt.resume, "PATH",
-                  "continue from a checkpoint file, or the newest in a "
-                  "directory");
-  flags.addString("init-from", &opt.initFrom, "FILE",
-                  "initial parameters from a safetensors file (by name)");
+                  "continue from a checkpoint (a file or a sharded "
+                  "checkpoint's directory, written on any mesh), or the "
+                  "newest in a --checkpoint-dir");
+  flags.addString("init-from", &opt.initFrom, "PATH",
+                  "initial parameters from a safetensors file or a sharded "
+                  "checkpoint (by name)");
   flags.addString("save-final", &opt.saveFinal, "FILE",
                   "write the final parameters and state here");
   flags.addString("log", &opt.log, "FILE",
@@ -1232,6 +1308,10 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
       if (value < 0)
         throw Error(std::string("--") + flag + " must be >= 0, got " +
                     std::to_string(value));
+    if (!opt.checkpointLayout.empty() && opt.checkpointLayout != "sharded" &&
+        opt.checkpointLayout != "consolidated")
+      throw Error("--checkpoint-layout must be sharded or consolidated, got '" +
+                  opt.checkpointLayout + "'");
     if (!(opt.lr >= 0))
       throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
     // The process group first: everything after may need the others (and

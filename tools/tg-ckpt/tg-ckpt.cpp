@@ -1,0 +1,205 @@
+//===- tg-ckpt.cpp - Inspect and consolidate tgc checkpoints ----*- C++ -*-===//
+//
+// tg-ckpt SUBCOMMAND ...: `info` describes a checkpoint of either layout (a
+// safetensors file, or a sharded checkpoint's directory written by a run
+// over several processes); `consolidate` puts a sharded checkpoint's pieces
+// together into one safetensors file of whole tensors, which PyTorch
+// (safetensors.torch.load_file) reads and any training executable of the
+// model resumes from, on any mesh. Like tg-data it is plain C++ on the
+// runtime's own readers and writers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/ShardedCheckpoint.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+
+#include <cstdio>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tgc::Error;
+
+const char *const kUsage =
+    "usage: tg-ckpt SUBCOMMAND [ARGS...]\n"
+    "\n"
+    "Inspects and converts the checkpoints tgc's training executables write.\n"
+    "\n"
+    "subcommands:\n"
+    "  info CHECKPOINT\n"
+    "      the layout, model, step, mesh, metadata and every tensor (dtype,\n"
+    "      shape, the mesh axes that split it, its pieces) of a checkpoint\n"
+    "      file or a sharded checkpoint's directory\n"
+    "  consolidate CHECKPOINT -o FILE.safetensors\n"
+    "      puts a sharded checkpoint's pieces together into one safetensors\n"
+    "      file of whole tensors (written atomically; it needs memory for\n"
+    "      the whole model); PyTorch reads it and --resume continues from it\n"
+    "\n"
+    "CHECKPOINT is a step_*.safetensors file or a step_* directory (with an\n"
+    "index.json) under a run's --checkpoint-dir.\n";
+
+std::string describeSplit(const std::vector<std::vector<std::string>> &split) {
+  std::string text = "[";
+  for (size_t d = 0; d < split.size(); ++d) {
+    text += d ? ", " : "";
+    if (split[d].empty())
+      text += "-";
+    for (size_t i = 0; i < split[d].size(); ++i)
+      text += (i ? "*" : "") + split[d][i];
+  }
+  return text + "]";
+}
+
+std::string megabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f MB", bytes / 1e6);
+  return text;
+}
+
+void printMetadata(const std::map<std::string, std::string> &metadata) {
+  for (const auto &[key, value] : metadata)
+    if (key != "format" && key != "model")
+      std::printf("  %s: %s\n", key.c_str(), value.c_str());
+}
+
+int runInfo(const std::vector<std::string> &args) {
+  if (args.size() != 1)
+    throw Error("info takes one checkpoint (see tg-ckpt --help)");
+  const std::string &path = args[0];
+  if (!tgc::isShardedCheckpoint(path)) {
+    tgc::SafetensorsFile file(path);
+    int64_t bytes = 0;
+    for (const tgc::SafetensorsTensor &tensor : file.tensors())
+      bytes += static_cast<int64_t>(tensor.end - tensor.begin);
+    std::printf("checkpoint %s: one file, format %s, model %s\n", path.c_str(),
+                file.metadataOr("format", "?").c_str(),
+                file.metadataOr("model", "?").c_str());
+    std::printf("%zu tensors, %s\nmetadata:\n", file.tensors().size(),
+                megabytes(static_cast<double>(bytes)).c_str());
+    printMetadata(file.metadata());
+    std::printf("tensors:\n");
+    for (const tgc::SafetensorsTensor &tensor : file.tensors())
+      std::printf("  %s %s %s\n", tensor.name.c_str(),
+                  tgc::dtypeName(tensor.dtype), tensor.shapeString().c_str());
+    return 0;
+  }
+  tgc::ShardedCheckpoint checkpoint(path);
+  std::string mesh;
+  int64_t processes = 1;
+  for (const auto &[name, size] : checkpoint.mesh()) {
+    mesh += (mesh.empty() ? "" : ",") + name + "=" + std::to_string(size);
+    processes *= size;
+  }
+  int64_t bytes = 0;
+  for (const tgc::ShardedTensor &tensor : checkpoint.tensors()) {
+    int64_t count = tgc::dtypeSize(tensor.dtype);
+    for (int64_t dim : tensor.shape)
+      count *= dim;
+    bytes += count;
+  }
+  std::printf("checkpoint %s: sharded, format %s, model %s\n", path.c_str(),
+              tgc::kShardedCheckpointFormat, checkpoint.model().c_str());
+  std::printf("mesh %s (%lld processes), %zu files, %zu tensors, %s whole\n",
+              mesh.c_str(), static_cast<long long>(processes),
+              checkpoint.files().size(), checkpoint.tensors().size(),
+              megabytes(static_cast<double>(bytes)).c_str());
+  std::printf("metadata:\n");
+  printMetadata(checkpoint.metadata());
+  std::printf("tensors:\n");
+  for (const tgc::ShardedTensor &tensor : checkpoint.tensors())
+    std::printf("  %s %s %s split %s, %zu piece%s\n", tensor.name.c_str(),
+                tgc::dtypeName(tensor.dtype),
+                tgc::shapeString(tensor.shape.data(),
+                                 static_cast<int>(tensor.shape.size()))
+                    .c_str(),
+                describeSplit(tensor.split).c_str(), tensor.pieces.size(),
+                tensor.pieces.size() == 1 ? "" : "s");
+  return 0;
+}
+
+int runConsolidate(const std::vector<std::string> &args) {
+  std::string input, output;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o" || args[i] == "--output") {
+      if (i + 1 == args.size())
+        throw Error(args[i] + " needs a file name");
+      output = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      throw Error("consolidate: unknown option '" + args[i] +
+                  "' (see tg-ckpt --help)");
+    } else if (input.empty()) {
+      input = args[i];
+    } else {
+      throw Error("consolidate takes one checkpoint, got '" + input +
+                  "' and '" + args[i] + "'");
+    }
+  }
+  if (input.empty() || output.empty())
+    throw Error("usage: tg-ckpt consolidate CHECKPOINT -o FILE.safetensors");
+  if (!tgc::isShardedCheckpoint(input))
+    throw Error(input + " is not a sharded checkpoint (a directory with " +
+                tgc::kShardedIndexName +
+                "); a checkpoint file is already consolidated");
+  tgc::ShardedCheckpoint checkpoint(input);
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<tgc::TensorToWrite> tensors;
+  buffers.reserve(checkpoint.tensors().size());
+  for (const tgc::ShardedTensor &tensor : checkpoint.tensors()) {
+    int64_t bytes = tgc::dtypeSize(tensor.dtype);
+    for (int64_t dim : tensor.shape)
+      bytes *= dim;
+    buffers.emplace_back(static_cast<size_t>(bytes));
+    checkpoint.read(tensor, buffers.back().data());
+    tensors.push_back(
+        {tensor.name, tensor.dtype, tensor.shape, buffers.back().data()});
+  }
+  std::map<std::string, std::string> metadata = checkpoint.metadata();
+  metadata["format"] = tgc::kCheckpointFormat;
+  metadata["sharding"] =
+      tgc::consolidatedShardingJson(checkpoint.mesh(), checkpoint.tensors());
+  tgc::writeSafetensors(output, tensors, metadata);
+  std::printf("%s: %zu tensors of model %s at step %s from %zu files\n",
+              output.c_str(), tensors.size(), checkpoint.model().c_str(),
+              checkpoint.metadata().count("step")
+                  ? checkpoint.metadata().at("step").c_str()
+                  : "?",
+              checkpoint.files().size());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 1;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "-h" || command == "--help" || command == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (command == "info")
+      return runInfo(args);
+    if (command == "consolidate")
+      return runConsolidate(args);
+    throw Error("unknown subcommand '" + command +
+                "' (expected info or consolidate; see tg-ckpt --help)");
+  } catch (const Error &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tg-ckpt: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tg-ckpt: error: out of memory\n");
+    return 1;
+  }
+}
