@@ -4,7 +4,9 @@
 // each op runs on its pieces after its operands are resharded to what it
 // needs (decideOpSharding, the same decision tg-propagate-sharding showed).
 // Partial sums are reduced where something needs them whole, once: the
-// reduced value replaces the partial one for every later reader.
+// reduced value replaces the partial one for every later reader. An
+// embedding or cross-entropy with its vocabulary split runs in its
+// vocabulary-parallel form (VocabParallel.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -187,15 +189,23 @@ private:
     for (auto [v, s] : llvm::zip(op->getOperands(), decision.operands)) {
       newOperands.push_back(resolve(v, s, op->getName().getStringRef().str()));
     }
-    Operation *clone = builder.clone(*op);
-    clone->setOperands(newOperands);
-    clone->removeAttr(kShardingAttr);
-    clone->removeAttr(kShardingOriginAttr);
-    for (auto [result, s] : llvm::zip(clone->getResults(), decision.results))
-      result.setType(localType(result.getType(), s, mesh));
-    localizeShapeAttrs(clone, decision);
+    SmallVector<Value> results;
+    if (Value lowered = lowerVocabParallel(
+            builder, op, newOperands, vocabAxes(op, decision), mesh,
+            "vocabulary-parallel " + describeValue(op->getResult(0)))) {
+      results.push_back(lowered);
+    } else {
+      Operation *clone = builder.clone(*op);
+      clone->setOperands(newOperands);
+      clone->removeAttr(kShardingAttr);
+      clone->removeAttr(kShardingOriginAttr);
+      for (auto [result, s] : llvm::zip(clone->getResults(), decision.results))
+        result.setType(localType(result.getType(), s, mesh));
+      localizeShapeAttrs(clone, decision);
+      llvm::append_range(results, clone->getResults());
+    }
     for (auto [old, now, s] :
-         llvm::zip(op->getResults(), clone->getResults(), decision.results)) {
+         llvm::zip(op->getResults(), results, decision.results)) {
       Value v = now;
       if (decision.scale != 1.0 &&
           isa<FloatType>(

@@ -30,8 +30,10 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
          matrix a matmul multiplies by is split by its columns where the
          matmul's input is whole along the contraction (column-parallel),
          by its rows where the input is split along it (row-parallel, a
-         partial sum reduced once); biases and the rest follow the ops
-         that read them, and are whole where nothing splits them;
+         partial sum reduced once); a table an embedding reads is split
+         by its rows (vocabulary-parallel; a tied LM head then splits the
+         logits by class); biases and the rest follow the ops that read
+         them, and are whole where nothing splits them;
        - `sp`, tp plus Megatron-LM's sequence parallelism: the
          [batch, seq, ...] product of a row-parallel matmul is pinned split
          along the sequence over `tp` (a tg.reduce_scatter instead of an
@@ -83,7 +85,12 @@ def PartitionPass : Pass<"tg-partition", "ModuleOp"> {
     change. A whole value pinned as a partial sum over an axis is kept on
     the axis' first process and zero on the others (a tg.select by the
     process's coordinate, found by slicing a tg.iota over the axis; no
-    communication). A mean over a split factor is scaled so the pieces sum to it;
+    communication). An embedding whose table's rows are split, and a
+    cross-entropy (or its gradient) whose classes are, run in Megatron-LM's
+    vocabulary-parallel form: out-of-piece ids look up zeros (a partial
+    sum), and the softmax gathers the rows' maxima and all-reduces their
+    sums of exponentials, one number per row each, so the logits are never
+    gathered. A mean over a split factor is scaled so the pieces sum to it;
     `tg.global_norm` sums its squares over the axes its inputs are split
     on. Results are resharded to what the function returns.
 

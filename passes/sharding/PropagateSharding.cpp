@@ -294,6 +294,41 @@ struct PropagateShardingPass
     }
   }
 
+  /// tp and sp: a table an embedding reads (the vocabulary) is split by
+  /// its rows, as Megatron-LM's vocabulary-parallel embedding; a tied LM
+  /// head (a matmul by its transpose) then makes the logits split by class,
+  /// and the cross-entropy runs vocabulary-parallel.
+  void shardVocabParallelTable(EmbeddingOp embedding, MeshOp mesh) {
+    Value table = embedding.getTable();
+    Value castOfTable;
+    if (BlockArgument param = pendingCasts.lookup(table)) {
+      castOfTable = table;
+      table = param;
+    }
+    auto arg = dyn_cast<BlockArgument>(table);
+    auto func = embedding->getParentOfType<func::FuncOp>();
+    auto name = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        TgDialect::kParamAttr)
+                    : StringAttr();
+    if (!name || getSharding(arg) ||
+        (presetOf(name.getValue()) != "tp" &&
+         presetOf(name.getValue()) != "sp"))
+      return;
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type.getRank() != 2 || type.getDimSize(0) % mesh.axisSize("tp") != 0)
+      return;
+    SmallVector<SmallVector<StringRef>> dims(2);
+    dims[0] = {"tp"};
+    auto split = ShardingAttr::get(&getContext(), mesh.getSymName(), dims);
+    std::string why =
+        "preset tp: vocabulary-parallel for " + describeValue(embedding);
+    setSharding(arg, split, why);
+    if (castOfTable) {
+      setSharding(castOfTable, split, "tg.cast from " + describeValue(arg));
+      pendingCasts.erase(castOfTable);
+    }
+  }
+
   /// sp (Megatron-LM's sequence parallelism): a [batch, seq, ...] product
   /// of a tensor-parallel weight that is a partial sum over tp is pinned
   /// split along the sequence over tp instead of whole, so tg-partition
@@ -364,6 +399,8 @@ struct PropagateShardingPass
       }
       if (auto matmul = dyn_cast<MatmulOp>(op))
         shardTensorParallelWeight(matmul, mesh);
+      if (auto embedding = dyn_cast<EmbeddingOp>(op))
+        shardVocabParallelTable(embedding, mesh);
       SmallVector<ShardingAttr> operands;
       for (Value v : op.getOperands())
         operands.push_back(getSharding(v));

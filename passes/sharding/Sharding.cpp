@@ -305,6 +305,20 @@ SmallVector<ReshardStep> mlir::tg::reshardSteps(ShardingAttr from,
   return steps;
 }
 
+Value mlir::tg::axisCoordinate(OpBuilder &builder, Location loc, MeshOp mesh,
+                               StringRef axis, StringRef why) {
+  auto f32 = builder.getF32Type();
+  auto counts = RankedTensorType::get({mesh.axisSize(axis)}, f32);
+  auto one = RankedTensorType::get({1}, f32);
+  Value iota = IotaOp::create(builder, loc, counts, /*dimension=*/0,
+                              llvm::APFloat(0.0), llvm::APFloat(1.0));
+  Operation *coordinate =
+      AllSliceOp::create(builder, loc, one, iota, builder.getI64IntegerAttr(0),
+                         builder.getStringAttr(axis));
+  coordinate->setAttr(kReshardAttr, builder.getStringAttr(why));
+  return coordinate->getResult(0);
+}
+
 Value mlir::tg::reshard(OpBuilder &builder, Location loc, Value value,
                         ShardingAttr from, ShardingAttr to, MeshOp mesh,
                         StringRef what) {
@@ -346,21 +360,15 @@ Value mlir::tg::reshard(OpBuilder &builder, Location loc, Value value,
       // This process's coordinate on the axis, as its piece of [0, n), and
       // the value where it is 0, zero elsewhere: the sum over the axis is
       // the value, exactly.
-      auto f32 = builder.getF32Type();
-      auto counts = RankedTensorType::get({mesh.axisSize(step.axis)}, f32);
-      auto one = RankedTensorType::get({1}, f32);
-      Value iota = IotaOp::create(builder, loc, counts, /*dimension=*/0,
-                                  llvm::APFloat(0.0), llvm::APFloat(1.0));
-      Operation *coordinate = AllSliceOp::create(
-          builder, loc, one, iota, builder.getI64IntegerAttr(0), axis);
-      coordinate->setAttr(kReshardAttr, StringAttr::get(context, why));
+      auto one = RankedTensorType::get({1}, builder.getF32Type());
+      Value coordinate = axisCoordinate(builder, loc, mesh, step.axis, why);
       Value zero = ConstantOp::create(
           builder, loc,
           DenseElementsAttr::get(one, builder.getF32FloatAttr(0)));
       Value first = CompareOp::create(
           builder, loc,
-          ComparePredicateAttr::get(context, ComparePredicate::eq),
-          coordinate->getResult(0), zero);
+          ComparePredicateAttr::get(context, ComparePredicate::eq), coordinate,
+          zero);
       auto scalar = RankedTensorType::get({}, type.getElementType());
       Value none = ConstantOp::create(
           builder, loc,

@@ -70,6 +70,29 @@ SmallVector<ReshardStep> reshardSteps(ShardingAttr from, ShardingAttr to);
 Value reshard(OpBuilder &builder, Location loc, Value value, ShardingAttr from,
               ShardingAttr to, MeshOp mesh, StringRef what);
 
+/// This process's coordinate on mesh axis `axis`, as an f32 tensor<1>: an
+/// iota over the axis, of which tg.all_slice leaves each process its own
+/// element (no communication; `why` becomes its tg.reshard).
+Value axisCoordinate(OpBuilder &builder, Location loc, MeshOp mesh,
+                     StringRef axis, StringRef why);
+
+/// The local form of an op whose vocabulary (class) dim is split over
+/// `axes`, where the op on its pieces alone would be wrong (Megatron-LM's
+/// vocabulary-parallel embedding and cross-entropy); null for any other op
+/// or when `axes` is empty. `operands` are the local operands, resharded as
+/// decideOpSharding said; the results are what it said: an embedding's a
+/// partial sum over `axes` (rows outside the piece look up zeros), a
+/// cross-entropy's a partial sum (each piece's share of the target logit,
+/// plus the log-sum-exp on the first piece, from the row maxima gathered
+/// and the sums of exponentials reduced over `axes`), its gradient split
+/// like the logits. The collectives name `why`.
+Value lowerVocabParallel(OpBuilder &builder, Operation *op, ValueRange operands,
+                         ArrayRef<StringRef> axes, MeshOp mesh, StringRef why);
+
+/// The mesh axes that split the vocabulary (class) dim of `op` under
+/// `decision`, for lowerVocabParallel; empty for other ops.
+SmallVector<StringRef> vocabAxes(Operation *op, const OpSharding &decision);
+
 /// A short name for `value` in origins and tg.reshard: the model-file name
 /// of an argument (`fc1.weight`, `x`), else the op and its location.
 std::string describeValue(Value value);

@@ -5,7 +5,10 @@
 // a matmul has batch, row, column and contraction factors, reductions and
 // gradients of weights sum over the factors their result lacks, and dims an
 // op must see whole (a softmax or norm axis, a sliced dim, attention's
-// sequence) are -1. The sharding passes read nothing else about an op.
+// sequence) are -1. The sharding passes read nothing else about an op,
+// except that tg-partition runs an embedding with split rows and a
+// cross-entropy with split classes in their vocabulary-parallel form
+// (passes/sharding/VocabParallel.cpp), which the rules here describe.
 //
 //===----------------------------------------------------------------------===//
 
@@ -254,13 +257,17 @@ ShardingRule ruleFor(Operation *op) {
     return rule;
   }
   if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-    // Rows are gathered by index: the table's rows stay whole.
+    // Rows are gathered by index. Split rows (a vocabulary-parallel table)
+    // give a partial sum: each process looks up the rows it holds and zeros
+    // for the others (tg-partition lowers it so).
     ShardingRule rule;
     SmallVector<int64_t> idx =
         newFactors(rule, shapeOf(embedding.getIndices()));
+    int64_t vocab = shapeOf(embedding.getTable())[0];
+    int64_t v = vocab > 1 ? rule.addFactor(vocab) : -1;
     int64_t width = shapeOf(embedding.getTable())[1];
     int64_t f = width > 1 ? rule.addFactor(width) : -1;
-    rule.operandDims.push_back({-1, f});
+    rule.operandDims.push_back({v, f});
     rule.operandDims.push_back(idx);
     SmallVector<int64_t> out = idx;
     out.push_back(f);
@@ -282,14 +289,17 @@ ShardingRule ruleFor(Operation *op) {
   }
   if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
     // Rows (every dim but the classes) are independent; a mean over them
-    // is scaled where they are split.
+    // is scaled where they are split. Split classes (vocabulary-parallel,
+    // lowered so by tg-partition) make the loss a partial sum and leave
+    // its gradient split like the logits.
     auto reduction = op->getAttrOfType<LossReductionAttr>("reduction");
     bool isGrad = isa<CrossEntropyGradOp>(op);
     Value labels = op->getOperand(isGrad ? 2 : 1);
     ShardingRule rule;
     SmallVector<int64_t> rows = newFactors(rule, shapeOf(labels));
     SmallVector<int64_t> logits = rows;
-    logits.push_back(-1);
+    int64_t classes = shapeOf(op->getOperand(isGrad ? 1 : 0)).back();
+    logits.push_back(classes > 1 ? rule.addFactor(classes) : -1);
     bool perRow = reduction && reduction.getValue() == LossReduction::none;
     if (isGrad)
       rule.operandDims.push_back(perRow ? rows : SmallVector<int64_t>());

@@ -124,3 +124,62 @@ func.func @whole_to_partial(%w: tensor<2x3xf32> {tg.param = "w"})
   %r = tg.sharding_constraint %p <@mesh, [{}, {}]> : tensor<2x3xf32>
   return %r : tensor<2x3xf32>
 }
+
+// -----
+
+tg.mesh @mesh ["tp" = 2]
+
+// Vocabulary-parallel embedding (Megatron-LM): the table split by rows;
+// each process looks up the ids of its piece (found by its coordinate) and
+// zeros for the others, and one all-reduce sums the pieces.
+// CHECK-LABEL: func.func @vocab_parallel_embedding
+// CHECK-SAME: %[[T:.+]]: tensor<4x4xf32> {{{.*}}tg.sharding = #tg.sharding<@mesh, [{"tp"}, {}]>
+// CHECK-SAME: %[[IDX:.+]]: tensor<2x3xi64>
+// CHECK: %[[K:.+]] = tg.all_slice {{.*}}tg.reshard = "vocabulary-parallel tg.embedding: this process's piece"} : tensor<2xf32> -> tensor<1xf32>
+// CHECK: %[[OFF:.+]] = tg.mul %[[K]], %{{.+}} : tensor<1xf32>, tensor<f32> -> tensor<1xf32>
+// CHECK: %[[F:.+]] = tg.cast %[[IDX]] : tensor<2x3xi64> to tensor<2x3xf32>
+// CHECK: %[[L:.+]] = tg.sub %[[F]], %[[OFF]]
+// CHECK: %[[C:.+]] = tg.minimum
+// CHECK: %[[IN:.+]] = tg.compare eq, %[[C]], %[[L]]
+// CHECK: %[[SAFE:.+]] = tg.cast %[[C]] : tensor<2x3xf32> to tensor<2x3xi64>
+// CHECK: %[[E:.+]] = tg.embedding %[[T]], %[[SAFE]] : tensor<4x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+// CHECK: %[[IN3:.+]] = tg.reshape %[[IN]] : tensor<2x3xi1> -> tensor<2x3x1xi1>
+// CHECK: %[[P:.+]] = tg.select %[[IN3]], %[[E]], %{{.+}}
+// CHECK: tg.all_reduce %[[P]] {mesh_axis = "tp", tg.reshard = "tg.embedding for result 0: [{}, {}, {}], partial = {tp} -> [{}, {}, {}]"}
+func.func @vocab_parallel_embedding(
+    %t: tensor<8x4xf32> {tg.param = "wte", tg.sharding = #tg.sharding<@mesh, [{"tp"}, {}]>},
+    %idx: tensor<2x3xi64> {tg.input = "idx"}) -> tensor<2x3x4xf32> {
+  %e = tg.embedding %t, %idx : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return %e : tensor<2x3x4xf32>
+}
+
+// -----
+
+tg.mesh @mesh ["tp" = 2]
+
+// Vocabulary-parallel cross-entropy: the logits split by class; the row
+// maxima are gathered and the sums of exponentials all-reduced, one number
+// per row each. The loss is a partial sum: each process's share of minus
+// the target logit, plus the log-sum-exp on the first process. Its gradient
+// stays split like the logits.
+// CHECK-LABEL: func.func @vocab_parallel_cross_entropy
+// CHECK-SAME: %[[X:.+]]: tensor<6x4xf32> {{{.*}}tg.sharding = #tg.sharding<@mesh, [{}, {"tp"}]>
+// CHECK: %[[M:.+]] = tg.reduce_max %[[X]] {dims = array<i64: 1>, keepdim = true} : tensor<6x4xf32> -> tensor<6x1xf32>
+// CHECK: %[[MS:.+]] = tg.all_gather %[[M]] {dim = 1 : i64, mesh_axis = "tp", tg.reshard = "vocabulary-parallel tg.cross_entropy: the rows' maxima"} : tensor<6x1xf32> -> tensor<6x2xf32>
+// CHECK: %[[G:.+]] = tg.reduce_max %[[MS]]
+// CHECK: %[[S:.+]] = tg.all_reduce %{{.+}} {mesh_axis = "tp", tg.reshard = "vocabulary-parallel tg.cross_entropy: the rows' sums of exponentials"} : tensor<6x1xf32>
+// CHECK: %[[LOSS:.+]] = tg.div %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32> -> tensor<f32>
+// CHECK: tg.all_gather {{.*}}"vocabulary-parallel tg.cross_entropy_grad: the rows' maxima"
+// CHECK: tg.all_reduce {{.*}}"vocabulary-parallel tg.cross_entropy_grad: the rows' sums of exponentials"
+// CHECK: %[[D:.+]] = tg.select {{.*}} -> tensor<6x4xf32>
+// CHECK: %[[R:.+]] = tg.all_reduce %[[LOSS]] {mesh_axis = "tp", tg.reshard = "tg.cross_entropy for result 0: [], partial = {tp} -> []"}
+// CHECK-NOT: tg.all_
+// CHECK: return %[[R]], %[[D]]
+func.func @vocab_parallel_cross_entropy(
+    %x: tensor<6x8xf32> {tg.input = "logits", tg.sharding = #tg.sharding<@mesh, [{}, {"tp"}]>},
+    %y: tensor<6xi64> {tg.input = "labels"}, %g: tensor<f32> {tg.input = "g"})
+    -> (tensor<f32>, tensor<6x8xf32>) {
+  %l = tg.cross_entropy %x, %y : tensor<6x8xf32>, tensor<6xi64> -> tensor<f32>
+  %d = tg.cross_entropy_grad %g, %x, %y : tensor<f32>, tensor<6x8xf32>, tensor<6xi64> -> tensor<6x8xf32>
+  return %l, %d : tensor<f32>, tensor<6x8xf32>
+}
