@@ -256,42 +256,22 @@ struct PropagateShardingPass
   /// output is split), by its rows when the input is split along it
   /// (row-parallel: the output is a partial sum, reduced once).
   void shardTensorParallelWeight(MatmulOp matmul, MeshOp mesh) {
-    auto weight = dyn_cast<BlockArgument>(matmul.getRhs());
-    Value castOfWeight;
-    if (BlockArgument param = pendingCasts.lookup(matmul.getRhs())) {
-      weight = param;
-      castOfWeight = matmul.getRhs();
-    }
-    auto func = matmul->getParentOfType<func::FuncOp>();
-    auto name = weight ? func.getArgAttrOfType<StringAttr>(
-                             weight.getArgNumber(), TgDialect::kParamAttr)
-                       : StringAttr();
-    if (!name || getSharding(weight) ||
-        (presetOf(name.getValue()) != "tp" &&
-         presetOf(name.getValue()) != "sp"))
-      return;
-    auto type = cast<RankedTensorType>(weight.getType());
+    BlockArgument weight = unshardedTensorParallelParam(matmul.getRhs());
+    auto type =
+        weight ? cast<RankedTensorType>(weight.getType()) : RankedTensorType();
     ShardingAttr input = getSharding(matmul.getLhs());
-    if (type.getRank() != 2 || !input)
+    if (!weight || type.getRank() != 2 || !input)
       return;
     int64_t lhsK = input.getRank() - (matmul.getTransposeLhs() ? 2 : 1);
     bool rowParallel = llvm::is_contained(input.axesOf(lhsK), "tp");
     // rhs [K, N], or [N, K] transposed.
     int64_t kDim = matmul.getTransposeRhs() ? 1 : 0;
     int64_t d = rowParallel ? kDim : 1 - kDim;
-    if (type.getDimSize(d) % mesh.axisSize("tp") != 0)
-      return;
-    SmallVector<SmallVector<StringRef>> dims(2);
-    dims[d] = {"tp"};
-    auto split = ShardingAttr::get(&getContext(), mesh.getSymName(), dims);
-    setSharding(weight, split,
-                ("preset tp: " + Twine(rowParallel ? "row" : "column") +
-                 "-parallel for " + describeValue(matmul.getResult()))
-                    .str());
-    if (castOfWeight) {
-      setSharding(castOfWeight, split, "tg.cast from " + describeValue(weight));
-      pendingCasts.erase(castOfWeight);
-    }
+    splitOverTensorParallel(
+        matmul.getRhs(), weight, d, mesh,
+        ("preset tp: " + Twine(rowParallel ? "row" : "column") +
+         "-parallel for " + describeValue(matmul.getResult()))
+            .str());
   }
 
   /// tp and sp: a table an embedding reads (the vocabulary) is split by
@@ -299,33 +279,46 @@ struct PropagateShardingPass
   /// head (a matmul by its transpose) then makes the logits split by class,
   /// and the cross-entropy runs vocabulary-parallel.
   void shardVocabParallelTable(EmbeddingOp embedding, MeshOp mesh) {
-    Value table = embedding.getTable();
-    Value castOfTable;
-    if (BlockArgument param = pendingCasts.lookup(table)) {
-      castOfTable = table;
-      table = param;
-    }
-    auto arg = dyn_cast<BlockArgument>(table);
-    auto func = embedding->getParentOfType<func::FuncOp>();
-    auto name = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                        TgDialect::kParamAttr)
-                    : StringAttr();
-    if (!name || getSharding(arg) ||
+    BlockArgument table = unshardedTensorParallelParam(embedding.getTable());
+    if (table && cast<RankedTensorType>(table.getType()).getRank() == 2)
+      splitOverTensorParallel(embedding.getTable(), table, 0, mesh,
+                              "preset tp: vocabulary-parallel for " +
+                                  describeValue(embedding));
+  }
+
+  /// The parameter `v` is (itself, or the parameter a pending cast
+  /// converts) when its preset is tp or sp and it has no sharding yet;
+  /// null otherwise.
+  BlockArgument unshardedTensorParallelParam(Value v) {
+    auto param = dyn_cast<BlockArgument>(v);
+    if (BlockArgument converted = pendingCasts.lookup(v))
+      param = converted;
+    if (!param)
+      return {};
+    auto func = cast<func::FuncOp>(param.getOwner()->getParentOp());
+    auto name = func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
+                                                  TgDialect::kParamAttr);
+    if (!name || getSharding(param) ||
         (presetOf(name.getValue()) != "tp" &&
          presetOf(name.getValue()) != "sp"))
+      return {};
+    return param;
+  }
+
+  /// Splits dim `d` of `param` over tp, when it divides, and the cast `v`
+  /// of it the op reads (when `v` is one) likewise.
+  void splitOverTensorParallel(Value v, BlockArgument param, int64_t d,
+                               MeshOp mesh, const std::string &why) {
+    auto type = cast<RankedTensorType>(param.getType());
+    if (type.getDimSize(d) % mesh.axisSize("tp") != 0)
       return;
-    auto type = cast<RankedTensorType>(arg.getType());
-    if (type.getRank() != 2 || type.getDimSize(0) % mesh.axisSize("tp") != 0)
-      return;
-    SmallVector<SmallVector<StringRef>> dims(2);
-    dims[0] = {"tp"};
+    SmallVector<SmallVector<StringRef>> dims(type.getRank());
+    dims[d] = {"tp"};
     auto split = ShardingAttr::get(&getContext(), mesh.getSymName(), dims);
-    std::string why =
-        "preset tp: vocabulary-parallel for " + describeValue(embedding);
-    setSharding(arg, split, why);
-    if (castOfTable) {
-      setSharding(castOfTable, split, "tg.cast from " + describeValue(arg));
-      pendingCasts.erase(castOfTable);
+    setSharding(param, split, why);
+    if (v != param) {
+      setSharding(v, split, "tg.cast from " + describeValue(param));
+      pendingCasts.erase(v);
     }
   }
 
