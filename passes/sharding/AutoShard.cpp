@@ -248,6 +248,21 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
     for (StringRef a : used)
       parts *= mesh.axisSize(a);
     c.seconds = cost->opSeconds(op, parts);
+    // A cross-entropy over split classes runs vocabulary-parallel
+    // (VocabParallel.cpp): its rows' maxima are gathered and their sums of
+    // exponentials reduced over the axes that split the classes.
+    if (isa<CrossEntropyOp, CrossEntropyGradOp>(op)) {
+      unsigned labels = isa<CrossEntropyOp>(op) ? 1 : 2;
+      auto type = cast<RankedTensorType>(op->getOperand(labels).getType());
+      double rowBytes = 4.0 * (double)type.getNumElements() /
+                        (double)pieces(c.operands[labels], mesh);
+      for (StringRef a : vocabAxes(op, decision)) {
+        c.seconds += cost->collectiveSeconds(CollectiveKind::AllGather, a,
+                                             rowBytes * mesh.axisSize(a));
+        c.seconds +=
+            cost->collectiveSeconds(CollectiveKind::AllReduce, a, rowBytes);
+      }
+    }
     // An update writes its parameter and state in place; a reshape is a
     // view of its operand.
     if (!isa<OptimizerUpdateOp, ReshapeOp, FlattenOp>(op))
