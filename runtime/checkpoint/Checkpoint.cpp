@@ -61,9 +61,8 @@ public:
         names.push_back(tensor.name);
     return names;
   }
-  /// Tensor `name` whole, or null. Its data stays valid until the next call
-  /// (a sharded checkpoint's pieces are put together in one buffer).
-  const SafetensorsTensor *find(const std::string &name) {
+  /// Tensor `name`'s dtype and shape, without its data (null when absent).
+  const SafetensorsTensor *describe(const std::string &name) {
     if (file_)
       return file_->find(name);
     const ShardedTensor *tensor = sharded_->find(name);
@@ -72,11 +71,33 @@ public:
     whole_.name = tensor->name;
     whole_.dtype = tensor->dtype;
     whole_.shape = tensor->shape;
-    whole_.begin = 0;
+    whole_.begin = whole_.end = 0;
+    whole_.data = nullptr;
+    return &whole_;
+  }
+  /// The box [offset, offset + shape) of tensor `name` (which must exist)
+  /// into `dst`, dense.
+  void readBox(const std::string &name, const std::vector<int64_t> &offset,
+               const std::vector<int64_t> &shape, void *dst) {
+    if (sharded_) {
+      sharded_->readBox(*sharded_->find(name), offset, shape, dst);
+      return;
+    }
+    const SafetensorsTensor *found = file_->find(name);
+    copyBox(found->data, std::vector<int64_t>(found->shape.size(), 0),
+            found->shape, dst, offset, shape, dtypeSize(found->dtype));
+  }
+  /// Tensor `name` whole, or null. Its data stays valid until the next call
+  /// (a sharded checkpoint's pieces are put together in one buffer).
+  const SafetensorsTensor *find(const std::string &name) {
+    if (file_)
+      return file_->find(name);
+    if (!describe(name))
+      return nullptr;
     whole_.end =
-        static_cast<uint64_t>(whole_.numElements() * dtypeSize(tensor->dtype));
+        static_cast<uint64_t>(whole_.numElements() * dtypeSize(whole_.dtype));
     buffer_.assign(whole_.end, 0);
-    sharded_->read(*tensor, buffer_.data());
+    sharded_->read(*sharded_->find(name), buffer_.data());
     whole_.data = buffer_.data();
     return &whole_;
   }
@@ -197,7 +218,8 @@ static void copyTensor(const SafetensorsTensor &found, const TensorDesc &want,
 }
 
 Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
-                        void **params, void **state) {
+                        const std::vector<LoadTarget> &params,
+                        const std::vector<LoadTarget> &state) {
   CheckpointReader file(path);
   std::string format = file.metadataOr("format", "");
   if (format != kCheckpointFormat && format != kShardedCheckpointFormat)
@@ -205,9 +227,10 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                 "', expected '" + kCheckpointFormat +
                 "' (use --init-from to load plain weights)");
   std::set<std::string> known;
-  auto load = [&](const std::string &name, const TensorDesc &want, void *dst) {
+  auto load = [&](const std::string &name, const TensorDesc &want,
+                  const LoadTarget &target) {
     known.insert(name);
-    const SafetensorsTensor *found = file.find(name);
+    const SafetensorsTensor *found = file.describe(name);
     if (!found) {
       std::string other = file.metadataOr("model", "?");
       throw Error("checkpoint " + path + " (of model '" + other +
@@ -215,8 +238,17 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                   model.name + "' needs");
     }
     checkTensor(path, *found, want, name, /*convert=*/false);
-    checkFinite("checkpoint " + path, *found, name);
-    copyTensor(*found, want, dst);
+    SafetensorsTensor box;
+    box.name = name;
+    box.dtype = want.dtype;
+    box.shape = target.shape.empty() ? shapeOf(want) : target.shape;
+    std::vector<int64_t> offset = target.shape.empty()
+                                      ? std::vector<int64_t>(want.rank, 0)
+                                      : target.offset;
+    file.readBox(name, offset, box.shape, target.data);
+    box.end = static_cast<uint64_t>(box.numElements() * dtypeSize(want.dtype));
+    box.data = static_cast<const uint8_t *>(target.data);
+    checkFinite("checkpoint " + path, box, name);
   };
   for (int i = 0; i < model.numParams; ++i)
     load(model.params[i].tensor.name, model.params[i].tensor, params[i]);
@@ -227,6 +259,17 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
       throw Error("checkpoint " + path + " has tensor " + name +
                   ", which model '" + model.name + "' does not have");
   return file.metadata();
+}
+
+Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
+                        void **params, void **state) {
+  std::vector<LoadTarget> paramTargets(model.numParams),
+      stateTargets(model.numState);
+  for (int i = 0; i < model.numParams; ++i)
+    paramTargets[i].data = params[i];
+  for (int i = 0; i < model.numState; ++i)
+    stateTargets[i].data = state[i];
+  return loadCheckpoint(path, model, paramTargets, stateTargets);
 }
 
 void loadParams(const std::string &path, const ModelDesc &model, void **params,

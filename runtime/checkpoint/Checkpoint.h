@@ -54,8 +54,26 @@ void saveCheckpoint(const std::string &path, const ModelDesc &model,
                     void *const *params, void *const *state,
                     const Metadata &metadata);
 
+/// Where loadCheckpoint puts one tensor: `data` holds the box [offset,
+/// offset + shape) of it, dense (a process's piece), or the whole tensor
+/// when `shape` is empty.
+struct LoadTarget {
+  void *data = nullptr;
+  std::vector<int64_t> offset, shape;
+};
+
 /// Loads a checkpoint written by saveCheckpoint, or a sharded one written
-/// on any mesh, into the model's (whole) buffers and returns its metadata.
+/// on any mesh, into `params` and `state` (one target per tensor of the
+/// model) and returns its metadata. From a sharded checkpoint only the
+/// shard files that hold a part of a target are read. Every param and
+/// state tensor must be there with the model's shape and dtype, and
+/// nothing else may be; otherwise throws an Error naming the file and the
+/// first difference.
+Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
+                        const std::vector<LoadTarget> &params,
+                        const std::vector<LoadTarget> &state);
+
+/// loadCheckpoint into the model's whole buffers.
 /// Every param and state tensor must be there with the model's shape and dtype,
 /// and nothing else may be; otherwise throws an Error naming the file and the
 /// first difference.

@@ -241,38 +241,48 @@ void commitShardedCheckpoint(
 // Reading
 //===----------------------------------------------------------------------===//
 
-void pasteBox(const void *piece, const std::vector<int64_t> &pieceShape,
-              void *whole, const std::vector<int64_t> &wholeShape,
-              const std::vector<int64_t> &offset, int64_t elementSize) {
-  const int n = static_cast<int>(wholeShape.size());
+void copyBox(const void *src, const std::vector<int64_t> &srcOffset,
+             const std::vector<int64_t> &srcShape, void *dst,
+             const std::vector<int64_t> &dstOffset,
+             const std::vector<int64_t> &dstShape, int64_t elementSize) {
+  const int n = static_cast<int>(srcShape.size());
   if (n == 0) {
-    std::memcpy(whole, piece, elementSize);
+    std::memcpy(dst, src, elementSize);
     return;
   }
-  int64_t count = 1;
-  for (int64_t dim : pieceShape)
-    count *= dim;
-  if (count == 0)
-    return;
-  std::vector<int64_t> stride(n, 1);
-  for (int d = n - 1; d > 0; --d)
-    stride[d - 1] = stride[d] * wholeShape[d];
+  // The intersection [lo, hi), in the whole tensor's coordinates.
+  std::vector<int64_t> lo(n), hi(n);
+  for (int d = 0; d < n; ++d) {
+    lo[d] = std::max(srcOffset[d], dstOffset[d]);
+    hi[d] = std::min(srcOffset[d] + srcShape[d], dstOffset[d] + dstShape[d]);
+    if (lo[d] >= hi[d])
+      return;
+  }
+  std::vector<int64_t> srcStride(n, 1), dstStride(n, 1);
+  for (int d = n - 1; d > 0; --d) {
+    srcStride[d - 1] = srcStride[d] * srcShape[d];
+    dstStride[d - 1] = dstStride[d] * dstShape[d];
+  }
   // One memcpy per run of the innermost dim.
-  int64_t run = pieceShape[n - 1] * elementSize;
-  int64_t runs = count / pieceShape[n - 1];
-  std::vector<int64_t> at(n, 0);
-  const char *src = static_cast<const char *>(piece);
-  char *dst = static_cast<char *>(whole);
-  for (int64_t r = 0; r < runs; ++r) {
-    int64_t start = offset[n - 1];
-    for (int d = 0; d < n - 1; ++d)
-      start += (offset[d] + at[d]) * stride[d];
-    std::memcpy(dst + start * elementSize, src + r * run, run);
-    for (int d = n - 2; d >= 0; --d) {
-      if (++at[d] < pieceShape[d])
-        break;
-      at[d] = 0;
+  int64_t run = (hi[n - 1] - lo[n - 1]) * elementSize;
+  std::vector<int64_t> at(lo);
+  const char *from = static_cast<const char *>(src);
+  char *to = static_cast<char *>(dst);
+  while (true) {
+    int64_t s = 0, t = 0;
+    for (int d = 0; d < n; ++d) {
+      s += (at[d] - srcOffset[d]) * srcStride[d];
+      t += (at[d] - dstOffset[d]) * dstStride[d];
     }
+    std::memcpy(to + t * elementSize, from + s * elementSize, run);
+    int d = n - 2;
+    for (; d >= 0; --d) {
+      if (++at[d] < hi[d])
+        break;
+      at[d] = lo[d];
+    }
+    if (d < 0)
+      return;
   }
 }
 
@@ -487,8 +497,23 @@ ShardedCheckpoint::pieceOffset(size_t file, const std::string &name) const {
 }
 
 void ShardedCheckpoint::read(const ShardedTensor &tensor, void *whole) const {
+  readBox(tensor, std::vector<int64_t>(tensor.shape.size(), 0), tensor.shape,
+          whole);
+}
+
+void ShardedCheckpoint::readBox(const ShardedTensor &tensor,
+                                const std::vector<int64_t> &offset,
+                                const std::vector<int64_t> &shape,
+                                void *dst) const {
   int64_t elementSize = dtypeSize(tensor.dtype);
   for (const ShardPiece &piece : tensor.pieces) {
+    // Pieces outside the box: their files are not opened.
+    bool meets = true;
+    for (size_t d = 0; meets && d < shape.size(); ++d)
+      meets = piece.offset[d] < offset[d] + shape[d] &&
+              offset[d] < piece.offset[d] + piece.shape[d];
+    if (!meets && !shape.empty())
+      continue;
     const SafetensorsFile &shard = file(static_cast<size_t>(piece.file));
     const SafetensorsTensor *found = shard.find(tensor.name);
     if (!found)
@@ -506,8 +531,8 @@ void ShardedCheckpoint::read(const ShardedTensor &tensor, void *whole) const {
                   indexPath_ + " says " + dtypeName(tensor.dtype) + " " +
                   shapeString(piece.shape.data(),
                               static_cast<int>(piece.shape.size())));
-    pasteBox(found->data, piece.shape, whole, tensor.shape, piece.offset,
-             elementSize);
+    copyBox(found->data, piece.offset, piece.shape, dst, offset, shape,
+            elementSize);
   }
 }
 

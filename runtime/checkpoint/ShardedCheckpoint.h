@@ -151,6 +151,10 @@ public:
   /// Puts `tensor` together into `whole` (its dtype, row-major, the whole
   /// shape).
   void read(const ShardedTensor &tensor, void *whole) const;
+  /// The box [offset, offset + shape) of `tensor` into `dst` (dense): only
+  /// the shard files holding a part of it are read.
+  void readBox(const ShardedTensor &tensor, const std::vector<int64_t> &offset,
+               const std::vector<int64_t> &shape, void *dst) const;
 
 private:
   /// Shard file `index` of files(), opened on first use.
@@ -169,11 +173,13 @@ private:
   mutable std::vector<std::map<std::string, std::vector<int64_t>>> offsets_;
 };
 
-/// Copies the dense box `piece` (shape `pieceShape`) into `whole` (shape
-/// `wholeShape`) at `offset`, elements of `elementSize` bytes.
-void pasteBox(const void *piece, const std::vector<int64_t> &pieceShape,
-              void *whole, const std::vector<int64_t> &wholeShape,
-              const std::vector<int64_t> &offset, int64_t elementSize);
+/// Copies the part of the dense box `src` (at `srcOffset` of a tensor,
+/// shape `srcShape`) that lies in the dense box `dst` (at `dstOffset`,
+/// shape `dstShape`) into it; elements of `elementSize` bytes.
+void copyBox(const void *src, const std::vector<int64_t> &srcOffset,
+             const std::vector<int64_t> &srcShape, void *dst,
+             const std::vector<int64_t> &dstOffset,
+             const std::vector<int64_t> &dstShape, int64_t elementSize);
 
 } // namespace tgc
 

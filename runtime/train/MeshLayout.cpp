@@ -107,6 +107,17 @@ TensorDesc MeshLayout::local(const TensorDesc &tensor) const {
   return out;
 }
 
+void MeshLayout::region(const TensorDesc &tensor, std::vector<int64_t> &offset,
+                        std::vector<int64_t> &shape) const {
+  TensorDesc piece = local(tensor);
+  int64_t count[kMaxRank], index[kMaxRank];
+  pieces(tensor, rank_, count, index);
+  offset.assign(tensor.rank, 0);
+  shape.assign(piece.shape, piece.shape + tensor.rank);
+  for (int d = 0; d < tensor.rank; ++d)
+    offset[d] = index[d] * piece.shape[d];
+}
+
 void MeshLayout::copy(const TensorDesc &tensor, const void *from, void *to,
                       int rank, bool toPiece) const {
   int64_t count[kMaxRank], index[kMaxRank];

@@ -54,6 +54,10 @@ public:
   static bool isSplit(const TensorDesc &tensor);
   /// What one process holds of `tensor`: the shape divided by the pieces.
   TensorDesc local(const TensorDesc &tensor) const;
+  /// Where this process's piece of `tensor` lies in it: `offset` and
+  /// `shape` per dim.
+  void region(const TensorDesc &tensor, std::vector<int64_t> &offset,
+              std::vector<int64_t> &shape) const;
   /// Copies process `rank`'s piece of the whole `tensor` at `whole` to
   /// `piece` (dense, the local shape).
   void cut(const TensorDesc &tensor, const void *whole, void *piece,

@@ -21,8 +21,9 @@
 // parameters and optimizer state are held as this process's pieces. On
 // several processes every rank writes its pieces into a sharded checkpoint
 // (runtime/checkpoint/ShardedCheckpoint.h), rank 0 the index; with
-// --checkpoint-layout=consolidated rank 0 writes the whole tensors. Rank 0
-// alone prints and logs; evaluation batches are split over the replicas.
+// --checkpoint-layout=consolidated rank 0 writes the whole tensors; --resume
+// reads each process's pieces straight from either layout. Rank 0 alone
+// prints and logs; evaluation batches are split over the replicas.
 //
 // A model with DeviceOps (a GPU executable) keeps every StepIO buffer on the
 // device: the parameters are initialised on the host and uploaded, batches
@@ -250,6 +251,9 @@ private:
   std::vector<const void *> inputPtrs_;
   // Host copies of the parameters and state, for init and checkpoints.
   std::vector<void *> hostParams_, hostState_;
+  /// --resume filled the pieces of split tensors directly: their whole host
+  /// copies are not the values until gatherModelState.
+  bool piecesLoaded_ = false;
 
   int64_t startStep_ = 0;
   float firstLoss_ = NAN, lastLoss_ = NAN;
@@ -291,9 +295,9 @@ Tensor Trainer::makeModelTensor(const TensorDesc &desc) {
 }
 
 void Trainer::upload(Tensor &t) {
-  // The piece is cut from the whole at every upload: the host copy is what
-  // initialisation and loading fill.
-  if (t.desc)
+  // The piece is cut from the whole, which initialisation fills, unless
+  // --resume loaded the pieces themselves.
+  if (t.desc && !piecesLoaded_)
     mesh_.cut(*t.desc, t.host.get(), t.piece.get(), rank_);
   if (device_ && t.bytes)
     device_->upload(t.device, t.local(), t.bytes);
@@ -610,8 +614,22 @@ void Trainer::initialise() {
   uint64_t seed = static_cast<uint64_t>(opt_.seed);
   if (!opt_.resume.empty()) {
     std::string path = resolveResumePath(opt_.resume);
+    // Split tensors load straight into this process's pieces (from a
+    // sharded checkpoint, only the files that hold parts of them are read);
+    // the whole host copies of those stay unset until a gather.
+    auto targets = [&](std::vector<Tensor> &tensors) {
+      std::vector<LoadTarget> out(tensors.size());
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        Tensor &t = tensors[i];
+        out[i].data = t.desc ? t.piece.get() : t.host.get();
+        if (t.desc)
+          mesh_.region(*t.desc, out[i].offset, out[i].shape);
+      }
+      return out;
+    };
     Metadata meta =
-        loadCheckpoint(path, model_, hostParams_.data(), hostState_.data());
+        loadCheckpoint(path, model_, targets(params_), targets(state_));
+    piecesLoaded_ = true;
     auto get = [&](const char *key) -> std::string {
       auto it = meta.find(key);
       if (it == meta.end())
