@@ -35,7 +35,8 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
          logits by class); biases and the rest follow the ops that read
          them, and are whole where nothing splits them;
        - `sp`, tp plus Megatron-LM's sequence parallelism: the
-         [batch, seq, ...] product of a row-parallel matmul is pinned split
+         [batch, seq, ...] product of a row-parallel matmul (or of a
+         vocabulary-parallel embedding) is pinned split
          along the sequence over `tp` (a tg.reduce_scatter instead of an
          all-reduce), so the norms and residual adds after it run on a
          piece of the sequence, and the next column-parallel matmul gathers

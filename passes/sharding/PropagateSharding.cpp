@@ -323,22 +323,24 @@ struct PropagateShardingPass
   }
 
   /// sp (Megatron-LM's sequence parallelism): a [batch, seq, ...] product
-  /// of a tensor-parallel weight that is a partial sum over tp is pinned
+  /// of a tensor-parallel weight (a row-parallel matmul's, a
+  /// vocabulary-parallel embedding's) that is a partial sum over tp is pinned
   /// split along the sequence over tp instead of whole, so tg-partition
   /// reduce-scatters it, and the norms, dropouts and residual adds after it
   /// run on a piece of the sequence; the next column-parallel matmul gathers
   /// it back.
-  void pinSequenceParallel(MatmulOp matmul, MeshOp mesh) {
-    Value rhs = matmul.getRhs();
-    if (auto cast = rhs.getDefiningOp<CastOp>())
-      rhs = cast.getX();
-    auto weight = dyn_cast<BlockArgument>(rhs);
-    auto func = matmul->getParentOfType<func::FuncOp>();
-    auto name = weight ? func.getArgAttrOfType<StringAttr>(
-                             weight.getArgNumber(), TgDialect::kParamAttr)
-                       : StringAttr();
-    ShardingAttr s = getSharding(matmul.getResult());
-    auto type = matmul.getType();
+  void pinSequenceParallel(Operation *op, Value weight, MeshOp mesh,
+                           StringRef after) {
+    if (auto cast = weight.getDefiningOp<CastOp>())
+      weight = cast.getX();
+    auto param = dyn_cast<BlockArgument>(weight);
+    auto func = op->getParentOfType<func::FuncOp>();
+    auto name = param ? func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
+                                                          TgDialect::kParamAttr)
+                      : StringAttr();
+    Value result = op->getResult(0);
+    ShardingAttr s = getSharding(result);
+    auto type = cast<RankedTensorType>(result.getType());
     if (!name || presetOf(name.getValue()) != "sp" || !s ||
         !llvm::is_contained(s.partialAxes(), "tp") || type.getRank() < 3 ||
         !s.axesOf(1).empty() || type.getDimSize(1) % mesh.axisSize("tp") != 0)
@@ -353,15 +355,14 @@ struct PropagateShardingPass
         partial.push_back(a);
     auto split =
         ShardingAttr::get(&getContext(), mesh.getSymName(), dims, partial);
-    OpBuilder builder(matmul->getContext());
-    builder.setInsertionPointAfter(matmul);
-    auto pin = ShardingConstraintOp::create(builder, matmul.getLoc(),
-                                            matmul.getResult(), split);
+    OpBuilder builder(op->getContext());
+    builder.setInsertionPointAfter(op);
+    auto pin =
+        ShardingConstraintOp::create(builder, op->getLoc(), result, split);
     pin->setAttr(kShardingOriginAttr,
                  builder.getArrayAttr({builder.getStringAttr(
-                     "preset sp: the sequence split after a row-parallel "
-                     "matmul")}));
-    matmul.getResult().replaceAllUsesExcept(pin.getResult(), pin);
+                     "preset sp: the sequence split after " + after)}));
+    result.replaceAllUsesExcept(pin.getResult(), pin);
   }
 
   LogicalResult propagate(func::FuncOp func, MeshOp mesh) {
@@ -433,7 +434,11 @@ struct PropagateShardingPass
       for (auto [v, s] : llvm::zip(op.getResults(), decision.results))
         setSharding(v, s, origin);
       if (auto matmul = dyn_cast<MatmulOp>(op))
-        pinSequenceParallel(matmul, mesh);
+        pinSequenceParallel(matmul, matmul.getRhs(), mesh,
+                            "a row-parallel matmul");
+      if (auto embedding = dyn_cast<EmbeddingOp>(op))
+        pinSequenceParallel(embedding, embedding.getTable(), mesh,
+                            "a vocabulary-parallel embedding");
     }
     for (auto [result, param] : pendingCasts) {
       if (!getSharding(param))
