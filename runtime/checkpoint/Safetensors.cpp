@@ -222,8 +222,16 @@ void writeSafetensors(const std::string &path,
   AtomicFileWriter writer(path);
   writer.write(lengthBytes, 8);
   writer.write(text);
-  for (size_t i = 0; i < tensors.size(); ++i)
-    writer.write(tensors[i].data, sizes[i]);
+  std::vector<char> buffer;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].data) {
+      writer.write(tensors[i].data, sizes[i]);
+      continue;
+    }
+    buffer.resize(sizes[i]);
+    tensors[i].fill(buffer.data());
+    writer.write(buffer.data(), sizes[i]);
+  }
   writer.commit();
 }
 

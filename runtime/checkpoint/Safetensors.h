@@ -25,6 +25,7 @@
 #include "runtime/core/Model.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -75,6 +76,9 @@ struct TensorToWrite {
   DType dtype;
   std::vector<int64_t> shape;
   const void *data;
+  /// When `data` is null: fills a buffer of the tensor's bytes just before
+  /// they are written, so a file of many tensors needs memory for one.
+  std::function<void(void *)> fill = nullptr;
 };
 
 /// Writes the tensors (in this order) and the metadata atomically; on error

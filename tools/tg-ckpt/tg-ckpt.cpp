@@ -37,8 +37,8 @@ const char *const kUsage =
     "      file or a sharded checkpoint's directory\n"
     "  consolidate CHECKPOINT -o FILE.safetensors\n"
     "      puts a sharded checkpoint's pieces together into one safetensors\n"
-    "      file of whole tensors (written atomically; it needs memory for\n"
-    "      the whole model); PyTorch reads it and --resume continues from it\n"
+    "      file of whole tensors (written atomically, one tensor in memory at\n"
+    "      a time); PyTorch reads it and --resume continues from it\n"
     "\n"
     "CHECKPOINT is a step_*.safetensors file or a step_* directory (with an\n"
     "index.json) under a run's --checkpoint-dir.\n";
@@ -146,18 +146,14 @@ int runConsolidate(const std::vector<std::string> &args) {
                 tgc::kShardedIndexName +
                 "); a checkpoint file is already consolidated");
   tgc::ShardedCheckpoint checkpoint(input);
-  std::vector<std::vector<uint8_t>> buffers;
+  // Each tensor is put together just before it is written: memory for the
+  // largest one.
   std::vector<tgc::TensorToWrite> tensors;
-  buffers.reserve(checkpoint.tensors().size());
-  for (const tgc::ShardedTensor &tensor : checkpoint.tensors()) {
-    int64_t bytes = tgc::dtypeSize(tensor.dtype);
-    for (int64_t dim : tensor.shape)
-      bytes *= dim;
-    buffers.emplace_back(static_cast<size_t>(bytes));
-    checkpoint.read(tensor, buffers.back().data());
-    tensors.push_back(
-        {tensor.name, tensor.dtype, tensor.shape, buffers.back().data()});
-  }
+  for (const tgc::ShardedTensor &tensor : checkpoint.tensors())
+    tensors.push_back({tensor.name, tensor.dtype, tensor.shape, nullptr,
+                       [&checkpoint, &tensor](void *whole) {
+                         checkpoint.read(tensor, whole);
+                       }});
   std::map<std::string, std::string> metadata = checkpoint.metadata();
   metadata["format"] = tgc::kCheckpointFormat;
   metadata["sharding"] =
