@@ -1,5 +1,4 @@
-//===- Checkpoint.h - Model checkpoints as safetensors ------------*- C++
-//-*-===//
+//===- Checkpoint.h - Model checkpoints as safetensors ----------*- C++ -*-===//
 //
 // A checkpoint is one safetensors file holding every parameter under its
 // ModelDesc name and every optimizer state buffer as "<param>.<slot>", plus

@@ -1,5 +1,4 @@
-//===- ShardedCheckpoint.cpp - A checkpoint written by every rank -*- C++
-//-*-===//
+//===- ShardedCheckpoint.cpp - Checkpoints every rank writes ----*- C++ -*-===//
 
 #include "runtime/checkpoint/ShardedCheckpoint.h"
 

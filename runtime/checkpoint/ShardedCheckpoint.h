@@ -1,5 +1,4 @@
-//===- ShardedCheckpoint.h - A checkpoint written by every rank ---*- C++
-//-*-===//
+//===- ShardedCheckpoint.h - Checkpoints every rank writes ------*- C++ -*-===//
 //
 // A run over a mesh of several processes checkpoints without gathering:
 // every process writes the pieces of the parameters and optimizer state it

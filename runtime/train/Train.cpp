@@ -1,5 +1,4 @@
-//===- Train.cpp - The training loop around the compiled step -----*- C++
-//-*-===//
+//===- Train.cpp - The training loop around the compiled step ---*- C++ -*-===//
 //
 // runTraining is the main of every training executable: it parses the flags
 // (defaults from the ModelDesc), opens the data the model's input roles ask

@@ -1,5 +1,4 @@
-//===- CopyBoxTest.cpp - Box copies of sharded checkpoints -------*- C++
-//-*-===//
+//===- CopyBoxTest.cpp - Box copies of sharded checkpoints ------*- C++ -*-===//
 //
 // copyBox moves the intersection of two boxes of one tensor (a piece in a
 // shard file, a process's piece or the whole) between their dense buffers.
