@@ -35,7 +35,7 @@ public:
 
   /// Rows [..., V/n] of the table; indices [...]: each process looks up
   /// the rows it holds and zeros for the others.
-  Value embedding(EmbeddingOp op, Value table, Value indices) {
+  Value embedding(Value table, Value indices) {
     int64_t rows = shapeOf(table)[0];
     Value first = offset(rows);
     Value local = sub(toF32(indices), first);
@@ -271,8 +271,8 @@ Value mlir::tg::lowerVocabParallel(OpBuilder &builder, Operation *op,
   if (axes.empty())
     return {};
   Lowering lowering(builder, op->getLoc(), axes, mesh, why);
-  if (auto embedding = dyn_cast<EmbeddingOp>(op))
-    return lowering.embedding(embedding, operands[0], operands[1]);
+  if (isa<EmbeddingOp>(op))
+    return lowering.embedding(operands[0], operands[1]);
   if (auto loss = dyn_cast<CrossEntropyOp>(op))
     return lowering.crossEntropy(loss, operands[0], operands[1]);
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
