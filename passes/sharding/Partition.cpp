@@ -139,6 +139,8 @@ private:
   Value resolve(Value old, ShardingAttr target, StringRef why) {
     Value v = mapped(old);
     ShardingAttr from = current.lookup(v);
+    if (Value rows = rowsOfEmbeddingGrad(old, v, from, target))
+      return rows;
     Value out = reshard(builder, old.getLoc(), v, from, target, mesh,
                         (describeValue(old) + " for " + why).str());
     if (out != v) {
@@ -147,6 +149,30 @@ private:
         mapping.map(old, out);
     }
     return out;
+  }
+
+  /// A whole tg.embedding_grad that a reader wants split by rows (a
+  /// vocabulary-parallel table's gradient) is computed for this process's
+  /// rows instead of whole and then sliced; null for any other case.
+  Value rowsOfEmbeddingGrad(Value old, Value v, ShardingAttr from,
+                            ShardingAttr target) {
+    auto grad = v.getDefiningOp<EmbeddingGradOp>();
+    if (!grad || !old.getDefiningOp<EmbeddingGradOp>() || !from ||
+        !from.isReplicated() || target.isPartial())
+      return {};
+    SmallVector<StringRef> axes = target.axesOf(0);
+    for (int64_t d = 1; d < target.getRank(); ++d)
+      if (!target.axesOf(d).empty())
+        return {};
+    if (axes.empty())
+      return {};
+    Value &rows = rowsOf[{v, target}];
+    if (!rows) {
+      rows = embeddingGradRows(builder, grad, axes, mesh,
+                               "vocabulary-parallel " + describeValue(old));
+      current[rows] = target;
+    }
+    return rows;
   }
 
   /// The sharding the optimizer update reading `old` (directly or through
@@ -310,6 +336,8 @@ private:
   OpBuilder builder;
   IRMapping mapping;
   DenseMap<Value, ShardingAttr> current;
+  /// rowsOfEmbeddingGrad's answers, by the whole gradient and the target.
+  DenseMap<std::pair<Value, Attribute>, Value> rowsOf;
 };
 
 struct PartitionPass : public tg::impl::PartitionPassBase<PartitionPass> {

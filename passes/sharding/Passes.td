@@ -91,7 +91,8 @@ def PartitionPass : Pass<"tg-partition", "ModuleOp"> {
     vocabulary-parallel form: out-of-piece ids look up zeros (a partial
     sum), and the softmax gathers the rows' maxima and all-reduces their
     sums of exponentials, one number per row each, so the logits are never
-    gathered. A mean over a split factor is scaled so the pieces sum to it;
+    gathered; the table's gradient, wanted split by rows, is computed for
+    each process's rows only. A mean over a split factor is scaled so the pieces sum to it;
     `tg.global_norm` sums its squares over the axes its inputs are split
     on. Results are resharded to what the function returns.
 

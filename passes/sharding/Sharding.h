@@ -11,6 +11,7 @@
 #define TGC_PASSES_SHARDING_SHARDING_H
 
 #include "dialects/tg/IR/TgInterfaces.h"
+#include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -88,6 +89,12 @@ Value axisCoordinate(OpBuilder &builder, Location loc, MeshOp mesh,
 /// like the logits. The collectives name `why`.
 Value lowerVocabParallel(OpBuilder &builder, Operation *op, ValueRange operands,
                          ArrayRef<StringRef> axes, MeshOp mesh, StringRef why);
+
+/// `grad` (a whole tg.embedding_grad over local, whole operands) for this
+/// process's rows only, dim 0 split over `axes`: the tokens outside the
+/// rows add nothing. Its sharding: dim 0 over `axes`, the rest whole.
+Value embeddingGradRows(OpBuilder &builder, EmbeddingGradOp grad,
+                        ArrayRef<StringRef> axes, MeshOp mesh, StringRef why);
 
 /// The mesh axes that split the vocabulary (class) dim of `op` under
 /// `decision`, for lowerVocabParallel; empty for other ops.

@@ -9,7 +9,8 @@
 // (TgShardingRules.cpp): the embedding's and the loss's partial sums over
 // the axes, the gradient split like the logits. The extra communication is
 // one number per row: the row maxima gathered, the sums of exponentials
-// all-reduced.
+// all-reduced. The gradient of a split table (embeddingGradRows) is computed
+// for each process's rows only, not whole and then sliced.
 //
 // Token ids and labels are compared as f32 (tg.iota counts in f32 here),
 // which is exact below 2^24 classes.
@@ -36,19 +37,25 @@ public:
   /// Rows [..., V/n] of the table; indices [...]: each process looks up
   /// the rows it holds and zeros for the others.
   Value embedding(Value table, Value indices) {
-    int64_t rows = shapeOf(table)[0];
-    Value first = offset(rows);
-    Value local = sub(toF32(indices), first);
-    Value clamped = clamp(local, rows);
-    // The ids the piece holds are those the clamp leaves as they were.
-    Value inside = CompareOp::create(
-        b, loc, ComparePredicateAttr::get(b.getContext(), ComparePredicate::eq),
-        clamped, local);
-    Value safe = CastOp::create(
-        b, loc, cast<RankedTensorType>(indices.getType()), clamped);
-    Value found = EmbeddingOp::create(b, loc, table, safe);
-    return SelectOp::create(b, loc, lastDimOfOne(inside), found,
+    PieceIds ids = pieceIds(indices, shapeOf(table)[0]);
+    Value found = EmbeddingOp::create(b, loc, table, ids.safe);
+    return SelectOp::create(b, loc, lastDimOfOne(ids.inside), found,
                             scalar(0, elementOf(found)));
+  }
+
+  /// The gradient of this process's rows of a table: the tokens outside
+  /// them add nothing.
+  Value embeddingGradRows(EmbeddingGradOp grad, Value g, Value indices) {
+    auto whole = cast<RankedTensorType>(grad.getType());
+    int64_t parts = 1;
+    for (StringRef axis : axes)
+      parts *= mesh.axisSize(axis);
+    SmallVector<int64_t> shape(whole.getShape());
+    shape[0] /= parts;
+    PieceIds ids = pieceIds(indices, shape[0]);
+    Value kept = SelectOp::create(b, loc, lastDimOfOne(ids.inside), g,
+                                  scalar(0, elementOf(g)));
+    return EmbeddingGradOp::create(b, loc, whole.clone(shape), kept, ids.safe);
   }
 
   /// The loss on this process's classes: its share of minus the target
@@ -199,6 +206,27 @@ private:
                          scalar(static_cast<double>(pieceSize)));
   }
 
+  /// Token ids against this process's piece of `rows` table rows: whether
+  /// each is one of them, and a row of the piece to read (its own when it
+  /// is one; the reader masks the others).
+  struct PieceIds {
+    Value inside, safe;
+  };
+
+  PieceIds pieceIds(Value indices, int64_t rows) {
+    Value first = offset(rows);
+    Value local = sub(toF32(indices), first);
+    Value clamped = clamp(local, rows);
+    PieceIds ids;
+    // The ids the piece holds are those the clamp leaves as they were.
+    ids.inside = CompareOp::create(
+        b, loc, ComparePredicateAttr::get(b.getContext(), ComparePredicate::eq),
+        clamped, local);
+    ids.safe = CastOp::create(b, loc, cast<RankedTensorType>(indices.getType()),
+                              clamped);
+    return ids;
+  }
+
   /// The ids (f32, relative to the piece) moved into [0, rows).
   Value clamp(Value local, int64_t rows) {
     Value low = MaximumOp::create(b, loc, local, scalar(0));
@@ -279,4 +307,11 @@ Value mlir::tg::lowerVocabParallel(OpBuilder &builder, Operation *op,
     return lowering.crossEntropyGrad(grad, operands[0], operands[1],
                                      operands[2]);
   return {};
+}
+
+Value mlir::tg::embeddingGradRows(OpBuilder &builder, EmbeddingGradOp grad,
+                                  ArrayRef<StringRef> axes, MeshOp mesh,
+                                  StringRef why) {
+  Lowering lowering(builder, grad.getLoc(), axes, mesh, why);
+  return lowering.embeddingGradRows(grad, grad.getGrad(), grad.getIndices());
 }
