@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,14 +69,6 @@ static void removeFlatDirectory(const std::string &dir) {
       throwErrno(joinPath(dir, name), "cannot remove", errno);
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
     throwErrno(dir, "cannot remove the directory", errno);
-}
-
-static void syncDirectory(const std::string &dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 void preparePartialCheckpoint(const std::string &partial) {

@@ -98,11 +98,14 @@ void AtomicFileWriter::commit() {
     fail("cannot rename " + tempPath_ + " to it", errno);
   committed_ = true;
   // The rename is durable once the directory is: fsync it too.
-  std::string dir = parentDirectory(path_);
-  int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
+  syncDirectory(parentDirectory(path_));
+}
+
+void syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
   }
 }
 

@@ -51,6 +51,10 @@ void writeFileAtomically(const std::string &path, const std::string &contents);
 /// The directory part of a path ("." when there is none).
 std::string parentDirectory(const std::string &path);
 
+/// fsyncs directory `dir`, so that renames in it survive a crash (best
+/// effort: a directory that cannot be opened is left as it is).
+void syncDirectory(const std::string &dir);
+
 } // namespace tgc
 
 #endif // TGC_RUNTIME_CORE_ATOMICFILE_H

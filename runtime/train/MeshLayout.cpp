@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace tgc {
 
@@ -107,15 +108,17 @@ TensorDesc MeshLayout::local(const TensorDesc &tensor) const {
   return out;
 }
 
-void MeshLayout::region(const TensorDesc &tensor, std::vector<int64_t> &offset,
+void MeshLayout::region(const TensorDesc &tensor, int rank,
+                        std::vector<int64_t> &offset,
                         std::vector<int64_t> &shape) const {
-  TensorDesc piece = local(tensor);
   int64_t count[kMaxRank], index[kMaxRank];
-  pieces(tensor, rank_, count, index);
+  pieces(tensor, rank, count, index);
   offset.assign(tensor.rank, 0);
-  shape.assign(piece.shape, piece.shape + tensor.rank);
-  for (int d = 0; d < tensor.rank; ++d)
-    offset[d] = index[d] * piece.shape[d];
+  shape.assign(tensor.rank, 0);
+  for (int d = 0; d < tensor.rank; ++d) {
+    shape[d] = tensor.shape[d] / count[d];
+    offset[d] = index[d] * shape[d];
+  }
 }
 
 void MeshLayout::copy(const TensorDesc &tensor, const void *from, void *to,
@@ -178,18 +181,26 @@ int64_t MeshLayout::processes() const {
   return count;
 }
 
-std::vector<int> MeshLayout::pieceOwners(const TensorDesc &tensor) const {
-  std::vector<int> owners;
-  std::vector<std::vector<int64_t>> seen;
+std::vector<std::vector<int>>
+MeshLayout::pieceHolders(const TensorDesc &tensor) const {
+  std::map<std::vector<int64_t>, size_t> pieceOf;
+  std::vector<std::vector<int>> holders;
   for (int r = 0; r < processes(); ++r) {
     int64_t count[kMaxRank], index[kMaxRank];
     pieces(tensor, r, count, index);
-    std::vector<int64_t> key(index, index + tensor.rank);
-    if (std::find(seen.begin(), seen.end(), key) == seen.end()) {
-      seen.push_back(key);
-      owners.push_back(r);
-    }
+    auto [it, added] = pieceOf.try_emplace(
+        std::vector<int64_t>(index, index + tensor.rank), holders.size());
+    if (added)
+      holders.emplace_back();
+    holders[it->second].push_back(r);
   }
+  return holders;
+}
+
+std::vector<int> MeshLayout::pieceOwners(const TensorDesc &tensor) const {
+  std::vector<int> owners;
+  for (const std::vector<int> &holders : pieceHolders(tensor))
+    owners.push_back(holders.front());
   return owners;
 }
 
@@ -221,38 +232,18 @@ ShardedLayout MeshLayout::checkpointLayout(const ModelDesc &model) const {
     entry.dtype = tensor.dtype;
     entry.shape.assign(tensor.shape, tensor.shape + tensor.rank);
     entry.split = splitNames(tensor);
-    // The processes holding each distinct piece, in rank order.
-    std::vector<std::vector<int64_t>> keys;
-    std::vector<std::vector<int>> holders;
-    for (int r = 0; r < processes(); ++r) {
-      int64_t count[kMaxRank], index[kMaxRank];
-      pieces(tensor, r, count, index);
-      std::vector<int64_t> key(index, index + tensor.rank);
-      auto it = std::find(keys.begin(), keys.end(), key);
-      if (it == keys.end()) {
-        keys.push_back(key);
-        holders.push_back({r});
-        ShardPiece piece;
-        for (int d = 0; d < tensor.rank; ++d) {
-          int64_t local = tensor.shape[d] / count[d];
-          piece.offset.push_back(index[d] * local);
-          piece.shape.push_back(local);
-        }
-        entry.pieces.push_back(std::move(piece));
-      } else {
-        holders[it - keys.begin()].push_back(r);
-      }
-    }
-    for (size_t p = 0; p < entry.pieces.size(); ++p) {
-      int best = holders[p][0];
-      for (int r : holders[p])
-        if (written[r] < written[best])
-          best = r;
-      entry.pieces[p].rank = best;
+    for (const std::vector<int> &holders : pieceHolders(tensor)) {
+      ShardPiece piece;
+      region(tensor, holders.front(), piece.offset, piece.shape);
+      piece.rank = holders.front();
+      for (int r : holders)
+        if (written[r] < written[piece.rank])
+          piece.rank = r;
       int64_t bytes = dtypeSize(tensor.dtype);
-      for (int64_t dim : entry.pieces[p].shape)
+      for (int64_t dim : piece.shape)
         bytes *= dim;
-      written[best] += bytes;
+      written[piece.rank] += bytes;
+      entry.pieces.push_back(std::move(piece));
     }
     layout.tensors.push_back(std::move(entry));
   };

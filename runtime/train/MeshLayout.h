@@ -54,9 +54,9 @@ public:
   static bool isSplit(const TensorDesc &tensor);
   /// What one process holds of `tensor`: the shape divided by the pieces.
   TensorDesc local(const TensorDesc &tensor) const;
-  /// Where this process's piece of `tensor` lies in it: `offset` and
+  /// Where process `rank`'s piece of `tensor` lies in it: `offset` and
   /// `shape` per dim.
-  void region(const TensorDesc &tensor, std::vector<int64_t> &offset,
+  void region(const TensorDesc &tensor, int rank, std::vector<int64_t> &offset,
               std::vector<int64_t> &shape) const;
   /// Copies process `rank`'s piece of the whole `tensor` at `whole` to
   /// `piece` (dense, the local shape).
@@ -65,6 +65,9 @@ public:
   /// The inverse: writes `piece`, process `rank`'s, into `whole`.
   void paste(const TensorDesc &tensor, const void *piece, void *whole,
              int rank) const;
+  /// The processes holding each distinct piece of `tensor`, in rank order
+  /// (pieces in the order of their first holder).
+  std::vector<std::vector<int>> pieceHolders(const TensorDesc &tensor) const;
   /// The processes whose pieces of `tensor` make up the whole, one per
   /// piece (the lowest rank holding it).
   std::vector<int> pieceOwners(const TensorDesc &tensor) const;

@@ -157,8 +157,9 @@ struct EvalResult {
 
 /// One tensor of the step's StepIO: host memory, and the device copy when
 /// the model runs on a device. A parameter or state split over the mesh
-/// keeps the whole tensor in `host` (initialisation and checkpoints see
-/// it whole) and this process's piece in `piece` (on a device, in `device`):
+/// keeps the whole tensor in `host` (initialisation fills it whole, a
+/// consolidated checkpoint gathers into it; after --resume it is stale until
+/// then) and this process's piece in `piece` (on a device, in `device`):
 /// `bytes` is the piece's.
 struct Tensor {
   Buffer host;
@@ -253,6 +254,8 @@ private:
   /// --resume filled the pieces of split tensors directly: their whole host
   /// copies are not the values until gatherModelState.
   bool piecesLoaded_ = false;
+  /// The sharded checkpoints' pieces and writers, built at the first save.
+  ShardedLayout checkpointLayout_;
 
   int64_t startStep_ = 0;
   float firstLoss_ = NAN, lastLoss_ = NAN;
@@ -622,7 +625,7 @@ void Trainer::initialise() {
         Tensor &t = tensors[i];
         out[i].data = t.desc ? t.piece.get() : t.host.get();
         if (t.desc)
-          mesh_.region(*t.desc, out[i].offset, out[i].shape);
+          mesh_.region(*t.desc, rank_, out[i].offset, out[i].shape);
       }
       return out;
     };
@@ -909,7 +912,10 @@ std::string Trainer::saveShardedCheckpoint(int64_t step) {
   TraceScope scope(trace_.get(), "checkpoint", "checkpoint");
   std::string partial = partialCheckpointPath(opt_.checkpointDir, step);
   std::string target = shardedCheckpointPath(opt_.checkpointDir, step);
-  ShardedLayout layout = mesh_.checkpointLayout(model_);
+  // Which rank writes which piece: the same at every save.
+  if (checkpointLayout_.tensors.empty())
+    checkpointLayout_ = mesh_.checkpointLayout(model_);
+  const ShardedLayout &layout = checkpointLayout_;
   // Three stages: rank 0 empties the partial directory, every rank writes
   // its pieces there, rank 0 writes the index and renames the directory.
   // After each, every rank learns whether one failed, so they stop together

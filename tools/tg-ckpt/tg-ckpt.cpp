@@ -15,9 +15,9 @@
 #include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
+#include "runtime/core/ToolMain.h"
 
 #include <cstdio>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -171,31 +171,7 @@ int runConsolidate(const std::vector<std::string> &args) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    std::fputs(kUsage, stderr);
-    return 1;
-  }
-  std::string command = args[0];
-  args.erase(args.begin());
-  try {
-    if (command == "-h" || command == "--help" || command == "help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (command == "info")
-      return runInfo(args);
-    if (command == "consolidate")
-      return runConsolidate(args);
-    throw Error("unknown subcommand '" + command +
-                "' (expected info or consolidate; see tg-ckpt --help)");
-  } catch (const Error &e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tg-ckpt: error: %s\n", e.what());
-    return 1;
-  } catch (const std::bad_alloc &) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tg-ckpt: error: out of memory\n");
-    return 1;
-  }
+  return tgc::runSubcommands(
+      "tg-ckpt", kUsage, argc, argv,
+      {{"info", runInfo}, {"consolidate", runConsolidate}});
 }

@@ -7,11 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/core/Error.h"
+#include "runtime/core/ToolMain.h"
 #include "tools/tg-data/Commands.h"
 
 #include <cstdio>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -34,33 +33,8 @@ const char *const kUsage =
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    std::fputs(kUsage, stderr);
-    return 1;
-  }
-  std::string command = args[0];
-  args.erase(args.begin());
-  try {
-    if (command == "-h" || command == "--help" || command == "help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (command == "text")
-      return tgc::data::runTextCommand(args);
-    if (command == "csv")
-      return tgc::data::runCsvCommand(args);
-    if (command == "info")
-      return tgc::data::runInfoCommand(args);
-    throw tgc::Error("unknown subcommand '" + command +
-                     "' (expected text, csv or info; see tg-data --help)");
-  } catch (const tgc::Error &e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tg-data: error: %s\n", e.what());
-    return 1;
-  } catch (const std::bad_alloc &) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tg-data: error: out of memory\n");
-    return 1;
-  }
+  return tgc::runSubcommands("tg-data", kUsage, argc, argv,
+                             {{"text", tgc::data::runTextCommand},
+                              {"csv", tgc::data::runCsvCommand},
+                              {"info", tgc::data::runInfoCommand}});
 }

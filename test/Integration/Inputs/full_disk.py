@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import safetensors_np  # noqa: E402
+from small_disk import small_disk  # noqa: E402
 
 
 def main():
@@ -29,15 +30,12 @@ def main():
     subprocess.run([exe, "--steps", "0", "--save-final", probe, "--quiet"] +
                    flags, check=True)
     size = os.path.getsize(probe)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=%d" % (size * 3 // 2), "tmpfs", ckpt],
-        stderr=subprocess.DEVNULL).returncode == 0
-    limit = None
-    if not mounted:
-        # Room for the first checkpoint and the log, not the second.
-        limit = lambda: resource.setrlimit(  # noqa: E731
-            resource.RLIMIT_FSIZE, (size * 3 // 2, size * 3 // 2))
-    try:
+    with small_disk(ckpt, size * 3 // 2) as mounted:
+        limit = None
+        if not mounted:
+            # Room for the first checkpoint and the log, not the second.
+            limit = lambda: resource.setrlimit(  # noqa: E731
+                resource.RLIMIT_FSIZE, (size * 3 // 2, size * 3 // 2))
         run = subprocess.run([exe, "--steps", "20", "--checkpoint-dir", ckpt,
                               "--checkpoint-every", "5", "--quiet"] + flags,
                              capture_output=True, text=True, preexec_fn=limit)
@@ -51,9 +49,6 @@ def main():
             print("%s: step %s, %d tensors, loads" % (name, meta["step"], len(tensors)))
         print("stray files: %d" % len([f for f in os.listdir(ckpt)
                                         if not f.endswith(".safetensors")]))
-    finally:
-        if mounted:
-            subprocess.run(["umount", ckpt])
     return 0
 
 

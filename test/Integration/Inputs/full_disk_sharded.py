@@ -17,6 +17,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from small_disk import small_disk  # noqa: E402
+
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 
 
@@ -35,12 +38,9 @@ def main():
                              "--checkpoint-dir", probe, "--quiet"] + flags,
                    check=True)
     size = size_of(os.path.join(probe, "step_00000001"))
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=%d" % (size * 3 // 2), "tmpfs",
-         ckpt], stderr=subprocess.DEVNULL).returncode == 0
-    if not mounted:
-        open(os.path.join(ckpt, ".step_00000010.partial"), "w").close()
-    try:
+    with small_disk(ckpt, size * 3 // 2) as mounted:
+        if not mounted:
+            open(os.path.join(ckpt, ".step_00000010.partial"), "w").close()
         run = subprocess.run(MPIRUN + [exe, "--steps", "20", "--threads", "1",
                                        "--checkpoint-dir", ckpt,
                                        "--checkpoint-every", "5", "--quiet"] +
@@ -65,9 +65,6 @@ def main():
                                  capture_output=True, text=True)
         print("resumable from: " + " ".join(
             l for l in resumed.stdout.splitlines() if l.startswith("resumed")))
-    finally:
-        if mounted:
-            subprocess.run(["umount", ckpt])
     return 0
 
 
