@@ -11,6 +11,7 @@
 #include "dialects/tg/IR/TgSharding.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -111,25 +112,44 @@ SmallVector<int64_t> splitAxesOf(ShardingAttr sharding, int64_t rank,
   return masks;
 }
 
+/// The whole tensor's shape of a value of `type` (what one process holds)
+/// sharded as `sharding`: each split dim times the sizes of its axes.
+SmallVector<int64_t> globalShape(Type type, ShardingAttr sharding,
+                                 MeshOp mesh) {
+  auto t = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(t.getShape());
+  if (!mesh)
+    return shape;
+  SmallVector<int64_t> masks = splitAxesOf(sharding, t.getRank(), mesh);
+  for (auto [d, mask] : llvm::enumerate(masks))
+    for (auto [i, size] : llvm::enumerate(mesh.getShape()))
+      if (mask & (int64_t(1) << i))
+        shape[d] *= size;
+  return shape;
+}
+
 /// A TensorDesc initialiser. `type` is what one process holds; with
 /// `global`, the shape printed is the whole tensor's (each split dim times
 /// the sizes of its axes), as initialisation and checkpoints see it.
+/// `fileShape`, when given and different from that shape, is printed as
+/// the TensorDesc's file shape after the split masks (then printed even
+/// when all 0): {"w", F32, 3, {768, 3, 768}, {0, 0, 2}, 2, {768, 2304}}.
 std::string tensorDesc(StringRef name, Type type, ShardingAttr sharding = {},
-                       MeshOp mesh = {}, bool global = true) {
+                       MeshOp mesh = {}, bool global = true,
+                       ArrayRef<int64_t> fileShape = {}) {
   auto t = cast<RankedTensorType>(type);
-  SmallVector<int64_t> shape(t.getShape());
+  SmallVector<int64_t> shape = global ? globalShape(type, sharding, mesh)
+                                      : SmallVector<int64_t>(t.getShape());
   SmallVector<int64_t> masks = splitAxesOf(sharding, t.getRank(), mesh);
-  if (global && mesh)
-    for (auto [d, mask] : llvm::enumerate(masks))
-      for (auto [i, size] : llvm::enumerate(mesh.getShape()))
-        if (mask & (int64_t(1) << i))
-          shape[d] *= size;
+  bool hasFileShape = !fileShape.empty() && fileShape != ArrayRef(shape);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "{\"" << name << "\", " << dtypeName(t.getElementType()) << ", "
      << t.getRank() << ", " << intList(shape);
-  if (llvm::any_of(masks, [](int64_t m) { return m != 0; }))
+  if (hasFileShape || llvm::any_of(masks, [](int64_t m) { return m != 0; }))
     os << ", " << intList(masks);
+  if (hasFileShape)
+    os << ", " << fileShape.size() << ", " << intList(fileShape);
   os << "}";
   return s;
 }
@@ -446,15 +466,27 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
                                llvm::raw_ostream &os) {
   func::FuncOp forward = sig.forward, step = sig.trainStep;
   MeshOp mesh = getModuleMesh(step);
+  // Each parameter's whole shape and file shape (empty: none), for its
+  // optimizer state.
+  llvm::StringMap<std::pair<SmallVector<int64_t>, ArrayRef<int64_t>>>
+      paramShapes;
   os << "\nconst tgc::ParamDesc kParams[] = {\n";
   for (unsigned i : sig.fwdParams) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
     auto init =
         forward.getArgAttrOfType<InitializerAttr>(i, TgDialect::kInitAttr);
     bool trainable = !forward.getArgAttr(i, TgDialect::kFrozenAttr);
+    ShardingAttr sharding = paramSharding(sig, i, name.getValue());
+    Type type = forward.getArgument(i).getType();
+    ArrayRef<int64_t> fileShape;
+    if (auto attr = forward.getArgAttrOfType<DenseI64ArrayAttr>(
+            i, TgDialect::kFileShapeAttr))
+      fileShape = attr.asArrayRef();
+    paramShapes[name.getValue()] = {globalShape(type, sharding, mesh),
+                                    fileShape};
     os << "    {"
-       << tensorDesc(name.getValue(), forward.getArgument(i).getType(),
-                     paramSharding(sig, i, name.getValue()), mesh)
+       << tensorDesc(name.getValue(), type, sharding, mesh, /*global=*/true,
+                     fileShape)
        << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
        << "},\n";
   }
@@ -485,10 +517,16 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
     StringRef full =
         step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr).getValue();
     auto [param, slot] = full.rsplit('.');
+    Type type = step.getArgument(i).getType();
+    auto sharding = step.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+    // A moment shaped like its parameter is shown in files as it is.
+    ArrayRef<int64_t> fileShape;
+    auto it = paramShapes.find(param);
+    if (it != paramShapes.end() &&
+        it->second.first == globalShape(type, sharding, mesh))
+      fileShape = it->second.second;
     os << "    {"
-       << tensorDesc(full, step.getArgument(i).getType(),
-                     step.getArgAttrOfType<ShardingAttr>(i, kShardingAttr),
-                     mesh)
+       << tensorDesc(full, type, sharding, mesh, /*global=*/true, fileShape)
        << ", \"" << param << "\", \"" << slot << "\"},\n";
   }
   if (sig.stateArgs.empty())

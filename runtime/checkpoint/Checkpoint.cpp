@@ -62,6 +62,8 @@ public:
     return names;
   }
   /// Tensor `name`'s dtype and shape, without its data (null when absent).
+  /// A sharded checkpoint's shape is the one the writing step held it in;
+  /// storedFileShape says which shape files show it in.
   const SafetensorsTensor *describe(const std::string &name) {
     if (file_)
       return file_->find(name);
@@ -75,17 +77,26 @@ public:
     whole_.data = nullptr;
     return &whole_;
   }
-  /// The box [offset, offset + shape) of tensor `name` (which must exist)
-  /// into `dst`, dense.
-  void readBox(const std::string &name, const std::vector<int64_t> &offset,
+  /// The file shape a sharded checkpoint's index gives tensor `name` (which
+  /// must exist) when it differs from its shape; empty otherwise (a
+  /// safetensors file shows its tensors as they are).
+  std::vector<int64_t> storedFileShape(const std::string &name) const {
+    return sharded_ ? sharded_->find(name)->fileShape : std::vector<int64_t>{};
+  }
+  /// The box [offset, offset + shape) of tensor `name` (which must exist,
+  /// with as many elements as `view`) into `dst`, dense; `offset` and
+  /// `shape` are coordinates of `view`, the row-major shape the model holds
+  /// the tensor in, which may differ from the stored one (same bytes).
+  void readBox(const std::string &name, const std::vector<int64_t> &view,
+               const std::vector<int64_t> &offset,
                const std::vector<int64_t> &shape, void *dst) {
     if (sharded_) {
-      sharded_->readBox(*sharded_->find(name), offset, shape, dst);
+      sharded_->readBoxInView(*sharded_->find(name), view, offset, shape, dst);
       return;
     }
     const SafetensorsTensor *found = file_->find(name);
-    copyBox(found->data, std::vector<int64_t>(found->shape.size(), 0),
-            found->shape, dst, offset, shape, dtypeSize(found->dtype));
+    copyBox(found->data, std::vector<int64_t>(view.size(), 0), view, dst,
+            offset, shape, dtypeSize(found->dtype));
   }
   /// Tensor `name` whole, or null. Its data stays valid until the next call
   /// (a sharded checkpoint's pieces are put together in one buffer).
@@ -111,22 +122,18 @@ private:
 
 } // namespace
 
-static std::vector<int64_t> shapeOf(const TensorDesc &tensor) {
-  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
-}
-
 void saveCheckpoint(const std::string &path, const ModelDesc &model,
                     void *const *params, void *const *state,
                     const Metadata &metadata) {
   std::vector<TensorToWrite> tensors;
   for (int i = 0; i < model.numParams; ++i) {
     const TensorDesc &t = model.params[i].tensor;
-    tensors.push_back({t.name, t.dtype, shapeOf(t), params[i]});
+    tensors.push_back({t.name, t.dtype, fileShapeOf(t), params[i]});
   }
   for (int i = 0; i < model.numState; ++i) {
     const TensorDesc &t = model.state[i].tensor;
     tensors.push_back(
-        {stateTensorName(model.state[i]), t.dtype, shapeOf(t), state[i]});
+        {stateTensorName(model.state[i]), t.dtype, fileShapeOf(t), state[i]});
   }
   Metadata all = metadata;
   all["format"] = kCheckpointFormat;
@@ -137,15 +144,24 @@ void saveCheckpoint(const std::string &path, const ModelDesc &model,
 }
 
 /// Checks shape (and, unless `convert`, dtype) of `found` against `want`.
+/// The shapes match when the tensor is stored in `want`'s shape or in its
+/// file shape, or when a sharded checkpoint gives it a file shape
+/// (`foundFile`, empty when none) that is one of these: the two are row-major
+/// views of the same elements, so the bytes are the same.
 static void checkTensor(const std::string &path, const SafetensorsTensor &found,
+                        const std::vector<int64_t> &foundFile,
                         const TensorDesc &want, const std::string &name,
                         bool convert) {
-  bool sameShape = found.shape.size() == static_cast<size_t>(want.rank);
-  for (int d = 0; sameShape && d < want.rank; ++d)
-    sameShape = found.shape[d] == want.shape[d];
-  if (!sameShape)
+  std::vector<int64_t> shape = shapeOf(want), file = fileShapeOf(want);
+  auto holds = [&](const std::vector<int64_t> &stored) {
+    return stored == shape || stored == file;
+  };
+  if (!holds(found.shape) && (foundFile.empty() || !holds(foundFile)))
     throw Error("checkpoint " + path + " has tensor " + name + " of shape " +
-                found.shapeString() + ", the model wants " + shapeString(want));
+                (foundFile.empty() ? found.shapeString()
+                                   : shapeString(foundFile) + " (held as " +
+                                         found.shapeString() + ")") +
+                ", the model wants " + fileShapeString(want));
   if (found.dtype == want.dtype)
     return;
   bool convertible = convert &&
@@ -237,7 +253,10 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                   "') has no tensor " + name + ", which model '" +
                   model.name + "' needs");
     }
-    checkTensor(path, *found, want, name, /*convert=*/false);
+    checkTensor(path, *found, file.storedFileShape(name), want, name,
+                /*convert=*/false);
+    // The target's box is in the model's shape, whichever view the
+    // checkpoint stored.
     SafetensorsTensor box;
     box.name = name;
     box.dtype = want.dtype;
@@ -245,7 +264,7 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
     std::vector<int64_t> offset = target.shape.empty()
                                       ? std::vector<int64_t>(want.rank, 0)
                                       : target.offset;
-    file.readBox(name, offset, box.shape, target.data);
+    file.readBox(name, shapeOf(want), offset, box.shape, target.data);
     box.end = static_cast<uint64_t>(box.numElements() * dtypeSize(want.dtype));
     box.data = static_cast<const uint8_t *>(target.data);
     checkFinite("checkpoint " + path, box, name);
@@ -282,9 +301,10 @@ void loadParams(const std::string &path, const ModelDesc &model, void **params,
     const SafetensorsTensor *found = file.find(want.name);
     if (!found)
       throw Error(path + " has no tensor " + want.name + " (of shape " +
-                  shapeString(want) + "), which model '" + model.name +
+                  fileShapeString(want) + "), which model '" + model.name +
                   "' needs");
-    checkTensor(path, *found, want, want.name, /*convert=*/true);
+    checkTensor(path, *found, file.storedFileShape(want.name), want, want.name,
+                /*convert=*/true);
     checkFinite(path, *found, want.name);
     copyTensor(*found, want, params[i]);
   }
@@ -307,7 +327,8 @@ void loadTensor(const std::string &path, const std::string &key,
   if (!found)
     throw Error(path + " has no tensor " + key + " (to initialise " +
                 tensor.name + ")");
-  checkTensor(path, *found, tensor, key, /*convert=*/true);
+  checkTensor(path, *found, file.storedFileShape(key), tensor, key,
+              /*convert=*/true);
   checkFinite(path, *found, key);
   copyTensor(*found, tensor, dst);
 }

@@ -15,9 +15,18 @@
 //                   "split":{"fc1.weight":[[],["data"]],...}}
 //                  Tensors are always whole (rank 0 writes them once the
 //                  pieces are gathered), so any mesh, or one process,
-//                  loads them.
+//                  loads them. A split tensor the step held in another
+//                  view than its file shape is listed under "views" with
+//                  that view, which its "split" refers to.
 //   ...            whatever else the caller adds (seed, batch size, the
 //                  first validation loss)
+//
+// Every tensor is stored in its file shape (TensorDesc::fileShape: GPT-2's
+// c_attn.weight is [768, 2304] even where the step holds it as
+// [768, 3, 768]), so a checkpoint of a tensor-parallel run and one of a
+// single process look the same. Loading accepts a tensor stored in either
+// the file shape or the model's own (row-major views of the same elements);
+// a process's piece is a box of the model's shape.
 //
 // Files are named "<dir>/step_<8 digits>.safetensors" so the latest sorts
 // last. A run over several processes writes a sharded checkpoint instead,
@@ -47,8 +56,8 @@ constexpr const char *kCheckpointFormat = "tgc-checkpoint-1";
 /// "<param>.<slot>", the checkpoint name of an optimizer state buffer.
 std::string stateTensorName(const StateDesc &state);
 
-/// Writes params and optimizer state with `metadata` (format and model are
-/// added) to `path` atomically.
+/// Writes params and optimizer state, each in its file shape, with
+/// `metadata` (format and model are added) to `path` atomically.
 void saveCheckpoint(const std::string &path, const ModelDesc &model,
                     void *const *params, void *const *state,
                     const Metadata &metadata);
@@ -63,31 +72,32 @@ struct LoadTarget {
 
 /// Loads a checkpoint written by saveCheckpoint, or a sharded one written
 /// on any mesh, into `params` and `state` (one target per tensor of the
-/// model) and returns its metadata. From a sharded checkpoint only the
-/// shard files that hold a part of a target are read. Every param and
-/// state tensor must be there with the model's shape and dtype, and
-/// nothing else may be; otherwise throws an Error naming the file and the
-/// first difference.
+/// model; a target's box is in the coordinates of TensorDesc::shape) and
+/// returns its metadata. From a sharded checkpoint only the shard files
+/// that hold a part of a target are read (all of them for a box of a
+/// tensor written in another view). Every param and state tensor must be
+/// there with the model's dtype and its shape or file shape, and nothing
+/// else may be; otherwise throws an Error naming the file and the first
+/// difference.
 Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                         const std::vector<LoadTarget> &params,
                         const std::vector<LoadTarget> &state);
 
 /// loadCheckpoint into the model's whole buffers.
-/// Every param and state tensor must be there with the model's shape and dtype,
-/// and nothing else may be; otherwise throws an Error naming the file and the
-/// first difference.
 Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
                         void **params, void **state);
 
 /// Loads only the parameters (--init-from: weights from PyTorch or another
-/// run). Every parameter must be present with the model's shape; float
-/// tensors are converted between F32, BF16 and F16. Tensors the model does
-/// not have are skipped and returned in `ignored` (comma separated).
+/// run). Every parameter must be present with the model's shape or file
+/// shape; float tensors are converted between F32, BF16 and F16. Tensors
+/// the model does not have are skipped and returned in `ignored` (comma
+/// separated).
 void loadParams(const std::string &path, const ModelDesc &model,
                 void **params, std::string *ignored = nullptr);
 
 /// Loads one tensor `key` of `path` into `dst` described by `tensor`
-/// (InitKind::File), converting float dtypes.
+/// (InitKind::File), stored in its shape or file shape, converting float
+/// dtypes.
 void loadTensor(const std::string &path, const std::string &key,
                 const TensorDesc &tensor, void *dst);
 

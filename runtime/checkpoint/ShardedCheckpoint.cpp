@@ -149,7 +149,7 @@ std::string consolidatedShardingJson(
   JsonValue json = JsonValue::object();
   json.set("mesh", meshJson(mesh));
   json.set("layout", "consolidated");
-  JsonValue split = JsonValue::object();
+  JsonValue split = JsonValue::object(), views = JsonValue::object();
   for (const ShardedTensor &tensor : tensors) {
     bool isSplit = false;
     for (const auto &names : tensor.split)
@@ -157,8 +157,14 @@ std::string consolidatedShardingJson(
     if (!isSplit)
       continue;
     split.append(tensor.name, splitJson(tensor.split));
+    // The file holds the tensor in its file shape; the split is per dim of
+    // the view the step held.
+    if (!tensor.fileShape.empty() && tensor.fileShape != tensor.shape)
+      views.append(tensor.name, intArray(tensor.shape));
   }
   json.set("split", std::move(split));
+  if (!views.asObject().empty())
+    json.set("views", std::move(views));
   return writeJson(json);
 }
 
@@ -191,6 +197,8 @@ void commitShardedCheckpoint(
     JsonValue entry = JsonValue::object();
     entry.set("dtype", dtypeName(tensor.dtype));
     entry.set("shape", intArray(tensor.shape));
+    if (!tensor.fileShape.empty() && tensor.fileShape != tensor.shape)
+      entry.set("file_shape", intArray(tensor.fileShape));
     entry.set("split", splitJson(tensor.split));
     JsonValue pieces = JsonValue::array();
     for (const ShardPiece &piece : tensor.pieces) {
@@ -383,6 +391,23 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &dir)
     if (tensor.shape.size() > static_cast<size_t>(kMaxRank))
       in.fail(where + " has rank " + std::to_string(tensor.shape.size()) +
               ", above " + std::to_string(kMaxRank));
+    int64_t volume = 1, covered = 0;
+    for (int64_t dim : tensor.shape)
+      volume *= dim;
+    if (entry.find("file_shape")) {
+      tensor.fileShape = in.dims(entry, "file_shape", where);
+      int64_t fileVolume = 1;
+      for (int64_t dim : tensor.fileShape)
+        fileVolume *= dim;
+      if (tensor.fileShape.size() > static_cast<size_t>(kMaxRank) ||
+          fileVolume != volume)
+        in.fail(where + "'s \"file_shape\" " +
+                writeJson(intArray(tensor.fileShape)) +
+                " is not a view of its shape " +
+                writeJson(intArray(tensor.shape)));
+      if (tensor.fileShape == tensor.shape)
+        tensor.fileShape.clear();
+    }
     if (const JsonValue *split = entry.find("split")) {
       if (!split->isArray() || split->asArray().size() != tensor.shape.size())
         in.fail(where + "'s \"split\" is not one list of axes per dim");
@@ -397,9 +422,6 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &dir)
         }
       }
     }
-    int64_t volume = 1, covered = 0;
-    for (int64_t dim : tensor.shape)
-      volume *= dim;
     for (const JsonValue &p :
          in.member(entry, "pieces", JsonValue::Kind::Array, where).asArray()) {
       std::string at =
@@ -418,8 +440,7 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &dir)
       if (piece.offset.size() != tensor.shape.size() ||
           piece.shape.size() != tensor.shape.size())
         in.fail(at + " has a different rank than the tensor's shape " +
-                shapeString(tensor.shape.data(),
-                            static_cast<int>(tensor.shape.size())));
+                shapeString(tensor.shape));
       int64_t pieceVolume = 1;
       for (size_t d = 0; d < tensor.shape.size(); ++d) {
         if (piece.offset[d] + piece.shape[d] > tensor.shape[d])
@@ -491,6 +512,41 @@ void ShardedCheckpoint::read(const ShardedTensor &tensor, void *whole) const {
           whole);
 }
 
+void ShardedCheckpoint::readBoxInView(const ShardedTensor &tensor,
+                                      const std::vector<int64_t> &view,
+                                      const std::vector<int64_t> &offset,
+                                      const std::vector<int64_t> &shape,
+                                      void *dst) const {
+  if (view == tensor.shape) {
+    readBox(tensor, offset, shape, dst);
+    return;
+  }
+  int64_t count = 1, viewCount = 1;
+  for (int64_t dim : tensor.shape)
+    count *= dim;
+  for (int64_t dim : view)
+    viewCount *= dim;
+  if (viewCount != count)
+    throw Error(indexPath_ + ": tensor " + tensor.name + " of shape " +
+                shapeString(tensor.shape) + " cannot be read as " +
+                shapeString(view) + " (" + std::to_string(count) + " vs " +
+                std::to_string(viewCount) + " elements)");
+  bool whole = shape == view;
+  for (size_t d = 0; whole && d < offset.size(); ++d)
+    whole = offset[d] == 0;
+  if (whole) {
+    read(tensor, dst);
+    return;
+  }
+  // The pieces are boxes of the written shape, which a box of `view` does
+  // not map onto: the whole tensor, then the box of it.
+  int64_t elementSize = dtypeSize(tensor.dtype);
+  std::vector<uint8_t> buffer(static_cast<size_t>(count * elementSize));
+  read(tensor, buffer.data());
+  copyBox(buffer.data(), std::vector<int64_t>(view.size(), 0), view, dst,
+          offset, shape, elementSize);
+}
+
 void ShardedCheckpoint::readBox(const ShardedTensor &tensor,
                                 const std::vector<int64_t> &offset,
                                 const std::vector<int64_t> &shape,
@@ -519,8 +575,7 @@ void ShardedCheckpoint::readBox(const ShardedTensor &tensor,
       throw Error(shard.path() + " has tensor " + tensor.name + " as " +
                   dtypeName(found->dtype) + " " + found->shapeString() + ", " +
                   indexPath_ + " says " + dtypeName(tensor.dtype) + " " +
-                  shapeString(piece.shape.data(),
-                              static_cast<int>(piece.shape.size())));
+                  shapeString(piece.shape));
     copyBox(found->data, piece.offset, piece.shape, dst, offset, shape,
             elementSize);
   }

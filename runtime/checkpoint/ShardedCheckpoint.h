@@ -16,10 +16,23 @@
 //                                 "split": [[], ["tp"]],
 //                                 "pieces": [{"file": 0, "offset": [0, 0],
 //                                             "shape": [64, 128]}, ...]},
+//                               "h.0.attn.c_attn.weight": {
+//                                 "dtype": "F32", "shape": [768, 3, 768],
+//                                 "file_shape": [768, 2304],
+//                                 "split": [[], [], ["tp"]], "pieces": ...},
 //                               ...}}
 //     rank_00000.safetensors  rank 0's pieces, each under its tensor's name,
 //     rank_00001.safetensors  with their offsets in its metadata ("offsets")
 //     ...
+//
+// "shape" is the shape the step held the tensor in (TensorDesc::shape):
+// "split" and the pieces are in its coordinates. "file_shape", present only
+// when it differs, is the shape files show (TensorDesc::fileShape), a
+// row-major view of the same elements: tg-ckpt consolidate writes the
+// tensor in it. A model that holds the tensor in another view of it (a run
+// on one process holds c_attn.weight as [768, 2304]) still loads it: read
+// whole, the bytes are the same; a box of the other view is cut from the
+// whole tensor put together in memory (readBoxInView).
 //
 // A piece that several processes hold (a replicated tensor, or a tensor
 // split over some axes only) is written once, by one of them, chosen so that
@@ -71,6 +84,9 @@ struct ShardedTensor {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  /// The shape files show the tensor in, a row-major view of `shape` with
+  /// the same elements; empty when it is `shape`.
+  std::vector<int64_t> fileShape;
   std::vector<std::vector<std::string>> split;
   std::vector<ShardPiece> pieces;
 };
@@ -84,7 +100,9 @@ struct ShardedLayout {
 /// The "sharding" metadata of a consolidated checkpoint of tensors that had
 /// been split over `mesh`, for people: {"mesh":{"data":2},
 /// "layout":"consolidated","split":{"fc1.weight":[[],["data"]],...}}
-/// (split tensors only).
+/// (split tensors only), and, when a split tensor was held in another view
+/// than its file shape, the view its split refers to:
+/// "views":{"h.0.attn.c_attn.weight":[768,3,768]}.
 std::string consolidatedShardingJson(
     const std::vector<std::pair<std::string, int64_t>> &mesh,
     const std::vector<ShardedTensor> &tensors);
@@ -154,6 +172,17 @@ public:
   /// the shard files holding a part of it are read.
   void readBox(const ShardedTensor &tensor, const std::vector<int64_t> &offset,
                const std::vector<int64_t> &shape, void *dst) const;
+  /// readBox with `offset` and `shape` in the coordinates of `view`, a
+  /// row-major view of the tensor's elements (the shape a model holds it
+  /// in, which may differ from the shape it was written in). The whole view
+  /// reads the pieces as they are (same bytes); a box of another view is
+  /// copied out of the whole tensor, put together in a temporary buffer.
+  /// Throws tgc::Error naming the tensor when `view` does not hold as many
+  /// elements.
+  void readBoxInView(const ShardedTensor &tensor,
+                     const std::vector<int64_t> &view,
+                     const std::vector<int64_t> &offset,
+                     const std::vector<int64_t> &shape, void *dst) const;
 
 private:
   /// Shard file `index` of files(), opened on first use.

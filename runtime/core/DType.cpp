@@ -90,6 +90,42 @@ std::string shapeString(const TensorDesc &tensor) {
   return shapeString(tensor.shape, tensor.rank);
 }
 
+std::string shapeString(const std::vector<int64_t> &shape) {
+  return shapeString(shape.data(), static_cast<int>(shape.size()));
+}
+
+std::vector<int64_t> shapeOf(const TensorDesc &tensor) {
+  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
+}
+
+std::vector<int64_t> fileShapeOf(const TensorDesc &tensor) {
+  if (tensor.fileRank <= 0)
+    return shapeOf(tensor);
+  if (tensor.fileRank > kMaxRank)
+    throw Error(std::string("tensor ") + tensor.name + " has a file shape of " +
+                "rank " + std::to_string(tensor.fileRank) + ", above " +
+                std::to_string(kMaxRank));
+  std::vector<int64_t> shape(tensor.fileShape,
+                             tensor.fileShape + tensor.fileRank);
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  if (count != numElements(tensor))
+    throw Error(std::string("tensor ") + tensor.name + " has file shape " +
+                shapeString(shape) + " (" + std::to_string(count) +
+                " elements) but shape " + shapeString(tensor) + " (" +
+                std::to_string(numElements(tensor)) +
+                " elements): not a view of it");
+  return shape;
+}
+
+std::string fileShapeString(const TensorDesc &tensor) {
+  std::vector<int64_t> file = fileShapeOf(tensor);
+  if (file == shapeOf(tensor))
+    return shapeString(file);
+  return shapeString(file) + " (held as " + shapeString(tensor) + ")";
+}
+
 uint16_t floatToBF16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, 4);

@@ -1,7 +1,9 @@
 //===- DType.h - Element types: sizes, names, conversions ---------*- C++ -*-===//
 //
-// Sizes and safetensors names of the DType enum in Model.h, and the float
-// conversions the runtime needs to initialise or feed bf16/f16 buffers.
+// Sizes and safetensors names of the DType enum in Model.h, the float
+// conversions the runtime needs to initialise or feed bf16/f16 buffers, and
+// a TensorDesc's element count and shapes (the one the step holds, the one
+// files show).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tgc {
 
@@ -34,6 +37,17 @@ int64_t numElements(const TensorDesc &tensor);
 /// "64x10" ("scalar" for rank 0).
 std::string shapeString(const TensorDesc &tensor);
 std::string shapeString(const int64_t *shape, int rank);
+std::string shapeString(const std::vector<int64_t> &shape);
+
+/// The shape the step functions hold `tensor` in (TensorDesc::shape).
+std::vector<int64_t> shapeOf(const TensorDesc &tensor);
+/// The shape files show `tensor` in: TensorDesc::fileShape, or `shape` when
+/// it has none. Throws tgc::Error when the file shape does not hold the
+/// same number of elements (generated code that contradicts itself).
+std::vector<int64_t> fileShapeOf(const TensorDesc &tensor);
+/// "768x2304", and " (held as 768x3x768)" after it when the file shape is
+/// another view than the one the step holds: for messages about files.
+std::string fileShapeString(const TensorDesc &tensor);
 
 /// Round-to-nearest-even conversions; NaN stays NaN.
 uint16_t floatToBF16(float value);

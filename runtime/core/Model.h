@@ -45,13 +45,23 @@ enum class InputRole : int32_t { Features, Labels, Tokens, Targets, Positions };
 
 constexpr int kMaxRank = 8;
 
-/// A tensor the runtime allocates. `shape` is the GLOBAL shape (what
-/// initialisation draws and checkpoints hold); on a mesh, a process holds
-/// only its piece of a split tensor: each dim divided by the product of the
-/// sizes of the mesh axes in `splitAxes` for that dim. Batch inputs are the
-/// exception: their `shape` is the LOCAL micro-batch one process computes
-/// (the data loader fills one process's batch), and their batch dim's split
-/// is ModelDesc::mesh's splitsBatch.
+/// A tensor the runtime allocates. `shape` is the GLOBAL shape the step
+/// functions work on (what initialisation draws, in row-major element
+/// order); on a mesh, a process holds only its piece of a split tensor: each
+/// dim divided by the product of the sizes of the mesh axes in `splitAxes`
+/// for that dim. Batch inputs are the exception: their `shape` is the LOCAL
+/// micro-batch one process computes (the data loader fills one process's
+/// batch), and their batch dim's split is ModelDesc::mesh's splitsBatch.
+///
+/// Files may show a parameter in another shape than the compiler holds it
+/// in: GPT-2's fused q|k|v projection is [768, 2304] in every file but
+/// [768, 3, 768] inside a step split by attention heads. `fileShape` is then
+/// the shape that checkpoints, init files and tg-ckpt show, a row-major view
+/// of the same elements in the same order (same bytes); `shape`,
+/// `splitAxes` and each process's piece stay in the internal shape.
+///
+/// Generated code fills these with positional aggregate initialisers;
+/// members it leaves out are zero: no split, and the file shape is `shape`.
 struct TensorDesc {
   const char *name;
   DType dtype;
@@ -60,6 +70,11 @@ struct TensorDesc {
   /// Per dim, a bitmask of the mesh axes that split it (bit i: axis i of
   /// ModelDesc::mesh, the major axis first); 0 = whole on every process.
   int32_t splitAxes[kMaxRank];
+  /// The shape in files when it differs from `shape`, with the same number
+  /// of elements (see above); fileRank 0 means the same as `shape`
+  /// (fileShapeOf in DType.h answers either way).
+  int32_t fileRank;
+  int64_t fileShape[kMaxRank];
 };
 
 struct InitSpec {
@@ -76,7 +91,8 @@ struct ParamDesc {
 };
 
 /// Optimizer state of one parameter (a moment, a momentum buffer); starts at
-/// zero and is checkpointed as "<param>.<slot>" (e.g. "fc1.weight.exp_avg").
+/// zero and is checkpointed as "<param>.<slot>" (e.g. "fc1.weight.exp_avg"),
+/// in its parameter's file shape when it has the parameter's shape.
 struct StateDesc {
   TensorDesc tensor;
   const char *param;

@@ -15,16 +15,20 @@
 namespace tgc {
 
 Fans computeFans(const TensorDesc &tensor) {
-  if (tensor.rank == 0)
+  // The file shape: a view the compiler splits by heads ([768, 3, 768]) is
+  // still the [in, out] matrix the model file describes.
+  std::vector<int64_t> shape = fileShapeOf(tensor);
+  size_t rank = shape.size();
+  if (rank == 0)
     return {1, 1};
-  if (tensor.rank == 1)
-    return {tensor.shape[0], tensor.shape[0]};
-  if (tensor.rank == 2)
-    return {tensor.shape[0], tensor.shape[1]};
+  if (rank == 1)
+    return {shape[0], shape[0]};
+  if (rank == 2)
+    return {shape[0], shape[1]};
   int64_t receptive = 1;
-  for (int d = 2; d < tensor.rank; ++d)
-    receptive *= tensor.shape[d];
-  return {tensor.shape[1] * receptive, tensor.shape[0] * receptive};
+  for (size_t d = 2; d < rank; ++d)
+    receptive *= shape[d];
+  return {shape[1] * receptive, shape[0] * receptive};
 }
 
 namespace {

@@ -4,9 +4,13 @@
 // reproducible. Each parameter draws from its own stream keyed by the seed
 // and its name, in chunks of 65536 elements with a stream each, so the
 // values depend neither on the order of the parameters nor on the number of
-// threads.
+// threads. The whole tensor is drawn in row-major element order, which a
+// view of it (TensorDesc::fileShape) shares: a parameter gets the same
+// values whether the step holds it as [768, 2304] or as [768, 3, 768], and
+// a process's piece is cut from them.
 //
-// Fans (PyTorch's conventions, adapted to tgc's [in, out] matrices):
+// Fans (PyTorch's conventions, adapted to tgc's [in, out] matrices), of the
+// file shape:
 //   rank 1            fan_in = fan_out = shape[0]
 //   rank 2 [in, out]  fan_in = in, fan_out = out
 //   rank >= 3 [O, I, k...] (convolutions)
@@ -18,7 +22,8 @@
 //   xavier_normal     std = gain * sqrt(2 / (fan_in + fan_out))
 //   kaiming_uniform   U(-b, b), b = gain * sqrt(3 / fan_in)
 //   kaiming_normal    std = gain / sqrt(fan_in)
-//   file              tensor `key` of the safetensors file `file`
+//   file              tensor `key` of the safetensors file `file`, in the
+//                     parameter's file shape or its own
 // A gain of 0 means "unset" and is taken as 1.
 //
 //===----------------------------------------------------------------------===//

@@ -230,7 +230,10 @@ ShardedLayout MeshLayout::checkpointLayout(const ModelDesc &model) const {
     ShardedTensor entry;
     entry.name = name;
     entry.dtype = tensor.dtype;
-    entry.shape.assign(tensor.shape, tensor.shape + tensor.rank);
+    entry.shape = shapeOf(tensor);
+    entry.fileShape = fileShapeOf(tensor);
+    if (entry.fileShape == entry.shape)
+      entry.fileShape.clear();
     entry.split = splitNames(tensor);
     for (const std::vector<int> &holders : pieceHolders(tensor)) {
       ShardPiece piece;

@@ -75,9 +75,10 @@ public:
   /// {"mesh":{"data":2},"layout":"consolidated"}.
   std::string metadataJson(const ModelDesc &model) const;
   /// What a sharded checkpoint of `model` holds: the parameters, then the
-  /// optimizer state, each as its pieces. A piece several processes hold
-  /// is written by the one of them that has the fewest bytes to write so
-  /// far, which spreads replicated tensors over the replicas.
+  /// optimizer state, each as its pieces (boxes of TensorDesc::shape; the
+  /// file shape, where it differs, goes with them). A piece several
+  /// processes hold is written by the one of them that has the fewest bytes
+  /// to write so far, which spreads replicated tensors over the replicas.
   ShardedLayout checkpointLayout(const ModelDesc &model) const;
 
 private:

@@ -286,6 +286,9 @@ Tensor Trainer::makeTensor(const TensorDesc &desc) {
 }
 
 Tensor Trainer::makeModelTensor(const TensorDesc &desc) {
+  // A file shape that is no view of the shape (generated code that
+  // contradicts itself) fails now, not at the first checkpoint.
+  fileShapeOf(desc);
   if (!MeshLayout::isSplit(desc))
     return makeTensor(desc);
   TensorDesc local = mesh_.local(desc);
@@ -987,11 +990,9 @@ void Trainer::dumpGrads() {
       continue;
     grads.push_back(makeTensor(param.tensor));
     gradPtrs_.push_back(grads.back().step());
+    // In the file shape, as PyTorch's gradient of the parameter is.
     tensors.push_back({param.tensor.name, param.tensor.dtype,
-                       std::vector<int64_t>(param.tensor.shape,
-                                            param.tensor.shape +
-                                                param.tensor.rank),
-                       grads.back().host.get()});
+                       fileShapeOf(param.tensor), grads.back().host.get()});
   }
   fillInputs(/*train=*/true);
   StepIO io = makeIO(startStep_ + 1);

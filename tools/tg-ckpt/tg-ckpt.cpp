@@ -15,9 +15,11 @@
 #include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
+#include "runtime/core/Json.h"
 #include "runtime/core/ToolMain.h"
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,11 +36,14 @@ const char *const kUsage =
     "  info CHECKPOINT\n"
     "      the layout, model, step, mesh, metadata and every tensor (dtype,\n"
     "      shape, the mesh axes that split it, its pieces) of a checkpoint\n"
-    "      file or a sharded checkpoint's directory\n"
+    "      file or a sharded checkpoint's directory; a tensor the step held\n"
+    "      in another view than its file shape shows both:\n"
+    "      768x2304 (held as 768x3x768)\n"
     "  consolidate CHECKPOINT -o FILE.safetensors\n"
     "      puts a sharded checkpoint's pieces together into one safetensors\n"
-    "      file of whole tensors (written atomically, one tensor in memory at\n"
-    "      a time); PyTorch reads it and --resume continues from it\n"
+    "      file of whole tensors in their file shapes (written atomically,\n"
+    "      one tensor in memory at a time); PyTorch reads it and --resume\n"
+    "      continues from it\n"
     "\n"
     "CHECKPOINT is a step_*.safetensors file or a step_* directory (with an\n"
     "index.json) under a run's --checkpoint-dir.\n";
@@ -59,6 +64,38 @@ std::string megabytes(double bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.2f MB", bytes / 1e6);
   return text;
+}
+
+/// "768x2304", or "768x2304 (held as 768x3x768)" for a tensor whose file
+/// shape is another view than the one the step held (`view`; empty: none).
+std::string describeShape(const std::vector<int64_t> &file,
+                          const std::vector<int64_t> &view) {
+  std::string text = tgc::shapeString(file);
+  if (!view.empty() && view != file)
+    text += " (held as " + tgc::shapeString(view) + ")";
+  return text;
+}
+
+/// The views of a consolidated checkpoint's split tensors: its "sharding"
+/// metadata's "views" (see Checkpoint.h), by tensor; empty when it has none
+/// or it is not JSON.
+std::map<std::string, std::vector<int64_t>>
+consolidatedViews(const tgc::SafetensorsFile &file) {
+  std::map<std::string, std::vector<int64_t>> views;
+  tgc::JsonValue sharding;
+  std::string error;
+  if (!tgc::parseJson(file.metadataOr("sharding", ""), sharding, error) ||
+      !sharding.isObject() || !sharding.find("views") ||
+      !sharding.find("views")->isObject())
+    return views;
+  for (const auto &[name, dims] : sharding.find("views")->asObject()) {
+    if (!dims.isArray())
+      continue;
+    std::vector<int64_t> &view = views[name];
+    for (const tgc::JsonValue &dim : dims.asArray())
+      view.push_back(dim.isInteger() ? dim.asInt() : -1);
+  }
+  return views;
 }
 
 void printMetadata(const std::map<std::string, std::string> &metadata) {
@@ -83,9 +120,16 @@ int runInfo(const std::vector<std::string> &args) {
                 megabytes(static_cast<double>(bytes)).c_str());
     printMetadata(file.metadata());
     std::printf("tensors:\n");
-    for (const tgc::SafetensorsTensor &tensor : file.tensors())
+    std::map<std::string, std::vector<int64_t>> views = consolidatedViews(file);
+    for (const tgc::SafetensorsTensor &tensor : file.tensors()) {
+      auto view = views.find(tensor.name);
       std::printf("  %s %s %s\n", tensor.name.c_str(),
-                  tgc::dtypeName(tensor.dtype), tensor.shapeString().c_str());
+                  tgc::dtypeName(tensor.dtype),
+                  describeShape(tensor.shape, view == views.end()
+                                                  ? std::vector<int64_t>{}
+                                                  : view->second)
+                      .c_str());
+    }
     return 0;
   }
   tgc::ShardedCheckpoint checkpoint(path);
@@ -114,8 +158,9 @@ int runInfo(const std::vector<std::string> &args) {
   for (const tgc::ShardedTensor &tensor : checkpoint.tensors())
     std::printf("  %s %s %s split %s, %zu piece%s\n", tensor.name.c_str(),
                 tgc::dtypeName(tensor.dtype),
-                tgc::shapeString(tensor.shape.data(),
-                                 static_cast<int>(tensor.shape.size()))
+                describeShape(tensor.fileShape.empty() ? tensor.shape
+                                                       : tensor.fileShape,
+                              tensor.shape)
                     .c_str(),
                 describeSplit(tensor.split).c_str(), tensor.pieces.size(),
                 tensor.pieces.size() == 1 ? "" : "s");
@@ -147,13 +192,16 @@ int runConsolidate(const std::vector<std::string> &args) {
                 "); a checkpoint file is already consolidated");
   tgc::ShardedCheckpoint checkpoint(input);
   // Each tensor is put together just before it is written: memory for the
-  // largest one.
+  // largest one. Files show a tensor in its file shape (the same bytes as
+  // the view the step held it in), as a one-process run writes it.
   std::vector<tgc::TensorToWrite> tensors;
   for (const tgc::ShardedTensor &tensor : checkpoint.tensors())
-    tensors.push_back({tensor.name, tensor.dtype, tensor.shape, nullptr,
-                       [&checkpoint, &tensor](void *whole) {
-                         checkpoint.read(tensor, whole);
-                       }});
+    tensors.push_back(
+        {tensor.name, tensor.dtype,
+         tensor.fileShape.empty() ? tensor.shape : tensor.fileShape, nullptr,
+         [&checkpoint, &tensor](void *whole) {
+           checkpoint.read(tensor, whole);
+         }});
   std::map<std::string, std::string> metadata = checkpoint.metadata();
   metadata["format"] = tgc::kCheckpointFormat;
   metadata["sharding"] =

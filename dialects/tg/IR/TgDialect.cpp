@@ -196,6 +196,14 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a unit attribute";
     return success();
   }
+  if (name == kFileShapeAttr) {
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!shape || shape.empty() || shape.size() > 8 ||
+        llvm::any_of(shape.asArrayRef(), [](int64_t d) { return d <= 0; }))
+      return op->emitError() << "'" << name << "' on argument " << argIndex
+                             << " must be an array of 1 to 8 positive sizes";
+    return success();
+  }
   if (name == kDimNamesAttr) {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
     auto tensor = dyn_cast_or_null<RankedTensorType>(argType);

@@ -72,6 +72,8 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamAttr = "tg.param";
     static constexpr ::llvm::StringLiteral kInitAttr = "tg.init";
     static constexpr ::llvm::StringLiteral kFrozenAttr = "tg.frozen";
+    // A parameter held as a row-major view of its shape in files.
+    static constexpr ::llvm::StringLiteral kFileShapeAttr = "tg.file_shape";
     static constexpr ::llvm::StringLiteral kInputAttr = "tg.input";
     static constexpr ::llvm::StringLiteral kDimNamesAttr = "tg.dim_names";
     static constexpr ::llvm::StringLiteral kOutputAttr = "tg.output";

@@ -1440,6 +1440,20 @@ func.func @frozen_is_a_unit_attribute(%w: tensor<4xf32> {tg.param = "w", tg.froz
 
 // -----
 
+// expected-error @+1 {{'tg.file_shape' on argument 0 must be an array of 1 to 8 positive sizes}}
+func.func @file_shape_is_positive(%w: tensor<4x3x4xf32> {tg.param = "w", tg.file_shape = array<i64: 4, 0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.file_shape' on argument 0 must be an array of 1 to 8 positive sizes}}
+func.func @file_shape_is_an_array(%w: tensor<4x3x4xf32> {tg.param = "w", tg.file_shape = "4x12"}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'tg.dim_names' must be an array of strings}}
 func.func @dim_names_are_strings(%x: tensor<4xf32> {tg.input = "x", tg.dim_names = [0]}) {
   return
