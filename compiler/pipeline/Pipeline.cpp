@@ -84,6 +84,12 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                      const PipelineOptions &options,
                                      Phase from, Phase to) {
   if (from < Phase::Precision && to >= Phase::Precision) {
+    // First, while @forward is the only function: a fused QKV weight is
+    // viewed so that tensor parallelism can split its heads; every function
+    // built later reads the view. Only on a mesh that may split heads.
+    SplitFusedProjectionsPassOptions split;
+    split.force = options.autoShard;
+    pm.addPass(createSplitFusedProjectionsPass(split));
     // Before tg-autodiff: reverse mode then differentiates through the casts
     // to bf16, so the backward computes in bf16 as well and each parameter's
     // gradient comes back through its cast as f32 for the f32 optimizer.

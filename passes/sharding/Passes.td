@@ -5,6 +5,44 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SplitFusedProjectionsPass
+    : Pass<"tg-split-fused-projections", "ModuleOp"> {
+  let summary = "Computes each block of a fused projection from its own view "
+                "of the weight, so that tensor parallelism can split heads";
+  let description = [{
+    Runs on @forward before tg-autodiff, when the module's mesh has an axis
+    other than the data axes (or with `force`, for tg-auto-shard, which may
+    split heads over any axis); otherwise it does nothing.
+
+    A fused projection is a matmul by a parameter `W` (plus, optionally, a
+    parameter bias `b`) whose output is read only by slices that tile its
+    last dim into n >= 2 equal blocks: GPT-2's `c_attn`, `W` [C, 3C], whose
+    q, k and v are the three C-wide slices. No contiguous split of [C, 3C]
+    gives each process the same heads of q, k and v, so tensor parallelism
+    would have to gather the projection. This pass holds `W` as the
+    row-major view [C, 3, C] (`b` as [3, C]) and computes block j as
+    `x @ W[:, j, :] + b[j, :]`; splitting the view's last dim is then
+    head-parallel attention. Same elements in the same order: the
+    checkpoints keep the shape [C, 3C], which `tg.file_shape` on the
+    argument records. A transposed `W` [3C, C] is held as [3, C, C].
+
+    ```mlir
+    // Before: %qkv = tg.matmul %x, %w : ..., tensor<128x384xf32> -> ...
+    //         %q = tg.slice %qkv {start = [0, 0, 0], limit = [8, 64, 128]}
+    // After:
+    func.func @forward(%w: tensor<128x3x128xf32> {tg.param = "c_attn.weight",
+                                 tg.file_shape = array<i64: 128, 384>}, ...)
+      %wq = tg.slice %w {start = [0, 0, 0], limit = [128, 1, 128]}
+      %wq2 = tg.reshape %wq : tensor<128x1x128xf32> -> tensor<128x128xf32>
+      %q = tg.matmul %x, %wq2 : ...
+    ```
+  }];
+  let options = [
+    Option<"force", "force", "bool", "false",
+           "Split on any mesh, not only one with a non-data axis">,
+  ];
+}
+
 def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
   let summary = "Gives every value of the step functions a sharding";
   let description = [{
@@ -33,7 +71,11 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
          partial sum reduced once); a table an embedding reads is split
          by its rows (vocabulary-parallel; a tied LM head then splits the
          logits by class); biases and the rest follow the ops that read
-         them, and are whole where nothing splits them;
+         them, and are whole where nothing splits them. A parameter read
+         through views (its tg.cast to bf16, the tg.slice and tg.reshape
+         of a block of a fused projection, see
+         tg-split-fused-projections) takes the split that gives the view
+         what its reader needs, and its views follow;
        - `sp`, tp plus Megatron-LM's sequence parallelism: the
          [batch, seq, ...] product of a row-parallel matmul (or of a
          vocabulary-parallel embedding) is pinned split

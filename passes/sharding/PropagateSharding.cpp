@@ -101,8 +101,14 @@ struct PropagateShardingPass
   bool zero(StringRef name) const { return presetOf(name).starts_with("zero"); }
 
   llvm::StringMap<std::string> presets;
-  /// Casts of parameters not sharded yet, in the function being propagated.
-  llvm::MapVector<Value, BlockArgument> pendingCasts;
+  /// Views (tg.cast, tg.slice, tg.reshape) of parameters not sharded yet
+  /// (tp's, whose split waits for the op that reads them), in the function
+  /// being propagated: each view's parameter. Where the first reader decides
+  /// what it needs of a view, the parameter takes the matching sharding and
+  /// its views follow (shardParamAndViews).
+  llvm::MapVector<Value, BlockArgument> pendingViews;
+  /// The ops that compute each pending parameter's views, in program order.
+  DenseMap<BlockArgument, SmallVector<Operation *>> viewOps;
 
   /// Each parameter's sharding, as every function reads it.
   llvm::StringMap<ShardingAttr> paramShardings;
@@ -257,8 +263,7 @@ struct PropagateShardingPass
   /// (row-parallel: the output is a partial sum, reduced once).
   void shardTensorParallelWeight(MatmulOp matmul, MeshOp mesh) {
     BlockArgument weight = unshardedTensorParallelParam(matmul.getRhs());
-    auto type =
-        weight ? cast<RankedTensorType>(weight.getType()) : RankedTensorType();
+    auto type = cast<RankedTensorType>(matmul.getRhs().getType());
     ShardingAttr input = getSharding(matmul.getLhs());
     if (!weight || type.getRank() != 2 || !input)
       return;
@@ -280,19 +285,20 @@ struct PropagateShardingPass
   /// and the cross-entropy runs vocabulary-parallel.
   void shardVocabParallelTable(EmbeddingOp embedding, MeshOp mesh) {
     BlockArgument table = unshardedTensorParallelParam(embedding.getTable());
-    if (table && cast<RankedTensorType>(table.getType()).getRank() == 2)
+    if (table &&
+        cast<RankedTensorType>(embedding.getTable().getType()).getRank() == 2)
       splitOverTensorParallel(embedding.getTable(), table, 0, mesh,
                               "preset tp: vocabulary-parallel for " +
                                   describeValue(embedding));
   }
 
-  /// The parameter `v` is (itself, or the parameter a pending cast
-  /// converts) when its preset is tp or sp and it has no sharding yet;
-  /// null otherwise.
+  /// The parameter `v` is (itself, or the parameter a pending view
+  /// shows) when its preset is tp or sp and it has no sharding yet; null
+  /// otherwise.
   BlockArgument unshardedTensorParallelParam(Value v) {
     auto param = dyn_cast<BlockArgument>(v);
-    if (BlockArgument converted = pendingCasts.lookup(v))
-      param = converted;
+    if (BlockArgument viewed = pendingViews.lookup(v))
+      param = viewed;
     if (!param)
       return {};
     auto func = cast<func::FuncOp>(param.getOwner()->getParentOp());
@@ -305,21 +311,70 @@ struct PropagateShardingPass
     return param;
   }
 
-  /// Splits dim `d` of `param` over tp, when it divides, and the cast `v`
-  /// of it the op reads (when `v` is one) likewise.
+  /// Splits dim `d` of `v` (the parameter `param`, or a pending view of
+  /// it) over tp, when it divides and the view lets the parameter be split
+  /// so.
   void splitOverTensorParallel(Value v, BlockArgument param, int64_t d,
                                MeshOp mesh, const std::string &why) {
-    auto type = cast<RankedTensorType>(param.getType());
+    auto type = cast<RankedTensorType>(v.getType());
     if (type.getDimSize(d) % mesh.axisSize("tp") != 0)
       return;
     SmallVector<SmallVector<StringRef>> dims(type.getRank());
     dims[d] = {"tp"};
     auto split = ShardingAttr::get(&getContext(), mesh.getSymName(), dims);
-    setSharding(param, split, why);
-    if (v != param) {
-      setSharding(v, split, "tg.cast from " + describeValue(param));
-      pendingCasts.erase(v);
+    if (ShardingAttr source = shardingOfViewSource(v, split))
+      shardParamAndViews(param, source, why);
+  }
+
+  /// The sharding of the parameter a pending view `v` shows (or of `v`, a
+  /// parameter) that gives `v` the sharding `s` (partial sums dropped: a
+  /// parameter holds none); null when the views cannot carry it (a split
+  /// dim a slice cuts, or a reshape merges with another).
+  ShardingAttr shardingOfViewSource(Value v, ShardingAttr s) {
+    s = s.withoutPartial();
+    while (Operation *view = v.getDefiningOp()) {
+      auto ruled = dyn_cast<ShardingRuleOpInterface>(view);
+      if (!ruled || view->getNumOperands() != 1)
+        return {};
+      ShardingRule rule = ruled.getShardingRule();
+      Value x = view->getOperand(0);
+      auto xType = cast<RankedTensorType>(x.getType());
+      auto vType = cast<RankedTensorType>(v.getType());
+      SmallVector<SmallVector<StringRef>> dims(xType.getRank());
+      for (int64_t d = 0; d < s.getRank(); ++d) {
+        if (s.axesOf(d).empty())
+          continue;
+        int64_t f = rule.resultDims[0][d];
+        auto from = llvm::find(rule.operandDims[0], f);
+        if (f < 0 || from == rule.operandDims[0].end() ||
+            rule.factorSizes[f] != vType.getDimSize(d))
+          return {};
+        int64_t e = from - rule.operandDims[0].begin();
+        if (xType.getDimSize(e) != rule.factorSizes[f])
+          return {};
+        dims[e] = s.axesOf(d);
+      }
+      s = ShardingAttr::get(&getContext(), s.getMesh().getValue(), dims);
+      v = x;
     }
+    return s;
+  }
+
+  /// Gives the pending parameter `param` the sharding `s`, then its views
+  /// theirs, as their ops' rules derive them.
+  void shardParamAndViews(BlockArgument param, ShardingAttr s,
+                          const std::string &why) {
+    setSharding(param, s, why);
+    MeshOp mesh = getModuleMesh(param.getOwner()->getParentOp());
+    for (Operation *view : viewOps.lookup(param)) {
+      SmallVector<ShardingAttr> operands = {getSharding(view->getOperand(0))};
+      OpSharding decision = decideOpSharding(view, operands, mesh);
+      setSharding(view->getResult(0), decision.results[0],
+                  view->getName().getStringRef().str() + " from " +
+                      describeValue(view->getOperand(0)));
+      pendingViews.erase(view->getResult(0));
+    }
+    viewOps.erase(param);
   }
 
   /// sp (Megatron-LM's sequence parallelism): a [batch, seq, ...] product
@@ -331,8 +386,8 @@ struct PropagateShardingPass
   /// it back.
   void pinSequenceParallel(Operation *op, Value weight, MeshOp mesh,
                            StringRef after) {
-    if (auto cast = weight.getDefiningOp<CastOp>())
-      weight = cast.getX();
+    while (isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(weight.getDefiningOp()))
+      weight = weight.getDefiningOp()->getOperand(0);
     auto param = dyn_cast<BlockArgument>(weight);
     auto func = op->getParentOfType<func::FuncOp>();
     auto name = param ? func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
@@ -366,17 +421,25 @@ struct PropagateShardingPass
   }
 
   LogicalResult propagate(func::FuncOp func, MeshOp mesh) {
-    pendingCasts.clear();
+    pendingViews.clear();
+    viewOps.clear();
     for (Operation &op : func.getBody().front().without_terminator()) {
-      // A cast of a parameter not sharded yet (tp, under bf16) waits for
-      // the op that reads it to decide for both.
-      if (auto cast = dyn_cast<CastOp>(op))
-        if (auto arg = dyn_cast<BlockArgument>(cast.getX());
+      // A view of a parameter not sharded yet (tp's: its cast under bf16,
+      // the blocks of a fused projection) waits for the op that reads it
+      // to decide for the parameter and its views.
+      if (isa<CastOp, SliceOp, ReshapeOp>(op)) {
+        Value x = op.getOperand(0);
+        BlockArgument param = pendingViews.lookup(x);
+        if (auto arg = dyn_cast<BlockArgument>(x);
             arg && !getSharding(arg) &&
-            func.getArgAttr(arg.getArgNumber(), TgDialect::kParamAttr)) {
-          pendingCasts[cast.getResult()] = arg;
+            func.getArgAttr(arg.getArgNumber(), TgDialect::kParamAttr))
+          param = arg;
+        if (param) {
+          pendingViews[op.getResult(0)] = param;
+          viewOps[param].push_back(&op);
           continue;
         }
+      }
       if (auto pin = dyn_cast<ShardingConstraintOp>(op)) {
         std::string origin = getShardingOrigin(pin.getResult()).str();
         if (origin.empty())
@@ -412,11 +475,13 @@ struct PropagateShardingPass
               (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kAccumAttr);
           setSharding(v, isAccum ? s : s.withoutPartial(), why);
           adopted = true;
-        } else if (BlockArgument param = pendingCasts.lookup(v)) {
-          setSharding(param, s.withoutPartial(), why);
-          setSharding(v, s.withoutPartial(),
-                      "tg.cast from " + describeValue(param));
-          pendingCasts.erase(v);
+        } else if (BlockArgument param = pendingViews.lookup(v)) {
+          ShardingAttr source = shardingOfViewSource(v, s);
+          if (!source)
+            source = ShardingAttr::replicated(
+                &getContext(), mesh.getSymName(),
+                cast<RankedTensorType>(param.getType()).getRank());
+          shardParamAndViews(param, source, why);
           adopted = true;
         }
       }
@@ -440,17 +505,15 @@ struct PropagateShardingPass
         pinSequenceParallel(embedding, embedding.getTable(), mesh,
                             "a vocabulary-parallel embedding");
     }
-    for (auto [result, param] : pendingCasts) {
-      if (!getSharding(param))
-        setSharding(param,
-                    ShardingAttr::replicated(
-                        &getContext(), mesh.getSymName(),
-                        cast<RankedTensorType>(param.getType()).getRank()),
-                    "unused: whole");
-      setSharding(result, getSharding(param),
-                  "tg.cast from " + describeValue(param));
+    // Views nothing decided for: whole, as their parameters.
+    while (!pendingViews.empty()) {
+      BlockArgument param = pendingViews.front().second;
+      shardParamAndViews(param,
+                         ShardingAttr::replicated(
+                             &getContext(), mesh.getSymName(),
+                             cast<RankedTensorType>(param.getType()).getRank()),
+                         "unused: whole");
     }
-    pendingCasts.clear();
     for (BlockArgument arg : func.getArguments())
       if (!getSharding(arg))
         setSharding(arg,

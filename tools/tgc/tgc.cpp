@@ -222,7 +222,8 @@ cl::opt<std::string> shardPreset(
              "zero1 (optimizer state split), zero2 (and gradients reduced "
              "to the pieces), zero3 (and parameters split, gathered where "
              "read), tp (matrices split over the axis tp, Megatron-LM's "
-             "column- then row-parallel layers and vocabulary-parallel "
+             "column- then row-parallel layers, attention split by heads "
+             "(fused QKV weights too) and vocabulary-parallel "
              "embedding and cross-entropy), sp (tp, with the "
              "activations between them split along the sequence)"),
     cl::cat(trainingCategory));
