@@ -2,8 +2,9 @@
 # Per-process memory of GPT-2 124M's partitioned training step at 8 ranks,
 # as tgc plans it (--report=memory; compile time only, no GPU or MPI):
 # ZeRO-0 (dp), ZeRO-1, ZeRO-2, ZeRO-3 on --mesh=data=8 and Megatron-style
-# tensor parallelism on --mesh=tp=8, all with --grad-accum 2 so that the
-# gradients are a buffer of their own (the accumulators). For each: the
+# tensor parallelism on --mesh=tp=8 and on --mesh=data=2,tp=4, all with
+# --grad-accum 2 so that the gradients are a buffer of their own (the
+# accumulators). For each: the
 # bytes of parameters, accumulated gradients and optimizer state per rank,
 # their sum per parameter of the model, beside the ZeRO paper's figures for
 # mixed-precision Adam (Rajbhandari et al. 2020: 2 + 2 + 12 bytes/param) and
@@ -31,6 +32,9 @@ STRATEGIES = [  # name, flags, textbook bytes/param (mixed-precision Adam), ours
     ("ZeRO-2", ["--mesh=data=8", "--shard=zero2"], 2 + 14 / N, 4 + (4 + 8) / N),
     ("ZeRO-3", ["--mesh=data=8", "--shard=zero3"], 16 / N, 16 / N),
     ("TP", ["--mesh=tp=8", "--shard=tp"], 16 / N, 16 / N),
+    # GPT-2 124M's 12 heads do not divide over 8, so TP 8 cannot split the
+    # attention by heads (Megatron-LM requires it); over 4 they do.
+    ("TP 4 x DP 2", ["--mesh=data=2,tp=4", "--shard=tp"], 16 / 4, 16 / 4),
 ]
 TARGETS = [("cpu (fp32)", []), ("cuda, bf16", ["--target=cuda", "--precision=bf16"])]
 UNITS = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
