@@ -151,6 +151,29 @@ private:
     return out;
   }
 
+  /// resolve for the operand `old` of `reader`. Readers next to each other
+  /// that want the same value resharded the same way share one reshard (the
+  /// blocks of a fused projection gathering their input under sp); readers
+  /// further apart reshard again, so that no gathered value lives longer
+  /// than its readers need it (ZeRO-3's parameters, sp's activations).
+  Value resolveFor(Operation *reader, Value old, ShardingAttr target,
+                   StringRef why) {
+    Value v = mapped(old);
+    ShardingAttr from = current.lookup(v);
+    if (!from || from.isPartial())
+      return resolve(old, target, why);
+    auto key = std::make_pair(v, Attribute(target));
+    auto it = lastReshard.find(key);
+    if (it != lastReshard.end() && it->second.second == reader->getPrevNode()) {
+      it->second.second = reader;
+      return it->second.first;
+    }
+    Value out = resolve(old, target, why);
+    if (out != v)
+      lastReshard[key] = {out, reader};
+    return out;
+  }
+
   /// A whole tg.embedding_grad that a reader wants split by rows (a
   /// vocabulary-parallel table's gradient) is computed for this process's
   /// rows instead of whole and then sliced; null for any other case.
@@ -212,9 +235,9 @@ private:
       operands.push_back(shardingOf(v));
     OpSharding decision = decideOpSharding(op, operands, mesh);
     SmallVector<Value> newOperands;
-    for (auto [v, s] : llvm::zip(op->getOperands(), decision.operands)) {
-      newOperands.push_back(resolve(v, s, op->getName().getStringRef().str()));
-    }
+    for (auto [v, s] : llvm::zip(op->getOperands(), decision.operands))
+      newOperands.push_back(
+          resolveFor(op, v, s, op->getName().getStringRef().str()));
     SmallVector<Value> results;
     if (Value lowered = lowerVocabParallel(
             builder, op, newOperands, vocabAxes(op, decision), mesh,
@@ -336,6 +359,10 @@ private:
   OpBuilder builder;
   IRMapping mapping;
   DenseMap<Value, ShardingAttr> current;
+  /// resolveFor's last reshard of each value to each target, and the
+  /// reader it was for.
+  DenseMap<std::pair<Value, Attribute>, std::pair<Value, Operation *>>
+      lastReshard;
   /// rowsOfEmbeddingGrad's answers, by the whole gradient and the target.
   DenseMap<std::pair<Value, Attribute>, Value> rowsOf;
 };

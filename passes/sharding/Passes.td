@@ -82,7 +82,9 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
          along the sequence over `tp` (a tg.reduce_scatter instead of an
          all-reduce), so the norms and residual adds after it run on a
          piece of the sequence, and the next column-parallel matmul gathers
-         it (tg.all_gather).
+         it (tg.all_gather). Such partial sums that are only added to
+         each other (the input gradients of a fused projection's blocks)
+         are pinned after their sum, reduce-scattered once.
        Optimizer state follows its parameter's pin, plus the ZeRO split.
     3. Propagation, forward through each function: each op's sharding
        follows from its operands' through its ShardingRuleOpInterface (the
@@ -155,7 +157,12 @@ def PartitionPass : Pass<"tg-partition", "ModuleOp"> {
 
     A value reduced once is reused: `tg.global_norm` reduces each gradient
     to the sharding its update needs, so clipping costs no second
-    reduction. Without a `tg.mesh` the pass does nothing.
+    reduction. Readers next to each other that need the same value
+    resharded the same way share one collective (the blocks of a fused
+    projection, tg-split-fused-projections, gathering their input under
+    sp); readers further apart reshard again, so no gathered value (a
+    ZeRO-3 parameter, an sp activation) lives longer than before. Without a
+    `tg.mesh` the pass does nothing.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
 }

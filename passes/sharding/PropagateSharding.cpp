@@ -386,20 +386,54 @@ struct PropagateShardingPass
   /// it back.
   void pinSequenceParallel(Operation *op, Value weight, MeshOp mesh,
                            StringRef after) {
-    while (isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(weight.getDefiningOp()))
-      weight = weight.getDefiningOp()->getOperand(0);
-    auto param = dyn_cast<BlockArgument>(weight);
-    auto func = op->getParentOfType<func::FuncOp>();
-    auto name = param ? func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
-                                                          TgDialect::kParamAttr)
-                      : StringAttr();
+    StringAttr name = paramNameOf(weight);
+    if (name && presetOf(name.getValue()) == "sp")
+      pinSequenceSplit(op, mesh, after);
+  }
+
+  /// The name of the parameter `v` is, or is a view of; null otherwise.
+  StringAttr paramNameOf(Value v) {
+    while (isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(v.getDefiningOp()))
+      v = v.getDefiningOp()->getOperand(0);
+    auto param = dyn_cast<BlockArgument>(v);
+    auto func = param ? dyn_cast<func::FuncOp>(param.getOwner()->getParentOp())
+                      : func::FuncOp();
+    return func ? func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
+                                                    TgDialect::kParamAttr)
+                : StringAttr();
+  }
+
+  /// Whether `v` will be a partial sum over tp under sp: a matmul by (a
+  /// view of) a parameter whose preset is sp, or a sum of such.
+  bool isSequenceParallelSum(Value v) {
+    if (auto add = v.getDefiningOp<AddOp>())
+      return isSequenceParallelSum(add.getLhs()) &&
+             isSequenceParallelSum(add.getRhs());
+    auto matmul = v.getDefiningOp<MatmulOp>();
+    StringAttr name = matmul ? paramNameOf(matmul.getRhs()) : StringAttr();
+    return name && presetOf(name.getValue()) == "sp";
+  }
+
+  /// Pins `op`'s result, a [batch, seq, ...] partial sum over tp, split
+  /// along the sequence; when all it does is join other such sums (the
+  /// input gradients of a fused projection's blocks), the sum is pinned
+  /// instead, so that it is reduce-scattered once.
+  void pinSequenceSplit(Operation *op, MeshOp mesh, StringRef after) {
     Value result = op->getResult(0);
     ShardingAttr s = getSharding(result);
     auto type = cast<RankedTensorType>(result.getType());
-    if (!name || presetOf(name.getValue()) != "sp" || !s ||
-        !llvm::is_contained(s.partialAxes(), "tp") || type.getRank() < 3 ||
-        !s.axesOf(1).empty() || type.getDimSize(1) % mesh.axisSize("tp") != 0)
+    if (!s || !llvm::is_contained(s.partialAxes(), "tp") ||
+        type.getRank() < 3 || !s.axesOf(1).empty() ||
+        type.getDimSize(1) % mesh.axisSize("tp") != 0)
       return;
+    if (result.hasOneUse())
+      if (auto add = dyn_cast<AddOp>(*result.getUsers().begin())) {
+        Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+        if (add.getType() == type && isSequenceParallelSum(other)) {
+          sequencePinsAfter[add] = after.str();
+          return;
+        }
+      }
     SmallVector<SmallVector<StringRef>> dims;
     for (int64_t d = 0; d < s.getRank(); ++d)
       dims.push_back(s.axesOf(d));
@@ -419,6 +453,9 @@ struct PropagateShardingPass
                      "preset sp: the sequence split after " + after)}));
     result.replaceAllUsesExcept(pin.getResult(), pin);
   }
+
+  /// Sums pinSequenceSplit pins once they are propagated, and what they sum.
+  DenseMap<Operation *, std::string> sequencePinsAfter;
 
   LogicalResult propagate(func::FuncOp func, MeshOp mesh) {
     pendingViews.clear();
@@ -504,7 +541,11 @@ struct PropagateShardingPass
       if (auto embedding = dyn_cast<EmbeddingOp>(op))
         pinSequenceParallel(embedding, embedding.getTable(), mesh,
                             "a vocabulary-parallel embedding");
+      if (auto after = sequencePinsAfter.find(&op);
+          after != sequencePinsAfter.end())
+        pinSequenceSplit(&op, mesh, "a sum of " + after->second + "s");
     }
+    sequencePinsAfter.clear();
     // Views nothing decided for: whole, as their parameters.
     while (!pendingViews.empty()) {
       BlockArgument param = pendingViews.front().second;

@@ -182,9 +182,11 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
   // ZeRO-3, is gathered rather than take an axis the batch splits).
   SmallVector<StringRef> batchAxes = dataAxes(mesh);
   auto tier = [&](unsigned i) {
+    // A view of a parameter (its bf16 cast, a block of a fused projection)
+    // is the parameter.
     Value v = op->getOperand(i);
-    if (auto cast = v.getDefiningOp<CastOp>())
-      v = cast.getX();
+    while (isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(v.getDefiningOp()))
+      v = v.getDefiningOp()->getOperand(0);
     auto arg = dyn_cast<BlockArgument>(v);
     auto func =
         arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;

@@ -153,24 +153,30 @@ void split(func::FuncOp func, FusedProjection &p) {
   if (p.bias)
     viewArgument(func, p.bias, {n, p.width});
 
+  // The blocks' products side by side where the fused one was, so that
+  // tg-partition reshards their common input once for all of them.
   OpBuilder b(p.matmul);
-  for (auto [j, slice] : llvm::enumerate(p.blocks)) {
-    b.setInsertionPoint(slice);
-    Location loc = slice.getLoc();
-    Value w = blockOf(b, loc, p.weight, blockDim, j, blockWeightType);
-    auto blockType = cast<RankedTensorType>(slice.getType());
-    Value y = MatmulOp::create(
-        b, p.matmul.getLoc(), blockType, p.matmul.getLhs(), w,
-        p.matmul.getTransposeLhsAttr(), p.matmul.getTransposeRhsAttr());
-    if (p.bias) {
-      auto biasType = RankedTensorType::get(
-          {p.width}, cast<RankedTensorType>(p.bias.getType()).getElementType());
-      Value bias = blockOf(b, loc, p.bias, 0, j, biasType);
-      y = p.add.getLhs() == p.matmul.getResult()
-              ? AddOp::create(b, p.add.getLoc(), y, bias).getResult()
-              : AddOp::create(b, p.add.getLoc(), bias, y).getResult();
+  SmallVector<Value> weights, blocks;
+  for (auto [j, slice] : llvm::enumerate(p.blocks))
+    weights.push_back(
+        blockOf(b, slice.getLoc(), p.weight, blockDim, j, blockWeightType));
+  for (auto [j, slice] : llvm::enumerate(p.blocks))
+    blocks.push_back(MatmulOp::create(
+        b, p.matmul.getLoc(), slice.getType(), p.matmul.getLhs(), weights[j],
+        p.matmul.getTransposeLhsAttr(), p.matmul.getTransposeRhsAttr()));
+  if (p.bias) {
+    auto biasType = RankedTensorType::get(
+        {p.width}, cast<RankedTensorType>(p.bias.getType()).getElementType());
+    bool biasFirst = p.add.getLhs() != p.matmul.getResult();
+    for (auto [j, slice] : llvm::enumerate(p.blocks)) {
+      // The block's value is the slice's: it takes its name.
+      Value bias = blockOf(b, slice.getLoc(), p.bias, 0, j, biasType);
+      blocks[j] = biasFirst ? AddOp::create(b, slice.getLoc(), bias, blocks[j])
+                            : AddOp::create(b, slice.getLoc(), blocks[j], bias);
     }
-    slice.getResult().replaceAllUsesWith(y);
+  }
+  for (auto [slice, block] : llvm::zip(p.blocks, blocks)) {
+    slice.getResult().replaceAllUsesWith(block);
     slice.erase();
   }
   if (p.add)

@@ -9,15 +9,24 @@
 // CHECK-SAME: %[[W:[^:]+]]: tensor<8x3x8xf32> {tg.file_shape = array<i64: 8, 24>, tg.param = "c_attn.weight"}
 // CHECK-SAME: %[[B:[^:]+]]: tensor<3x8xf32> {tg.file_shape = array<i64: 24>, tg.param = "c_attn.bias"}
 // CHECK-NOT: tensor<2x4x24xf32>
+// The blocks' products side by side where the fused one was (tg-partition
+// then reshards their common input once), each bias added after.
 // CHECK: %[[WQ:.+]] = tg.slice %[[W]] {limit = array<i64: 8, 1, 8>, start = array<i64: 0, 0, 0>} : tensor<8x3x8xf32> -> tensor<8x1x8xf32>
 // CHECK: %[[WQ2:.+]] = tg.reshape %[[WQ]] : tensor<8x1x8xf32> -> tensor<8x8xf32>
+// CHECK: %[[WK:.+]] = tg.slice %[[W]] {limit = array<i64: 8, 2, 8>, start = array<i64: 0, 1, 0>}
+// CHECK: %[[WK2:.+]] = tg.reshape %[[WK]]
+// CHECK: %[[WV:.+]] = tg.slice %[[W]] {limit = array<i64: 8, 3, 8>, start = array<i64: 0, 2, 0>}
+// CHECK: %[[WV2:.+]] = tg.reshape %[[WV]]
 // CHECK: %[[Q:.+]] = tg.matmul %[[X]], %[[WQ2]] : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+// CHECK: %[[K:.+]] = tg.matmul %[[X]], %[[WK2]]
+// CHECK: %[[V:.+]] = tg.matmul %[[X]], %[[WV2]]
 // CHECK: %[[BQ:.+]] = tg.slice %[[B]] {limit = array<i64: 1, 8>, start = array<i64: 0, 0>} : tensor<3x8xf32> -> tensor<1x8xf32>
 // CHECK: %[[BQ2:.+]] = tg.reshape %[[BQ]] : tensor<1x8xf32> -> tensor<8xf32>
 // CHECK: %[[QB:.+]] = tg.add %[[Q]], %[[BQ2]]
-// Each block where its slice was (v's before k's here).
-// CHECK: tg.slice %[[W]] {limit = array<i64: 8, 3, 8>, start = array<i64: 0, 2, 0>}
-// CHECK: tg.slice %[[W]] {limit = array<i64: 8, 2, 8>, start = array<i64: 0, 1, 0>}
+// CHECK: %[[KB:.+]] = tg.add %[[K]],
+// CHECK: %[[VB:.+]] = tg.add %[[V]],
+// CHECK: %[[QK:.+]] = tg.add %[[QB]], %[[KB]]
+// CHECK: tg.add %[[QK]], %[[VB]]
 // CHECK-NOT: tensor<2x4x24xf32>
 // CHECK: return
 
@@ -54,8 +63,8 @@ func.func @forward(%x: tensor<2x4x8xf32> {tg.input = "x"},
 // CHECK-SAME: tensor<2x8x6xf32> {tg.file_shape = array<i64: 16, 6>, tg.param = "kv.weight"}
 // CHECK: tg.slice %{{.*}} {limit = array<i64: 1, 8, 6>, start = array<i64: 0, 0, 0>} : tensor<2x8x6xf32> -> tensor<1x8x6xf32>
 // CHECK: tg.reshape %{{.*}} : tensor<1x8x6xf32> -> tensor<8x6xf32>
-// CHECK: tg.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<4x6xf32>, tensor<8x6xf32> -> tensor<4x8xf32>
 // CHECK: tg.slice %{{.*}} {limit = array<i64: 2, 8, 6>, start = array<i64: 1, 0, 0>}
+// CHECK: tg.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<4x6xf32>, tensor<8x6xf32> -> tensor<4x8xf32>
 // TP-LABEL: func.func @forward
 // TP-SAME: tensor<2x4x6xf32> {tg.file_shape = array<i64: 16, 6>, tg.param = "kv.weight", tg.sharding = #tg.sharding<@mesh, [{}, {"tp"}, {}]>
 // TP-NOT: tg.all_gather
