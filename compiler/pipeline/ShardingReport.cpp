@@ -251,8 +251,27 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
       ShardingAttr s = getSharding(arg);
       std::string sharding = s ? formatSharding(s) : "whole";
       llvm::erase(sharding, '"');
+      std::string origin = s ? getShardingOrigin(arg).str() : "";
+      // A fused QKV weight is split as the view the step holds it in.
+      if (auto file = step.getArgAttrOfType<DenseI64ArrayAttr>(
+              i, TgDialect::kFileShapeAttr)) {
+        auto dims = [](ArrayRef<int64_t> shape) {
+          std::string out;
+          llvm::raw_string_ostream os(out);
+          llvm::interleave(shape, os, "x");
+          return out;
+        };
+        SmallVector<int64_t> view(
+            cast<RankedTensorType>(arg.getType()).getShape());
+        if (s && step->hasAttr(kPartitionedAttr))
+          for (int64_t d = 0; d < s.getRank(); ++d)
+            for (StringRef a : s.axesOf(d))
+              view[d] *= mesh ? mesh.axisSize(a) : 1;
+        origin += " (held as " + dims(view) + ", " + dims(file.asArrayRef()) +
+                  " in files)";
+      }
       os << llvm::formatv("    {0,-34} {1,-22} {2}\n", name.getValue(),
-                          sharding, s ? getShardingOrigin(arg) : "");
+                          sharding, origin);
     }
   }
 

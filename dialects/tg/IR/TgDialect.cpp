@@ -202,6 +202,19 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
         llvm::any_of(shape.asArrayRef(), [](int64_t d) { return d <= 0; }))
       return op->emitError() << "'" << name << "' on argument " << argIndex
                              << " must be an array of 1 to 8 positive sizes";
+    // A view of the same elements; after tg-partition the argument is one
+    // process's piece.
+    auto tensor = dyn_cast_or_null<RankedTensorType>(argType);
+    if (tensor && tensor.hasStaticShape() && !op->hasAttr(kPartitionedAttr)) {
+      int64_t elements = 1;
+      for (int64_t d : shape.asArrayRef())
+        elements *= d;
+      if (elements != tensor.getNumElements())
+        return op->emitError()
+               << "'" << name << "' on argument " << argIndex << " has "
+               << elements << " elements, its tensor "
+               << tensor.getNumElements();
+    }
     return success();
   }
   if (name == kDimNamesAttr) {

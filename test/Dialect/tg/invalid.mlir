@@ -1447,6 +1447,13 @@ func.func @file_shape_is_positive(%w: tensor<4x3x4xf32> {tg.param = "w", tg.file
 
 // -----
 
+// expected-error @+1 {{'tg.file_shape' on argument 0 has 48 elements, its tensor 36}}
+func.func @file_shape_is_a_view(%w: tensor<4x3x3xf32> {tg.param = "w", tg.file_shape = array<i64: 4, 12>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'tg.file_shape' on argument 0 must be an array of 1 to 8 positive sizes}}
 func.func @file_shape_is_an_array(%w: tensor<4x3x4xf32> {tg.param = "w", tg.file_shape = "4x12"}) {
   return
