@@ -11,8 +11,9 @@ def SplitFusedProjectionsPass
                 "of the weight, so that tensor parallelism can split heads";
   let description = [{
     Runs on @forward before tg-autodiff, when the module's mesh has an axis
-    other than the data axes (or with `force`, for tg-auto-shard, which may
-    split heads over any axis); otherwise it does nothing.
+    other than the data axes; otherwise it does nothing. tgc runs it for
+    the preset plans, not for tg-auto-shard's own (see
+    compiler/pipeline/Pipeline.cpp).
 
     A fused projection is a matmul by a parameter `W` (plus, optionally, a
     parameter bias `b`) whose output is read only by slices that tile its
@@ -37,10 +38,6 @@ def SplitFusedProjectionsPass
       %q = tg.matmul %x, %wq2 : ...
     ```
   }];
-  let options = [
-    Option<"force", "force", "bool", "false",
-           "Split on any mesh, not only one with a non-data axis">,
-  ];
 }
 
 def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {

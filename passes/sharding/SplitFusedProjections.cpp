@@ -194,10 +194,9 @@ struct SplitFusedProjectionsPass
     MeshOp mesh = getModuleMesh(module);
     if (!mesh)
       return;
-    bool headsMaySplit =
-        force || llvm::any_of(mesh.getAxisNames(), [&](StringRef a) {
-          return !isDataAxis(a) && mesh.axisSize(a) > 1;
-        });
+    bool headsMaySplit = llvm::any_of(mesh.getAxisNames(), [&](StringRef a) {
+      return !isDataAxis(a) && mesh.axisSize(a) > 1;
+    });
     if (!headsMaySplit)
       return;
     // The parameters' new types must reach every function that reads
