@@ -10,9 +10,10 @@ def SplitFusedProjectionsPass
   let summary = "Computes each block of a fused projection from its own view "
                 "of the weight, so that tensor parallelism can split heads";
   let description = [{
-    Runs on @forward before tg-autodiff, when the module's mesh has an axis
-    other than the data axes; otherwise it does nothing. tgc runs it for
-    the preset plans, not for tg-auto-shard's own (see
+    Runs on @forward before tg-autodiff, when the module's mesh has a `tp`
+    axis, on the weights whose preset (their own `tg.shard`, else
+    `preset`) is tp or sp; otherwise it does nothing. tgc runs it for the
+    preset plans, not for tg-auto-shard's own (see
     compiler/pipeline/Pipeline.cpp).
 
     A fused projection is a matmul by a parameter `W` (plus, optionally, a
@@ -38,6 +39,10 @@ def SplitFusedProjectionsPass
       %q = tg.matmul %x, %wq2 : ...
     ```
   }];
+  let options = [
+    Option<"preset", "preset", "std::string", "\"tp\"",
+           "The sharding preset of the weights without their own tg.shard">,
+  ];
 }
 
 def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {

@@ -41,9 +41,11 @@ struct FusedProjection {
   int64_t width = 0; ///< of each block
 };
 
-/// `v` as a parameter argument of `func` read by nothing but one op, and
-/// not pinned (a pin splits the shape the model file gives).
-BlockArgument soleUseParam(func::FuncOp func, Value v) {
+/// `v` as a parameter argument of `func` read by nothing but one op, not
+/// pinned (a pin splits the shape the model file gives) and under a
+/// tensor-parallel preset (its own tg.shard, else `preset`): the
+/// parameters tp may split by heads.
+BlockArgument soleUseParam(func::FuncOp func, Value v, StringRef preset) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getOwner() != &func.getBody().front() || !arg.hasOneUse())
     return {};
@@ -51,6 +53,10 @@ BlockArgument soleUseParam(func::FuncOp func, Value v) {
   if (!func.getArgAttr(i, TgDialect::kParamAttr) ||
       func.getArgAttr(i, TgDialect::kFileShapeAttr) ||
       func.getArgAttr(i, kShardingAttr))
+    return {};
+  if (auto own = func.getArgAttrOfType<StringAttr>(i, kShardPresetAttr))
+    preset = own.getValue();
+  if (preset != "tp" && preset != "sp")
     return {};
   return arg;
 }
@@ -69,11 +75,11 @@ std::optional<std::pair<int64_t, int64_t>> lastDimBlock(SliceOp slice) {
   return std::make_pair(slice.getStart()[last], slice.getLimit()[last]);
 }
 
-std::optional<FusedProjection> matchFusedProjection(func::FuncOp func,
-                                                    MatmulOp matmul) {
+std::optional<FusedProjection>
+matchFusedProjection(func::FuncOp func, MatmulOp matmul, StringRef preset) {
   FusedProjection p;
   p.matmul = matmul;
-  p.weight = soleUseParam(func, matmul.getRhs());
+  p.weight = soleUseParam(func, matmul.getRhs(), preset);
   auto weightType =
       p.weight ? dyn_cast<RankedTensorType>(p.weight.getType()) : nullptr;
   if (!weightType || weightType.getRank() != 2 || !weightType.hasStaticShape())
@@ -84,7 +90,7 @@ std::optional<FusedProjection> matchFusedProjection(func::FuncOp func,
     if (auto add = dyn_cast<AddOp>(*out.getUsers().begin())) {
       Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
       auto biasType = dyn_cast<RankedTensorType>(other.getType());
-      if (BlockArgument bias = soleUseParam(func, other);
+      if (BlockArgument bias = soleUseParam(func, other, preset);
           bias && biasType.getRank() == 1 && biasType.getDimSize(0) == fused &&
           add.getType() == out.getType()) {
         p.add = add;
@@ -194,10 +200,8 @@ struct SplitFusedProjectionsPass
     MeshOp mesh = getModuleMesh(module);
     if (!mesh)
       return;
-    bool headsMaySplit = llvm::any_of(mesh.getAxisNames(), [&](StringRef a) {
-      return !isDataAxis(a) && mesh.axisSize(a) > 1;
-    });
-    if (!headsMaySplit)
+    // The tp presets split over the axis "tp".
+    if (mesh.axisSize("tp") <= 1)
       return;
     // The parameters' new types must reach every function that reads
     // them: autodiff and tg-optimizer derive theirs from @forward's.
@@ -211,7 +215,7 @@ struct SplitFusedProjectionsPass
       return;
     SmallVector<FusedProjection> found;
     func.walk([&](MatmulOp matmul) {
-      if (auto p = matchFusedProjection(func, matmul))
+      if (auto p = matchFusedProjection(func, matmul, preset))
         found.push_back(std::move(*p));
     });
     for (FusedProjection &p : found)

@@ -84,7 +84,7 @@ func.func @forward(%x: tensor<4x6xf32> {tg.input = "x"},
 
 // -----
 
-// Left alone: on a mesh of data axes only (nothing splits heads), ...
+// Left alone: on a mesh without a tp axis (nothing splits heads), ...
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: tensor<8x24xf32> {tg.param = "w"}
 // CHECK: tg.matmul {{.*}} -> tensor<2x24xf32>
@@ -128,6 +128,23 @@ func.func @forward(%x: tensor<2x8xf32> {tg.input = "x"},
   %t = tg.add %s, %d : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
   %u = tg.add %t, %g : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
   return %a, %b, %e, %u, %h : tensor<2x8xf32>, tensor<2x16xf32>, tensor<2x24xf32>, tensor<2x12xf32>, tensor<8x24xf32>
+}
+
+// -----
+
+// ... a weight whose own preset does not split matrices over tp ...
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: tensor<8x24xf32> {tg.param = "zero", tg.shard = "zero3"}
+// CHECK-NOT: tg.file_shape
+tg.mesh @mesh ["data" = 2, "tp" = 2]
+func.func @forward(%x: tensor<2x8xf32> {tg.input = "x"},
+                   %w: tensor<8x24xf32> {tg.param = "zero", tg.shard = "zero3"})
+    -> tensor<2x12xf32> {
+  %y = tg.matmul %x, %w : tensor<2x8xf32>, tensor<8x24xf32> -> tensor<2x24xf32>
+  %a = tg.slice %y {start = array<i64: 0, 0>, limit = array<i64: 2, 12>} : tensor<2x24xf32> -> tensor<2x12xf32>
+  %b = tg.slice %y {start = array<i64: 0, 12>, limit = array<i64: 2, 24>} : tensor<2x24xf32> -> tensor<2x12xf32>
+  %c = tg.add %a, %b : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  return %c : tensor<2x12xf32>
 }
 
 // -----
