@@ -466,10 +466,13 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
                                llvm::raw_ostream &os) {
   func::FuncOp forward = sig.forward, step = sig.trainStep;
   MeshOp mesh = getModuleMesh(step);
-  // Each parameter's whole shape and file shape (empty: none), for its
-  // optimizer state.
-  llvm::StringMap<std::pair<SmallVector<int64_t>, ArrayRef<int64_t>>>
-      paramShapes;
+  // The shape in files tg-split-fused-projections gave a parameter (and
+  // tg-optimizer its moments); empty when it is the shape.
+  auto fileShapeOf = [](func::FuncOp func, unsigned i) {
+    auto attr =
+        func.getArgAttrOfType<DenseI64ArrayAttr>(i, TgDialect::kFileShapeAttr);
+    return attr ? attr.asArrayRef() : ArrayRef<int64_t>();
+  };
   os << "\nconst tgc::ParamDesc kParams[] = {\n";
   for (unsigned i : sig.fwdParams) {
     auto name = forward.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
@@ -478,15 +481,9 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
     bool trainable = !forward.getArgAttr(i, TgDialect::kFrozenAttr);
     ShardingAttr sharding = paramSharding(sig, i, name.getValue());
     Type type = forward.getArgument(i).getType();
-    ArrayRef<int64_t> fileShape;
-    if (auto attr = forward.getArgAttrOfType<DenseI64ArrayAttr>(
-            i, TgDialect::kFileShapeAttr))
-      fileShape = attr.asArrayRef();
-    paramShapes[name.getValue()] = {globalShape(type, sharding, mesh),
-                                    fileShape};
     os << "    {"
        << tensorDesc(name.getValue(), type, sharding, mesh, /*global=*/true,
-                     fileShape)
+                     fileShapeOf(forward, i))
        << ", " << initSpec(init) << ", " << (trainable ? "true" : "false")
        << "},\n";
   }
@@ -519,14 +516,9 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
     auto [param, slot] = full.rsplit('.');
     Type type = step.getArgument(i).getType();
     auto sharding = step.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
-    // A moment shaped like its parameter is shown in files as it is.
-    ArrayRef<int64_t> fileShape;
-    auto it = paramShapes.find(param);
-    if (it != paramShapes.end() &&
-        it->second.first == globalShape(type, sharding, mesh))
-      fileShape = it->second.second;
     os << "    {"
-       << tensorDesc(full, type, sharding, mesh, /*global=*/true, fileShape)
+       << tensorDesc(full, type, sharding, mesh, /*global=*/true,
+                     fileShapeOf(step, i))
        << ", \"" << param << "\", \"" << slot << "\"},\n";
   }
   if (sig.stateArgs.empty())

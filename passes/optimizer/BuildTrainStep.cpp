@@ -175,10 +175,13 @@ struct BuildTrainStepPass
     unsigned firstState = argTypes.size();
     for (const Trainable &t : trainables)
       for (StringRef slot : slots) {
+        // Each moment has its parameter's type, and in files its shape.
         argTypes.push_back(fbType.getInput(t.arg));
-        argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-            TgDialect::kStateAttr,
-            b.getStringAttr(t.name + "." + slot))));
+        SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
+            TgDialect::kStateAttr, b.getStringAttr(t.name + "." + slot))};
+        if (Attribute file = fb.getArgAttr(t.arg, TgDialect::kFileShapeAttr))
+          attrs.push_back(b.getNamedAttr(TgDialect::kFileShapeAttr, file));
+        argAttrs.push_back(b.getDictionaryAttr(attrs));
       }
     for (unsigned i : inputArgs) {
       argTypes.push_back(fbType.getInput(i));

@@ -32,7 +32,9 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     Arguments carry `tg.param`, `tg.state = "<param>.<slot>"`, `tg.input`,
     `tg.accum = "<param>"` and `tg.scalar = "step" | "base_lr" |
     "micro_batches"`; results carry `tg.update = "<name>"` or
-    `tg.metric = "loss" | "grad_norm" | "lr"`.
+    `tg.metric = "loss" | "grad_norm" | "lr"`. A state argument carries
+    its parameter's `tg.file_shape` too (tg-split-fused-projections), so
+    checkpoints show the moments in the parameter's shape in files.
 
     The table spells `optimizer.kind` and `schedule.kind` as strings, as the
     model file does; they become the kinds of `tg.optimizer_update` (`adamw`)

@@ -393,9 +393,7 @@ struct PropagateShardingPass
 
   /// The name of the parameter `v` is, or is a view of; null otherwise.
   StringAttr paramNameOf(Value v) {
-    while (isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(v.getDefiningOp()))
-      v = v.getDefiningOp()->getOperand(0);
-    auto param = dyn_cast<BlockArgument>(v);
+    auto param = dyn_cast<BlockArgument>(throughParamViews(v));
     auto func = param ? dyn_cast<func::FuncOp>(param.getOwner()->getParentOp())
                       : func::FuncOp();
     return func ? func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
@@ -464,7 +462,7 @@ struct PropagateShardingPass
       // A view of a parameter not sharded yet (tp's: its cast under bf16,
       // the blocks of a fused projection) waits for the op that reads it
       // to decide for the parameter and its views.
-      if (isa<CastOp, SliceOp, ReshapeOp>(op)) {
+      if (isParamView(&op)) {
         Value x = op.getOperand(0);
         BlockArgument param = pendingViews.lookup(x);
         if (auto arg = dyn_cast<BlockArgument>(x);

@@ -122,6 +122,16 @@ static ShardingAttr makeSharding(MLIRContext *context, StringRef mesh,
   return ShardingAttr::get(context, mesh, axes, partial);
 }
 
+bool mlir::tg::isParamView(Operation *op) {
+  return isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(op);
+}
+
+Value mlir::tg::throughParamViews(Value v) {
+  while (isParamView(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  return v;
+}
+
 OpSharding mlir::tg::decideOpSharding(Operation *op,
                                       ArrayRef<ShardingAttr> operands,
                                       MeshOp mesh) {
@@ -182,11 +192,8 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
   // ZeRO-3, is gathered rather than take an axis the batch splits).
   SmallVector<StringRef> batchAxes = dataAxes(mesh);
   auto tier = [&](unsigned i) {
-    // A view of a parameter (its bf16 cast, a block of a fused projection)
-    // is the parameter.
-    Value v = op->getOperand(i);
-    while (isa_and_nonnull<CastOp, SliceOp, ReshapeOp>(v.getDefiningOp()))
-      v = v.getDefiningOp()->getOperand(0);
+    // A view of a parameter is the parameter.
+    Value v = throughParamViews(op->getOperand(i));
     auto arg = dyn_cast<BlockArgument>(v);
     auto func =
         arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;

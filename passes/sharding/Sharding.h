@@ -30,6 +30,14 @@ struct OpSharding {
   int64_t decidedBy = -1;
 };
 
+/// Whether `op` views its one operand as a parameter is viewed before a
+/// reader: its cast to bf16, the slice and reshape of a fused projection's
+/// block (tg-split-fused-projections).
+bool isParamView(Operation *op);
+
+/// `v` through the views (isParamView) that compute it.
+Value throughParamViews(Value v);
+
 /// Decides `op`'s sharding from its operands' (null: not known yet, the op
 /// decides for it). Factors take the axes of the first operand that splits
 /// them, where the axes are not used yet and divide the factor; partial
