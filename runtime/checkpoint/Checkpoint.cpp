@@ -159,8 +159,7 @@ static void checkTensor(const std::string &path, const SafetensorsTensor &found,
   if (!holds(found.shape) && (foundFile.empty() || !holds(foundFile)))
     throw Error("checkpoint " + path + " has tensor " + name + " of shape " +
                 (foundFile.empty() ? found.shapeString()
-                                   : shapeString(foundFile) + " (held as " +
-                                         found.shapeString() + ")") +
+                                   : fileShapeString(foundFile, found.shape)) +
                 ", the model wants " + fileShapeString(want));
   if (found.dtype == want.dtype)
     return;

@@ -120,10 +120,14 @@ std::vector<int64_t> fileShapeOf(const TensorDesc &tensor) {
 }
 
 std::string fileShapeString(const TensorDesc &tensor) {
-  std::vector<int64_t> file = fileShapeOf(tensor);
-  if (file == shapeOf(tensor))
+  return fileShapeString(fileShapeOf(tensor), shapeOf(tensor));
+}
+
+std::string fileShapeString(const std::vector<int64_t> &file,
+                            const std::vector<int64_t> &held) {
+  if (held.empty() || held == file)
     return shapeString(file);
-  return shapeString(file) + " (held as " + shapeString(tensor) + ")";
+  return shapeString(file) + " (held as " + shapeString(held) + ")";
 }
 
 uint16_t floatToBF16(float value) {

@@ -48,6 +48,9 @@ std::vector<int64_t> fileShapeOf(const TensorDesc &tensor);
 /// "768x2304", and " (held as 768x3x768)" after it when the file shape is
 /// another view than the one the step holds: for messages about files.
 std::string fileShapeString(const TensorDesc &tensor);
+/// The same for a shape in files and the view `held` (empty: none).
+std::string fileShapeString(const std::vector<int64_t> &file,
+                            const std::vector<int64_t> &held);
 
 /// Round-to-nearest-even conversions; NaN stays NaN.
 uint16_t floatToBF16(float value);

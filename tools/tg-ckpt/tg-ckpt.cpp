@@ -66,16 +66,6 @@ std::string megabytes(double bytes) {
   return text;
 }
 
-/// "768x2304", or "768x2304 (held as 768x3x768)" for a tensor whose file
-/// shape is another view than the one the step held (`view`; empty: none).
-std::string describeShape(const std::vector<int64_t> &file,
-                          const std::vector<int64_t> &view) {
-  std::string text = tgc::shapeString(file);
-  if (!view.empty() && view != file)
-    text += " (held as " + tgc::shapeString(view) + ")";
-  return text;
-}
-
 /// The views of a consolidated checkpoint's split tensors: its "sharding"
 /// metadata's "views" (see Checkpoint.h), by tensor; empty when it has none
 /// or it is not JSON.
@@ -125,9 +115,9 @@ int runInfo(const std::vector<std::string> &args) {
       auto view = views.find(tensor.name);
       std::printf("  %s %s %s\n", tensor.name.c_str(),
                   tgc::dtypeName(tensor.dtype),
-                  describeShape(tensor.shape, view == views.end()
-                                                  ? std::vector<int64_t>{}
-                                                  : view->second)
+                  tgc::fileShapeString(
+                      tensor.shape, view == views.end() ? std::vector<int64_t>{}
+                                                        : view->second)
                       .c_str());
     }
     return 0;
@@ -158,9 +148,9 @@ int runInfo(const std::vector<std::string> &args) {
   for (const tgc::ShardedTensor &tensor : checkpoint.tensors())
     std::printf("  %s %s %s split %s, %zu piece%s\n", tensor.name.c_str(),
                 tgc::dtypeName(tensor.dtype),
-                describeShape(tensor.fileShape.empty() ? tensor.shape
-                                                       : tensor.fileShape,
-                              tensor.shape)
+                tgc::fileShapeString(
+                    tensor.fileShape.empty() ? tensor.shape : tensor.fileShape,
+                    tensor.shape)
                     .c_str(),
                 describeSplit(tensor.split).c_str(), tensor.pieces.size(),
                 tensor.pieces.size() == 1 ? "" : "s");
