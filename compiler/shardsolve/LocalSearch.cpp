@@ -244,6 +244,76 @@ bool LocalSearch::repair() {
   return true;
 }
 
+bool LocalSearch::repairGroups(const TiedGroups &groups,
+                               const SearchGraph &contracted) {
+  if (!graph.limit)
+    return true;
+  std::vector<int32_t> byGroup = groups.contractChoice(current);
+  // Per group with a member live at the peak: its slot in `atPeak`, the
+  // usage there per group strategy.
+  std::vector<int32_t> slot(groups.numGroups(), -1);
+  std::vector<int32_t> live;
+  std::vector<std::vector<int64_t>> atPeak;
+  // A cut may raise another segment over the limit; each group moves at
+  // most a few times before the repair gives up.
+  int64_t budget = 4 * static_cast<int64_t>(groups.numGroups()) + 16;
+  while (profile.peak() > *graph.limit) {
+    if (--budget < 0)
+      return false;
+    int32_t segment = profile.peakSegment();
+    live.clear();
+    for (int32_t node : byStart) {
+      auto [first, last] = graph.span[node];
+      if (first > segment)
+        break;
+      if (last <= segment)
+        continue;
+      int32_t g = groups.groupOf[node];
+      if (slot[g] < 0) {
+        slot[g] = live.size();
+        live.push_back(g);
+        if (atPeak.size() < live.size())
+          atPeak.resize(live.size());
+        atPeak[slot[g]].assign(groups.numStrategies(g), 0);
+      }
+      std::vector<int64_t> &usage = atPeak[slot[g]];
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k)
+        usage[k] += graph.usage[node][groups.strategyOf[node][k]];
+    }
+    double bestRatio = std::numeric_limits<double>::infinity();
+    int32_t bestGroup = -1, bestStrategy = -1;
+    for (int32_t g : live) {
+      const std::vector<int64_t> &usage = atPeak[slot[g]];
+      int32_t now = byGroup[g];
+      for (int32_t k = 0; k < groups.numStrategies(g); ++k) {
+        int64_t saved = usage[now] - usage[k];
+        if (saved <= 0 || !groups.alive[g][k])
+          continue;
+        double change = contracted.cost[g][k] - contracted.cost[g][now];
+        for (const SearchGraph::Arc &arc : contracted.arcs[g])
+          change += contracted.arcCost(arc, k, byGroup[arc.other]) -
+                    contracted.arcCost(arc, now, byGroup[arc.other]);
+        if (change >= kForbidden / 2)
+          continue;
+        double ratio = change / saved;
+        if (ratio < bestRatio) {
+          bestRatio = ratio;
+          bestGroup = g;
+          bestStrategy = k;
+        }
+      }
+    }
+    for (int32_t g : live)
+      slot[g] = -1;
+    if (bestGroup < 0)
+      return false;
+    byGroup[bestGroup] = bestStrategy;
+    for (int32_t node : groups.members[bestGroup])
+      apply(node, groups.strategyOf[node][bestStrategy]);
+  }
+  return true;
+}
+
 bool LocalSearch::chainMove(int32_t node, int32_t strategy, size_t cap,
                             std::vector<int32_t> &moved) {
   size_t first = moved.size();

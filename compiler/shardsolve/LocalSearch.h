@@ -57,6 +57,12 @@ public:
   /// Cheapest memory cuts (cost per byte) at the peak until the limit holds.
   /// Returns false when no cut is left.
   bool repair();
+  /// The same by whole tied groups: at the peak segment, the group move
+  /// with the least cost per byte it frees there, priced on `contracted`
+  /// (contractGroups() of the graph, with or without prices), until the
+  /// limit holds. Keeps groups whole, where repair() may split one and
+  /// leave forbidden pairs. Returns false when no cut is left.
+  bool repairGroups(const TiedGroups &groups, const SearchGraph &contracted);
   /// Iterated local search until `deadline` or `maxStall` rounds without a
   /// better valid choice; returns the best valid choice seen (empty if none).
   std::vector<int32_t> iterate(Clock::time_point deadline, int64_t maxStall);

@@ -72,3 +72,36 @@ bool MemoryPrices::step(llvm::ArrayRef<int32_t> choice, double target,
     segmentPrices[t] = std::max(0.0, segmentPrices[t] + length * gradient[t]);
   return true;
 }
+
+bool MemoryPrices::adapt(llvm::ArrayRef<int32_t> choice, double raise,
+                         double lower) {
+  if (!graph.limit)
+    return true;
+  std::vector<int64_t> load = loads(choice);
+  double sum = 0;
+  int64_t positive = 0;
+  for (double price : segmentPrices)
+    if (price > 0) {
+      sum += price;
+      ++positive;
+    }
+  // With no price yet, a typical cost per byte of the whole limit.
+  double floor = positive
+                     ? sum / positive
+                     : graph.costScale / std::max<double>(1.0, *graph.limit);
+  // A price past which the whole limit would cost kForbidden / 1000 is
+  // past any real trade-off; raising further would only overflow when no
+  // priced choice fits.
+  double ceiling = kForbidden / 1000 / std::max<double>(1.0, *graph.limit);
+  bool fits = true;
+  for (int32_t t = 0; t < graph.numSegments; ++t)
+    if (load[t] > *graph.limit) {
+      fits = false;
+      segmentPrices[t] =
+          std::min(std::max(segmentPrices[t], floor) * raise, ceiling);
+    }
+  if (fits)
+    for (double &price : segmentPrices)
+      price *= lower;
+  return fits;
+}

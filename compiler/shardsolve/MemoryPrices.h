@@ -26,11 +26,20 @@ public:
   /// with usage priced, less the prices times the limit. A lower bound when
   /// `choice` minimises the priced cost.
   double dualValue(llvm::ArrayRef<int32_t> choice) const;
+  llvm::ArrayRef<double> perSegment() const { return segmentPrices; }
   /// One subgradient step towards `choice`'s overflow, of Polyak's length
   /// `scale` x (target - dual) / |subgradient|^2. Returns false when the
   /// subgradient is zero (`choice` fits and all priced rows are tight).
   bool step(llvm::ArrayRef<int32_t> choice, double target, double dual,
             double scale);
+
+  /// Once subgradient steps stall, prices move by factors instead: up by
+  /// `raise` on each segment where `choice` overflows (from a floor of the
+  /// mean positive price, or the cost scale per byte of the limit when no
+  /// price is positive), else down by `lower`
+  /// everywhere, so that the priced choice edges to the limit from both
+  /// sides. Returns whether `choice` fits.
+  bool adapt(llvm::ArrayRef<int32_t> choice, double raise, double lower);
 
 private:
   std::vector<int64_t> loads(llvm::ArrayRef<int32_t> choice) const;

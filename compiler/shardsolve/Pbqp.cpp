@@ -10,8 +10,8 @@
 #include "compiler/shardsolve/Pbqp.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
-#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -24,8 +24,11 @@ constexpr double kMostR2Work = 4e6;
 
 class Reducer {
 public:
-  Reducer(const SearchGraph &graph, llvm::ArrayRef<double> pricePerByte);
+  explicit Reducer(const SearchGraph &graph);
   std::vector<int32_t> run();
+  /// When set, the nodes left once no R0/R1/R2 applies (the core) are
+  /// chosen together by this instead of one by one by RN.
+  std::function<std::vector<int32_t>(const SearchGraph &)> solveCore;
 
 private:
   struct Matrix {
@@ -48,6 +51,7 @@ private:
   void reduceR0R1(int32_t node);
   void reduceR2(int32_t node);
   void reduceRN(int32_t node);
+  void decideCore();
 
   std::vector<std::vector<double>> cost;
   std::vector<Matrix> edges;
@@ -63,14 +67,9 @@ private:
 
 } // namespace
 
-Reducer::Reducer(const SearchGraph &graph, llvm::ArrayRef<double> pricePerByte)
+Reducer::Reducer(const SearchGraph &graph)
     : cost(graph.cost), adjacent(graph.numNodes), gone(graph.numNodes, 0),
       choice(graph.numNodes, -1) {
-  if (!pricePerByte.empty())
-    for (int32_t i = 0; i < graph.numNodes; ++i)
-      if (graph.span[i].first < graph.span[i].second)
-        for (int32_t s = 0; s < size(i); ++s)
-          cost[i][s] += pricePerByte[i] * graph.usage[i][s];
   for (const SearchGraph::PairCosts &pair : graph.edges) {
     int32_t e = edges.size();
     edges.push_back({pair.u, pair.v, pair.costs});
@@ -189,6 +188,40 @@ void Reducer::reduceRN(int32_t node) {
   detach(node);
 }
 
+void Reducer::decideCore() {
+  std::vector<int32_t> nodes, index(cost.size(), -1);
+  for (int32_t i = 0; i < static_cast<int32_t>(cost.size()); ++i)
+    if (!gone[i]) {
+      index[i] = nodes.size();
+      nodes.push_back(i);
+    }
+  if (nodes.empty())
+    return;
+  SearchGraph core;
+  core.numNodes = nodes.size();
+  core.span.assign(nodes.size(), {0, 0});
+  core.usage.resize(nodes.size());
+  core.kept.resize(nodes.size());
+  core.arcs.resize(nodes.size());
+  for (int32_t node : nodes) {
+    core.cost.push_back(cost[node]);
+    core.usage[index[node]].assign(size(node), 0);
+  }
+  for (int32_t node : nodes)
+    for (auto [other, e] : adjacent[node])
+      if (index[other] > index[node]) {
+        int32_t k = core.edges.size();
+        core.edges.push_back({index[node], index[other], oriented(e, node)});
+        core.arcs[index[node]].push_back({k, index[other], true});
+        core.arcs[index[other]].push_back({k, index[node], false});
+      }
+  std::vector<int32_t> picked = solveCore(core);
+  for (int32_t node : nodes) {
+    choice[node] = picked[index[node]];
+    gone[node] = 1;
+  }
+}
+
 std::vector<int32_t> Reducer::run() {
   while (true) {
     if (!small.empty()) {
@@ -205,9 +238,13 @@ std::vector<int32_t> Reducer::run() {
                     size(std::next(it)->first);
       if (work <= kMostR2Work)
         reduceR2(node);
-      else
+      else if (!solveCore)
         reduceRN(node);
       continue;
+    }
+    if (solveCore) {
+      decideCore();
+      break;
     }
     if (byDegree.empty())
       break;
@@ -236,68 +273,14 @@ std::vector<int32_t> Reducer::run() {
   return choice;
 }
 
-std::vector<int32_t>
-tg::shardsolve::solvePbqp(const SearchGraph &graph,
-                          llvm::ArrayRef<double> pricePerByte) {
-  return Reducer(graph, pricePerByte).run();
+std::vector<int32_t> tg::shardsolve::solvePbqp(const SearchGraph &graph) {
+  return Reducer(graph).run();
 }
 
-std::vector<int32_t>
-tg::shardsolve::solvePbqpOverGroups(const SearchGraph &graph,
-                                    const TiedGroups &groups,
-                                    llvm::ArrayRef<double> pricePerByte) {
-  auto add = [](double &to, double c) { to = std::min(to + c, kForbidden); };
-  SearchGraph contracted;
-  int32_t n = groups.numGroups();
-  contracted.numNodes = n;
-  contracted.span.assign(n, {0, 0});
-  contracted.cost.resize(n);
-  for (int32_t g = 0; g < n; ++g) {
-    contracted.cost[g].assign(groups.numStrategies(g), 0.0);
-    for (int32_t k = 0; k < groups.numStrategies(g); ++k)
-      if (!groups.alive[g][k])
-        contracted.cost[g][k] = kForbidden;
-  }
-  for (int32_t i = 0; i < graph.numNodes; ++i) {
-    int32_t g = groups.groupOf[i];
-    bool priced =
-        !pricePerByte.empty() && graph.span[i].first < graph.span[i].second;
-    for (int32_t k = 0; k < groups.numStrategies(g); ++k) {
-      int32_t s = groups.strategyOf[i][k];
-      add(contracted.cost[g][k],
-          graph.cost[i][s] +
-              (priced ? pricePerByte[i] * graph.usage[i][s] : 0.0));
-    }
-  }
-  std::map<std::pair<int32_t, int32_t>, int32_t> pairOf;
-  for (const SearchGraph::PairCosts &pair : graph.edges) {
-    int32_t gu = groups.groupOf[pair.u], gv = groups.groupOf[pair.v];
-    int32_t columns = graph.numStrategies(pair.v);
-    auto costOf = [&](int32_t ku, int32_t kv) {
-      return pair.costs[groups.strategyOf[pair.u][ku] * columns +
-                        groups.strategyOf[pair.v][kv]];
-    };
-    if (gu == gv) {
-      for (int32_t k = 0; k < groups.numStrategies(gu); ++k)
-        add(contracted.cost[gu][k], costOf(k, k));
-      continue;
-    }
-    bool flip = gu > gv;
-    auto key = flip ? std::make_pair(gv, gu) : std::make_pair(gu, gv);
-    auto [it, inserted] = pairOf.try_emplace(key, contracted.edges.size());
-    int32_t rows = groups.numStrategies(key.first);
-    int32_t cols = groups.numStrategies(key.second);
-    if (inserted)
-      contracted.edges.push_back(
-          {key.first, key.second, std::vector<double>(rows * cols, 0.0)});
-    std::vector<double> &costs = contracted.edges[it->second].costs;
-    for (int32_t ku = 0; ku < groups.numStrategies(gu); ++ku)
-      for (int32_t kv = 0; kv < groups.numStrategies(gv); ++kv)
-        add(costs[flip ? kv * cols + ku : ku * cols + kv], costOf(ku, kv));
-  }
-  std::vector<int32_t> byGroup = solvePbqp(contracted);
-  std::vector<int32_t> choice(graph.numNodes);
-  for (int32_t i = 0; i < graph.numNodes; ++i)
-    choice[i] = groups.strategyOf[i][byGroup[groups.groupOf[i]]];
-  return choice;
+std::vector<int32_t> tg::shardsolve::solvePbqpWithCore(
+    const SearchGraph &graph,
+    std::function<std::vector<int32_t>(const SearchGraph &)> solveCore) {
+  Reducer reducer(graph);
+  reducer.solveCore = std::move(solveCore);
+  return reducer.run();
 }

@@ -8,6 +8,10 @@
 // strategy (RN, a heuristic) and is removed with its edges folded into its
 // neighbours. Back-propagation then picks the reduced nodes' strategies in
 // reverse order. Chains and trees, most of a training graph, reduce exactly.
+// solvePbqpWithCore() hands the nodes left for RN (the core) to a solver of
+// the caller's instead, all at once; the Lagrangian rounds use message
+// passing there. Prices on memory enter through the node costs
+// (contractGroups() in TiedGroups.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,25 +19,21 @@
 #define TGC_COMPILER_SHARDSOLVE_PBQP_H
 
 #include "compiler/shardsolve/SearchGraph.h"
-#include "compiler/shardsolve/TiedGroups.h"
+
+#include <functional>
 
 namespace tg::shardsolve {
 
-/// A choice of kept strategies minimising node costs (plus `pricePerByte[i]`
-/// times the usage of node i's strategy, when given) and edge costs,
-/// ignoring the memory limit; exact when no RN step was needed.
-std::vector<int32_t> solvePbqp(const SearchGraph &graph,
-                               llvm::ArrayRef<double> pricePerByte = {});
+/// A choice of kept strategies minimising node and edge costs, ignoring
+/// the memory limit; exact when no RN step was needed.
+std::vector<int32_t> solvePbqp(const SearchGraph &graph);
 
-/// The same over tied groups: each group of `groups` (TiedGroups.h)
-/// contracted into one node whose strategies are the group's, its members'
-/// costs and the edges inside it summed into the group's costs, and the
-/// edges between groups summed per pair. A stack of identical layers tied
-/// together reduces as one layer does, where node by node it would take RN
-/// steps against the ties' forbidden pairs. Returns a choice per node.
-std::vector<int32_t>
-solvePbqpOverGroups(const SearchGraph &graph, const TiedGroups &groups,
-                    llvm::ArrayRef<double> pricePerByte = {});
+/// The same with the core (the nodes left when no R0/R1/R2 applies, with
+/// the costs and edges the reductions folded into them) chosen together by
+/// `solveCore` instead of node by node by RN.
+std::vector<int32_t> solvePbqpWithCore(
+    const SearchGraph &graph,
+    std::function<std::vector<int32_t>(const SearchGraph &)> solveCore);
 
 } // namespace tg::shardsolve
 

@@ -1,12 +1,14 @@
 //===- Solver.cpp - Solve the auto-sharding problem -------------*- C++ -*-===//
 //
 // The order of methods: shrink the problem (buildSearchGraph); heuristics
-// for a sixth of the time (least-memory choice; Lagrangian rounds, whose
-// priced problem PBQP solves node by node and over tied groups, the better
-// kept; iterated local search); when the integer program over tied groups
-// is small, CBC solves it from the best choice, and a proven optimum ends
-// the search; otherwise local search and CBC on regions take turns until
-// the limit. Without CBC the heuristics have all the time.
+// for a third of the time (least-memory choice; Lagrangian rounds for a
+// quarter, whose priced problem over tied groups PBQP's reductions,
+// message passing on their core and tree moves solve, repaired by whole
+// groups; iterated local search); when the integer program over tied
+// groups is small, CBC solves it from the best choice, and a proven
+// optimum ends the search; otherwise local search and CBC on regions take
+// turns until the limit. Without CBC the heuristics have all the time (the
+// Lagrangian rounds half of it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +16,10 @@
 #include "compiler/shardsolve/Ilp.h"
 #include "compiler/shardsolve/LocalSearch.h"
 #include "compiler/shardsolve/MemoryPrices.h"
+#include "compiler/shardsolve/MessagePassing.h"
 #include "compiler/shardsolve/Pbqp.h"
 #include "compiler/shardsolve/TiedGroups.h"
+#include "compiler/shardsolve/TreeMoves.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 
 using namespace tg::shardsolve;
@@ -33,6 +38,17 @@ namespace {
 /// whole; on the contest's instances the two it solves in seconds are 0.11M,
 /// the next 0.88M.
 constexpr size_t kIlpSize = 250000;
+
+/// Passes of message passing over the priced problem's core per Lagrangian
+/// round (a few milliseconds each on the contest's largest cores, 4,416
+/// groups): from the last round's messages, 100 reach choices that more
+/// passes rarely beat.
+constexpr int kMessageIterations = 100;
+
+/// Lagrangian rounds with prices moved by factors end after this many
+/// rounds without a better valid choice (on IOPDDL-V the best came 25
+/// rounds in, and 300 more found nothing better).
+constexpr int kMostStaleAdaptRounds = 100;
 
 double secondsSince(LocalSearch::Clock::time_point start) {
   return std::chrono::duration<double>(LocalSearch::Clock::now() - start)
@@ -262,30 +278,65 @@ Solution tg::shardsolve::solve(const Problem &problem,
   keepIfBetter("group descent");
   double leastMemoryCost = bestCost;
 
-  auto heuristicsEnd = start + (haveCbc ? total / 6 : total);
-  auto lagrangeEnd = start + total / (haveCbc ? 12 : 5);
+  auto heuristicsEnd = start + (haveCbc ? total / 3 : total);
+  auto lagrangeEnd = start + total / (haveCbc ? 4 : 2);
   MemoryPrices prices(graph);
+  // The previous round's priced choice per group and the core's messages:
+  // prices move little from round to round.
+  std::vector<int32_t> warm;
+  std::unique_ptr<MessagePassing> messages;
+  // Each round's share of the priced problem's time.
+  auto roundSlice = std::chrono::duration_cast<LocalSearch::Clock::duration>(
+      std::chrono::duration<double>(
+          std::max(0.25, options.timeLimitSeconds / 30)));
+  bool adapting = false;
+  double adaptBest = std::numeric_limits<double>::infinity();
+  int adaptStale = 0;
   double scale = 1, bestDual = -std::numeric_limits<double>::infinity();
   int stale = 0;
   for (int round = 0; round < 2 || LocalSearch::Clock::now() < lagrangeEnd;
        ++round) {
     std::vector<double> nodePrices = prices.nodePrices();
-    std::vector<int32_t> relaxed = solvePbqp(graph, nodePrices);
-    // Over tied groups too (a stack of tied layers reduces as one layer);
-    // the better of the two under the prices.
-    if (groups.numGroups() < graph.numNodes) {
-      std::vector<int32_t> grouped =
-          solvePbqpOverGroups(graph, groups, nodePrices);
-      if (prices.dualValue(grouped) < prices.dualValue(relaxed))
-        relaxed = std::move(grouped);
+    auto roundStart = LocalSearch::Clock::now();
+    auto roundEnd = std::min(lagrangeEnd, roundStart + roundSlice);
+    // The priced problem over tied groups (a stack of tied layers is one
+    // node): PBQP's exact reductions, the core they leave chosen by message
+    // passing (its messages carried from round to round), then tree moves;
+    // the last round's choice after tree moves too, the better kept.
+    SearchGraph priced = contractGroups(graph, groups, nodePrices);
+    int32_t coreNodes = 0;
+    std::vector<int32_t> byGroup =
+        solvePbqpWithCore(priced, [&](const SearchGraph &core) {
+          coreNodes = core.numNodes;
+          if (!messages || !messages->fits(core))
+            messages = std::make_unique<MessagePassing>(core);
+          return messages->run(core, kMessageIterations, roundEnd);
+        });
+    TreeMoves trees(priced, options.seed + round);
+    trees.descend(byGroup, roundEnd);
+    if (!warm.empty()) {
+      trees.descend(warm, roundEnd);
+      if (trees.cost(warm) < trees.cost(byGroup))
+        byGroup = warm;
     }
+    warm = byGroup;
+    std::vector<int32_t> relaxed = groups.expand(byGroup);
+    double pricedSeconds = secondsSince(roundStart);
     double dual = prices.dualValue(relaxed);
     search.setPrices(nodePrices);
-    consider(relaxed, "lagrangian + local search");
-    note(llvm::formatv("lagrangian round {0}: relaxed {1}, repaired {2}, "
-                       "best {3}",
-                       round, dual, search.valid() ? search.cost() : -1.0,
-                       bestCost));
+    search.reset(relaxed);
+    int64_t relaxedPeak = search.peak();
+    search.repairGroups(groups, priced);
+    search.repair();
+    search.descend(all);
+    keepIfBetter("lagrangian + local search");
+    note(llvm::formatv("lagrangian round {0}: relaxed {1} (peak {2:f3} of the "
+                       "limit; core of {3} groups; {4:f2} s), repaired {5}, "
+                       "best {6}",
+                       round, dual,
+                       graph.limit ? double(relaxedPeak) / *graph.limit : 0.0,
+                       coreNodes, pricedSeconds,
+                       search.valid() ? search.cost() : -1.0, bestCost));
     if (dual > bestDual + 1e-9 * std::fabs(bestDual)) {
       bestDual = dual;
       stale = 0;
@@ -294,13 +345,31 @@ Solution tg::shardsolve::solve(const Problem &problem,
       stale = 0;
     }
     // Polyak's step wants a target above the relaxed value; that value is
-    // no bound (RN is a heuristic), so it may exceed the best valid cost.
+    // no bound (the priced problem is solved approximately), so it may
+    // exceed the best valid cost.
     double target = std::isfinite(bestCost) && bestCost > dual
                         ? bestCost
                         : dual + 0.05 * std::fabs(dual) + graph.costScale;
-    if (scale < 1e-3 || !graph.limit ||
-        !prices.step(relaxed, target, dual, scale))
+    if (!graph.limit)
       break;
+    // Subgradient steps end swinging between a choice just over the limit
+    // and one far over it (IOPDDL-V: peak 1.02 and 2.9 of the limit, round
+    // after round); once their length has shrunk that far, prices move by
+    // factors on the overflowing segments only, which walks the priced
+    // choice to the limit and finds valid choices near it.
+    if (scale < 1e-3 || adapting) {
+      // They end too, after as many rounds without a better valid choice.
+      if (!adapting || bestCost < adaptBest) {
+        adaptBest = bestCost;
+        adaptStale = 0;
+      } else if (++adaptStale >= kMostStaleAdaptRounds) {
+        break;
+      }
+      adapting = true;
+      prices.adapt(relaxed, 1.2, 0.97);
+    } else if (!prices.step(relaxed, target, dual, scale)) {
+      break;
+    }
   }
   search.setPrices(prices.nodePrices());
   if (!best.empty() && bestCost < leastMemoryCost) {

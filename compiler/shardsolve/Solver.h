@@ -2,8 +2,9 @@
 //
 // solve() picks a strategy per node within a time limit: it shrinks the
 // problem (forbidden and dominated strategies, parallel edges), finds a
-// valid choice with heuristics (Lagrange multipliers on memory, PBQP
-// reductions, iterated local search), then solves small problems exactly
+// valid choice with heuristics (Lagrange multipliers on memory, the priced
+// problem by PBQP reductions, message passing and tree moves; iterated
+// local search), then solves small problems exactly
 // with CBC, and improves larger ones with CBC on regions and local search.
 //
 //===----------------------------------------------------------------------===//

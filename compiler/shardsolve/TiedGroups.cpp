@@ -9,6 +9,7 @@
 #include "compiler/shardsolve/TiedGroups.h"
 
 #include <algorithm>
+#include <map>
 
 using namespace tg::shardsolve;
 
@@ -84,4 +85,93 @@ TiedGroups tg::shardsolve::findTiedGroups(const SearchGraph &graph) {
     }
   }
   return groups;
+}
+
+std::vector<int32_t> TiedGroups::expand(llvm::ArrayRef<int32_t> byGroup) const {
+  std::vector<int32_t> choice(groupOf.size());
+  for (size_t i = 0; i < groupOf.size(); ++i)
+    choice[i] = strategyOf[i][byGroup[groupOf[i]]];
+  return choice;
+}
+
+std::vector<int32_t>
+TiedGroups::contractChoice(llvm::ArrayRef<int32_t> choice) const {
+  std::vector<int32_t> byGroup(numGroups(), 0);
+  for (int32_t g = 0; g < numGroups(); ++g) {
+    int32_t first = members[g][0];
+    for (int32_t k = 0; k < numStrategies(g); ++k)
+      if (strategyOf[first][k] == choice[first]) {
+        byGroup[g] = k;
+        break;
+      }
+  }
+  return byGroup;
+}
+
+SearchGraph
+tg::shardsolve::contractGroups(const SearchGraph &graph,
+                               const TiedGroups &groups,
+                               llvm::ArrayRef<double> pricePerByte) {
+  auto add = [](double &to, double c) { to = std::min(to + c, kForbidden); };
+  SearchGraph contracted;
+  int32_t n = groups.numGroups();
+  contracted.numNodes = n;
+  contracted.span.assign(n, {0, 0});
+  contracted.usage.resize(n);
+  contracted.kept.resize(n);
+  contracted.cost.resize(n);
+  contracted.arcs.resize(n);
+  contracted.costScale = graph.costScale;
+  for (int32_t g = 0; g < n; ++g) {
+    contracted.cost[g].assign(groups.numStrategies(g), 0.0);
+    contracted.usage[g].assign(groups.numStrategies(g), 0);
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k) {
+      contracted.kept[g].push_back(k);
+      if (!groups.alive[g][k])
+        contracted.cost[g][k] = kForbidden;
+    }
+  }
+  for (int32_t i = 0; i < graph.numNodes; ++i) {
+    int32_t g = groups.groupOf[i];
+    bool priced =
+        !pricePerByte.empty() && graph.span[i].first < graph.span[i].second;
+    for (int32_t k = 0; k < groups.numStrategies(g); ++k) {
+      int32_t s = groups.strategyOf[i][k];
+      add(contracted.cost[g][k],
+          graph.cost[i][s] +
+              (priced ? pricePerByte[i] * graph.usage[i][s] : 0.0));
+    }
+  }
+  std::map<std::pair<int32_t, int32_t>, int32_t> pairOf;
+  for (const SearchGraph::PairCosts &pair : graph.edges) {
+    int32_t gu = groups.groupOf[pair.u], gv = groups.groupOf[pair.v];
+    int32_t columns = graph.numStrategies(pair.v);
+    auto costOf = [&](int32_t ku, int32_t kv) {
+      return pair.costs[groups.strategyOf[pair.u][ku] * columns +
+                        groups.strategyOf[pair.v][kv]];
+    };
+    if (gu == gv) {
+      for (int32_t k = 0; k < groups.numStrategies(gu); ++k)
+        add(contracted.cost[gu][k], costOf(k, k));
+      continue;
+    }
+    bool flip = gu > gv;
+    auto key = flip ? std::make_pair(gv, gu) : std::make_pair(gu, gv);
+    auto [it, inserted] = pairOf.try_emplace(key, contracted.edges.size());
+    int32_t rows = groups.numStrategies(key.first);
+    int32_t cols = groups.numStrategies(key.second);
+    if (inserted)
+      contracted.edges.push_back(
+          {key.first, key.second, std::vector<double>(rows * cols, 0.0)});
+    std::vector<double> &costs = contracted.edges[it->second].costs;
+    for (int32_t ku = 0; ku < groups.numStrategies(gu); ++ku)
+      for (int32_t kv = 0; kv < groups.numStrategies(gv); ++kv)
+        add(costs[flip ? kv * cols + ku : ku * cols + kv], costOf(ku, kv));
+  }
+  for (size_t e = 0; e < contracted.edges.size(); ++e) {
+    const SearchGraph::PairCosts &pair = contracted.edges[e];
+    contracted.arcs[pair.u].push_back({static_cast<int32_t>(e), pair.v, true});
+    contracted.arcs[pair.v].push_back({static_cast<int32_t>(e), pair.u, false});
+  }
+  return contracted;
 }

@@ -26,7 +26,22 @@ struct TiedGroups {
 
   int32_t numGroups() const { return members.size(); }
   int32_t numStrategies(int32_t group) const { return alive[group].size(); }
+
+  /// Each node's kept strategy under one strategy per group.
+  std::vector<int32_t> expand(llvm::ArrayRef<int32_t> byGroup) const;
+  /// Each group's strategy in `choice`, read off its first member (the
+  /// other members agree when `choice` has no forbidden pair in a group).
+  std::vector<int32_t> contractChoice(llvm::ArrayRef<int32_t> choice) const;
 };
+
+/// The graph with each group of `groups` contracted into one node whose
+/// strategies are the group's: its members' costs (plus `pricePerByte[i]`
+/// times node i's usage, when given) and the edges inside it summed into
+/// the group's costs, dead group strategies forbidden, and the edges
+/// between two groups summed into one. No usages or live spans: a search
+/// over it sees prices, not the limit.
+SearchGraph contractGroups(const SearchGraph &graph, const TiedGroups &groups,
+                           llvm::ArrayRef<double> pricePerByte = {});
 
 /// Groups the nodes of `graph` along its bijective edges.
 TiedGroups findTiedGroups(const SearchGraph &graph);

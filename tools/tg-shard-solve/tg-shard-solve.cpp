@@ -65,9 +65,11 @@ Methods: the problem first shrinks (forbidden and dominated strategies go,
 parallel edges merge, the time axis compresses to where the live set
 changes), and nodes tied by bijective forbidden pairs form groups that
 move together. Heuristics come first: the least-memory choice, Lagrangian
-rounds (memory priced per time segment, the priced problem solved by PBQP
-reductions, repaired to the limit) and iterated local search (single-node
-moves, ejection chains through tied nodes, repair at the memory peak).
+rounds (memory priced per time segment; the priced problem, over groups,
+solved by PBQP's exact reductions, message passing (TRW-S) on the core
+they leave, and exact moves over trees; then repaired to the limit by
+whole groups) and iterated local search (single-node moves, ejection
+chains through tied nodes, repair at the memory peak).
 When the integer program over groups is small, CBC solves it whole from
 the best choice, and its proven optimum is final. Otherwise local search
 and CBC on regions (whole groups around a random node, the rest fixed)

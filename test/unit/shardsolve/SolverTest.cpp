@@ -188,7 +188,7 @@ TEST(Solve, HeuristicsValidAgainstBruteForce) {
 /// strategies only): each node has degree 3 or more, so PBQP node by node
 /// needs RN steps, but over the tied groups it is a triangle, which R1/R2
 /// reduce exactly. No memory limit: the optimum is PBQP's.
-TEST(PbqpOverGroups, TiedCopiesReduceAsOne) {
+TEST(ContractGroups, TiedCopiesReduceAsOne) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 20; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
@@ -215,7 +215,8 @@ TEST(PbqpOverGroups, TiedCopiesReduceAsOne) {
     ASSERT_TRUE(graph.infeasible.empty()) << graph.infeasible;
     TiedGroups groups = findTiedGroups(graph);
     EXPECT_EQ(groups.numGroups(), kRoles);
-    std::vector<int32_t> choice = solvePbqpOverGroups(graph, groups);
+    std::vector<int32_t> choice =
+        groups.expand(solvePbqp(contractGroups(graph, groups)));
     Evaluation e = evaluate(problem, graph.expand(choice));
     ASSERT_TRUE(e.valid) << e.why;
     EXPECT_EQ(e.cost, bruteForce(problem));
