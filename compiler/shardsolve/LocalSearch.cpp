@@ -206,12 +206,7 @@ bool LocalSearch::repair() {
     // segment fits; then the next peak.
     int32_t segment = profile.peakSegment();
     cuts.clear();
-    for (int32_t node : byStart) {
-      auto [first, last] = graph.span[node];
-      if (first > segment)
-        break;
-      if (last <= segment)
-        continue;
+    forEachLiveAt(segment, [&](int32_t node) {
       int64_t usage = graph.usage[node][current[node]];
       for (int32_t s = 0; s < graph.numStrategies(node); ++s) {
         int64_t saved = usage - graph.usage[node][s];
@@ -221,7 +216,7 @@ bool LocalSearch::repair() {
         d.cost += price(node, s) - price(node, current[node]);
         cuts.push_back({d.forbidden, d.cost / saved, node, s});
       }
-    }
+    });
     if (cuts.empty())
       return false;
     std::sort(cuts.begin(), cuts.end(), [](const Cut &a, const Cut &b) {
@@ -262,12 +257,7 @@ bool LocalSearch::repairGroups(const TiedGroups &groups,
       return false;
     int32_t segment = profile.peakSegment();
     live.clear();
-    for (int32_t node : byStart) {
-      auto [first, last] = graph.span[node];
-      if (first > segment)
-        break;
-      if (last <= segment)
-        continue;
+    forEachLiveAt(segment, [&](int32_t node) {
       int32_t g = groups.groupOf[node];
       if (slot[g] < 0) {
         slot[g] = live.size();
@@ -279,7 +269,7 @@ bool LocalSearch::repairGroups(const TiedGroups &groups,
       std::vector<int64_t> &usage = atPeak[slot[g]];
       for (int32_t k = 0; k < groups.numStrategies(g); ++k)
         usage[k] += graph.usage[node][groups.strategyOf[node][k]];
-    }
+    });
     double bestRatio = std::numeric_limits<double>::infinity();
     int32_t bestGroup = -1, bestStrategy = -1;
     for (int32_t g : live) {

@@ -88,6 +88,16 @@ private:
     return prices.empty() ? 0 : prices[node] * graph.usage[node][strategy];
   }
   void perturb(int32_t root, int32_t size, std::vector<int32_t> &touched);
+  /// Calls `visit` with each node live in `segment`.
+  template <typename Visit> void forEachLiveAt(int32_t segment, Visit visit) {
+    for (int32_t node : byStart) {
+      auto [first, last] = graph.span[node];
+      if (first > segment)
+        break;
+      if (last > segment)
+        visit(node);
+    }
+  }
   void undo(size_t mark);
 
   const SearchGraph &graph;

@@ -42,7 +42,7 @@ bool MessagePassing::fits(const SearchGraph &graph) const {
   return true;
 }
 
-double *MessagePassing::incoming(const SearchGraph &graph, int32_t node,
+double *MessagePassing::incoming(const SearchGraph &graph,
                                  const SearchGraph::Arc &arc) {
   const SearchGraph::PairCosts &pair = graph.edges[arc.edge];
   size_t at = offset[arc.edge];
@@ -50,7 +50,7 @@ double *MessagePassing::incoming(const SearchGraph &graph, int32_t node,
   return &messages[arc.isU ? at + graph.numStrategies(pair.v) : at];
 }
 
-double *MessagePassing::outgoing(const SearchGraph &graph, int32_t node,
+double *MessagePassing::outgoing(const SearchGraph &graph,
                                  const SearchGraph::Arc &arc) {
   const SearchGraph::PairCosts &pair = graph.edges[arc.edge];
   size_t at = offset[arc.edge];
@@ -62,7 +62,7 @@ void MessagePassing::visit(const SearchGraph &graph, int32_t node, bool forward,
   int32_t count = graph.numStrategies(node);
   belief.assign(graph.cost[node].begin(), graph.cost[node].end());
   for (const SearchGraph::Arc &arc : graph.arcs[node]) {
-    const double *in = incoming(graph, node, arc);
+    const double *in = incoming(graph, arc);
     for (int32_t k = 0; k < count; ++k)
       belief[k] += in[k];
   }
@@ -75,7 +75,7 @@ void MessagePassing::visit(const SearchGraph &graph, int32_t node, bool forward,
       double total = graph.cost[node][k];
       for (const SearchGraph::Arc &arc : graph.arcs[node])
         total += arc.other < node ? graph.arcCost(arc, k, (*choice)[arc.other])
-                                  : incoming(graph, node, arc)[k];
+                                  : incoming(graph, arc)[k];
       if (total < best) {
         best = total;
         pick = k;
@@ -87,10 +87,10 @@ void MessagePassing::visit(const SearchGraph &graph, int32_t node, bool forward,
   for (const SearchGraph::Arc &arc : graph.arcs[node]) {
     if ((arc.other > node) != forward)
       continue;
-    const double *in = incoming(graph, node, arc);
+    const double *in = incoming(graph, arc);
     for (int32_t k = 0; k < count; ++k)
       reweighted[k] = weight[node] * belief[k] - in[k];
-    double *out = outgoing(graph, node, arc);
+    double *out = outgoing(graph, arc);
     int32_t theirs = graph.numStrategies(arc.other);
     double least = std::numeric_limits<double>::infinity();
     for (int32_t t = 0; t < theirs; ++t) {
@@ -115,12 +115,7 @@ std::vector<int32_t> MessagePassing::run(const SearchGraph &graph,
       break;
     for (int32_t i = 0; i < graph.numNodes; ++i)
       visit(graph, i, /*forward=*/true, &choice);
-    double total = 0;
-    for (int32_t i = 0; i < graph.numNodes; ++i)
-      total += graph.cost[i][choice[i]];
-    for (const SearchGraph::PairCosts &pair : graph.edges)
-      total += pair.costs[choice[pair.u] * graph.numStrategies(pair.v) +
-                          choice[pair.v]];
+    double total = graph.costOf(choice);
     if (best.empty() || total < bestCost) {
       bestCost = total;
       best = choice;

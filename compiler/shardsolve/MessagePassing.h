@@ -44,10 +44,9 @@ private:
   /// nodes; with `choice`, also picks the node's strategy there.
   void visit(const SearchGraph &graph, int32_t node, bool forward,
              std::vector<int32_t> *choice);
-  double *incoming(const SearchGraph &graph, int32_t node,
-                   const SearchGraph::Arc &arc);
-  double *outgoing(const SearchGraph &graph, int32_t node,
-                   const SearchGraph::Arc &arc);
+  /// The message along `arc` into the node whose arc it is, and out of it.
+  double *incoming(const SearchGraph &graph, const SearchGraph::Arc &arc);
+  double *outgoing(const SearchGraph &graph, const SearchGraph::Arc &arc);
 
   /// Per edge: the message to v (|S_v| entries), then the one to u.
   std::vector<size_t> offset;

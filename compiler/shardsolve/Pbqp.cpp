@@ -202,19 +202,15 @@ void Reducer::decideCore() {
   core.span.assign(nodes.size(), {0, 0});
   core.usage.resize(nodes.size());
   core.kept.resize(nodes.size());
-  core.arcs.resize(nodes.size());
   for (int32_t node : nodes) {
     core.cost.push_back(cost[node]);
     core.usage[index[node]].assign(size(node), 0);
   }
   for (int32_t node : nodes)
     for (auto [other, e] : adjacent[node])
-      if (index[other] > index[node]) {
-        int32_t k = core.edges.size();
+      if (index[other] > index[node])
         core.edges.push_back({index[node], index[other], oriented(e, node)});
-        core.arcs[index[node]].push_back({k, index[other], true});
-        core.arcs[index[other]].push_back({k, index[node], false});
-      }
+  core.linkArcs();
   std::vector<int32_t> picked = solveCore(core);
   for (int32_t node : nodes) {
     choice[node] = picked[index[node]];

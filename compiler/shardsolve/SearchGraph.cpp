@@ -23,6 +23,24 @@ std::vector<int64_t> SearchGraph::expand(llvm::ArrayRef<int32_t> choice) const {
   return result;
 }
 
+double SearchGraph::costOf(llvm::ArrayRef<int32_t> choice) const {
+  double total = 0;
+  for (int32_t i = 0; i < numNodes; ++i)
+    total += cost[i][choice[i]];
+  for (const PairCosts &pair : edges)
+    total +=
+        pair.costs[choice[pair.u] * numStrategies(pair.v) + choice[pair.v]];
+  return total;
+}
+
+void SearchGraph::linkArcs() {
+  arcs.assign(numNodes, {});
+  for (size_t k = 0; k < edges.size(); ++k) {
+    arcs[edges[k].u].push_back({static_cast<int32_t>(k), edges[k].v, true});
+    arcs[edges[k].v].push_back({static_cast<int32_t>(k), edges[k].u, false});
+  }
+}
+
 namespace {
 
 /// The original problem with a mask of allowed strategies per node.
@@ -207,12 +225,7 @@ SearchGraph tg::shardsolve::buildSearchGraph(const Problem &problem) {
       graph.cost[pair.v][b] += c[b] - c[0];
   }
   graph.edges = std::move(coupled);
-  graph.arcs.resize(n);
-  for (size_t k = 0; k < graph.edges.size(); ++k) {
-    const SearchGraph::PairCosts &pair = graph.edges[k];
-    graph.arcs[pair.u].push_back({static_cast<int32_t>(k), pair.v, true});
-    graph.arcs[pair.v].push_back({static_cast<int32_t>(k), pair.u, false});
-  }
+  graph.linkArcs();
 
   // Time: segments between consecutive interval ends of live nodes.
   std::vector<int64_t> points;

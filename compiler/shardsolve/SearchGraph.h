@@ -57,6 +57,10 @@ struct SearchGraph {
   }
   /// The original strategy indices of a choice of kept strategies.
   std::vector<int64_t> expand(llvm::ArrayRef<int32_t> choice) const;
+  /// Node plus edge costs of a choice (a forbidden entry counts its cost).
+  double costOf(llvm::ArrayRef<int32_t> choice) const;
+  /// Fills `arcs` from `edges`, both ends of each.
+  void linkArcs();
 };
 
 /// Shrinks `problem` (which verifyProblem accepts) for the searches.

@@ -316,7 +316,7 @@ Solution tg::shardsolve::solve(const Problem &problem,
     trees.descend(byGroup, roundEnd);
     if (!warm.empty()) {
       trees.descend(warm, roundEnd);
-      if (trees.cost(warm) < trees.cost(byGroup))
+      if (priced.costOf(warm) < priced.costOf(byGroup))
         byGroup = warm;
     }
     warm = byGroup;

@@ -120,7 +120,6 @@ tg::shardsolve::contractGroups(const SearchGraph &graph,
   contracted.usage.resize(n);
   contracted.kept.resize(n);
   contracted.cost.resize(n);
-  contracted.arcs.resize(n);
   contracted.costScale = graph.costScale;
   for (int32_t g = 0; g < n; ++g) {
     contracted.cost[g].assign(groups.numStrategies(g), 0.0);
@@ -168,10 +167,6 @@ tg::shardsolve::contractGroups(const SearchGraph &graph,
       for (int32_t kv = 0; kv < groups.numStrategies(gv); ++kv)
         add(costs[flip ? kv * cols + ku : ku * cols + kv], costOf(ku, kv));
   }
-  for (size_t e = 0; e < contracted.edges.size(); ++e) {
-    const SearchGraph::PairCosts &pair = contracted.edges[e];
-    contracted.arcs[pair.u].push_back({static_cast<int32_t>(e), pair.v, true});
-    contracted.arcs[pair.v].push_back({static_cast<int32_t>(e), pair.u, false});
-  }
+  contracted.linkArcs();
   return contracted;
 }

@@ -26,16 +26,6 @@ TreeMoves::TreeMoves(const SearchGraph &graph, uint64_t seed)
       stamp(graph.numNodes, -1), touchStamp(graph.numNodes, -1),
       treeNeighbours(graph.numNodes, 0) {}
 
-double TreeMoves::cost(llvm::ArrayRef<int32_t> choice) const {
-  double total = 0;
-  for (int32_t i = 0; i < graph.numNodes; ++i)
-    total += graph.cost[i][choice[i]];
-  for (const SearchGraph::PairCosts &pair : graph.edges)
-    total += pair.costs[choice[pair.u] * graph.numStrategies(pair.v) +
-                        choice[pair.v]];
-  return total;
-}
-
 double TreeMoves::move(std::vector<int32_t> &choice, int32_t root,
                        size_t maxNodes) {
   int64_t id = moves++;
@@ -134,7 +124,7 @@ double TreeMoves::descend(std::vector<int32_t> &choice,
   std::iota(roots.begin(), roots.end(), 0);
   std::vector<char> covered(graph.numNodes);
   double gained = 0;
-  double total = std::fabs(cost(choice));
+  double total = std::fabs(graph.costOf(choice));
   while (true) {
     std::shuffle(roots.begin(), roots.end(), rng);
     std::fill(covered.begin(), covered.end(), 0);

@@ -27,17 +27,14 @@ public:
 
   TreeMoves(const SearchGraph &graph, uint64_t seed);
 
-  /// Node plus edge costs of `choice` (forbidden ones count kForbidden).
-  double cost(llvm::ArrayRef<int32_t> choice) const;
   /// Tree moves from roots in random order until a sweep (a tree from
   /// every node not yet in one of the sweep's trees) gains nothing, or
   /// `deadline`. Returns the gain.
   double descend(std::vector<int32_t> &choice, Clock::time_point deadline);
   /// One tree of at most `maxNodes` nodes from `root`, re-chosen exactly
   /// (`choice` changes only when the tree's best is better). Returns the
-  /// gain (>= 0); lastTree() lists the tree's nodes.
+  /// gain (>= 0).
   double move(std::vector<int32_t> &choice, int32_t root, size_t maxNodes);
-  const std::vector<int32_t> &lastTree() const { return order; }
 
 private:
   const SearchGraph &graph;
