@@ -142,6 +142,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
       opt.allowStrategies = options.allowStrategies;
       opt.seed = options.shardSeed;
       opt.timeLimit = options.shardTimeLimit;
+      opt.tieLayers = options.shardTieLayers;
       pm.addPass(createAutoShardPass(opt));
     }
     PropagateShardingPassOptions opt;

@@ -77,6 +77,8 @@ struct PipelineOptions {
   std::string allowStrategies = "dp,zero,tp";
   uint64_t shardSeed = 0;
   double shardTimeLimit = 10;
+  /// --auto-shard: repeated layers choose alike (tg-auto-shard's tie-layers).
+  bool shardTieLayers = true;
   /// The precision policy: "fp32" (nothing changes) or "bf16" (bf16
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.

@@ -26,20 +26,16 @@ using namespace mlir::tg;
 
 namespace {
 
-/// The layer a model-file name belongs to: `h.3` for `h.3.attn.c_proj`,
-/// the first component otherwise (`wte`, `fc1`).
-std::string layerOfName(StringRef name) {
-  SmallVector<StringRef> parts;
-  name.split(parts, '.');
-  if (parts.size() >= 3 && !parts[1].empty() &&
-      llvm::all_of(parts[1], [](char c) { return llvm::isDigit(c); }))
-    return (parts[0] + "." + parts[1]).str();
-  return parts.empty() ? std::string() : parts[0].str();
+/// What the report groups a model-file name under: its layer (`h.3` for
+/// `h.3.attn.c_proj`), else its first component (`wte`, `fc1`).
+std::string groupOfName(StringRef name) {
+  std::string layer = layerOfName(name);
+  return layer.empty() ? name.split('.').first.str() : layer;
 }
 
 std::string layerOfLoc(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
-    return layerOfName(name.getName().getValue());
+    return groupOfName(name.getName().getValue());
   if (auto fused = dyn_cast<FusedLoc>(loc))
     for (Location l : fused.getLocations()) {
       std::string layer = layerOfLoc(l);
@@ -61,7 +57,7 @@ std::string layerOfOp(Operation *op) {
       if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
         if (auto name = func.getArgAttrOfType<StringAttr>(
                 arg.getArgNumber(), TgDialect::kParamAttr))
-          return layerOfName(name.getValue());
+          return groupOfName(name.getValue());
   return layerOfLoc(op->getLoc());
 }
 
@@ -239,7 +235,7 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   }
   std::string lastLayer;
   for (auto &[param, args] : byParam) {
-    std::string layer = layerOfName(param);
+    std::string layer = groupOfName(param);
     if (layer != lastLayer)
       os << "  " << layer << "\n";
     lastLayer = layer;
@@ -367,7 +363,7 @@ llvm::json::Value mlir::tg::shardingReportJson(ModuleOp module,
       continue;
     tensors.push_back(
         llvm::json::Object{{"name", name.getValue()},
-                           {"layer", layerOfName(name.getValue())},
+                           {"layer", groupOfName(name.getValue())},
                            {"sharding", formatSharding(s)},
                            {"origin", getShardingOrigin(arg)}});
   }

@@ -1,14 +1,16 @@
 //===- Solver.cpp - Solve the auto-sharding problem -------------*- C++ -*-===//
 //
-// The order of methods: shrink the problem (buildSearchGraph); heuristics
-// for a third of the time (least-memory choice; Lagrangian rounds for a
-// quarter, whose priced problem over tied groups PBQP's reductions,
-// message passing on their core and tree moves solve, repaired by whole
-// groups; iterated local search); when the integer program over tied
-// groups is small, CBC solves it from the best choice, and a proven
-// optimum ends the search; otherwise local search and CBC on regions take
-// turns until the limit. Without CBC the heuristics have all the time (the
-// Lagrangian rounds half of it).
+// The order of methods: shrink the problem (buildSearchGraph); when the
+// integer program over tied groups is small, CBC from the least-memory
+// choice for a fifth of the time (a stack of layers tied by tg-auto-shard
+// is one layer's program: CBC proves it in about a second), a proven
+// optimum ending the search; heuristics until a third of the time
+// (Lagrangian rounds until a quarter, whose priced problem over tied
+// groups PBQP's reductions, message passing on their core and tree moves
+// solve, repaired by whole groups; iterated local search); the small
+// program to CBC again from the best choice; otherwise local search and
+// CBC on regions take turns until the limit. Without CBC the heuristics
+// have all the time (the Lagrangian rounds half of it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -238,7 +240,9 @@ Solution tg::shardsolve::solve(const Problem &problem,
   bool haveCbc = !options.cbcPath.empty();
   size_t variables = ilpSize(graph, kIlpSize);
   bool fullIlp = haveCbc && variables <= kIlpSize;
-  note(llvm::formatv("integer program over tied groups: size {0}{1}", variables,
+  TiedGroups groups = findTiedGroups(graph);
+  note(llvm::formatv("integer program over {0} tied groups: size {1}{2}",
+                     groups.numGroups(), variables,
                      !haveCbc  ? " (cbc off)"
                      : fullIlp ? ""
                                : ", too many for one run of cbc"));
@@ -246,7 +250,6 @@ Solution tg::shardsolve::solve(const Problem &problem,
   // 1. Heuristics: the least-memory choice, then Lagrangian rounds (the
   // priced problem without the limit by PBQP reductions, repaired to the
   // limit and improved), then iterated local search.
-  TiedGroups groups = findTiedGroups(graph);
   LocalSearch search(graph, options.seed);
   std::vector<int32_t> all(graph.numNodes);
   for (int32_t i = 0; i < graph.numNodes; ++i)
@@ -277,6 +280,46 @@ Solution tg::shardsolve::solve(const Problem &problem,
     search.descend(all);
   keepIfBetter("group descent");
   double leastMemoryCost = bestCost;
+
+  auto secondsLeft = [&] {
+    return std::chrono::duration<double>(deadline - LocalSearch::Clock::now())
+        .count();
+  };
+  // CBC on the whole program from the best choice so far: the solution when
+  // it proves the optimum (or that there is none), else none, its choice
+  // kept when better.
+  auto runIlp = [&](double seconds) -> std::optional<Solution> {
+    note(llvm::formatv("ilp: cbc for at most {0} s", seconds));
+    auto result = solveWithCbc(graph, options.cbcPath, seconds, best);
+    if (!result) {
+      note("ilp: " + llvm::toString(result.takeError()));
+    } else if (result->infeasible && best.empty()) {
+      solution.evaluation.why = "no choice keeps the usage limit (cbc proved "
+                                "the integer program infeasible)";
+      solution.method = "ilp";
+      solution.seconds = secondsSince(start);
+      return solution;
+    } else if (!result->choice.empty()) {
+      search.reset(result->choice);
+      if (result->optimal && search.valid()) {
+        note("ilp: optimal");
+        solution.optimal = true;
+        return finish(graph.expand(result->choice), "ilp (optimal)");
+      }
+      note(llvm::formatv("ilp: stopped at cost {0}", search.cost()));
+      keepIfBetter("ilp");
+    } else {
+      note("ilp: stopped without a solution");
+    }
+    return std::nullopt;
+  };
+  // A small program goes to CBC first, for a fifth of the time: a stack of
+  // layers tied by tg-auto-shard is one layer's program however deep, and
+  // CBC proves its optimum in about a second, where the heuristics below
+  // take longer the more nodes there are. What CBC leaves unproven goes on.
+  if (fullIlp)
+    if (auto done = runIlp(std::max(1.0, options.timeLimitSeconds / 5)))
+      return *done;
 
   auto heuristicsEnd = start + (haveCbc ? total / 3 : total);
   auto lagrangeEnd = start + total / (haveCbc ? 4 : 2);
@@ -393,36 +436,11 @@ Solution tg::shardsolve::solve(const Problem &problem,
 
   // 2. The whole integer program, when small enough, from the best choice;
   // then 3. CBC on regions while time is left.
-  auto secondsLeft = [&] {
-    return std::chrono::duration<double>(deadline - LocalSearch::Clock::now())
-        .count();
-  };
   if (fullIlp) {
     // CBC may overrun its limit (it is killed 3 s after), and regions need
     // time after it when it does not finish.
-    double seconds = std::max(1.0, secondsLeft() * 0.85 - 4);
-    note(llvm::formatv("ilp: cbc for at most {0} s", seconds));
-    auto result = solveWithCbc(graph, options.cbcPath, seconds, best);
-    if (!result) {
-      note("ilp: " + llvm::toString(result.takeError()));
-    } else if (result->infeasible && best.empty()) {
-      solution.evaluation.why = "no choice keeps the usage limit (cbc proved "
-                                "the integer program infeasible)";
-      solution.method = "ilp";
-      solution.seconds = secondsSince(start);
-      return solution;
-    } else if (!result->choice.empty()) {
-      search.reset(result->choice);
-      if (result->optimal && search.valid()) {
-        note("ilp: optimal");
-        solution.optimal = true;
-        return finish(graph.expand(result->choice), "ilp (optimal)");
-      }
-      note(llvm::formatv("ilp: stopped at cost {0}", search.cost()));
-      keepIfBetter("ilp");
-    } else {
-      note("ilp: stopped without a solution");
-    }
+    if (auto done = runIlp(std::max(1.0, secondsLeft() * 0.85 - 4)))
+      return *done;
   }
   // Local search and CBC on regions take turns in slices of time, each
   // turn to the one that gained more per second lately (the contest's

@@ -17,30 +17,6 @@
 using namespace mlir;
 using namespace mlir::tg;
 
-std::string mlir::tg::nodeNameOf(Operation *op) {
-  SmallVector<Location> work{op->getLoc()};
-  while (!work.empty()) {
-    Location loc = work.pop_back_val();
-    if (auto name = dyn_cast<NameLoc>(loc))
-      return name.getName().str();
-    if (auto fused = dyn_cast<FusedLoc>(loc))
-      for (Location inner : llvm::reverse(fused.getLocations()))
-        work.push_back(inner);
-    else if (auto site = dyn_cast<CallSiteLoc>(loc))
-      work.push_back(site.getCallee());
-  }
-  return "";
-}
-
-std::string mlir::tg::layerOfName(StringRef name) {
-  SmallVector<StringRef> parts;
-  name.split(parts, '.');
-  for (auto [i, part] : llvm::enumerate(parts))
-    if (!part.empty() && llvm::all_of(part, llvm::isDigit) && i > 0)
-      return llvm::join(ArrayRef(parts).take_front(i + 1), ".");
-  return "";
-}
-
 std::optional<RematGraph> RematGraph::build(func::FuncOp func) {
   if (!func.getBody().hasOneBlock())
     return std::nullopt;

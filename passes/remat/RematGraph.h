@@ -96,14 +96,6 @@ RematCost evaluate(const RematGraph &graph, const llvm::BitVector &recompute);
 SmallVector<Operation *> applyRemat(const RematGraph &graph,
                                     const RematCost &cost);
 
-/// The model file's node name an op came from ("h.0.attn.q"), or "".
-std::string nodeNameOf(Operation *op);
-
-/// The layer a node name belongs to: the name up to its first all-digit
-/// component ("h.0" for "h.0.attn.q", "layers.11" for "layers.11.mlp");
-/// "" for a name with no such component.
-std::string layerOfName(StringRef name);
-
 } // namespace mlir::tg
 
 #endif // TGC_PASSES_REMAT_REMATGRAPH_H

@@ -21,6 +21,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <map>
+
 namespace mlir::tg {
 #define GEN_PASS_DEF_AUTOSHARDPASS
 #include "passes/sharding/Passes.h.inc"
@@ -108,6 +110,8 @@ private:
   bool allowZero = true;
   /// The memory per device the plan must fit.
   int64_t limitBytes = 0;
+  /// Nodes tied to the same role of the layer before.
+  int64_t tiedNodes = 0;
 
   SmallVector<Node> nodes;
   /// The node (and result) that decides each value.
@@ -129,6 +133,7 @@ private:
   SmallVector<Choice> opChoices(Operation *op);
   void addEdge(int64_t u, unsigned result, int64_t v,
                function_ref<ShardingAttr(const Choice &)> wanted, Type type);
+  void tieRepeatedLayers(func::FuncOp step);
   LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
 };
 
@@ -369,6 +374,117 @@ void AutoShardPass::addEdge(int64_t u, unsigned result, int64_t v,
 }
 
 //===----------------------------------------------------------------------===//
+// Repeated layers
+//===----------------------------------------------------------------------===//
+
+/// The parameter, state or accumulator name of a step argument, and which.
+std::pair<std::string, StringRef> argumentName(func::FuncOp step,
+                                               BlockArgument arg) {
+  for (StringRef attr :
+       {TgDialect::kParamAttr, TgDialect::kStateAttr, TgDialect::kAccumAttr})
+    if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr))
+      return {name.str(), attr};
+  return {};
+}
+
+/// Whether two nodes have the same types and the same strategies in the
+/// same order, so that "the same strategy" means the same sharding.
+bool sameStrategies(const Node &a, const Node &b) {
+  if (a.choices.size() != b.choices.size() || !a.op != !b.op)
+    return false;
+  if (a.op ? a.op->getOperandTypes() != b.op->getOperandTypes() ||
+                 a.op->getResultTypes() != b.op->getResultTypes()
+           : a.arg.getType() != b.arg.getType())
+    return false;
+  for (auto [x, y] : llvm::zip(a.choices, b.choices))
+    if (x.operands != y.operands || x.results != y.results)
+      return false;
+  return true;
+}
+
+/// Ties each node of a repeated layer to the node in the same role of the
+/// layer before it, by an edge that forbids unequal strategies. A role is
+/// the model file's name with the layer's index taken out ("h.#.attn.q"),
+/// the op (or argument kind), and the node's rank among the layer's nodes
+/// of that name and op: the backward ops of one forward op share its name.
+void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
+  struct Member {
+    int64_t layer, node;
+  };
+  std::map<std::string, SmallVector<Member>> roles;
+  llvm::StringMap<int64_t> rank;
+  // An op without a name of its own (the optimizer's ops on a parameter's
+  // gradient, the sums of gradients along the residual stream) takes one
+  // from an operand of its result's type: the parameter, state or
+  // accumulator it reads, or the op that made it, best one with a layer's
+  // name and a name of its own rather than one taken so.
+  DenseMap<Operation *, std::pair<std::string, bool>> names;
+  auto nameOf = [&](Value v) -> std::pair<std::string, bool> {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return {argumentName(step, arg).first, true};
+    return names.lookup(v.getDefiningOp());
+  };
+  for (auto [v, node] : llvm::enumerate(nodes)) {
+    std::string name;
+    StringRef kind;
+    if (node.op) {
+      kind = node.op->getName().getStringRef();
+      name = nodeNameOf(node.op);
+      bool own = !name.empty();
+      if (!own && node.op->getNumResults() > 0) {
+        int best = -1;
+        for (Value operand : node.op->getOperands()) {
+          if (operand.getType() != node.op->getResult(0).getType())
+            continue;
+          auto [from, fromOwn] = nameOf(operand);
+          int score =
+              from.empty() ? -1 : 2 * !layerOfName(from).empty() + fromOwn;
+          if (score > best) {
+            best = score;
+            name = from;
+          }
+        }
+      }
+      names[node.op] = {name, own};
+    } else {
+      std::tie(name, kind) = argumentName(step, node.arg);
+    }
+    std::string layer = layerOfName(name);
+    auto [stack, index] = StringRef(layer).rsplit('.');
+    int64_t n;
+    if (layer.empty() || index.getAsInteger(10, n))
+      continue;
+    StringRef rest = StringRef(name).drop_front(layer.size());
+    std::string within = (layer + "|" + rest + "|" + kind).str();
+    std::string role =
+        (stack + ".#" + rest + "|" + kind + "|" + Twine(rank[within]++)).str();
+    roles[role].push_back({n, (int64_t)v});
+  }
+  for (auto &[role, members] : roles) {
+    llvm::stable_sort(members, [](const Member &a, const Member &b) {
+      return a.layer < b.layer;
+    });
+    for (auto [prev, next] :
+         llvm::zip(members, ArrayRef(members).drop_front())) {
+      if (prev.layer == next.layer ||
+          !sameStrategies(nodes[prev.node], nodes[next.node]))
+        continue;
+      auto key = std::minmax(prev.node, next.node);
+      size_t n = nodes[prev.node].choices.size();
+      std::vector<double> &costs = edges[{key.first, key.second}];
+      if (costs.empty())
+        costs.assign(n * n, 0.0);
+      for (size_t a = 0; a < n; ++a)
+        for (size_t b = 0; b < n; ++b)
+          if (a != b)
+            costs[a * n + b] = ::tg::shardsolve::kForbidden;
+      ++numTied;
+      ++tiedNodes;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -570,6 +686,9 @@ void AutoShardPass::runOnOperation() {
     }
   }
 
+  if (tieLayers)
+    tieRepeatedLayers(step);
+
   // The problem, in the solver's terms.
   ::tg::shardsolve::Problem problem;
   problem.name =
@@ -632,6 +751,7 @@ void AutoShardPass::runOnOperation() {
           b.getNamedAttr("method", b.getStringAttr(solution.method)),
           b.getNamedAttr("nodes", b.getI64IntegerAttr(problem.numNodes())),
           b.getNamedAttr("edges", b.getI64IntegerAttr(problem.edges.size())),
+          b.getNamedAttr("tied_nodes", b.getI64IntegerAttr(tiedNodes)),
       }));
 }
 

@@ -212,6 +212,19 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
         tg.sharding_origin = "solver"}, ...) attributes {tg.auto_shard = {...}}
     ```
 
+    Repeated layers are solved once (`tie-layers`, on by default): a node
+    of a layer named `STACK.N.*` in the model file (`h.3.attn.q`, its
+    backward ops, its parameter `h.3.attn.c_attn.weight` and that one's
+    optimizer state) is tied to the node in the same role of layer N-1 (the
+    same name with N taken out, the same op, the same place among the
+    layer's ops of that name, the same strategies) by an edge that allows
+    only equal strategies. The solver contracts each chain of ties into one
+    node, so its search is over one layer's choices however deep the stack,
+    while the memory limit still counts every layer's live ranges. Under a
+    tight limit, layers that choose apart may fit where alike ones do not
+    (on a 6-layer GPT-2 at 30.5 MB a plan 1.3% slower, the closest seen):
+    `tie-layers=false` lets them.
+
     Not modelled yet: overlap of collectives with compute, the memory
     planner's reuse of buffers (live ranges are the ops' order), and the
     partitioner's reuse of a partial sum reduced once for several readers
@@ -228,12 +241,15 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     Option<"timeLimit", "time-limit", "double", "10",
            "Seconds the solver may search">,
     Option<"dumpProblem", "dump-problem", "std::string", "\"\"",
-           "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">
+           "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">,
+    Option<"tieLayers", "tie-layers", "bool", "true",
+           "Repeated layers choose alike: each node of layer N is tied to the node in the same role of layer N-1, so the solver plans one layer for the stack">
   ];
   let statistics = [
     Statistic<"numNodes", "nodes", "Nodes of the problem">,
     Statistic<"numEdges", "edges", "Edges of the problem">,
-    Statistic<"numPins", "pins", "Shardings written">
+    Statistic<"numPins", "pins", "Shardings written">,
+    Statistic<"numTied", "tied", "Nodes tied to the same role of the layer before">
   ];
   let dependentDialects = ["::mlir::tg::TgDialect"];
 }

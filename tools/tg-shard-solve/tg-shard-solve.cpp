@@ -64,13 +64,16 @@ must sum to at most L. Costs >= 1e18 are forbidden.
 Methods: the problem first shrinks (forbidden and dominated strategies go,
 parallel edges merge, the time axis compresses to where the live set
 changes), and nodes tied by bijective forbidden pairs form groups that
-move together. Heuristics come first: the least-memory choice, Lagrangian
+move together (tg-auto-shard ties repeated layers so, which makes a stack
+of layers one layer's program). When the integer program over groups is
+small, CBC gets it first from the least-memory choice, for a fifth of the
+time; a proven optimum ends the search. Heuristics come next: Lagrangian
 rounds (memory priced per time segment; the priced problem, over groups,
 solved by PBQP's exact reductions, message passing (TRW-S) on the core
 they leave, and exact moves over trees; then repaired to the limit by
 whole groups) and iterated local search (single-node moves, ejection
 chains through tied nodes, repair at the memory peak).
-When the integer program over groups is small, CBC solves it whole from
+When the integer program over groups is small, CBC solves it again from
 the best choice, and its proven optimum is final. Otherwise local search
 and CBC on regions (whole groups around a random node, the rest fixed)
 take turns until the time limit, each turn to the one gaining faster.

@@ -270,6 +270,14 @@ cl::opt<double> shardTimeLimit(
     "shard-time-limit",
     cl::desc("--auto-shard: seconds the solver may search (default 10)"),
     cl::init(10), cl::cat(planCategory));
+cl::opt<bool> shardPerLayer(
+    "shard-per-layer",
+    cl::desc("--auto-shard: let each repeated layer (h.0.*, h.1.*, ... in "
+             "the model file) choose its own shardings; by default each "
+             "layer's node is tied to the same node of the layer before, so "
+             "the solver plans one layer for the stack and its time does not "
+             "grow with depth"),
+    cl::init(false), cl::cat(planCategory));
 cl::opt<std::string> comparePlans(
     "compare-plans",
     cl::desc("tgc --compare-plans A.mlir B.mlir: compile both plans (tg IR "
@@ -966,6 +974,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.allowStrategies = allowStrategies;
     options.shardSeed = shardSeed;
     options.shardTimeLimit = shardTimeLimit;
+    options.shardTieLayers = !shardPerLayer;
     bool pricesPlans =
         autoShard || report == "sharding" || !comparePlans.empty();
     if (pricesPlans && !mesh)

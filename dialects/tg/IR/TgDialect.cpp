@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -398,4 +399,32 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   // Parameter and input markers belong on function arguments.
   return op->emitError() << "unknown tg attribute '" << name << "' on '"
                          << op->getName() << "'";
+}
+
+//===----------------------------------------------------------------------===//
+// Names from the model file
+//===----------------------------------------------------------------------===//
+
+std::string mlir::tg::nodeNameOf(Operation *op) {
+  SmallVector<Location> work{op->getLoc()};
+  while (!work.empty()) {
+    Location loc = work.pop_back_val();
+    if (auto name = dyn_cast<NameLoc>(loc))
+      return name.getName().str();
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location inner : llvm::reverse(fused.getLocations()))
+        work.push_back(inner);
+    else if (auto site = dyn_cast<CallSiteLoc>(loc))
+      work.push_back(site.getCallee());
+  }
+  return "";
+}
+
+std::string mlir::tg::layerOfName(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  for (auto [i, part] : llvm::enumerate(parts))
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit) && i > 0)
+      return llvm::join(ArrayRef(parts).take_front(i + 1), ".");
+  return "";
 }

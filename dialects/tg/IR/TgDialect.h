@@ -9,6 +9,9 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/Operation.h"
+
+#include <string>
 
 #include "dialects/tg/IR/TgDialect.h.inc"
 #include "dialects/tg/IR/TgEnums.h.inc"
@@ -31,6 +34,16 @@ llvm::SmallVector<llvm::StringRef> getEnumSpellings() {
     out.push_back(s);
   }
 }
+
+/// The model file's node name an op came from ("h.0.attn.q"): the first
+/// name in its location (a backward op's fused location holds its forward
+/// op's), or "".
+std::string nodeNameOf(Operation *op);
+
+/// The layer a node name belongs to: the name up to its first all-digit
+/// component after the first ("h.0" for "h.0.attn.q", "layers.11" for
+/// "layers.11.mlp"); "" for a name with no such component.
+std::string layerOfName(llvm::StringRef name);
 
 } // namespace mlir::tg
 
