@@ -20,16 +20,16 @@
 # with the case's global batch G split as G = D x M x K: M = G / D first (one
 # micro-batch per step), halved while the solver finds no plan that fits or
 # the plan it finds does not fit the device once compiled. tgc's report
-# prices one call of @train_step (a micro-batch, with its gradient sync and
-# optimizer update), so the step of the global batch is taken as K times
-# that; with K > 1 this counts the gradient sync and the optimizer K times
-# (what tgc's executable runs), for tgc's plan and Megatron's alike.
+# prices the global batch's step: @forward_backward on K - 1 micro-batches
+# and @train_step (the last one, its gradient sync and the update) once,
+# as tgc's executable runs them.
 #
-# The best mesh is the one whose plan fits with the lowest step; Megatron's
-# configuration is the report's "tp x dp" / "tp+sp x dp" rows (the faster of
-# the two) on the mesh with Megatron's TP degree ("dp" where that is 1), at
-# the same micro-batch. The solver alone is AutoShardPass's wall time in the
-# run's --mlir-timing report (a separate --compile-to=sharding run would run
+# Megatron's configuration is the report's "tp x dp" / "tp+sp x dp" rows
+# (the faster of the two; "dp" where its TP is 1) on the mesh with
+# Megatron's TP degree at Megatron's published micro-batch; that run's
+# plan is one of tgc's tries too. The best plan is the fitting try with the
+# lowest step. The solver alone is AutoShardPass's wall time in the run's
+# --mlir-timing report (a separate --compile-to=sharding run would run
 # AutoShardPass twice).
 #
 # Where no mesh has a plan that fits (tgc prices neither recomputation nor
@@ -85,18 +85,19 @@ UNLIMITED = "1000000GB"
 
 # name: devices, global batch (sequences), Megatron's TP, its source.
 CASES = {
-    "gpt2-124m": dict(devices=8, batch=512, tp=1, seq=1024, megatron=(
-        "NeMo-Framework-Launcher gpt3/126m.yaml: TP 1, PP 1, global batch "
-        "256 x 2048 tokens (here 512 x 1024, llm.c's 524288 tokens)")),
-    "gpt3-6.7b": dict(devices=64, batch=512, tp=2, seq=2048, megatron=(
+    "gpt2-124m": dict(devices=8, batch=512, tp=1, micro=4, seq=1024, megatron=(
+        "NeMo-Framework-Launcher gpt3/126m.yaml: TP 1, PP 1, micro-batch 4, "
+        "global batch 256 x 2048 tokens (here 512 x 1024, llm.c's 524288 "
+        "tokens)")),
+    "gpt3-6.7b": dict(devices=64, batch=512, tp=2, micro=1, seq=2048, megatron=(
         "NeMo-Framework-Launcher gpt3/7b_improved.yaml (32 layers, 4096, "
-        "32 heads): TP 2, PP 1, global batch 512")),
-    "llama2-70b": dict(devices=512, batch=2048, tp=4, seq=4096, megatron=(
+        "32 heads): TP 2, PP 1, micro-batch 1, global batch 512")),
+    "llama2-70b": dict(devices=512, batch=2048, tp=4, micro=1, seq=4096, megatron=(
         "NeMo-Framework-Launcher llama/llama2_70b.yaml: TP 4, PP 4 (virtual "
-        "20), SP, global batch 2048, 1024 GPUs")),
-    "gpt3-175b": dict(devices=1024, batch=1536, tp=8, seq=2048, megatron=(
-        "Narayanan et al. 2021 (arXiv:2104.04473): TP 8 x PP 8, batch 1536 "
-        "on 1024 GPUs")),
+        "20), SP, micro-batch 1, global batch 2048, 1024 GPUs")),
+    "gpt3-175b": dict(devices=1024, batch=1536, tp=8, micro=1, seq=2048, megatron=(
+        "Narayanan et al. 2021 (arXiv:2104.04473): TP 8 x PP 8, micro-batch "
+        "1, batch 1536 on 1024 GPUs")),
 }
 
 
@@ -154,16 +155,16 @@ def megatron_row(report, tp):
     return min(rows, key=lambda r: r["step_seconds"]) if rows else None
 
 
-def plan_mesh(name, case, tp, limit=None, micro=1):
+def plan_mesh(name, case, tp, limit=None, micro=1, once=False):
     data = case["devices"] // tp
     if case["batch"] % data:
         print("  mesh data=%d,tp=%d: skipped, global batch %d is not a "
               "multiple of data=%d" % (data, tp, case["batch"], data))
         return None
     per_replica = case["batch"] // data
-    # Without a limit (the fall-backs below): the largest divisor of the
-    # replica's batch up to the given micro-batch, once.
-    if limit is None:
+    # Without a limit (the fall-backs below) or once: the largest divisor of
+    # the replica's batch up to the given micro-batch.
+    if limit is None and not once:
         micro = per_replica
     else:
         micro = next(m for m in range(min(micro, per_replica), 0, -1)
@@ -194,8 +195,8 @@ def plan_mesh(name, case, tp, limit=None, micro=1):
             with open(rjson) as f:
                 r = json.load(f)
             c = r["chosen"]
-            attempt.update(plan=c["plan"], step=c["step_seconds"] * accum,
-                           micro_step=c["step_seconds"],
+            attempt.update(plan=c["plan"], step=c["step_seconds"],
+                           micro_step=c["train_step_seconds"],
                            memory=c["memory_bytes"],
                            fits=c["memory_bytes"] <= DEVICE_MEMORY,
                            limit=DEVICE_MEMORY, mfu=r["mfu"],
@@ -203,7 +204,7 @@ def plan_mesh(name, case, tp, limit=None, micro=1):
             meg = megatron_row(r, case["tp"]) if tp == case["tp"] else None
             if meg:
                 attempt["megatron"] = dict(
-                    plan=preset(meg["plan"]), step=meg["step_seconds"] * accum,
+                    plan=preset(meg["plan"]), step=meg["step_seconds"],
                     memory=meg["memory_bytes"],
                     fits=meg["memory_bytes"] <= DEVICE_MEMORY)
             attempt["compared"] = [
@@ -226,7 +227,8 @@ def plan_mesh(name, case, tp, limit=None, micro=1):
             print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s, tgc exit %d: %s"
                   % (data, tp, micro, accum,
                      " no memory limit" if limit else "", wall, rc, error))
-        if (rc == 0 and attempt["fits"]) or micro == 1 or limit is not None:
+        if ((rc == 0 and attempt["fits"]) or micro == 1 or limit is not None
+                or once):
             break
         if rc != 0 and "fits" not in error:
             break  # an error other than memory: smaller batches won't help
@@ -247,6 +249,11 @@ for name in os.environ["CASES"].split():
             continue
         tries += plan_mesh(name, case, tp) or []
         sys.stdout.flush()
+    # Megatron's mesh at its micro-batch: its configuration's row, and a
+    # plan of tgc's as any other try.
+    megatron_tries = plan_mesh(name, case, case["tp"], micro=case["micro"],
+                               once=True) or []
+    tries += megatron_tries
     ok = [t for t in tries if t["rc"] == 0]
     fitting = [t for t in ok if t["fits"]]
     if not fitting:
@@ -261,18 +268,16 @@ for name in os.environ["CASES"].split():
                 tries += plan_mesh(name, case, tp, UNLIMITED) or []
         ok = [t for t in tries if t["rc"] == 0 and t["unlimited"]]
     best = min(fitting or ok, key=lambda t: t["step"]) if ok else None
-    meg = [t for t in ok if "megatron" in t]
-    # Megatron's row at the smallest micro-batch tried on its mesh (the
-    # last try there), so its memory is the lowest tgc priced.
-    meg = meg[-1] if meg else None
+    meg = [t for t in megatron_tries + ok if "megatron" in t and
+           t["micro"] == case["micro"]]
+    meg = meg[0] if meg else None
     if best and not meg:
-        # No plan on Megatron's mesh (the solver found none that fits, so
-        # tgc priced no plan there): its presets without a memory limit, at
-        # the best plan's micro-batch.
+        # No plan fits on Megatron's mesh at its micro-batch, so tgc priced
+        # none there: its presets without a memory limit.
         print("  Megatron's mesh (tp=%d) has no report: its plans without a "
               "memory limit" % case["tp"], flush=True)
         extra = plan_mesh(name, case, case["tp"], UNLIMITED,
-                          best["micro"]) or []
+                          case["micro"], once=True) or []
         tries += extra
         meg = [t for t in extra if "megatron" in t]
         meg = meg[-1] if meg else None
@@ -313,7 +318,8 @@ for name, e in results.items():
               "" if not mrow or mrow["fits"] else " (does not fit)",
               "%.2f" % (b["step"] / mrow["step"]) if mrow else "-"))
 print()
-print("step: the global batch's step (micro-step x accum); search: wall "
+print("step: the global batch's step (@forward_backward x (accum - 1) + "
+      "@train_step); search: wall "
       "seconds of the chosen mesh's tgc run (solver + the 5 plans compiled "
       "and priced), solver: AutoShardPass in its --mlir-timing, all tries: "
       "every tgc run of the case. Logs and commands: %s/logs, numbers: %s/scale.json"

@@ -94,6 +94,92 @@ std::string verdict(const PlanEstimate &plan, const PlanEstimate &chosen,
   return "";
 }
 
+/// How many micro-batches one step of `module` runs: what tg-optimizer
+/// built @train_step for (tg.micro_batches) where the module has
+/// @forward_backward (the executable calls it for all but the last, which
+/// @train_step computes), else 1.
+int64_t microBatchesOf(ModuleOp module) {
+  auto step = stepOf(module);
+  auto k = step ? step->getAttrOfType<IntegerAttr>(TgDialect::kMicroBatchesAttr)
+                : nullptr;
+  if (!k || !module.lookupSymbol<func::FuncOp>("forward_backward"))
+    return 1;
+  return std::max<int64_t>(k.getInt(), 1);
+}
+
+/// Adds one call of `func` to `plan`, `weight` times: compute, collectives
+/// (listed only for a single call: @train_step's), per-layer times and the
+/// communication the schedule hides.
+void addFunction(PlanEstimate &plan, func::FuncOp func, const CostModel &cost,
+                 double weight) {
+  // Ops without a name of their own (the optimizer's, a bucket's
+  // collective) count toward the layer before them.
+  std::string layer = "(step)";
+  // The two streams' clocks: compute (and collectives in place), and the
+  // buckets' when the cluster overlaps them.
+  bool overlap = cost.spec().overlapsCommunication;
+  double computeClock = 0, commClock = 0, compute = 0, comm = 0;
+  llvm::DenseMap<int64_t, double> bucketDone;
+  auto waitFor = [&](Operation *op) {
+    if (auto waits =
+            op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
+      for (int64_t b : waits.asArrayRef())
+        computeClock = std::max(computeClock, bucketDone.lookup(b));
+  };
+  llvm::StringMap<size_t> layerIndex;
+  for (auto [i, entry] : llvm::enumerate(plan.layers))
+    layerIndex[std::get<0>(entry)] = i;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    std::string named = layerOfOp(&op);
+    if (!named.empty())
+      layer = named;
+    auto [it, inserted] = layerIndex.try_emplace(layer, plan.layers.size());
+    if (inserted)
+      plan.layers.push_back({layer, 0.0, 0.0});
+    auto &[name, layerCompute, layerComm] = plan.layers[it->second];
+    if (std::optional<double> seconds = cost.collectiveOpSeconds(&op);
+        seconds && !isa<AllSliceOp>(op)) {
+      if (weight == 1) {
+        CollectiveEstimate c;
+        c.kind = op.getName().stripDialect().str();
+        if (auto axis = op.getAttrOfType<StringAttr>("mesh_axis"))
+          c.axis = axis.getValue().str();
+        for (Value v : op.getOperands())
+          c.bytes += tensorBytes(v.getType());
+        if (auto why = op.getAttrOfType<StringAttr>(kReshardAttr))
+          c.cause = why.getValue().str();
+        else if (op.hasAttr("bucket"))
+          c.cause = "gradient bucket";
+        c.layer = layer;
+        c.seconds = *seconds;
+        plan.collectives.push_back(std::move(c));
+      }
+      comm += *seconds;
+      layerComm += weight * *seconds;
+      auto bucket = op.getAttrOfType<IntegerAttr>("bucket");
+      waitFor(&op);
+      if (overlap && bucket) {
+        commClock = std::max(commClock, computeClock) + *seconds;
+        bucketDone[bucket.getInt()] = commClock;
+      } else {
+        computeClock += *seconds;
+      }
+      continue;
+    }
+    double seconds = cost.opSeconds(&op);
+    compute += seconds;
+    plan.flops += weight * flopCount(&op);
+    layerCompute += weight * seconds;
+    waitFor(&op);
+    computeClock += seconds;
+  }
+  waitFor(func.getBody().front().getTerminator());
+  double makespan = std::max(computeClock, commClock);
+  plan.computeSeconds += weight * compute;
+  plan.commSeconds += weight * comm;
+  plan.hiddenSeconds += weight * std::max(0.0, compute + comm - makespan);
+}
+
 } // namespace
 
 PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
@@ -110,67 +196,31 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
       plan.argumentBytes += tensorBytes(t);
   if (auto arena = step->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
     plan.arenaBytes = arena.getInt();
-  // Ops without a name of their own (the optimizer's, a bucket's
-  // collective) count toward the layer before them.
-  std::string layer = "(step)";
-  // The two streams' clocks: compute (and collectives in place), and the
-  // buckets' when the cluster overlaps them.
-  bool overlap = cost.spec().overlapsCommunication;
-  double computeClock = 0, commClock = 0;
-  llvm::DenseMap<int64_t, double> bucketDone;
-  auto waitFor = [&](Operation *op) {
-    if (auto waits =
-            op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
-      for (int64_t b : waits.asArrayRef())
-        computeClock = std::max(computeClock, bucketDone.lookup(b));
-  };
-  llvm::StringMap<size_t> layerIndex;
-  for (Operation &op : step.getBody().front().without_terminator()) {
-    std::string named = layerOfOp(&op);
-    if (!named.empty())
-      layer = named;
-    auto [it, inserted] = layerIndex.try_emplace(layer, plan.layers.size());
-    if (inserted)
-      plan.layers.push_back({layer, 0.0, 0.0});
-    auto &[name, compute, comm] = plan.layers[it->second];
-    if (std::optional<double> seconds = cost.collectiveOpSeconds(&op);
-        seconds && !isa<AllSliceOp>(op)) {
-      CollectiveEstimate c;
-      c.kind = op.getName().stripDialect().str();
-      if (auto axis = op.getAttrOfType<StringAttr>("mesh_axis"))
-        c.axis = axis.getValue().str();
-      for (Value v : op.getOperands())
-        c.bytes += tensorBytes(v.getType());
-      if (auto why = op.getAttrOfType<StringAttr>(kReshardAttr))
-        c.cause = why.getValue().str();
-      else if (op.hasAttr("bucket"))
-        c.cause = "gradient bucket";
-      c.layer = layer;
-      c.seconds = *seconds;
-      plan.commSeconds += *seconds;
-      comm += *seconds;
-      plan.collectives.push_back(std::move(c));
-      auto bucket = op.getAttrOfType<IntegerAttr>("bucket");
-      waitFor(&op);
-      if (overlap && bucket) {
-        commClock = std::max(commClock, computeClock) + *seconds;
-        bucketDone[bucket.getInt()] = commClock;
-      } else {
-        computeClock += *seconds;
-      }
-      continue;
-    }
-    double seconds = cost.opSeconds(&op);
-    plan.computeSeconds += seconds;
-    plan.flops += flopCount(&op);
-    compute += seconds;
-    waitFor(&op);
-    computeClock += seconds;
+  // With gradient accumulation a step is @forward_backward on all
+  // micro-batches but the last, then @train_step on the last (its gradient
+  // sync, clipping and update once per step).
+  plan.microBatches = microBatchesOf(module);
+  if (plan.microBatches > 1)
+    addFunction(plan, module.lookupSymbol<func::FuncOp>("forward_backward"),
+                cost, plan.microBatches - 1);
+  PlanEstimate last;
+  addFunction(last, step, cost, 1);
+  plan.trainStepSeconds = last.stepSeconds();
+  plan.collectives = std::move(last.collectives);
+  plan.computeSeconds += last.computeSeconds;
+  plan.commSeconds += last.commSeconds;
+  plan.hiddenSeconds += last.hiddenSeconds;
+  plan.flops += last.flops;
+  // Layers in @train_step's order, with the other micro-batches' time.
+  llvm::StringMap<std::pair<double, double>> earlier;
+  for (auto &[name, compute, comm] : plan.layers)
+    earlier[name] = {compute, comm};
+  plan.layers = std::move(last.layers);
+  for (auto &[name, compute, comm] : plan.layers) {
+    auto [c, m] = earlier.lookup(name);
+    compute += c;
+    comm += m;
   }
-  waitFor(step.getBody().front().getTerminator());
-  double makespan = std::max(computeClock, commClock);
-  plan.hiddenSeconds =
-      std::max(0.0, plan.computeSeconds + plan.commSeconds - makespan);
   return plan;
 }
 
@@ -271,7 +321,12 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
     }
   }
 
-  os << "\ncollectives per step: kind, axis, bytes, modelled time, cause\n";
+  if (chosen.microBatches > 1)
+    os << "\ncollectives of @train_step (the last of " << chosen.microBatches
+       << " micro-batches; the others run @forward_backward): kind, axis, "
+          "bytes, modelled time, cause\n";
+  else
+    os << "\ncollectives per step: kind, axis, bytes, modelled time, cause\n";
   SmallVector<const CollectiveEstimate *> sorted;
   for (const CollectiveEstimate &c : chosen.collectives)
     sorted.push_back(&c);
@@ -308,6 +363,11 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
       cost.spec().overlapsCommunication
           ? "- hidden behind compute " + formatSeconds(chosen.hiddenSeconds)
           : "- hidden 0 (the cluster runs no collective beside compute)";
+  if (chosen.microBatches > 1)
+    os << llvm::formatv("\nstep of {0} micro-batches: @forward_backward {1} "
+                        "times and @train_step ({2}) once",
+                        chosen.microBatches, chosen.microBatches - 1,
+                        formatSeconds(chosen.trainStepSeconds));
   os << llvm::formatv(
       "\nstep: compute {0} + communication {1} {2} = {3}; {4:e2} FLOP per "
       "device, MFU {5:f1}% of {6:e2} FLOP/s\n",
@@ -342,6 +402,8 @@ llvm::json::Value mlir::tg::shardingReportJson(ModuleOp module,
       return o;
     }
     o["step_seconds"] = plan.stepSeconds();
+    o["micro_batches"] = plan.microBatches;
+    o["train_step_seconds"] = plan.trainStepSeconds;
     o["compute_seconds"] = plan.computeSeconds;
     o["communication_seconds"] = plan.commSeconds;
     o["hidden_seconds"] = plan.hiddenSeconds;

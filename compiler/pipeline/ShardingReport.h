@@ -47,13 +47,22 @@ struct PlanEstimate {
   /// cluster whose spec overlaps them), as the schedule's waits allow.
   double hiddenSeconds = 0;
 
+  /// Micro-batches per step (the training table's grad_accum where the
+  /// module has @forward_backward): the times, FLOPs and per-layer figures
+  /// above are of all of them, the collectives listed @train_step's.
+  int64_t microBatches = 1;
+  /// One call of @train_step (the last micro-batch, with the gradient sync
+  /// and the update).
+  double trainStepSeconds = 0;
+
   double stepSeconds() const {
     return computeSeconds + commSeconds - hiddenSeconds;
   }
   int64_t memoryBytes() const { return argumentBytes + arenaBytes; }
 };
 
-/// Estimates @train_step of `module` (after tg-plan-memory).
+/// Estimates one step of `module` (after tg-plan-memory): @train_step, and
+/// with gradient accumulation @forward_backward once per other micro-batch.
 PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
                           StringRef label);
 

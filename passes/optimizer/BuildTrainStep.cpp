@@ -259,6 +259,9 @@ struct BuildTrainStepPass
     };
 
     if (accumulate) {
+      // What the step was built for: the sharding planner and report price
+      // a step as that many micro-batches.
+      step->setAttr(TgDialect::kMicroBatchesAttr, b.getI64IntegerAttr(accum));
       // The mean over the step's micro-batches, as one big batch would give.
       Value micro =
           CastOp::create(b, loc, f32Scalar,

@@ -527,6 +527,12 @@ void AutoShardPass::runOnOperation() {
     if (allowTp || isDataAxis(a))
       axes.push_back(a);
 
+  // The micro-batches per step tg-optimizer built @train_step for (how
+  // many the executable runs is its --batch-size's business).
+  int64_t microBatches = 1;
+  if (auto k = step->getAttrOfType<IntegerAttr>(TgDialect::kMicroBatchesAttr))
+    microBatches = std::max<int64_t>(k.getInt(), 1);
+
   Block &body = step.getBody().front();
   int64_t end = 1;
   DenseMap<Operation *, int64_t> position;
@@ -587,21 +593,15 @@ void AutoShardPass::runOnOperation() {
       }
       // The other micro-batches' gradients arrive from @forward_backward
       // as sums over the batch's pieces (partial over the data axes) and
-      // are brought to the accumulator's sharding each time. How many the
-      // executable runs is its --batch-size's business: at least two where
-      // there is an accumulator, the training table's grad_accum if more.
-      int64_t microBatches = 2;
-      if (auto table = getOperation()->getAttrOfType<DictionaryAttr>(
-              TgDialect::kTrainingAttr))
-        if (auto k = table.getAs<IntegerAttr>("grad_accum"))
-          microBatches = std::max<int64_t>(k.getInt(), 2);
+      // are brought to the accumulator's sharding each time (at least two
+      // micro-batches where there is an accumulator).
       auto rank = cast<RankedTensorType>(arg.getType()).getRank();
       ShardingAttr arriving = ShardingAttr::get(
           &getContext(), mesh.getSymName(),
           SmallVector<SmallVector<StringRef>>(rank), batchAxes);
       if (!batchAxes.empty())
         for (Choice &c : node.choices)
-          c.seconds += (microBatches - 1) *
+          c.seconds += (std::max<int64_t>(microBatches, 2) - 1) *
                        reshardSeconds(arriving, c.results[0], arg.getType());
     }
     node.start = 0;
@@ -689,6 +689,32 @@ void AutoShardPass::runOnOperation() {
   if (tieLayers)
     tieRepeatedLayers(step);
 
+  // With gradient accumulation a step runs the forward and backward ops on
+  // every micro-batch (@forward_backward on all but the last) and the
+  // optimizer's once: the first weigh microBatches times, with the
+  // reshardings between them and the parameters they read.
+  SmallVector<double> weight(nodes.size(), 1.0);
+  if (microBatches > 1) {
+    // Once per step: what reads an accumulator or the optimizer's state,
+    // the updates and the global norm, and what reads those.
+    DenseSet<Operation *> perStep;
+    auto readsPerStep = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return step.getArgAttr(arg.getArgNumber(), TgDialect::kStateAttr) ||
+               step.getArgAttr(arg.getArgNumber(), TgDialect::kAccumAttr);
+      return perStep.contains(v.getDefiningOp());
+    };
+    for (Operation &op : body.without_terminator())
+      if (isa<OptimizerUpdateOp, GlobalNormOp>(op) ||
+          llvm::any_of(op.getOperands(), readsPerStep))
+        perStep.insert(&op);
+    for (auto [i, node] : llvm::enumerate(nodes))
+      if (node.op ? !perStep.contains(node.op)
+                  : step.getArgAttr(node.arg.getArgNumber(),
+                                    TgDialect::kParamAttr) != nullptr)
+        weight[i] = microBatches;
+  }
+
   // The problem, in the solver's terms.
   ::tg::shardsolve::Problem problem;
   problem.name =
@@ -700,20 +726,23 @@ void AutoShardPass::runOnOperation() {
   int64_t limit = memoryLimit > 0 ? (int64_t)memoryLimit : spec->memoryBytes;
   limitBytes = limit;
   problem.usageLimit = std::max<int64_t>(limit - fixedBytes, 0);
-  for (const Node &node : nodes) {
+  for (auto [i, node] : llvm::enumerate(nodes)) {
     problem.intervals.push_back({node.start, node.end});
     std::vector<double> costs;
     std::vector<int64_t> usages;
     for (const Choice &c : node.choices) {
-      costs.push_back(toNanoseconds(c.seconds));
+      costs.push_back(toNanoseconds(weight[i] * c.seconds));
       usages.push_back(c.bytes);
     }
     problem.nodeCosts.push_back(std::move(costs));
     problem.usages.push_back(std::move(usages));
   }
   for (auto &[key, costs] : edges) {
+    // Between two ops of every micro-batch (or one and a parameter it
+    // reads), a resharding happens on each micro-batch.
+    double w = std::min(weight[key.first], weight[key.second]);
     for (double &c : costs)
-      c = toNanoseconds(c);
+      c = toNanoseconds(c < ::tg::shardsolve::kForbidden ? w * c : c);
     problem.edges.push_back({key.first, key.second, std::move(costs)});
   }
   numNodes = nodes.size();

@@ -193,7 +193,13 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
       the all-reduce or reduce-scatter of partial sums; a new parameter or
       state value is resharded to its argument's sharding for the next step
       (ZeRO-1/2's all-gather);
-    - the limit: `memory-limit` bytes, else the cluster's device memory.
+    - the limit: `memory-limit` bytes, else the cluster's device memory;
+    - with gradient accumulation (@train_step's `tg.micro_batches`, set by
+      tg-optimizer, and a `@forward_backward` for the other micro-batches),
+      a step runs the forward and backward ops once per micro-batch and the
+      optimizer's once: the first (and the reshardings between them, or
+      from a parameter to them) weigh `tg.micro_batches` times, the ops
+      that read an accumulator or the optimizer's state once.
 
     The solver (compiler/shardsolve, also `tg-shard-solve`) returns a
     strategy per node. Arguments get `tg.sharding` with origin

@@ -314,6 +314,13 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a byte count on a function";
     return success();
   }
+  if (name == kMicroBatchesAttr) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !count || count.getInt() < 1)
+      return op->emitError()
+             << "'" << name << "' must be a count of at least 1 on a function";
+    return success();
+  }
   if (name == kArenaAlignmentAttr) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() <= 0 ||

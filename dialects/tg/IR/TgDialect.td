@@ -97,6 +97,9 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kScratchAttr = "tg.scratch";
     // What tg-remat chose, for the memory report.
     static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
+    /// On @train_step with gradient accumulation: the micro-batches per
+    /// step it was built for (the executable's --batch-size may run more).
+    static constexpr ::llvm::StringLiteral kMicroBatchesAttr = "tg.micro_batches";
     /// On @train_step after tg-auto-shard: what the solver found.
     static constexpr ::llvm::StringLiteral kAutoShardAttr = "tg.auto_shard";
     // The schedule (tg-schedule): the all-reduce buckets an op waits for.

@@ -1626,3 +1626,19 @@ func.func @waits_lists_buckets(%g: tensor<4xf32>) {
   %0 = tg.neg %g {tg.waits = array<i64: -2>} : tensor<4xf32>
   return
 }
+
+// -----
+
+// The micro-batches a step was built for: a count on a function.
+// expected-error @+1 {{'tg.micro_batches' must be a count of at least 1 on a function}}
+func.func @no_micro_batches() attributes {tg.micro_batches = 0 : i64} {
+  return
+}
+
+// -----
+
+func.func @micro_batches_belong_on_a_function(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.micro_batches' must be a count of at least 1 on a function}}
+  %0 = tg.relu %x {tg.micro_batches = 2 : i64} : tensor<4xf32>
+  return
+}
