@@ -7,10 +7,12 @@
 // optimum ending the search; heuristics until a third of the time
 // (Lagrangian rounds until a quarter, whose priced problem over tied
 // groups PBQP's reductions, message passing on their core and tree moves
-// solve, repaired by whole groups; iterated local search); the small
-// program to CBC again from the best choice; otherwise local search and
-// CBC on regions take turns until the limit. Without CBC the heuristics
-// have all the time (the Lagrangian rounds half of it).
+// solve, repaired by whole groups; where the first, unpriced round fits
+// the limit, CBC on the program without its memory rows when that is
+// small: its optimum, if it fits, is the problem's; iterated local
+// search); the small program to CBC again from the best choice; otherwise
+// local search and CBC on regions take turns until the limit. Without CBC
+// the heuristics have all the time (the Lagrangian rounds half of it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -288,9 +290,12 @@ Solution tg::shardsolve::solve(const Problem &problem,
   // CBC on the whole program from the best choice so far: the solution when
   // it proves the optimum (or that there is none), else none, its choice
   // kept when better.
-  auto runIlp = [&](double seconds) -> std::optional<Solution> {
-    note(llvm::formatv("ilp: cbc for at most {0} s", seconds));
-    auto result = solveWithCbc(graph, options.cbcPath, seconds, best);
+  // `program` is the graph, or the graph without its limit (whose optimum
+  // is the graph's when it fits).
+  auto runIlp = [&](double seconds, const SearchGraph &program,
+                    const char *method) -> std::optional<Solution> {
+    note(llvm::formatv("{0}: cbc for at most {1} s", method, seconds));
+    auto result = solveWithCbc(program, options.cbcPath, seconds, best);
     if (!result) {
       note("ilp: " + llvm::toString(result.takeError()));
     } else if (result->infeasible && best.empty()) {
@@ -302,9 +307,10 @@ Solution tg::shardsolve::solve(const Problem &problem,
     } else if (!result->choice.empty()) {
       search.reset(result->choice);
       if (result->optimal && search.valid()) {
-        note("ilp: optimal");
+        note(std::string(method) + ": optimal");
         solution.optimal = true;
-        return finish(graph.expand(result->choice), "ilp (optimal)");
+        return finish(graph.expand(result->choice),
+                      std::string(method) + " (optimal)");
       }
       note(llvm::formatv("ilp: stopped at cost {0}", search.cost()));
       keepIfBetter("ilp");
@@ -318,7 +324,8 @@ Solution tg::shardsolve::solve(const Problem &problem,
   // CBC proves its optimum in about a second, where the heuristics below
   // take longer the more nodes there are. What CBC leaves unproven goes on.
   if (fullIlp)
-    if (auto done = runIlp(std::max(1.0, options.timeLimitSeconds / 5)))
+    if (auto done =
+            runIlp(std::max(1.0, options.timeLimitSeconds / 5), graph, "ilp"))
       return *done;
 
   auto heuristicsEnd = start + (haveCbc ? total / 3 : total);
@@ -380,6 +387,20 @@ Solution tg::shardsolve::solve(const Problem &problem,
                        graph.limit ? double(relaxedPeak) / *graph.limit : 0.0,
                        coreNodes, pricedSeconds,
                        search.valid() ? search.cost() : -1.0, bestCost));
+    // Unpriced, the relaxed choice fits: the limit may not bind (large
+    // models planned far below the device's memory). A program too large
+    // for CBC with its memory rows may be small without them, and its
+    // optimum, where it fits, is the optimum with the limit too.
+    if (round == 0 && haveCbc && !fullIlp && graph.limit &&
+        relaxedPeak <= *graph.limit) {
+      SearchGraph unlimited = graph;
+      unlimited.limit.reset();
+      unlimited.segmentLimit.clear();
+      if (ilpSize(unlimited, kIlpSize) <= kIlpSize)
+        if (auto done = runIlp(std::max(1.0, options.timeLimitSeconds / 5),
+                               unlimited, "ilp without the limit"))
+          return *done;
+    }
     if (dual > bestDual + 1e-9 * std::fabs(bestDual)) {
       bestDual = dual;
       stale = 0;
@@ -439,7 +460,8 @@ Solution tg::shardsolve::solve(const Problem &problem,
   if (fullIlp) {
     // CBC may overrun its limit (it is killed 3 s after), and regions need
     // time after it when it does not finish.
-    if (auto done = runIlp(std::max(1.0, secondsLeft() * 0.85 - 4)))
+    if (auto done =
+            runIlp(std::max(1.0, secondsLeft() * 0.85 - 4), graph, "ilp"))
       return *done;
   }
   // Local search and CBC on regions take turns in slices of time, each

@@ -71,8 +71,11 @@ time; a proven optimum ends the search. Heuristics come next: Lagrangian
 rounds (memory priced per time segment; the priced problem, over groups,
 solved by PBQP's exact reductions, message passing (TRW-S) on the core
 they leave, and exact moves over trees; then repaired to the limit by
-whole groups) and iterated local search (single-node moves, ejection
-chains through tied nodes, repair at the memory peak).
+whole groups; where the first round's unpriced choice fits the limit and
+the program without its memory rows is small, CBC solves that one, whose
+optimum, if it fits, is the problem's) and iterated local search
+(single-node moves, ejection chains through tied nodes, repair at the
+memory peak).
 When the integer program over groups is small, CBC solves it again from
 the best choice, and its proven optimum is final. Otherwise local search
 and CBC on regions (whole groups around a random node, the rest fixed)

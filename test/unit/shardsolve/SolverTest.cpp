@@ -3,7 +3,8 @@
 // evaluate() on hand-scored choices; solve() on random small problems
 // (6-10 nodes, 2-4 strategies, random edges, forbidden entries and memory
 // limits) against the optimum found by enumerating every choice: equal with
-// CBC, valid (and never below the optimum) with the heuristics alone.
+// CBC, valid (and never below the optimum) with the heuristics alone; a
+// chain too large to enumerate against dynamic programming.
 //
 //===----------------------------------------------------------------------===//
 
@@ -221,6 +222,73 @@ TEST(ContractGroups, TiedCopiesReduceAsOne) {
     ASSERT_TRUE(e.valid) << e.why;
     EXPECT_EQ(e.cost, bruteForce(problem));
   }
+}
+
+/// A chain of 1,500 nodes, each live over the next 400 time steps: the
+/// memory rows make the integer program far too large for CBC, the program
+/// without them is small. With the limit at the unlimited optimum's peak
+/// the limit does not bind, so CBC on the program without the limit proves
+/// the optimum, which dynamic programming along the chain confirms.
+TEST(Solve, LimitThatDoesNotBindLeavesTheRowsOut) {
+  if (!llvm::sys::findProgramByName("cbc"))
+    GTEST_SKIP() << "no cbc";
+  std::mt19937_64 rng(11);
+  auto draw = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  constexpr int kNodes = 1500, kLive = 400, kStrategies = 4;
+  Problem problem;
+  problem.name = "chain";
+  for (int n = 0; n < kNodes; ++n) {
+    problem.intervals.push_back({n, n + kLive});
+    problem.nodeCosts.emplace_back();
+    problem.usages.emplace_back();
+    for (int s = 0; s < kStrategies; ++s) {
+      problem.nodeCosts.back().push_back(draw(0, 1000));
+      problem.usages.back().push_back(draw(1, 10));
+    }
+    if (n > 0) {
+      Edge edge{n - 1, n, {}};
+      for (int i = 0; i < kStrategies * kStrategies; ++i)
+        edge.costs.push_back(draw(0, 1000));
+      problem.edges.push_back(std::move(edge));
+    }
+  }
+  // The optimum without a limit, by dynamic programming along the chain.
+  std::vector<std::vector<double>> best(kNodes);
+  std::vector<std::vector<int>> from(kNodes);
+  best[0] = problem.nodeCosts[0];
+  for (int n = 1; n < kNodes; ++n) {
+    best[n].assign(kStrategies, INFINITY);
+    from[n].assign(kStrategies, 0);
+    for (int b = 0; b < kStrategies; ++b)
+      for (int a = 0; a < kStrategies; ++a) {
+        double c = best[n - 1][a] +
+                   problem.edges[n - 1].costs[a * kStrategies + b] +
+                   problem.nodeCosts[n][b];
+        if (c < best[n][b]) {
+          best[n][b] = c;
+          from[n][b] = a;
+        }
+      }
+  }
+  std::vector<int64_t> optimum(kNodes);
+  optimum.back() = std::min_element(best.back().begin(), best.back().end()) -
+                   best.back().begin();
+  for (int n = kNodes - 1; n > 0; --n)
+    optimum[n - 1] = from[n][optimum[n]];
+  Evaluation unlimited = evaluate(problem, optimum);
+  ASSERT_TRUE(unlimited.valid) << unlimited.why;
+  problem.usageLimit = unlimited.peakUsage;
+  ASSERT_LT(*problem.usageLimit, kLive * 10);
+
+  SolveOptions options;
+  options.timeLimitSeconds = 20;
+  Solution solution = solve(problem, options);
+  ASSERT_TRUE(solution.evaluation.valid) << solution.evaluation.why;
+  EXPECT_EQ(solution.method, "ilp without the limit (optimal)");
+  EXPECT_TRUE(solution.optimal);
+  EXPECT_EQ(solution.evaluation.cost, unlimited.cost);
 }
 
 TEST(Solve, ReportsInvalidShapes) {
