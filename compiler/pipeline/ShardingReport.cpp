@@ -200,9 +200,13 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
   // micro-batches but the last, then @train_step on the last (its gradient
   // sync, clipping and update once per step).
   plan.microBatches = microBatchesOf(module);
-  if (plan.microBatches > 1)
-    addFunction(plan, module.lookupSymbol<func::FuncOp>("forward_backward"),
-                cost, plan.microBatches - 1);
+  if (plan.microBatches > 1) {
+    auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
+    addFunction(plan, fb, cost, plan.microBatches - 1);
+    // The functions share one arena, as large as the larger peak.
+    if (auto arena = fb->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
+      plan.arenaBytes = std::max(plan.arenaBytes, arena.getInt());
+  }
   PlanEstimate last;
   addFunction(last, step, cost, 1);
   plan.trainStepSeconds = last.stepSeconds();

@@ -784,14 +784,46 @@ void AutoShardPass::runOnOperation() {
       }));
 }
 
+/// Each op of @forward_backward and its copy in @train_step, which
+/// tg-optimizer built by cloning @forward_backward's ops in order (constants
+/// and pins aside): the pairs up to the first op that differs in kind or
+/// types.
+DenseMap<Operation *, Operation *> copiesInStep(func::FuncOp step,
+                                                func::FuncOp fb) {
+  DenseMap<Operation *, Operation *> twin;
+  if (!fb)
+    return twin;
+  auto skip = [](Operation &op) {
+    return isa<ConstantOp, ShardingConstraintOp>(op);
+  };
+  auto ours = step.getBody().front().without_terminator();
+  auto it = ours.begin();
+  for (Operation &op : fb.getBody().front().without_terminator()) {
+    if (skip(op))
+      continue;
+    while (it != ours.end() && skip(*it))
+      ++it;
+    if (it == ours.end() || it->getName() != op.getName() ||
+        it->getOperandTypes() != op.getOperandTypes() ||
+        it->getResultTypes() != op.getResultTypes())
+      break;
+    twin[&*it++] = &op;
+  }
+  return twin;
+}
+
 /// Writes the chosen strategies: arguments' shardings as pins (a parameter
 /// in every function that reads it; a gradient accumulator's also on the
 /// gradient @forward_backward returns into it), and a
 /// tg.sharding_constraint just before each op that reads a value in another
-/// sharding than its producer's.
+/// sharding than its producer's, in @train_step and the same before its
+/// copy in @forward_backward (which runs the other micro-batches: without
+/// them propagation there would decide alone).
 LogicalResult AutoShardPass::apply(func::FuncOp step,
                                    ArrayRef<int64_t> chosen) {
   ModuleOp module = getOperation();
+  DenseMap<Operation *, Operation *> twin =
+      copiesInStep(step, module.lookupSymbol<func::FuncOp>("forward_backward"));
   llvm::StringMap<ShardingAttr> params, accumulators;
   for (auto [node, s] : llvm::zip(nodes, chosen)) {
     if (node.op)
@@ -861,20 +893,26 @@ LogicalResult AutoShardPass::apply(func::FuncOp step,
       int64_t bytes = localBytes(v.getType(), wanted, mesh);
       bool perReader = bytes > localBytes(v.getType(), have, mesh) &&
                        bytes > limitBytes / 10000;
-      Value &pin = pins[{v, wanted, perReader ? op : nullptr}];
-      if (!pin) {
-        OpBuilder builder(op);
-        auto constraint =
-            ShardingConstraintOp::create(builder, op->getLoc(), v, wanted);
-        constraint->setAttr(
-            kShardingOriginAttr,
-            builder.getArrayAttr({builder.getStringAttr(
-                "solver: as " + op->getName().getStringRef().str() +
-                " reads it")}));
-        pin = constraint.getResult();
-        ++numPins;
-      }
-      use.set(pin);
+      auto pinBefore = [&](Operation *reader, OpOperand &operand) {
+        Value v = operand.get();
+        Value &pin = pins[{v, wanted, perReader ? reader : nullptr}];
+        if (!pin) {
+          OpBuilder builder(reader);
+          auto constraint = ShardingConstraintOp::create(
+              builder, reader->getLoc(), v, wanted);
+          constraint->setAttr(
+              kShardingOriginAttr,
+              builder.getArrayAttr({builder.getStringAttr(
+                  "solver: as " + reader->getName().getStringRef().str() +
+                  " reads it")}));
+          pin = constraint.getResult();
+          ++numPins;
+        }
+        operand.set(pin);
+      };
+      if (Operation *copy = twin.lookup(op))
+        pinBefore(copy, copy->getOpOperand(use.getOperandNumber()));
+      pinBefore(op, use);
     }
   }
   return success();
