@@ -140,10 +140,13 @@ def ms(x):
 
 def preset(plan):
     """"auto-shard: preset dp, as the solver's plan is slower": the chosen
-    plan is that preset."""
+    plan is that preset, named as the report's rows name it (--shard=tp is
+    the row "tp x dp", sp "tp+sp x dp")."""
     prefix = "auto-shard: preset "
-    return plan.split(",")[0][len(prefix):] \
-        if plan.startswith(prefix) else plan
+    if not plan.startswith(prefix):
+        return plan
+    name = plan.split(",")[0][len(prefix):]
+    return {"tp": "tp x dp", "sp": "tp+sp x dp"}.get(name, name)
 
 
 def megatron_row(report, tp):
