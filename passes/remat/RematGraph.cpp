@@ -33,9 +33,15 @@ std::optional<RematGraph> RematGraph::build(func::FuncOp func) {
     auto metric =
         func.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
     if (func.getResultAttr(i, TgDialect::kOutputAttr) ||
-        (metric && metric.getValue() == "loss"))
-      if (Operation *def = v.getDefiningOp())
+        (metric && metric.getValue() == "loss")) {
+      Operation *def = v.getDefiningOp();
+      // A sharded step sums its loss over the data axes at the end, with
+      // the gradients: the forward ends at what that collective reads.
+      while (isa_and_nonnull<AllReduceOp, AllGatherOp, ReduceScatterOp>(def))
+        def = def->getOperand(0).getDefiningOp();
+      if (def)
         end = std::max(end, position.lookup(def));
+    }
   }
   if (end < 0 || end + 1 >= (int64_t)position.size() - 1)
     return std::nullopt;
