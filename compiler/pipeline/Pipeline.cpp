@@ -143,6 +143,8 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
       opt.seed = options.shardSeed;
       opt.timeLimit = options.shardTimeLimit;
       opt.tieLayers = options.shardTieLayers;
+      // tg-remat's full policy is priced; the others are not (as none).
+      opt.remat = options.remat == "full" ? "full" : "none";
       pm.addPass(createAutoShardPass(opt));
     }
     PropagateShardingPassOptions opt;

@@ -16,6 +16,7 @@
 #include "compiler/shardsolve/Solver.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -134,6 +135,8 @@ private:
   void addEdge(int64_t u, unsigned result, int64_t v,
                function_ref<ShardingAttr(const Choice &)> wanted, Type type);
   void tieRepeatedLayers(func::FuncOp step);
+  void assumeFullRemat(func::FuncOp step,
+                       const DenseMap<Operation *, int64_t> &position);
   LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
 };
 
@@ -485,6 +488,52 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
 }
 
 //===----------------------------------------------------------------------===//
+// Recomputation
+//===----------------------------------------------------------------------===//
+
+/// Prices tg-remat's `full` policy, which runs after tg-partition: a forward
+/// op of a layer whose results no op of another layer reads is run again in
+/// the backward pass instead of kept, so its results live only until its
+/// last forward reader, and it costs twice (its copy in the backward reads
+/// the same pieces). What leaves a layer (the residual stream) is kept.
+void AutoShardPass::assumeFullRemat(
+    func::FuncOp step, const DenseMap<Operation *, int64_t> &position) {
+  // The forward pass ends with the loss.
+  Operation *ret = step.getBody().front().getTerminator();
+  int64_t forwardEnd = -1;
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto metric =
+        step.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
+    if (metric && metric.getValue() == "loss" && v.getDefiningOp())
+      forwardEnd = position.lookup(v.getDefiningOp());
+  }
+  if (forwardEnd < 0)
+    return;
+  for (Node &node : nodes) {
+    Operation *op = node.op;
+    if (!op || node.start > forwardEnd || !isMemoryEffectFree(op))
+      continue;
+    std::string layer = layerOfName(nodeNameOf(op));
+    if (layer.empty())
+      continue;
+    int64_t lastForward = node.start;
+    bool leaves = false;
+    for (Operation *user : op->getUsers()) {
+      int64_t at = position.lookup(user);
+      if (user == ret || layerOfName(nodeNameOf(user)) != layer)
+        leaves = true;
+      else if (at <= forwardEnd)
+        lastForward = std::max(lastForward, at);
+    }
+    if (leaves)
+      continue;
+    node.end = lastForward + 1;
+    for (Choice &c : node.choices)
+      c.seconds *= 2;
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -637,6 +686,13 @@ void AutoShardPass::runOnOperation() {
     for (auto [r, v] : llvm::enumerate(op.getResults()))
       nodeOf[v] = {(int64_t)nodes.size(), (unsigned)r};
     nodes.push_back(std::move(node));
+  }
+  if (remat == "full")
+    assumeFullRemat(step, position);
+  else if (remat != "none") {
+    module.emitError() << "tg-auto-shard: remat '" << remat
+                       << "' is not priced; expected none or full";
+    return signalPassFailure();
   }
 
   // Edges: each operand from its producer's choice to its reader's; the

@@ -231,6 +231,12 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     (on a 6-layer GPT-2 at 30.5 MB a plan 1.3% slower, the closest seen):
     `tie-layers=false` lets them.
 
+    With `remat=full` (tgc --remat=full) it prices tg-remat's policy,
+    which runs after tg-partition: a forward op of a layer whose results
+    stay in the layer is run again in the backward pass, so they live only
+    until their last forward reader, and the op costs twice. Other remat
+    policies are not priced (an error names them).
+
     Not modelled yet: overlap of collectives with compute, the memory
     planner's reuse of buffers (live ranges are the ops' order), and the
     partitioner's reuse of a partial sum reduced once for several readers
@@ -248,6 +254,8 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
            "Seconds the solver may search">,
     Option<"dumpProblem", "dump-problem", "std::string", "\"\"",
            "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">,
+    Option<"remat", "remat", "std::string", "\"none\"",
+           "The recomputation tg-remat will apply: none, or full (a layer's activations recomputed in the backward pass, not kept)">,
     Option<"tieLayers", "tie-layers", "bool", "true",
            "Repeated layers choose alike: each node of layer N is tied to the node in the same role of layer N-1, so the solver plans one layer for the stack">
   ];
