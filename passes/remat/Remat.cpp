@@ -114,8 +114,14 @@ SmallVector<Operation *> selectiveCopies(const RematGraph &graph) {
 /// the next layer's input) and what is computed outside layers is kept;
 /// everything else a layer computes runs again.
 void restrictToFull(RematGraph &graph) {
-  for (RematGraph::Node &node : graph.nodes)
+  for (RematGraph::Node &node : graph.nodes) {
+    // A layer's collectives (a sharded step's reshardings) run again too,
+    // as Megatron-LM's full recomputation runs them: every process makes
+    // the same copies in the same order, and nothing they gathered is kept.
+    if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllSliceOp>(node.op))
+      node.mayRecompute = true;
     node.mayRecompute &= node.layer >= 0;
+  }
   for (RematGraph::ValueInfo &value : graph.values) {
     const RematGraph::Node &node = graph.nodes[value.node];
     value.mayKeep = !node.mayRecompute || value.leavesLayer;

@@ -113,6 +113,8 @@ private:
   int64_t limitBytes = 0;
   /// Nodes tied to the same role of the layer before.
   int64_t tiedNodes = 0;
+  /// Per node: run again in the backward pass (remat=full).
+  SmallVector<bool> recomputed;
 
   SmallVector<Node> nodes;
   /// The node (and result) that decides each value.
@@ -495,7 +497,9 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
 /// op of a layer whose results no op of another layer reads is run again in
 /// the backward pass instead of kept, so its results live only until its
 /// last forward reader, and it costs twice (its copy in the backward reads
-/// the same pieces). What leaves a layer (the residual stream) is kept.
+/// the same pieces), as do the reshardings into it (tg-remat runs a layer's
+/// collectives again, keeping nothing they gathered). What leaves a layer
+/// (the residual stream) is kept.
 void AutoShardPass::assumeFullRemat(
     func::FuncOp step, const DenseMap<Operation *, int64_t> &position) {
   // The forward pass ends with the loss.
@@ -507,6 +511,7 @@ void AutoShardPass::assumeFullRemat(
     if (metric && metric.getValue() == "loss" && v.getDefiningOp())
       forwardEnd = position.lookup(v.getDefiningOp());
   }
+  recomputed.assign(nodes.size(), false);
   if (forwardEnd < 0)
     return;
   for (Node &node : nodes) {
@@ -530,6 +535,7 @@ void AutoShardPass::assumeFullRemat(
     node.end = lastForward + 1;
     for (Choice &c : node.choices)
       c.seconds *= 2;
+    recomputed[&node - nodes.data()] = true;
   }
 }
 
@@ -797,6 +803,10 @@ void AutoShardPass::runOnOperation() {
     // Between two ops of every micro-batch (or one and a parameter it
     // reads), a resharding happens on each micro-batch.
     double w = std::min(weight[key.first], weight[key.second]);
+    // Into an op run again in the backward pass, the resharding runs again
+    // with it (tg-remat recomputes a layer's collectives).
+    if (!recomputed.empty() && recomputed[key.second])
+      w *= 2;
     for (double &c : costs)
       c = toNanoseconds(c < ::tg::shardsolve::kForbidden ? w * c : c);
     problem.edges.push_back({key.first, key.second, std::move(costs)});
