@@ -24,16 +24,19 @@
 # and @train_step (the last one, its gradient sync and the update) once,
 # as tgc's executable runs them.
 #
-# Megatron's configuration is the report's "tp x dp" / "tp+sp x dp" rows
-# (the faster of the two; "dp" where its TP is 1) on the mesh with
-# Megatron's TP degree at Megatron's published micro-batch; that run's
-# plan is one of tgc's tries too. The best plan is the fitting try with the
+# Every mesh is tried without and with --remat=full (tg-remat's full
+# recomputation, which tg-auto-shard prices), each from the largest
+# micro-batch down. Megatron's configuration is the report's "tp x dp" /
+# "tp+sp x dp" rows (the faster of the two; "dp" where its TP is 1) on the
+# mesh with Megatron's TP degree at Megatron's published micro-batch,
+# without and with recomputation (Megatron-LM recomputes activations too),
+# the faster that fits; those runs' plans are tgc's tries too. The best plan is the fitting try with the
 # lowest step. The solver alone is AutoShardPass's wall time in the run's
 # --mlir-timing report (a separate --compile-to=sharding run would run
 # AutoShardPass twice).
 #
-# Where no mesh has a plan that fits (tgc prices neither recomputation nor
-# pipeline stages), every mesh is planned again at micro-batch 1 with
+# Where no mesh has a plan that fits (tgc does not price pipeline stages),
+# every mesh is planned again at micro-batch 1 with
 # --memory-limit=1000000GB so that the step times still compare; the table
 # says "no memory limit" and "does not fit".
 #
@@ -158,7 +161,7 @@ def megatron_row(report, tp):
     return min(rows, key=lambda r: r["step_seconds"]) if rows else None
 
 
-def plan_mesh(name, case, tp, limit=None, micro=1, once=False):
+def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False):
     data = case["devices"] // tp
     if case["batch"] % data:
         print("  mesh data=%d,tp=%d: skipped, global batch %d is not a "
@@ -175,8 +178,9 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False):
     tries = []
     while True:
         accum = per_replica // micro
-        tag = "%s.data%d.tp%d.m%d%s" % (name, data, tp, micro,
-                                        "" if limit is None else ".nolimit")
+        tag = "%s.data%d.tp%d.m%d%s%s" % (name, data, tp, micro,
+                                          "" if limit is None else ".nolimit",
+                                          ".remat" if remat else "")
         rjson = os.path.join(OUT, "logs", tag + ".json")
         cmd = [TGC, os.path.join(OUT, "models", name + ".json"),
                "--mesh=data=%d,tp=%d" % (data, tp), "--batch-size=%d" % micro,
@@ -185,11 +189,13 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False):
                "--report-json=" + rjson, "--mlir-timing"]
         if limit is not None:
             cmd.append("--memory-limit=" + limit)
+        if remat:
+            cmd.append("--remat=full")
         if os.path.exists(rjson):
             os.remove(rjson)
         rc, wall, error = run(cmd, os.path.join(OUT, "logs", tag))
         attempt = dict(data=data, tp=tp, micro=micro, accum=accum, rc=rc,
-                       unlimited=limit is not None,
+                       unlimited=limit is not None, remat=remat,
                        wall=wall, error=error,
                        solver_wall=solver_seconds(
                            os.path.join(OUT, "logs", tag)),
@@ -219,7 +225,8 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False):
             print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s (solver %s s), "
                   "plan %s, step %s ms (micro-step %s ms), MFU %.1f%%, memory %s GB%s"
                   % (data, tp, micro, accum,
-                     " no memory limit" if limit else "", wall,
+                     (" no memory limit" if limit else "") +
+                     (" remat full" if remat else ""), wall,
                      "%.1f" % attempt["solver_wall"]
                      if attempt["solver_wall"] is not None else "?",
                      attempt["plan"], ms(attempt["step"]),
@@ -229,7 +236,8 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False):
         else:
             print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s, tgc exit %d: %s"
                   % (data, tp, micro, accum,
-                     " no memory limit" if limit else "", wall, rc, error))
+                     (" no memory limit" if limit else "") +
+                     (" remat full" if remat else ""), wall, rc, error))
         if ((rc == 0 and attempt["fits"]) or micro == 1 or limit is not None
                 or once):
             break
@@ -250,20 +258,24 @@ for name in os.environ["CASES"].split():
     for tp in [int(t) for t in os.environ["TPS"].split()]:
         if case["devices"] % tp:
             continue
-        tries += plan_mesh(name, case, tp) or []
-        sys.stdout.flush()
-    # Megatron's mesh at its micro-batch: its configuration's row, and a
-    # plan of tgc's as any other try.
-    megatron_tries = plan_mesh(name, case, case["tp"], micro=case["micro"],
-                               once=True) or []
+        for remat in (False, True):
+            tries += plan_mesh(name, case, tp, remat=remat) or []
+            sys.stdout.flush()
+    # Megatron's mesh at its micro-batch, without and with recomputation:
+    # its configuration's row, and plans of tgc's as any other try.
+    megatron_tries = []
+    for remat in (False, True):
+        megatron_tries += plan_mesh(name, case, case["tp"],
+                                    micro=case["micro"], once=True,
+                                    remat=remat) or []
     tries += megatron_tries
     ok = [t for t in tries if t["rc"] == 0]
     fitting = [t for t in ok if t["fits"]]
     if not fitting:
-        # Nothing fits the device (tgc prices neither recomputation nor
-        # pipeline stages): plan micro-batch 1 on every mesh without a
-        # memory limit, so that the step times can still be compared; the
-        # table marks the memory as not fitting.
+        # Nothing fits the device (tgc does not price pipeline stages):
+        # plan micro-batch 1 on every mesh without a memory limit, so that
+        # the step times can still be compared; the table marks the memory
+        # as not fitting.
         print("  no plan fits %.1f GB on any mesh: micro-batch 1 without a "
               "memory limit" % (DEVICE_MEMORY / 1e9), flush=True)
         for tp in [int(t) for t in os.environ["TPS"].split()]:
@@ -271,9 +283,12 @@ for name in os.environ["CASES"].split():
                 tries += plan_mesh(name, case, tp, UNLIMITED) or []
         ok = [t for t in tries if t["rc"] == 0 and t["unlimited"]]
     best = min(fitting or ok, key=lambda t: t["step"]) if ok else None
+    # Megatron's row: the faster of its plans without and with
+    # recomputation that fits, else the faster.
     meg = [t for t in megatron_tries + ok if "megatron" in t and
            t["micro"] == case["micro"]]
-    meg = meg[0] if meg else None
+    meg = min(meg, key=lambda t: (not t["megatron"]["fits"],
+                                  t["megatron"]["step"])) if meg else None
     if best and not meg:
         # No plan fits on Megatron's mesh at its micro-batch, so tgc priced
         # none there: its presets without a memory limit.
@@ -305,10 +320,11 @@ for name, e in results.items():
     mrow = m["megatron"] if m else None
     total = sum(t["wall"] for t in e["tries"])
     print("| %s on %d x %s | data=%d,tp=%d (%d x %d)%s | %.1f (%s; all meshes %.0f) | %s | "
-          "%.1f%% | %s of %s%s | TP=%d %s (data=%d, %d x %d) | %s | %s%s "
+          "%.1f%% | %s of %s%s | TP=%d %s (data=%d, %d x %d%s) | %s | %s%s "
           "| %s |" % (
               name, e["devices"], DEVICE, b["data"], b["tp"], b["micro"],
-              b["accum"], " no memory limit" if b["unlimited"] else "",
+              b["accum"], (" no memory limit" if b["unlimited"] else "") +
+              (", remat full" if b.get("remat") else ""),
               b["wall"],
               "%.1f" % b["solver_wall"] if b["solver_wall"] is not None
               else "?", total,
@@ -316,6 +332,7 @@ for name, e in results.items():
               "" if b["fits"] else " (does not fit)", e["tp"],
               mrow["plan"] if mrow else "-", m["data"] if m else 0,
               m["micro"] if m else 0, m["accum"] if m else 0,
+              ", remat full" if m and m.get("remat") else "",
               ms(mrow["step"]) if mrow else "-",
               gb(mrow["memory"]) if mrow else "-",
               "" if not mrow or mrow["fits"] else " (does not fit)",
