@@ -77,19 +77,6 @@ private:
 
 } // namespace
 
-/// The node name a location carries: the first NameLoc in it.
-static StringRef nodeNameOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (StringRef name = nodeNameOf(inner); !name.empty())
-        return name;
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    return nodeNameOf(callSite.getCallee());
-  return {};
-}
-
 /// The ops a model file can hold (as the importer accepts them).
 static bool isModelFileOp(Operation *op) {
   return isa<DifferentiableOpInterface, ConstantOp, IotaOp, CompareOp>(op);
@@ -154,7 +141,7 @@ LogicalResult ModelExporter::nameTensors(func::FuncOp forward) {
     for (Value result : op.getResults()) {
       if (tensorNames.count(result))
         continue;
-      std::string base = nodeNameOf(op.getLoc()).str();
+      std::string base = nodeNameOf(&op);
       std::string name = base;
       while (name.empty() || usedNames.contains(name))
         name = (base.empty() ? "t" : base + ".") + std::to_string(counter++);
@@ -420,7 +407,7 @@ ModelExporter::writeNode(Operation *op) {
         << op->getDiscardableAttrDictionary().begin()->getName().getValue()
         << "' cannot be written to a model file");
 
-  StringRef nodeName = nodeNameOf(op->getLoc());
+  std::string nodeName = nodeNameOf(op);
   StringOffset name = nodeName.empty() ? StringOffset() : string(nodeName);
   StringOffset opString = string(op->getName().stripDialect());
   auto inputsVec = strings(inputs);

@@ -33,18 +33,6 @@ std::string groupOfName(StringRef name) {
   return layer.empty() ? name.split('.').first.str() : layer;
 }
 
-std::string layerOfLoc(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return groupOfName(name.getName().getValue());
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations()) {
-      std::string layer = layerOfLoc(l);
-      if (!layer.empty())
-        return layer;
-    }
-  return "";
-}
-
 /// The layer an op of the step works for: an optimizer update's (or a
 /// collective on its result's) is its parameter's, others' their location.
 std::string layerOfOp(Operation *op) {
@@ -58,7 +46,7 @@ std::string layerOfOp(Operation *op) {
         if (auto name = func.getArgAttrOfType<StringAttr>(
                 arg.getArgNumber(), TgDialect::kParamAttr))
           return groupOfName(name.getValue());
-  return layerOfLoc(op->getLoc());
+  return groupOfName(nodeNameOf(op));
 }
 
 std::string formatSeconds(double s) {
@@ -108,10 +96,10 @@ int64_t microBatchesOf(ModuleOp module) {
 }
 
 /// Adds one call of `func` to `plan`, `weight` times: compute, collectives
-/// (listed only for a single call: @train_step's), per-layer times and the
-/// communication the schedule hides.
+/// (listed when `listCollectives`), per-layer times and the communication
+/// the schedule hides.
 void addFunction(PlanEstimate &plan, func::FuncOp func, const CostModel &cost,
-                 double weight) {
+                 double weight, bool listCollectives) {
   // Ops without a name of their own (the optimizer's, a bucket's
   // collective) count toward the layer before them.
   std::string layer = "(step)";
@@ -139,7 +127,7 @@ void addFunction(PlanEstimate &plan, func::FuncOp func, const CostModel &cost,
     auto &[name, layerCompute, layerComm] = plan.layers[it->second];
     if (std::optional<double> seconds = cost.collectiveOpSeconds(&op);
         seconds && !isa<AllSliceOp>(op)) {
-      if (weight == 1) {
+      if (listCollectives) {
         CollectiveEstimate c;
         c.kind = op.getName().stripDialect().str();
         if (auto axis = op.getAttrOfType<StringAttr>("mesh_axis"))
@@ -196,34 +184,19 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
       plan.argumentBytes += tensorBytes(t);
   if (auto arena = step->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
     plan.arenaBytes = arena.getInt();
-  // With gradient accumulation a step is @forward_backward on all
-  // micro-batches but the last, then @train_step on the last (its gradient
-  // sync, clipping and update once per step).
+  // With gradient accumulation a step is @train_step on the last
+  // micro-batch (its gradient sync, clipping and update once per step)
+  // and @forward_backward on the others.
+  addFunction(plan, step, cost, 1, /*listCollectives=*/true);
+  plan.trainStepSeconds = plan.stepSeconds();
   plan.microBatches = microBatchesOf(module);
   if (plan.microBatches > 1) {
     auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
-    addFunction(plan, fb, cost, plan.microBatches - 1);
+    addFunction(plan, fb, cost, plan.microBatches - 1,
+                /*listCollectives=*/false);
     // The functions share one arena, as large as the larger peak.
     if (auto arena = fb->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
       plan.arenaBytes = std::max(plan.arenaBytes, arena.getInt());
-  }
-  PlanEstimate last;
-  addFunction(last, step, cost, 1);
-  plan.trainStepSeconds = last.stepSeconds();
-  plan.collectives = std::move(last.collectives);
-  plan.computeSeconds += last.computeSeconds;
-  plan.commSeconds += last.commSeconds;
-  plan.hiddenSeconds += last.hiddenSeconds;
-  plan.flops += last.flops;
-  // Layers in @train_step's order, with the other micro-batches' time.
-  llvm::StringMap<std::pair<double, double>> earlier;
-  for (auto &[name, compute, comm] : plan.layers)
-    earlier[name] = {compute, comm};
-  plan.layers = std::move(last.layers);
-  for (auto &[name, compute, comm] : plan.layers) {
-    auto [c, m] = earlier.lookup(name);
-    compute += c;
-    comm += m;
   }
   return plan;
 }

@@ -15,7 +15,9 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
 
     The forward pass is everything up to the last op whose result the
     function returns as a model output (`tg.output`) or as the loss
-    (`tg.metric = "loss"`); the rest is the backward. A copy stands right
+    (`tg.metric = "loss"`), or up to what the collective that returns it
+    reads (a sharded step sums its loss at its end); the rest is the
+    backward. A copy stands right
     before the first backward op that reads it (or reads a copy that needs
     it); every backward reader of the value reads the copy, so the
     forward's result dies after its last forward reader. Policies
@@ -31,7 +33,9 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
       its input; everything a layer computes that the backward reads runs
       again. Layers are the model file's node names up to their first
       numeric component (`h.0` for `h.0.attn.q`); ops outside layers keep
-      their results.
+      their results. On a sharded step a layer's collectives run again
+      too (every process makes the same copies in the same order), as in
+      Megatron-LM; under the other policies collectives are kept.
     - `auto`: the least added FLOPs that keeps at most `activation-budget`
       bytes from the forward to the backward (tgc's `--memory-budget`
       searches this budget until the planned peak fits). The problem: each

@@ -16,6 +16,8 @@
 #include "compiler/shardsolve/TiedGroups.h"
 #include "compiler/shardsolve/TreeMoves.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include "gtest/gtest.h"
 
 #include <random>
@@ -86,17 +88,28 @@ auto farAway() {
   return std::chrono::steady_clock::now() + std::chrono::hours(1);
 }
 
-TEST(TreeMoves, ExactOnTrees) {
-  std::mt19937_64 rng(11);
+/// On 50 random trees of `nodes` nodes (no edge beyond a spanning tree),
+/// `solve` (given the graph and the trial) finds the brute-force optimum.
+void expectExactOnTrees(
+    uint64_t seed, int nodes,
+    llvm::function_ref<std::vector<int32_t>(const SearchGraph &, int)> solve) {
+  std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 50; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
-    Problem problem = randomProblem(rng, 8, 0);
+    Problem problem = randomProblem(rng, nodes, 0);
     SearchGraph graph = buildSearchGraph(problem);
     ASSERT_TRUE(graph.infeasible.empty()) << graph.infeasible;
-    std::vector<int32_t> choice(graph.numNodes, 0);
-    TreeMoves(graph, trial).descend(choice, farAway());
+    std::vector<int32_t> choice = solve(graph, trial);
     EXPECT_EQ(costOf(problem, graph, choice), bruteForce(problem, graph));
   }
+}
+
+TEST(TreeMoves, ExactOnTrees) {
+  expectExactOnTrees(11, 8, [](const SearchGraph &graph, int trial) {
+    std::vector<int32_t> choice(graph.numNodes, 0);
+    TreeMoves(graph, trial).descend(choice, farAway());
+    return choice;
+  });
 }
 
 TEST(TreeMoves, NeverWorseOnCycles) {
@@ -124,16 +137,9 @@ TEST(TreeMoves, NeverWorseOnCycles) {
 }
 
 TEST(MessagePassing, ExactOnTrees) {
-  std::mt19937_64 rng(13);
-  for (int trial = 0; trial < 50; ++trial) {
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    Problem problem = randomProblem(rng, 9, 0);
-    SearchGraph graph = buildSearchGraph(problem);
-    ASSERT_TRUE(graph.infeasible.empty()) << graph.infeasible;
-    MessagePassing messages(graph);
-    std::vector<int32_t> choice = messages.run(graph, 10, farAway());
-    EXPECT_EQ(costOf(problem, graph, choice), bruteForce(problem, graph));
-  }
+  expectExactOnTrees(13, 9, [](const SearchGraph &graph, int) {
+    return MessagePassing(graph).run(graph, 10, farAway());
+  });
 }
 
 TEST(MessagePassing, WarmMessagesFitTheSameGraph) {
