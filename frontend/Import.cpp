@@ -571,9 +571,10 @@ FailureOr<DictionaryAttr> ModelImporter::importParam(unsigned index,
   if (param->shard()) {
     StringRef preset = stringOf(param->shard());
     if (!llvm::is_contained(shardPresetNames(), preset))
-      return LogicalResult(error(where + ".shard", place)
-                           << "unknown sharding preset '" << preset
-                           << "'; expected dp, zero1, zero2, zero3, tp or sp");
+      return LogicalResult(
+          error(where + ".shard", place)
+          << "unknown sharding preset '" << preset
+          << "'; expected dp, zero1, zero2, zero3, tp, sp or megatron");
     attrs.append(kShardPresetAttr, builder.getStringAttr(preset));
   }
   return attrs.getDictionary(context);

@@ -2,41 +2,46 @@
 # Plans large models on large simulated clusters with tgc --auto-shard and
 # compares each plan with Megatron-LM's published configuration of that size,
 # as tgc's cost model prices both (compute roofline + ring alpha-beta
-# collectives from compiler/cost/clusters/h100-sxm-8.json; overlap and
-# pipeline parallelism are not modelled).
+# collectives from compiler/cost/clusters/h100-sxm-8.json, gradient
+# buckets overlapped with compute, pipeline stages as tgc --pipeline-stages
+# prices them: modelled, not executable).
 #
 #   bench/sharding/scale.sh [--out DIR] [--cases "gpt2-124m gpt3-6.7b ..."]
-#                           [--tp "1 2 4 8"]
+#                           [--tp "1 2 4 8"] [--pp "1 2 4 8"]
 #
 # Builds tgc if build/bin/tgc is missing (BUILD=dir to use another build),
 # writes the model files with bench/sharding/gen_models.py into DIR/models
-# (default build/scale), and for each case and each mesh data x tp
-# (tp in --tp, data = devices / tp) runs
+# (default build/scale), and for each case and each mesh data x tp x pp
+# (tp in --tp, pp pipeline stages in --pp, data = devices / (tp x pp); with
+# stages, tp in --tp that is at least 2, and no more stages than layers)
+# runs
 #
-#   tgc MODEL --mesh=data=D,tp=T --batch-size=M --grad-accum=K
-#       --cluster=h100-sxm-8 --target=cuda --auto-shard --report=sharding
-#       --report-json=...
+#   tgc MODEL --mesh=data=D,tp=T [--pipeline-stages=P] --batch-size=M
+#       --grad-accum=K --cluster=h100-sxm-8 --target=cuda --auto-shard
+#       --report=sharding --report-json=...
 #
 # with the case's global batch G split as G = D x M x K: M = G / D first (one
-# micro-batch per step), halved while the solver finds no plan that fits or
-# the plan it finds does not fit the device once compiled. tgc's report
+# micro-batch per step; with stages the largest M that leaves K >= 4 P, as
+# a pipeline needs micro-batches to fill it), halved while the solver finds
+# no plan that fits or the plan it finds does not fit the device once
+# compiled. tgc's report
 # prices the global batch's step: @forward_backward on K - 1 micro-batches
 # and @train_step (the last one, its gradient sync and the update) once,
 # as tgc's executable runs them.
 #
 # Every mesh is tried without and with --remat=full (tg-remat's full
 # recomputation, which tg-auto-shard prices), each from the largest
-# micro-batch down. Megatron's configuration is the report's "tp x dp" /
-# "tp+sp x dp" rows (the faster of the two; "dp" where its TP is 1) on the
-# mesh with Megatron's TP degree at Megatron's published micro-batch,
-# without and with recomputation (Megatron-LM recomputes activations too),
-# the faster that fits; those runs' plans are tgc's tries too. The best plan is the fitting try with the
-# lowest step. The solver alone is AutoShardPass's wall time in the run's
+# micro-batch down. Megatron's configuration is the report's "tp x dp",
+# "tp+sp x dp" and "megatron" (tp+sp with the distributed optimizer) rows
+# (the fastest; "dp" where its TP is 1) on Megatron's mesh (its TP and
+# pipeline stages, virtual stages included) at Megatron's published
+# micro-batch, without and with recomputation (Megatron-LM recomputes
+# activations too), the faster that fits; those runs' plans are tgc's tries
+# too. The best plan is the fitting try with the lowest step. The solver alone is AutoShardPass's wall time in the run's
 # --mlir-timing report (a separate --compile-to=sharding run would run
 # AutoShardPass twice).
 #
-# Where no mesh has a plan that fits (tgc does not price pipeline stages),
-# every mesh is planned again at micro-batch 1 with
+# Where no mesh has a plan that fits, every mesh without stages is planned again at micro-batch 1 with
 # --memory-limit=1000000GB so that the step times still compare; the table
 # says "no memory limit" and "does not fit".
 #
@@ -49,11 +54,13 @@ BUILD=${BUILD:-$ROOT/build}
 OUT=$BUILD/scale
 CASES="gpt2-124m gpt3-6.7b llama2-70b gpt3-175b"
 TPS="1 2 4 8"
+PPS="1 2 4 8"
 while [ $# -gt 0 ]; do
   case $1 in
     --out) OUT=$2; shift 2 ;;
     --cases) CASES=$2; shift 2 ;;
     --tp) TPS=$2; shift 2 ;;
+    --pp) PPS=$2; shift 2 ;;
     -h|--help) sed -n "2,$(( $(grep -n "^set -euo" "$0" | cut -d: -f1) - 1 ))p" "$0"; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -73,7 +80,7 @@ echo "== tgc: $BUILD/bin/tgc of $(date -u -r "$BUILD/bin/tgc" +%FT%TZ), tree at 
 python3 "$ROOT/bench/sharding/gen_models.py" "$OUT/models" --check
 cp "$ROOT/examples/gpt2-124m.json" "$OUT/models/gpt2-124m.json"
 
-export ROOT TGC OUT CASES TPS
+export ROOT TGC OUT CASES TPS PPS
 exec python3 - <<'EOF'
 import json, os, subprocess, sys, time
 
@@ -86,21 +93,27 @@ DEVICE = spec["name"].replace("NVIDIA ", "")
 DEVICE_MEMORY = spec["memory_bytes"]  # the limit tgc plans under by default
 UNLIMITED = "1000000GB"
 
-# name: devices, global batch (sequences), Megatron's TP, its source.
+# name: devices, global batch (sequences), layers, Megatron's TP, pipeline
+# stages (pp; vp virtual) and micro-batch, its source.
 CASES = {
-    "gpt2-124m": dict(devices=8, batch=512, tp=1, micro=4, seq=1024, megatron=(
+    "gpt2-124m": dict(devices=8, batch=512, layers=12, tp=1, pp=1, vp=1,
+                      micro=4, seq=1024, megatron=(
         "NeMo-Framework-Launcher gpt3/126m.yaml: TP 1, PP 1, micro-batch 4, "
         "global batch 256 x 2048 tokens (here 512 x 1024, llm.c's 524288 "
         "tokens)")),
-    "gpt3-6.7b": dict(devices=64, batch=512, tp=2, micro=1, seq=2048, megatron=(
+    "gpt3-6.7b": dict(devices=64, batch=512, layers=32, tp=2, pp=1, vp=1,
+                      micro=1, seq=2048, megatron=(
         "NeMo-Framework-Launcher gpt3/7b_improved.yaml (32 layers, 4096, "
         "32 heads): TP 2, PP 1, micro-batch 1, global batch 512")),
-    "llama2-70b": dict(devices=512, batch=2048, tp=4, micro=1, seq=4096, megatron=(
+    "llama2-70b": dict(devices=512, batch=2048, layers=80, tp=4, pp=4, vp=20,
+                       micro=1, seq=4096, megatron=(
         "NeMo-Framework-Launcher llama/llama2_70b.yaml: TP 4, PP 4 (virtual "
         "20), SP, micro-batch 1, global batch 2048, 1024 GPUs")),
-    "gpt3-175b": dict(devices=1024, batch=1536, tp=8, micro=1, seq=2048, megatron=(
-        "Narayanan et al. 2021 (arXiv:2104.04473): TP 8 x PP 8, micro-batch "
-        "1, batch 1536 on 1024 GPUs")),
+    "gpt3-175b": dict(devices=1024, batch=2048, layers=96, tp=4, pp=8, vp=12,
+                      micro=1, seq=2048, megatron=(
+        "NeMo-Framework-Launcher gpt3/175b.yaml (commit 056a90e): TP 4, PP 8 "
+        "(virtual 12), SP, distributed optimizer, micro-batch 1, global "
+        "batch 2048, 128 nodes x 8")),
 }
 
 
@@ -153,34 +166,43 @@ def preset(plan):
 
 
 def megatron_row(report, tp):
-    """Megatron's TP x DP part: the faster of tp x dp and tp+sp x dp (dp
-    when its TP is 1)."""
-    names = ["dp"] if tp == 1 else ["tp x dp", "tp+sp x dp"]
+    """Megatron's configuration on its mesh: the fastest of tp x dp, tp+sp x
+    dp and megatron (tp+sp with the distributed optimizer); dp when its TP
+    is 1."""
+    names = ["dp"] if tp == 1 else ["tp x dp", "tp+sp x dp", "megatron"]
     rows = [r for r in [report["chosen"]] + report.get("compared", [])
             if preset(r.get("plan", "")) in names and "step_seconds" in r]
     return min(rows, key=lambda r: r["step_seconds"]) if rows else None
 
 
-def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False):
-    data = case["devices"] // tp
-    if case["batch"] % data:
-        print("  mesh data=%d,tp=%d: skipped, global batch %d is not a "
-              "multiple of data=%d" % (data, tp, case["batch"], data))
+def mesh_name(data, tp, pp=1, vp=1):
+    return "data=%d,tp=%d%s%s" % (data, tp, ",pp=%d" % pp if pp > 1 else "",
+                                  " (%d virtual)" % vp if vp > 1 else "")
+
+
+def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False,
+              pp=1, vp=1):
+    data = case["devices"] // (tp * pp)
+    if case["batch"] % data or case["devices"] % (tp * pp):
+        print("  mesh %s: skipped, global batch %d is not a multiple of "
+              "data=%d" % (mesh_name(data, tp, pp, vp), case["batch"], data))
         return None
     per_replica = case["batch"] // data
     # Without a limit (the fall-backs below) or once: the largest divisor of
-    # the replica's batch up to the given micro-batch.
+    # the replica's batch up to the given micro-batch. With pipeline stages:
+    # at least 4 micro-batches per stage.
     if limit is None and not once:
-        micro = per_replica
+        micro = max(per_replica // (4 * pp if pp > 1 else 1), 1)
+        micro = next(m for m in range(micro, 0, -1) if per_replica % m == 0)
     else:
         micro = next(m for m in range(min(micro, per_replica), 0, -1)
                      if per_replica % m == 0)
     tries = []
     while True:
         accum = per_replica // micro
-        tag = "%s.data%d.tp%d.m%d%s%s" % (name, data, tp, micro,
-                                          "" if limit is None else ".nolimit",
-                                          ".remat" if remat else "")
+        tag = "%s.data%d.tp%d%s.m%d%s%s" % (
+            name, data, tp, ".pp%dv%d" % (pp, vp) if pp > 1 else "", micro,
+            "" if limit is None else ".nolimit", ".remat" if remat else "")
         rjson = os.path.join(OUT, "logs", tag + ".json")
         cmd = [TGC, os.path.join(OUT, "models", name + ".json"),
                "--mesh=data=%d,tp=%d" % (data, tp), "--batch-size=%d" % micro,
@@ -191,10 +213,13 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False):
             cmd.append("--memory-limit=" + limit)
         if remat:
             cmd.append("--remat=full")
+        if pp > 1:
+            cmd += ["--pipeline-stages=%d" % pp, "--virtual-stages=%d" % vp]
         if os.path.exists(rjson):
             os.remove(rjson)
         rc, wall, error = run(cmd, os.path.join(OUT, "logs", tag))
-        attempt = dict(data=data, tp=tp, micro=micro, accum=accum, rc=rc,
+        attempt = dict(data=data, tp=tp, pp=pp, vp=vp, micro=micro,
+                       accum=accum, rc=rc,
                        unlimited=limit is not None, remat=remat,
                        wall=wall, error=error,
                        solver_wall=solver_seconds(
@@ -210,7 +235,9 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False):
                            fits=c["memory_bytes"] <= DEVICE_MEMORY,
                            limit=DEVICE_MEMORY, mfu=r["mfu"],
                            solver=r.get("solver", {}))
-            meg = megatron_row(r, case["tp"]) if tp == case["tp"] else None
+            meg = (megatron_row(r, case["tp"])
+                   if (tp, pp, vp) == (case["tp"], case["pp"], case["vp"])
+                   else None)
             if meg:
                 attempt["megatron"] = dict(
                     plan=preset(meg["plan"]), step=meg["step_seconds"],
@@ -222,9 +249,9 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False):
                 for x in r.get("compared", [])]
         tries.append(attempt)
         if rc == 0:
-            print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s (solver %s s), "
+            print("  mesh %s micro %d x %d%s: %.1f s (solver %s s), "
                   "plan %s, step %s ms (micro-step %s ms), MFU %.1f%%, memory %s GB%s"
-                  % (data, tp, micro, accum,
+                  % (mesh_name(data, tp, pp, vp), micro, accum,
                      (" no memory limit" if limit else "") +
                      (" remat full" if remat else ""), wall,
                      "%.1f" % attempt["solver_wall"]
@@ -234,8 +261,8 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False):
                      gb(attempt["memory"]),
                      "" if attempt["fits"] else " (does not fit)"))
         else:
-            print("  mesh data=%d,tp=%d micro %d x %d%s: %.1f s, tgc exit %d: %s"
-                  % (data, tp, micro, accum,
+            print("  mesh %s micro %d x %d%s: %.1f s, tgc exit %d: %s"
+                  % (mesh_name(data, tp, pp, vp), micro, accum,
                      (" no memory limit" if limit else "") +
                      (" remat full" if remat else ""), wall, rc, error))
         if ((rc == 0 and attempt["fits"]) or micro == 1 or limit is not None
@@ -255,19 +282,23 @@ for name in os.environ["CASES"].split():
         name, case["devices"], DEVICE, case["batch"], case["seq"]),
         flush=True)
     tries = []
-    for tp in [int(t) for t in os.environ["TPS"].split()]:
-        if case["devices"] % tp:
+    for pp in [int(p) for p in os.environ["PPS"].split()]:
+        if pp > case["layers"]:
             continue
-        for remat in (False, True):
-            tries += plan_mesh(name, case, tp, remat=remat) or []
-            sys.stdout.flush()
+        for tp in [int(t) for t in os.environ["TPS"].split()]:
+            if case["devices"] % (tp * pp) or (pp > 1 and tp < 2):
+                continue
+            for remat in (False, True):
+                tries += plan_mesh(name, case, tp, remat=remat, pp=pp) or []
+                sys.stdout.flush()
     # Megatron's mesh at its micro-batch, without and with recomputation:
     # its configuration's row, and plans of tgc's as any other try.
     megatron_tries = []
     for remat in (False, True):
         megatron_tries += plan_mesh(name, case, case["tp"],
                                     micro=case["micro"], once=True,
-                                    remat=remat) or []
+                                    remat=remat, pp=case["pp"],
+                                    vp=case["vp"]) or []
     tries += megatron_tries
     ok = [t for t in tries if t["rc"] == 0]
     fitting = [t for t in ok if t["fits"]]
@@ -295,7 +326,8 @@ for name in os.environ["CASES"].split():
         print("  Megatron's mesh (tp=%d) has no report: its plans without a "
               "memory limit" % case["tp"], flush=True)
         extra = plan_mesh(name, case, case["tp"], UNLIMITED,
-                          case["micro"], once=True) or []
+                          case["micro"], once=True, pp=case["pp"],
+                          vp=case["vp"]) or []
         tries += extra
         meg = [t for t in extra if "megatron" in t]
         meg = meg[-1] if meg else None
@@ -319,17 +351,20 @@ for name, e in results.items():
     m = e["megatron_try"]
     mrow = m["megatron"] if m else None
     total = sum(t["wall"] for t in e["tries"])
-    print("| %s on %d x %s | data=%d,tp=%d (%d x %d)%s | %.1f (%s; all meshes %.0f) | %s | "
-          "%.1f%% | %s of %s%s | TP=%d %s (data=%d, %d x %d%s) | %s | %s%s "
+    print("| %s on %d x %s | %s (%d x %d)%s | %.1f (%s; all meshes %.0f) | %s | "
+          "%.1f%% | %s of %s%s | TP=%d PP=%d%s %s (data=%d, %d x %d%s) | %s | %s%s "
           "| %s |" % (
-              name, e["devices"], DEVICE, b["data"], b["tp"], b["micro"],
+              name, e["devices"], DEVICE,
+              mesh_name(b["data"], b["tp"], b.get("pp", 1), b.get("vp", 1)),
+              b["micro"],
               b["accum"], (" no memory limit" if b["unlimited"] else "") +
               (", remat full" if b.get("remat") else ""),
               b["wall"],
               "%.1f" % b["solver_wall"] if b["solver_wall"] is not None
               else "?", total,
               ms(b["step"]), 100 * b["mfu"], gb(b["memory"]), gb(b["limit"]),
-              "" if b["fits"] else " (does not fit)", e["tp"],
+              "" if b["fits"] else " (does not fit)", e["tp"], e["pp"],
+              " (%d virtual)" % e["vp"] if e["vp"] > 1 else "",
               mrow["plan"] if mrow else "-", m["data"] if m else 0,
               m["micro"] if m else 0, m["accum"] if m else 0,
               ", remat full" if m and m.get("remat") else "",
@@ -339,8 +374,9 @@ for name, e in results.items():
               "%.2f" % (b["step"] / mrow["step"]) if mrow else "-"))
 print()
 print("step: the global batch's step (@forward_backward x (accum - 1) + "
-      "@train_step); search: wall "
-      "seconds of the chosen mesh's tgc run (solver + the 5 plans compiled "
+      "@train_step; with pp stages the slowest stage's, plus the bubble and "
+      "the sends between stages: modelled, not executable); search: wall "
+      "seconds of the chosen mesh's tgc run (solver + the 6 plans compiled "
       "and priced), solver: AutoShardPass in its --mlir-timing, all tries: "
       "every tgc run of the case. Logs and commands: %s/logs, numbers: %s/scale.json"
       % (OUT, OUT))

@@ -25,6 +25,7 @@ CostModel::CostModel(const ClusterSpec &spec, MeshOp mesh) : cluster(spec) {
     axes[name] = {size, stride};
     stride *= size;
   }
+  meshDevices = stride;
 }
 
 bool CostModel::crossesNodes(StringRef axis) const {
@@ -104,4 +105,25 @@ std::optional<double> CostModel::collectiveOpSeconds(Operation *op) const {
   if (isa<AllSliceOp>(op))
     return opSeconds(op);
   return std::nullopt;
+}
+
+double CostModel::stageSendSeconds(double bytes, int64_t stages) const {
+  if (stages <= 1)
+    return 0;
+  const LinkSpec &link =
+      meshDevices * stages > cluster.devicesPerNode && cluster.network
+          ? *cluster.network
+          : cluster.node;
+  return link.latency + bytes / link.bandwidth;
+}
+
+double mlir::tg::pipelineInFlight(int64_t stage, int64_t stages,
+                                  int64_t virtualStages, int64_t microBatches) {
+  int64_t p = std::max<int64_t>(stages, 1),
+          v = std::max<int64_t>(virtualStages, 1),
+          k = std::max<int64_t>(microBatches, 1);
+  if (v == 1)
+    return (double)std::min(p - stage, k);
+  int64_t chunks = (p - stage - 1) * 2 + (v - 1) * p + 1;
+  return (double)std::min(chunks, k * v) / (double)v;
 }

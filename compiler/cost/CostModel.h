@@ -51,11 +51,27 @@ public:
   /// its piece (a local op). std::nullopt for other ops.
   std::optional<double> collectiveOpSeconds(Operation *op) const;
 
+  /// Seconds to send `bytes` from a pipeline stage to the next when the
+  /// mesh is one of `stages` stages: stages sit outermost (a stage's
+  /// neighbour is the mesh's device count away), so one alpha-beta step
+  /// over the links that distance crosses.
+  double stageSendSeconds(double bytes, int64_t stages) const;
+
 private:
   const ClusterSpec &cluster;
   /// Per axis: its size and the distance between neighbouring processes.
   llvm::StringMap<std::pair<int64_t, int64_t>> axes;
+  int64_t meshDevices = 1;
 };
+
+/// How many micro-batches' activations pipeline stage `stage` of `stages`
+/// holds at its peak, in units of the stage's whole share of the layers:
+/// min(P - s, K) under 1F1B (V = 1); under Megatron-LM's interleaved
+/// schedule (V chunks per device) its warm-up of (P - s - 1) * 2 + (V - 1)
+/// * P chunks plus the one in flight, at most K V, each chunk a V-th of
+/// the stage's layers.
+double pipelineInFlight(int64_t stage, int64_t stages, int64_t virtualStages,
+                        int64_t microBatches);
 
 /// The element type name an op computes in ("bf16", "f16", "f32").
 StringRef computeTypeName(Operation *op);

@@ -16,6 +16,8 @@
 #include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -95,29 +97,202 @@ int64_t microBatchesOf(ModuleOp module) {
   return std::max<int64_t>(k.getInt(), 1);
 }
 
-/// Adds one call of `func` to `plan`, `weight` times: compute, collectives
-/// (listed when `listCollectives`), per-layer times and the communication
-/// the schedule hides.
-void addFunction(PlanEstimate &plan, func::FuncOp func, const CostModel &cost,
-                 double weight, bool listCollectives) {
+/// One call of a function on one pipeline stage (the whole step without
+/// stages).
+struct StageTimes {
+  double compute = 0, comm = 0, hidden = 0, flops = 0;
+  double seconds() const { return compute + comm - hidden; }
+};
+
+/// The name of a step argument that is a parameter, its optimizer state or
+/// its gradient accumulator, or null for the batch.
+StringAttr parameterNameOf(func::FuncOp func, BlockArgument arg) {
+  for (StringRef kind :
+       {TgDialect::kParamAttr, TgDialect::kStateAttr, TgDialect::kAccumAttr})
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kind))
+      return name;
+  return nullptr;
+}
+bool isParameterLike(func::FuncOp func, BlockArgument arg) {
+  return parameterNameOf(func, arg) != nullptr;
+}
+
+/// The stages an op works for, each with its share of the op's time.
+using StageShares = SmallVector<std::pair<int64_t, double>, 1>;
+
+/// Where each op of a step runs when the plan has pipeline stages: the
+/// repeated layers (in the order the forward pass first reaches them) in
+/// P x V consecutive chunks of equal size, chunk c on stage c mod P
+/// (Megatron-LM's interleaved placement; V = 1 is plain 1F1B); what comes
+/// before the first layer (the embeddings) on the first chunk, what comes
+/// after the last (the final norm, the head, the loss) on the last; an
+/// op with no name of its own on the chunk of what it reads.
+struct StageMap {
+  PipelineStages pipeline;
+  int64_t layers = 0;
+  llvm::StringMap<int64_t> chunkOfGroup;
+
+  int64_t chunks() const { return pipeline.stages * pipeline.virtualStages; }
+  int64_t stageOf(int64_t chunk) const { return chunk % pipeline.stages; }
+
+  /// The chunk of each op of `func` (its body's ops before the terminator,
+  /// in order).
+  SmallVector<int64_t> chunksOf(func::FuncOp func) const {
+    SmallVector<int64_t> out;
+    DenseMap<Operation *, int64_t> chunkOfOp;
+    int64_t current = 0;
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      std::string group = layerOfOp(&op);
+      if (!group.empty()) {
+        auto it = chunkOfGroup.find(group);
+        // A name @train_step lacks: a repeated layer's goes last, as the
+        // head's does; another stays with its predecessor.
+        if (it != chunkOfGroup.end())
+          current = it->second;
+        else if (!layerOfName(group).empty())
+          current = chunks() - 1;
+      } else {
+        // No name: the chunk of the parameter or state it reads (a fused
+        // optimizer update), else of the op whose result it reads first.
+        for (Value v : op.getOperands()) {
+          std::optional<int64_t> from;
+          if (auto arg = dyn_cast<BlockArgument>(v)) {
+            StringAttr name = parameterNameOf(func, arg);
+            auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
+                           : chunkOfGroup.end();
+            if (it != chunkOfGroup.end())
+              from = it->second;
+          } else if (auto it = chunkOfOp.find(v.getDefiningOp());
+                     it != chunkOfOp.end()) {
+            from = it->second;
+          }
+          if (from) {
+            current = *from;
+            break;
+          }
+        }
+      }
+      chunkOfOp[&op] = current;
+      out.push_back(current);
+    }
+    return out;
+  }
+
+  /// The stages each op of `func` works for, with the share of its time
+  /// and its results' bytes: its chunk's stage, but a kernel with no name
+  /// that reads parameters or state (the fused optimizer updates, which
+  /// span layers) works for the stages that hold them, by their bytes, and
+  /// another op with no name for the stages of the op it reads.
+  SmallVector<StageShares> sharesOf(func::FuncOp func,
+                                    ArrayRef<int64_t> chunks) const {
+    SmallVector<StageShares> out;
+    DenseMap<Operation *, size_t> index;
+    for (auto [i, op] :
+         llvm::enumerate(func.getBody().front().without_terminator())) {
+      index[&op] = i;
+      StageShares shares;
+      if (layerOfOp(&op).empty()) {
+        llvm::SmallMapVector<int64_t, double, 4> bytes;
+        double all = 0;
+        for (Value v : op.getOperands()) {
+          auto arg = dyn_cast<BlockArgument>(v);
+          StringAttr name = arg ? parameterNameOf(func, arg) : nullptr;
+          auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
+                         : chunkOfGroup.end();
+          if (it == chunkOfGroup.end())
+            continue;
+          double b = (double)tensorBytes(v.getType());
+          bytes[stageOf(it->second)] += b;
+          all += b;
+        }
+        for (auto [stage, b] : bytes)
+          shares.push_back({stage, all > 0 ? b / all : 1.0 / bytes.size()});
+        for (Value v : op.getOperands()) {
+          auto it = index.find(v.getDefiningOp());
+          if (!shares.empty() || it == index.end())
+            continue;
+          shares = out[it->second];
+        }
+      }
+      if (shares.empty())
+        shares.push_back({stageOf(chunks[i]), 1.0});
+      out.push_back(std::move(shares));
+    }
+    return out;
+  }
+};
+
+/// The stage map of `step` under `pipeline`, or an error that says why the
+/// model cannot be split so.
+llvm::Expected<StageMap> stageMapOf(func::FuncOp step,
+                                    PipelineStages pipeline) {
+  StageMap map;
+  map.pipeline = pipeline;
+  SmallVector<std::string> layers;
+  llvm::StringMap<bool> before; // other groups: before the first layer?
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    std::string group = layerOfOp(&op);
+    if (group.empty() || map.chunkOfGroup.count(group) || before.count(group))
+      continue;
+    if (!layerOfName(group).empty()) {
+      map.chunkOfGroup[group] = layers.size();
+      layers.push_back(group);
+    } else {
+      before[group] = layers.empty();
+    }
+  }
+  map.layers = layers.size();
+  if (map.layers < map.chunks())
+    return llvm::createStringError(
+        llvm::formatv("{0} pipeline stages x {1} virtual stages need at least "
+                      "{2} repeated layers (h.0.*, h.1.*, ... in the model "
+                      "file); the model has {3}",
+                      pipeline.stages, pipeline.virtualStages, map.chunks(),
+                      map.layers)
+            .str());
+  for (auto [j, layer] : llvm::enumerate(layers))
+    map.chunkOfGroup[layer] = (int64_t)j * map.chunks() / map.layers;
+  for (auto &entry : before)
+    map.chunkOfGroup[entry.getKey()] = entry.getValue() ? 0 : map.chunks() - 1;
+  return map;
+}
+
+/// Adds one call of `func` to `plan`, `weight` times (compute, collectives
+/// listed when `listCollectives`, per-layer times, the communication the
+/// schedule hides), and returns the call's times per stage: `shares`
+/// gives each op's stages (empty: all on stage 0), each stage playing its
+/// own ops.
+SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
+                                    const CostModel &cost, double weight,
+                                    bool listCollectives,
+                                    ArrayRef<StageShares> shares = {},
+                                    int64_t stages = 1) {
   // Ops without a name of their own (the optimizer's, a bucket's
   // collective) count toward the layer before them.
   std::string layer = "(step)";
-  // The two streams' clocks: compute (and collectives in place), and the
-  // buckets' when the cluster overlaps them.
+  // Each stage's two streams' clocks: compute (and collectives in place),
+  // and the buckets' when the cluster overlaps them.
   bool overlap = cost.spec().overlapsCommunication;
-  double computeClock = 0, commClock = 0, compute = 0, comm = 0;
-  llvm::DenseMap<int64_t, double> bucketDone;
-  auto waitFor = [&](Operation *op) {
+  struct Clocks {
+    double compute = 0, comm = 0;
+    llvm::DenseMap<int64_t, double> bucketDone;
+  };
+  SmallVector<Clocks> clocks(stages);
+  SmallVector<StageTimes> times(stages);
+  auto waitFor = [&](Operation *op, Clocks &c) {
     if (auto waits =
             op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
       for (int64_t b : waits.asArrayRef())
-        computeClock = std::max(computeClock, bucketDone.lookup(b));
+        c.compute = std::max(c.compute, c.bucketDone.lookup(b));
   };
   llvm::StringMap<size_t> layerIndex;
   for (auto [i, entry] : llvm::enumerate(plan.layers))
     layerIndex[std::get<0>(entry)] = i;
-  for (Operation &op : func.getBody().front().without_terminator()) {
+  for (auto [i, op] :
+       llvm::enumerate(func.getBody().front().without_terminator())) {
+    StageShares whole{{0, 1.0}};
+    ArrayRef<std::pair<int64_t, double>> opShares =
+        shares.empty() ? ArrayRef(whole) : ArrayRef(shares[i]);
     std::string named = layerOfOp(&op);
     if (!named.empty())
       layer = named;
@@ -142,30 +317,275 @@ void addFunction(PlanEstimate &plan, func::FuncOp func, const CostModel &cost,
         c.seconds = *seconds;
         plan.collectives.push_back(std::move(c));
       }
-      comm += *seconds;
       layerComm += weight * *seconds;
       auto bucket = op.getAttrOfType<IntegerAttr>("bucket");
-      waitFor(&op);
-      if (overlap && bucket) {
-        commClock = std::max(commClock, computeClock) + *seconds;
-        bucketDone[bucket.getInt()] = commClock;
-      } else {
-        computeClock += *seconds;
+      for (auto [stage, share] : opShares) {
+        Clocks &clock = clocks[stage];
+        double part = share * *seconds;
+        times[stage].comm += part;
+        waitFor(&op, clock);
+        if (overlap && bucket) {
+          clock.comm = std::max(clock.comm, clock.compute) + part;
+          clock.bucketDone[bucket.getInt()] = clock.comm;
+        } else {
+          clock.compute += part;
+        }
       }
       continue;
     }
     double seconds = cost.opSeconds(&op);
-    compute += seconds;
-    plan.flops += weight * flopCount(&op);
+    double flops = flopCount(&op);
+    plan.flops += weight * flops;
     layerCompute += weight * seconds;
-    waitFor(&op);
-    computeClock += seconds;
+    for (auto [stage, share] : opShares) {
+      Clocks &clock = clocks[stage];
+      times[stage].compute += share * seconds;
+      times[stage].flops += share * flops;
+      waitFor(&op, clock);
+      clock.compute += share * seconds;
+    }
   }
-  waitFor(func.getBody().front().getTerminator());
-  double makespan = std::max(computeClock, commClock);
-  plan.computeSeconds += weight * compute;
-  plan.commSeconds += weight * comm;
-  plan.hiddenSeconds += weight * std::max(0.0, compute + comm - makespan);
+  for (auto [clock, time] : llvm::zip(clocks, times)) {
+    waitFor(func.getBody().front().getTerminator(), clock);
+    double makespan = std::max(clock.compute, clock.comm);
+    time.hidden = std::max(0.0, time.compute + time.comm - makespan);
+    plan.computeSeconds += weight * time.compute;
+    plan.commSeconds += weight * time.comm;
+    plan.hiddenSeconds += weight * time.hidden;
+  }
+  return times;
+}
+
+/// The last op of `func`'s forward pass (the loss, before the collective
+/// that sums it over the data axes), or null.
+Operation *forwardEndOf(func::FuncOp func) {
+  Operation *ret = func.getBody().front().getTerminator();
+  Operation *end = nullptr;
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto metric =
+        func.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
+    if (!metric || metric.getValue() != "loss")
+      continue;
+    Operation *def = v.getDefiningOp();
+    while (isa_and_nonnull<AllReduceOp, AllGatherOp, ReduceScatterOp>(def))
+      def = def->getOperand(0).getDefiningOp();
+    if (def && (!end || end->isBeforeInBlock(def)))
+      end = def;
+  }
+  return end;
+}
+
+/// What one micro-batch of `func` keeps from its forward pass for its
+/// backward (values made up to the forward end and read after it), by
+/// stage, of those computed from the batch (a weight's bf16 copy is not an
+/// activation), and the most bytes of activations one chunk sends the next
+/// in the forward pass. What is computed from parameters alone (a tied
+/// embedding's copy for the head) each stage makes for itself.
+struct StageActivations {
+  SmallVector<int64_t> savedBytes;
+  int64_t sendBytes = 0;
+};
+StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
+                               const StageMap &map) {
+  StageActivations out;
+  out.savedBytes.assign(map.pipeline.stages, 0);
+  Operation *end = forwardEndOf(func);
+  if (!end)
+    return out;
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, int64_t> chunkOf;
+  for (auto [i, op] : llvm::enumerate(body.without_terminator()))
+    chunkOf[&op] = chunks[i];
+  SmallVector<int64_t> crossing(map.chunks(), 0);
+  DenseSet<Value> fromBatch;
+  for (BlockArgument arg : func.getArguments())
+    if (!isParameterLike(func, arg))
+      fromBatch.insert(arg);
+  for (Operation &op : body.without_terminator()) {
+    if (end->isBeforeInBlock(&op))
+      break;
+    int64_t chunk = chunkOf.lookup(&op);
+    bool activation = llvm::any_of(
+        op.getOperands(), [&](Value v) { return fromBatch.contains(v); });
+    for (Value v : op.getResults()) {
+      if (activation)
+        fromBatch.insert(v);
+      if (!isa<RankedTensorType>(v.getType()))
+        continue;
+      int64_t bytes = tensorBytes(v.getType()), furthest = chunk;
+      bool kept = false;
+      for (Operation *user : v.getUsers()) {
+        if (user == body.getTerminator())
+          continue;
+        if (end->isBeforeInBlock(user))
+          kept = true;
+        else
+          furthest = std::max(furthest, chunkOf.lookup(user));
+      }
+      if (kept && activation)
+        out.savedBytes[map.stageOf(chunk)] += bytes;
+      if (activation)
+        for (int64_t c = chunk; c < furthest; ++c)
+          crossing[c] += bytes;
+    }
+  }
+  out.sendBytes = *llvm::max_element(crossing);
+  return out;
+}
+
+/// Prices `plan`'s step as a pipeline: each stage's time is its share of
+/// @forward_backward on K - 1 micro-batches and of @train_step once; the
+/// slowest stage's is the step's, plus the bubble of (P - 1) / V of its
+/// micro-batch slots and, on the critical path, the sends between stages
+/// (2 (P V - 1) in the fill and drain, 2 V per micro-batch, none hidden).
+/// A stage holds its layers' parameters and state, the batch, and the
+/// activations of as many micro-batches as its schedule keeps in flight.
+void estimatePipelined(PlanEstimate &plan, ModuleOp module,
+                       const CostModel &cost, const StageMap &map) {
+  const PipelineStages &pipeline = map.pipeline;
+  int64_t p = pipeline.stages, v = pipeline.virtualStages,
+          k = plan.microBatches;
+  plan.stages = p;
+  plan.virtualStages = v;
+  func::FuncOp step = stepOf(module);
+  auto fb = k > 1 ? module.lookupSymbol<func::FuncOp>("forward_backward")
+                  : func::FuncOp();
+  SmallVector<int64_t> stepChunks = map.chunksOf(step);
+  SmallVector<StageShares> stepShares = map.sharesOf(step, stepChunks);
+  SmallVector<StageTimes> last =
+      addFunction(plan, step, cost, 1, /*listCollectives=*/true, stepShares, p);
+  SmallVector<StageTimes> other(p);
+  SmallVector<int64_t> fbChunks;
+  SmallVector<StageShares> fbShares;
+  if (fb) {
+    fbChunks = map.chunksOf(fb);
+    fbShares = map.sharesOf(fb, fbChunks);
+    other = addFunction(plan, fb, cost, k - 1, /*listCollectives=*/false,
+                        fbShares, p);
+  }
+  // The slowest stage sets the pace.
+  auto total = [&](int64_t s) {
+    return (k - 1) * other[s].seconds() + last[s].seconds();
+  };
+  int64_t slow = 0;
+  for (int64_t s = 1; s < p; ++s)
+    if (total(s) > total(slow))
+      slow = s;
+  plan.slowestStage = slow;
+  plan.computeSeconds = (k - 1) * other[slow].compute + last[slow].compute;
+  plan.commSeconds = (k - 1) * other[slow].comm + last[slow].comm;
+  plan.hiddenSeconds = (k - 1) * other[slow].hidden + last[slow].hidden;
+  plan.flops = (k - 1) * other[slow].flops + last[slow].flops;
+  plan.trainStepSeconds = last[slow].seconds();
+  // One micro-batch slot: @forward_backward's; with one micro-batch,
+  // @train_step's whole (its update included: an upper bound).
+  double slot = fb ? other[slow].seconds() : last[slow].seconds();
+  plan.bubbleSeconds = (double)(p - 1) / (double)v * slot;
+  plan.sendBytes = activationsOf(step, stepChunks, map).sendBytes;
+  plan.sendSeconds = (double)(2 * (p * v - 1) + 2 * v * k) *
+                     cost.stageSendSeconds(plan.sendBytes, p);
+
+  // Memory: each stage's arguments and its share of the arena.
+  // A parameter lives on each stage whose layers read it (a tied embedding
+  // on the first and the last, as Megatron-LM keeps it), with its state
+  // and accumulator ("h.0.fc.weight.exp_avg" is h.0.fc.weight's).
+  llvm::StringMap<llvm::SmallSetVector<int64_t, 2>> readers;
+  for (auto [i, op] :
+       llvm::enumerate(step.getBody().front().without_terminator()))
+    for (Value v : layerOfOp(&op).empty() ? ValueRange{} : op.getOperands())
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        if (auto name = step.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TgDialect::kParamAttr))
+          readers[name.getValue()].insert(map.stageOf(stepChunks[i]));
+  SmallVector<int64_t> argBytes(p, 0);
+  for (BlockArgument arg : step.getArguments()) {
+    if (!isa<RankedTensorType>(arg.getType()))
+      continue;
+    int64_t bytes = tensorBytes(arg.getType());
+    StringAttr name = parameterNameOf(step, arg);
+    if (!name) { // the batch: every stage holds it (an upper bound)
+      for (int64_t &b : argBytes)
+        b += bytes;
+      continue;
+    }
+    StringRef param = name.getValue();
+    auto it = readers.find(param);
+    if (it == readers.end())
+      it = readers.find(param.rsplit('.').first);
+    if (it != readers.end()) {
+      for (int64_t s : it->second)
+        argBytes[s] += bytes;
+      continue;
+    }
+    auto chunk = map.chunkOfGroup.find(groupOfName(param));
+    argBytes[map.stageOf(
+        chunk == map.chunkOfGroup.end() ? 0 : chunk->second)] += bytes;
+  }
+  SmallVector<int64_t> arena(p, 0);
+  auto addArena = [&](func::FuncOp func, ArrayRef<int64_t> chunks,
+                      ArrayRef<StageShares> shares) {
+    auto bytes = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+    if (!bytes)
+      return;
+    // Each stage's peak of live bytes over the step (a value is its
+    // defining op's stage's), scaled as the planned arena exceeds the
+    // whole step's peak (views, alignment, fragmentation), plus the
+    // activations of the stage's other micro-batches in flight.
+    Block &body = func.getBody().front();
+    DenseMap<Operation *, int64_t> position;
+    for (Operation &op : body)
+      position[&op] = position.size();
+    std::map<int64_t, SmallVector<double>> delta; // position -> per stage
+    auto change = [&](int64_t at, ArrayRef<std::pair<int64_t, double>> to,
+                      double b) {
+      auto &d = delta[at];
+      if (d.empty())
+        d.assign(p + 1, 0);
+      for (auto [stage, share] : to)
+        d[stage] += share * b;
+      d[p] += b; // the whole step
+    };
+    for (auto [i, op] : llvm::enumerate(body.without_terminator())) {
+      // What the memory plan placed in the arena (not views, not what
+      // updates an argument in place).
+      auto offsets =
+          op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
+      for (OpResult r : op.getResults()) {
+        if (!isa<RankedTensorType>(r.getType()) || r.use_empty() ||
+            (offsets && offsets[r.getResultNumber()] < 0))
+          continue;
+        int64_t last = position[&op];
+        for (Operation *user : r.getUsers())
+          last = std::max(last, position.lookup(user));
+        double b = (double)tensorBytes(r.getType());
+        change(position[&op], shares[i], b);
+        change(last + 1, shares[i], -b);
+      }
+    }
+    SmallVector<double> live(p + 1, 0), peak(p + 1, 0);
+    for (auto &[at, d] : delta)
+      for (int64_t s = 0; s <= p; ++s) {
+        live[s] += d[s];
+        peak[s] = std::max(peak[s], live[s]);
+      }
+    double scale = peak[p] > 0 ? (double)bytes.getInt() / peak[p] : 1.0;
+    StageActivations acts = activationsOf(func, chunks, map);
+    for (int64_t s = 0; s < p; ++s)
+      arena[s] = std::max(
+          arena[s], (int64_t)std::ceil(
+                        scale * (peak[s] + (pipelineInFlight(s, p, v, k) - 1) *
+                                               (double)acts.savedBytes[s])));
+  };
+  addArena(step, stepChunks, stepShares);
+  if (fb)
+    addArena(fb, fbChunks, fbShares);
+  int64_t full = 0;
+  for (int64_t s = 1; s < p; ++s)
+    if (argBytes[s] + arena[s] > argBytes[full] + arena[full])
+      full = s;
+  plan.fullestStage = full;
+  plan.argumentBytes = argBytes[full];
+  plan.arenaBytes = arena[full];
 }
 
 } // namespace
@@ -179,6 +599,17 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
     plan.error = "no @train_step";
     return plan;
   }
+  plan.microBatches = microBatchesOf(module);
+  PipelineStages pipeline = getPipelineStages(module);
+  if (pipeline.stages > 1 || pipeline.virtualStages > 1) {
+    llvm::Expected<StageMap> map = stageMapOf(step, pipeline);
+    if (!map) {
+      plan.error = llvm::toString(map.takeError());
+      return plan;
+    }
+    estimatePipelined(plan, module, cost, *map);
+    return plan;
+  }
   for (Type t : step.getArgumentTypes())
     if (isa<RankedTensorType>(t))
       plan.argumentBytes += tensorBytes(t);
@@ -189,7 +620,6 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
   // and @forward_backward on the others.
   addFunction(plan, step, cost, 1, /*listCollectives=*/true);
   plan.trainStepSeconds = plan.stepSeconds();
-  plan.microBatches = microBatchesOf(module);
   if (plan.microBatches > 1) {
     auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
     addFunction(plan, fb, cost, plan.microBatches - 1,
@@ -230,6 +660,8 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
     });
     os << "]";
   }
+  if (chosen.stages > 1)
+    os << " x " << chosen.stages << " pipeline stages (modelled)";
   os << ", cluster " << spec.name << " (" << spec.deviceName << ", "
      << spec.devicesPerNode << " per node)\n";
   os << "plan: " << chosen.label << "\n";
@@ -345,14 +777,30 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
                         "times and @train_step ({2}) once",
                         chosen.microBatches, chosen.microBatches - 1,
                         formatSeconds(chosen.trainStepSeconds));
+  std::string pipelineTerms;
+  if (chosen.stages > 1) {
+    os << llvm::formatv(
+        "\npipeline: {0} stages x {1} virtual, MODELLED ONLY (tgc builds no "
+        "pipelined executable yet); the slowest stage, {2}, sets the pace; "
+        "it sends {3} per micro-batch to the next stage",
+        chosen.stages, chosen.virtualStages, chosen.slowestStage,
+        formatBytes(chosen.sendBytes));
+    pipelineTerms = " + bubble " + formatSeconds(chosen.bubbleSeconds) +
+                    " + sends " + formatSeconds(chosen.sendSeconds);
+  }
   os << llvm::formatv(
-      "\nstep: compute {0} + communication {1} {2} = {3}; {4:e2} FLOP per "
-      "device, MFU {5:f1}% of {6:e2} FLOP/s\n",
+      "\nstep: compute {0} + communication {1} {2}{3} = {4}; {5:e2} FLOP per "
+      "device, MFU {6:f1}% of {7:e2} FLOP/s\n",
       formatSeconds(chosen.computeSeconds), formatSeconds(chosen.commSeconds),
-      overlap, formatSeconds(chosen.stepSeconds()), chosen.flops,
+      overlap, pipelineTerms, formatSeconds(chosen.stepSeconds()), chosen.flops,
       100.0 * chosen.flops / chosen.stepSeconds() / peak, peak);
-  os << "memory per device: arguments " << formatBytes(chosen.argumentBytes)
-     << " + arena peak " << formatBytes(chosen.arenaBytes) << " = "
+  if (chosen.stages > 1)
+    os << "memory of the fullest stage (" << chosen.fullestStage
+       << ", its in-flight micro-batches' activations counted): ";
+  else
+    os << "memory per device: ";
+  os << "arguments " << formatBytes(chosen.argumentBytes) << " + arena peak "
+     << formatBytes(chosen.arenaBytes) << " = "
      << formatBytes(chosen.memoryBytes()) << " of " << formatBytes(limit)
      << (chosen.memoryBytes() <= limit ? " (fits)" : " (does not fit)") << "\n";
 
@@ -388,6 +836,15 @@ llvm::json::Value mlir::tg::shardingReportJson(ModuleOp module,
     o["argument_bytes"] = plan.argumentBytes;
     o["arena_bytes"] = plan.arenaBytes;
     o["flops_per_device"] = plan.flops;
+    if (plan.stages > 1)
+      o["pipeline"] = llvm::json::Object{{"stages", plan.stages},
+                                         {"virtual_stages", plan.virtualStages},
+                                         {"executable", false},
+                                         {"bubble_seconds", plan.bubbleSeconds},
+                                         {"send_seconds", plan.sendSeconds},
+                                         {"send_bytes", plan.sendBytes},
+                                         {"slowest_stage", plan.slowestStage},
+                                         {"fullest_stage", plan.fullestStage}};
     o["fits"] = plan.memoryBytes() <= limit;
     return o;
   };

@@ -55,14 +55,29 @@ struct PlanEstimate {
   /// and the update).
   double trainStepSeconds = 0;
 
+  /// With pipeline stages (the module's tg.pipeline; modelled, not
+  /// executable): the times above are the slowest stage's, the memory the
+  /// fullest stage's, and the step adds the schedule's bubble and the
+  /// stages' point-to-point transfers.
+  int64_t stages = 1, virtualStages = 1;
+  double bubbleSeconds = 0, sendSeconds = 0;
+  /// The largest activation one stage sends the next per micro-batch.
+  int64_t sendBytes = 0;
+  /// The stage whose time is the step's, and the one holding most.
+  int64_t slowestStage = 0, fullestStage = 0;
+
   double stepSeconds() const {
-    return computeSeconds + commSeconds - hiddenSeconds;
+    return computeSeconds + commSeconds - hiddenSeconds + bubbleSeconds +
+           sendSeconds;
   }
   int64_t memoryBytes() const { return argumentBytes + arenaBytes; }
 };
 
 /// Estimates one step of `module` (after tg-plan-memory): @train_step, and
 /// with gradient accumulation @forward_backward once per other micro-batch.
+/// With pipeline stages, each stage's share of both (by repeated layer,
+/// what comes before the first layer on the first stage, after the last on
+/// the last), the slowest stage setting the pace.
 PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
                           StringRef label);
 

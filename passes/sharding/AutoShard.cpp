@@ -493,6 +493,21 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
 // Recomputation
 //===----------------------------------------------------------------------===//
 
+/// The position of the op that ends @train_step's forward pass (the loss),
+/// or -1.
+int64_t forwardEndOf(func::FuncOp step,
+                     const DenseMap<Operation *, int64_t> &position) {
+  Operation *ret = step.getBody().front().getTerminator();
+  int64_t forwardEnd = -1;
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto metric =
+        step.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
+    if (metric && metric.getValue() == "loss" && v.getDefiningOp())
+      forwardEnd = position.lookup(v.getDefiningOp());
+  }
+  return forwardEnd;
+}
+
 /// Prices tg-remat's `full` policy, which runs after tg-partition: a forward
 /// op of a layer whose results no op of another layer reads is run again in
 /// the backward pass instead of kept, so its results live only until its
@@ -502,15 +517,8 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
 /// (the residual stream) is kept.
 void AutoShardPass::assumeFullRemat(
     func::FuncOp step, const DenseMap<Operation *, int64_t> &position) {
-  // The forward pass ends with the loss.
   Operation *ret = step.getBody().front().getTerminator();
-  int64_t forwardEnd = -1;
-  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    auto metric =
-        step.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
-    if (metric && metric.getValue() == "loss" && v.getDefiningOp())
-      forwardEnd = position.lookup(v.getDefiningOp());
-  }
+  int64_t forwardEnd = forwardEndOf(step, position);
   recomputed.assign(nodes.size(), false);
   if (forwardEnd < 0)
     return;
@@ -755,8 +763,17 @@ void AutoShardPass::runOnOperation() {
   // every micro-batch (@forward_backward on all but the last) and the
   // optimizer's once: the first weigh microBatches times, with the
   // reshardings between them and the parameters they read.
+  //
+  // With pipeline stages (modelled, not executable) a device runs its
+  // stage's share of every op, a P-th, and the micro-batch ops once more
+  // per (P - 1) / V for the bubble; it holds a P-th of the parameters and
+  // state, and the activations of its in-flight micro-batches, which for
+  // the first stage is about one micro-batch of the whole model.
+  PipelineStages pipeline = getPipelineStages(module);
+  double perMicroBatch =
+      microBatches + (double)(pipeline.stages - 1) / pipeline.virtualStages;
   SmallVector<double> weight(nodes.size(), 1.0);
-  if (microBatches > 1) {
+  if (perMicroBatch > 1) {
     // Once per step: what reads an accumulator or the optimizer's state,
     // the updates and the global norm, and what reads those.
     DenseSet<Operation *> perStep;
@@ -774,7 +791,22 @@ void AutoShardPass::runOnOperation() {
       if (node.op ? !perStep.contains(node.op)
                   : step.getArgAttr(node.arg.getArgNumber(),
                                     TgDialect::kParamAttr) != nullptr)
-        weight[i] = microBatches;
+        weight[i] = perMicroBatch;
+  }
+  SmallVector<double> holds(nodes.size(), 1.0);
+  if (pipeline.stages > 1) {
+    double p = (double)pipeline.stages;
+    double inFlight = pipelineInFlight(0, pipeline.stages,
+                                       pipeline.virtualStages, microBatches);
+    int64_t forwardEnd = forwardEndOf(step, position);
+    for (auto [i, node] : llvm::enumerate(nodes)) {
+      weight[i] /= p;
+      if (!node.op)
+        holds[i] = 1 / p;
+      else if (forwardEnd >= 0 && node.start <= forwardEnd &&
+               node.end > forwardEnd + 1)
+        holds[i] = inFlight / p;
+    }
   }
 
   // The problem, in the solver's terms.
@@ -794,7 +826,7 @@ void AutoShardPass::runOnOperation() {
     std::vector<int64_t> usages;
     for (const Choice &c : node.choices) {
       costs.push_back(toNanoseconds(weight[i] * c.seconds));
-      usages.push_back(c.bytes);
+      usages.push_back((int64_t)std::ceil(holds[i] * (double)c.bytes));
     }
     problem.nodeCosts.push_back(std::move(costs));
     problem.usages.push_back(std::move(usages));

@@ -86,7 +86,12 @@ def PropagateShardingPass : Pass<"tg-propagate-sharding", "ModuleOp"> {
          piece of the sequence, and the next column-parallel matmul gathers
          it (tg.all_gather). Such partial sums that are only added to
          each other (the input gradients of a fused projection's blocks)
-         are pinned after their sum, reduce-scattered once.
+         are pinned after their sum, reduce-scattered once;
+       - `megatron`, sp plus Megatron-LM's distributed optimizer: the
+         optimizer state split over the data axes as zero1's, each
+         gradient reduced once per step to the piece its process updates
+         (tg.reduce_scatter; the micro-batches' gradients are added
+         unreduced), the updated pieces gathered.
        Optimizer state follows its parameter's pin, plus the ZeRO split.
     3. Propagation, forward through each function: each op's sharding
        follows from its operands' through its ShardingRuleOpInterface (the
@@ -236,6 +241,15 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     stay in the layer is run again in the backward pass, so they live only
     until their last forward reader, and the op costs twice. Other remat
     policies are not priced (an error names them).
+
+    On a module with `tg.pipeline = {stages = P, virtual_stages = V}`
+    (tgc --pipeline-stages; modelled, not executable) it plans one
+    pipeline stage's device: every cost is a P-th (the stage runs a P-th
+    of the layers), the forward and backward ops weigh K + (P - 1) / V
+    micro-batches (the schedule's bubble), the parameters, state and
+    accumulators hold a P-th of their bytes, and what the forward pass
+    keeps for the backward holds the first stage's in-flight micro-batches
+    (min(P, K) P-ths of the layers under 1F1B).
 
     Not modelled yet: overlap of collectives with compute, the memory
     planner's reuse of buffers (live ranges are the ops' order), and the

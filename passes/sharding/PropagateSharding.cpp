@@ -62,7 +62,8 @@ struct PropagateShardingPass
       return;
     if (!llvm::is_contained(shardPresetNames(), StringRef(preset))) {
       module.emitError() << "unknown sharding preset '" << preset
-                         << "'; expected dp, zero1, zero2, zero3, tp or sp";
+                         << "'; expected dp, zero1, zero2, zero3, tp, sp or "
+                            "megatron";
       return signalPassFailure();
     }
     // Per-parameter presets (the model file's `shard`, as tg.shard).
@@ -98,7 +99,21 @@ struct PropagateShardingPass
     auto it = presets.find(name);
     return it != presets.end() ? StringRef(it->second) : StringRef(preset);
   }
-  bool zero(StringRef name) const { return presetOf(name).starts_with("zero"); }
+  /// Whether the optimizer state of parameter `name` is split over the
+  /// data axes (ZeRO, or Megatron-LM's distributed optimizer).
+  bool zero(StringRef name) const {
+    StringRef p = presetOf(name);
+    return p.starts_with("zero") || p == "megatron";
+  }
+  /// Whether parameter `name` is split over tp (tp, sp, megatron), and
+  /// whether its row-parallel products are sequence parallel (sp,
+  /// megatron).
+  bool tensorParallel(StringRef name) const {
+    return llvm::is_contained({"tp", "sp", "megatron"}, presetOf(name));
+  }
+  bool sequenceParallel(StringRef name) const {
+    return llvm::is_contained({"sp", "megatron"}, presetOf(name));
+  }
 
   llvm::StringMap<std::string> presets;
   /// Views (tg.cast, tg.slice, tg.reshape) of parameters not sharded yet
@@ -144,7 +159,7 @@ struct PropagateShardingPass
       bool frozen =
           (bool)func.getArgAttr(arg.getArgNumber(), TgDialect::kFrozenAttr);
       StringRef own = presetOf(name.getValue());
-      if ((own == "tp" || own == "sp") && !frozen && mesh.axisSize("tp") > 1)
+      if (tensorParallel(name.getValue()) && !frozen && mesh.axisSize("tp") > 1)
         continue; // decided where @forward first reads it
       sharding =
           own == "zero3" && !frozen ? splitOverData(whole, type, mesh) : whole;
@@ -231,7 +246,9 @@ struct PropagateShardingPass
     return success();
   }
 
-  /// zero1: each gradient is reduced whole before its update reads it.
+  /// zero1: each gradient is reduced whole before its update reads it;
+  /// megatron (the distributed optimizer): reduced to the piece of it the
+  /// process updates, once per step (tg.reduce_scatter).
   void pinWholeGradients(func::FuncOp func) {
     func.walk([&](OptimizerUpdateOp update) {
       Value grad = update.getGrad();
@@ -239,20 +256,42 @@ struct PropagateShardingPass
       auto name = param ? func.getArgAttrOfType<StringAttr>(
                               param.getArgNumber(), TgDialect::kParamAttr)
                         : StringAttr();
-      if (!name || presetOf(name.getValue()) != "zero1" ||
+      StringRef own = name ? presetOf(name.getValue()) : "";
+      if ((own != "zero1" && own != "megatron") ||
           grad.getDefiningOp<ShardingConstraintOp>())
         return;
+      // megatron reduces the gradient before gradient clipping's norm reads
+      // it (the norm sums the pieces): the pin goes on what the clipping
+      // scales.
+      if (own == "megatron")
+        if (auto clip = grad.getDefiningOp<MulOp>())
+          if (llvm::any_of(clip.getLhs().getUsers(),
+                           llvm::IsaPred<GlobalNormOp>) &&
+              !clip.getLhs().getDefiningOp<ShardingConstraintOp>())
+            grad = clip.getLhs();
       ShardingAttr whole = getSharding(param);
       if (!whole)
         return;
+      ShardingAttr target = whole;
+      std::string why = "preset zero1: the gradient whole";
+      if (own == "megatron") {
+        MeshOp mesh = getModuleMesh(func->getParentOfType<ModuleOp>());
+        target =
+            splitOverData(whole, cast<RankedTensorType>(grad.getType()), mesh);
+        why = "preset megatron: the gradient reduced to the piece this "
+              "process updates";
+      }
       OpBuilder builder(update);
+      if (Operation *def = grad.getDefiningOp(); def && own == "megatron")
+        builder.setInsertionPointAfter(def);
       auto pin =
-          ShardingConstraintOp::create(builder, update.getLoc(), grad, whole);
+          ShardingConstraintOp::create(builder, update.getLoc(), grad, target);
       pin->setAttr(kShardingOriginAttr,
-                   ArrayAttr::get(&getContext(),
-                                  {builder.getStringAttr(
-                                      "preset zero1: the gradient whole")}));
-      update.getGradMutable().assign(pin.getResult());
+                   ArrayAttr::get(&getContext(), {builder.getStringAttr(why)}));
+      if (own == "megatron")
+        grad.replaceAllUsesExcept(pin.getResult(), pin);
+      else
+        update.getGradMutable().assign(pin.getResult());
     });
   }
 
@@ -304,9 +343,7 @@ struct PropagateShardingPass
     auto func = cast<func::FuncOp>(param.getOwner()->getParentOp());
     auto name = func.getArgAttrOfType<StringAttr>(param.getArgNumber(),
                                                   TgDialect::kParamAttr);
-    if (!name || getSharding(param) ||
-        (presetOf(name.getValue()) != "tp" &&
-         presetOf(name.getValue()) != "sp"))
+    if (!name || getSharding(param) || !tensorParallel(name.getValue()))
       return {};
     return param;
   }
@@ -387,7 +424,7 @@ struct PropagateShardingPass
   void pinSequenceParallel(Operation *op, Value weight, MeshOp mesh,
                            StringRef after) {
     StringAttr name = paramNameOf(weight);
-    if (name && presetOf(name.getValue()) == "sp")
+    if (name && sequenceParallel(name.getValue()))
       pinSequenceSplit(op, mesh, after);
   }
 
@@ -409,7 +446,7 @@ struct PropagateShardingPass
              isSequenceParallelSum(add.getRhs());
     auto matmul = v.getDefiningOp<MatmulOp>();
     StringAttr name = matmul ? paramNameOf(matmul.getRhs()) : StringAttr();
-    return name && presetOf(name.getValue()) == "sp";
+    return name && sequenceParallel(name.getValue());
   }
 
   /// Pins `op`'s result, a [batch, seq, ...] partial sum over tp, split

@@ -225,7 +225,9 @@ cl::opt<std::string> shardPreset(
              "column- then row-parallel layers, attention split by heads "
              "(fused QKV weights too) and vocabulary-parallel "
              "embedding and cross-entropy), sp (tp, with the "
-             "activations between them split along the sequence)"),
+             "activations between them split along the sequence), megatron "
+             "(sp with Megatron-LM's distributed optimizer: state split over "
+             "the data axes, gradients reduce-scattered once per step)"),
     cl::cat(trainingCategory));
 
 cl::OptionCategory planCategory("Sharding plans (--auto-shard, "
@@ -278,6 +280,19 @@ cl::opt<bool> shardPerLayer(
              "the solver plans one layer for the stack and its time does not "
              "grow with depth"),
     cl::init(false), cl::cat(planCategory));
+cl::opt<int64_t> pipelineStagesFlag(
+    "pipeline-stages",
+    cl::desc("--report=sharding, --auto-shard, --compare-plans: price the "
+             "plan as P pipeline stages, each a copy of the mesh (P x the "
+             "mesh's devices in all), the repeated layers split into P "
+             "consecutive groups under a 1F1B schedule. Modelled only: tgc "
+             "builds no pipelined executable yet (default 1)"),
+    cl::init(1), cl::value_desc("P"), cl::cat(planCategory));
+cl::opt<int64_t> virtualStagesFlag(
+    "virtual-stages",
+    cl::desc("with --pipeline-stages: chunks of layers per device, as "
+             "Megatron-LM's interleaved schedule places them (default 1)"),
+    cl::init(1), cl::value_desc("V"), cl::cat(planCategory));
 cl::opt<std::string> comparePlans(
     "compare-plans",
     cl::desc("tgc --compare-plans A.mlir B.mlir: compile both plans (tg IR "
@@ -607,7 +622,8 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   kinds.append({{"dp", "dp"},
                 {"zero3", "zero3"},
                 {"tp", "tp x dp"},
-                {"sp", "tp+sp x dp"}});
+                {"sp", "tp+sp x dp"},
+                {"megatron", "megatron"}});
   // The solver's rival plans use only what --allow-strategies allows.
   auto allowed = [&](StringRef kind) {
     return !solver ||
@@ -617,13 +633,15 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   for (auto [preset, name] : kinds) {
     if (!preset.empty() && preset == skip)
       continue;
-    if ((preset == "zero3" && !allowed("zero")) ||
-        ((preset == "tp" || preset == "sp") && !allowed("tp")))
+    bool tensorParallel =
+        preset == "tp" || preset == "sp" || preset == "megatron";
+    if (((preset == "zero3" || preset == "megatron") && !allowed("zero")) ||
+        (tensorParallel && !allowed("tp")))
       continue;
     CompiledPlan plan;
     plan.preset = preset.str();
     plan.estimate.label = name.str();
-    if ((preset == "tp" || preset == "sp") && !hasTp) {
+    if (tensorParallel && !hasTp) {
       plan.estimate.error = "the mesh has no tp axis";
       plans.push_back(std::move(plan));
       continue;
@@ -694,6 +712,8 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
 LogicalResult writeShardingReport(ModuleOp module, const PlanEstimate &chosen,
                                   ArrayRef<PlanEstimate> others,
                                   const CostModel &cost, int64_t limit) {
+  if (!chosen.error.empty())
+    return fail("cannot price the plan: " + chosen.error);
   printShardingReport(module, chosen, others, cost, limit, llvm::outs());
   if (!reportJson.empty() &&
       failed(writeText(reportJson, [&](llvm::raw_ostream &os) {
@@ -791,6 +811,17 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   "80GiB or 8000000000, got '" +
                   memoryLimitFlag + "'");
   }
+  if (pipelineStagesFlag < 1 || virtualStagesFlag < 1)
+    return fail("--pipeline-stages and --virtual-stages take counts of at "
+                "least 1");
+  if (virtualStagesFlag > 1 && pipelineStagesFlag == 1)
+    return fail("--virtual-stages splits each pipeline stage's layers: add "
+                "--pipeline-stages");
+  if (pipelineStagesFlag > 1 && report != "sharding" && comparePlans.empty() &&
+      (!report.empty() || last > kLastIRPhase))
+    return fail("--pipeline-stages is modelled only: tgc builds no pipelined "
+                "executable yet; add --report=sharding (or --compare-plans, "
+                "or --compile-to=PHASE) to see the plan priced with them");
   if (shardTimeLimit <= 0)
     return fail("--shard-time-limit takes a positive number of seconds");
   if (fusionRules != "none" && fusionRules != "elementwise" &&
@@ -899,8 +930,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   }
   if (!shardPreset.empty() &&
       !llvm::is_contained(shardPresetNames(), StringRef(shardPreset)))
-    return fail("--shard takes dp, zero1, zero2, zero3, tp or sp, got '" +
-                shardPreset + "'");
+    return fail(
+        "--shard takes dp, zero1, zero2, zero3, tp, sp or megatron, got '" +
+        shardPreset + "'");
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
     return fail("--batch-size sets the batch of a model file's inputs; " +
                 inputFile + " is tg IR");
@@ -913,6 +945,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       loadInput(inputFile, context, sourceMgr, importOptions, from);
   if (!module)
     return failure();
+  if (pipelineStagesFlag > 1)
+    setPipelineStages(*module, {pipelineStagesFlag, virtualStagesFlag});
   if (!compileFrom.empty()) {
     auto given = parsePhase(compileFrom);
     if (!given || *given > kLastIRPhase)
@@ -1149,12 +1183,17 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         return failure();
       if (otherFrom > kLastIRPhase)
         return fail(comparePlans + " is past the memory phase");
+      if (pipelineStagesFlag > 1)
+        setPipelineStages(*other, {pipelineStagesFlag, virtualStagesFlag});
       if (otherFrom < kLastIRPhase &&
           failed(runTrainingPipeline(*other, options, otherFrom, kLastIRPhase,
                                      configure)))
         return failure();
       PlanEstimate a = estimatePlan(*other, *cost, comparePlans);
       PlanEstimate b = estimatePlan(*module, *cost, inputFile);
+      for (const PlanEstimate *plan : {&a, &b})
+        if (!plan->error.empty())
+          return fail("cannot price " + plan->label + ": " + plan->error);
       printPlanComparison(*other, a, *module, b, *cost, limit, llvm::outs());
       return success();
     }
@@ -1230,6 +1269,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return success();
     });
 
+  if (getPipelineStages(*module).stages > 1)
+    return fail(inputFile + " is planned with pipeline stages (tg.pipeline), "
+                            "which tgc models but cannot build an executable "
+                            "for yet; compile it without them");
   std::string sourceName = llvm::sys::path::filename(inputFile).str();
   if (cuda) {
     TimingScope emitTiming = rootTiming.nest("emit CUDA (and nvcc)");

@@ -267,8 +267,8 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
 LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if ((name == kModelAttr || name == kTrainingAttr ||
-       name == kPrecisionAttr || name == kPhaseAttr) &&
+  if ((name == kModelAttr || name == kTrainingAttr || name == kPrecisionAttr ||
+       name == kPhaseAttr || name == kPipelineAttr) &&
       !isa<ModuleOp>(op))
     return op->emitError() << "'" << name << "' belongs on the module, not on '"
                            << op->getName() << "'";
@@ -389,6 +389,21 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                 "waits for, as non-negative i64s";
     return success();
   }
+  if (name == kPipelineAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto count = [&](StringRef key) {
+      auto v = dict ? dict.getAs<IntegerAttr>(key) : IntegerAttr();
+      return v ? v.getInt() : 0;
+    };
+    if (!dict || dict.size() != 2 || count("stages") < 1 ||
+        count("virtual_stages") < 1)
+      return op->emitError()
+             << "'" << name
+             << "' must be {stages = P, virtual_stages = V} with P and V at "
+                "least 1, got "
+             << attr.getValue();
+    return success();
+  }
   if (name == kPhaseAttr) {
     // The pipeline phase tgc ran the module through (compiler/pipeline).
     auto str = dyn_cast<StringAttr>(attr.getValue());
@@ -425,6 +440,32 @@ std::string mlir::tg::nodeNameOf(Operation *op) {
       work.push_back(site.getCallee());
   }
   return "";
+}
+
+PipelineStages mlir::tg::getPipelineStages(ModuleOp module) {
+  PipelineStages out;
+  if (auto dict =
+          module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr)) {
+    if (auto p = dict.getAs<IntegerAttr>("stages"))
+      out.stages = std::max<int64_t>(p.getInt(), 1);
+    if (auto v = dict.getAs<IntegerAttr>("virtual_stages"))
+      out.virtualStages = std::max<int64_t>(v.getInt(), 1);
+  }
+  return out;
+}
+
+void mlir::tg::setPipelineStages(ModuleOp module, PipelineStages stages) {
+  Builder b(module.getContext());
+  if (stages.stages <= 1 && stages.virtualStages <= 1) {
+    module->removeAttr(TgDialect::kPipelineAttr);
+    return;
+  }
+  module->setAttr(
+      TgDialect::kPipelineAttr,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("stages", b.getI64IntegerAttr(stages.stages)),
+           b.getNamedAttr("virtual_stages",
+                          b.getI64IntegerAttr(stages.virtualStages))}));
 }
 
 std::string mlir::tg::layerOfName(StringRef name) {

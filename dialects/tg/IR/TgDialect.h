@@ -8,6 +8,7 @@
 #define TGC_DIALECTS_TG_IR_TGDIALECT_H
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/Operation.h"
 
@@ -44,6 +45,18 @@ std::string nodeNameOf(Operation *op);
 /// component after the first ("h.0" for "h.0.attn.q", "layers.11" for
 /// "layers.11.mlp"); "" for a name with no such component.
 std::string layerOfName(llvm::StringRef name);
+
+/// Pipeline stages a plan is priced with (the module's tg.pipeline): the
+/// repeated layers in `stages` consecutive groups, each device holding
+/// `virtualStages` chunks of its group (Megatron-LM's interleaved
+/// schedule). Planning only: no emitter builds a pipelined executable.
+struct PipelineStages {
+  int64_t stages = 1, virtualStages = 1;
+  bool pipelined() const { return stages > 1; }
+};
+PipelineStages getPipelineStages(ModuleOp module);
+/// Records `stages` on the module (removes tg.pipeline for 1 x 1).
+void setPipelineStages(ModuleOp module, PipelineStages stages);
 
 } // namespace mlir::tg
 

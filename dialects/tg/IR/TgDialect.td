@@ -87,6 +87,10 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kTrainingAttr = "tg.training";
     static constexpr ::llvm::StringLiteral kPrecisionAttr = "tg.precision";
     static constexpr ::llvm::StringLiteral kPhaseAttr = "tg.phase";
+    /// On the module: pipeline stages the plan is priced with
+    /// ({stages = P, virtual_stages = V}); modelled by the cost model and
+    /// tg-auto-shard, not executable.
+    static constexpr ::llvm::StringLiteral kPipelineAttr = "tg.pipeline";
     // The memory plan (tg-plan-memory).
     static constexpr ::llvm::StringLiteral kOffsetsAttr = "tg.offsets";
     static constexpr ::llvm::StringLiteral kViewsAttr = "tg.views";

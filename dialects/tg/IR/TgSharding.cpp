@@ -188,8 +188,8 @@ static ModuleOp moduleOf(Operation *op) {
 }
 
 ArrayRef<StringRef> mlir::tg::shardPresetNames() {
-  static const StringRef names[] = {"dp",    "zero1", "zero2",
-                                    "zero3", "tp",    "sp"};
+  static const StringRef names[] = {"dp", "zero1", "zero2",   "zero3",
+                                    "tp", "sp",    "megatron"};
   return names;
 }
 

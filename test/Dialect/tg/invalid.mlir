@@ -1642,3 +1642,24 @@ func.func @micro_batches_belong_on_a_function(%x: tensor<4xf32>) {
   %0 = tg.relu %x {tg.micro_batches = 2 : i64} : tensor<4xf32>
   return
 }
+
+// -----
+
+// Pipeline stages a plan is priced with: on the module, both counts at
+// least 1.
+// expected-error @+1 {{'tg.pipeline' must be {stages = P, virtual_stages = V} with P and V at least 1, got {stages = 0 : i64, virtual_stages = 1 : i64}}}
+module attributes {tg.pipeline = {stages = 0 : i64, virtual_stages = 1 : i64}} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.pipeline' must be {stages = P, virtual_stages = V} with P and V at least 1, got {stages = 4 : i64}}}
+module attributes {tg.pipeline = {stages = 4 : i64}} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.pipeline' belongs on the module, not on 'func.func'}}
+func.func @pipeline_belongs_on_the_module() attributes {tg.pipeline = {stages = 2 : i64, virtual_stages = 1 : i64}} {
+  return
+}
