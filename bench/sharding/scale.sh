@@ -13,11 +13,13 @@
 # writes the model files with bench/sharding/gen_models.py into DIR/models
 # (default build/scale), and for each case and each mesh data x tp x pp
 # (tp in --tp, pp pipeline stages in --pp, data = devices / (tp x pp); with
-# stages, tp in --tp that is at least 2, and no more stages than layers)
-# runs
+# stages, tp in --tp that is at least 2, no more stages than layers, and
+# the layers interleaved one per chunk where they divide, as NeMo's
+# configurations set it "to maximum"; INTERLEAVE=0 keeps one chunk per
+# stage) runs
 #
-#   tgc MODEL --mesh=data=D,tp=T [--pipeline-stages=P] --batch-size=M
-#       --grad-accum=K --cluster=h100-sxm-8 --target=cuda --auto-shard
+#   tgc MODEL --mesh=data=D,tp=T [--pipeline-stages=P --virtual-stages=V]
+#       --batch-size=M --grad-accum=K --cluster=h100-sxm-8 --target=cuda --auto-shard
 #       --report=sharding --report-json=...
 #
 # with the case's global batch G split as G = D x M x K: M = G / D first (one
@@ -92,6 +94,7 @@ with open(os.path.join(os.environ["ROOT"], "compiler", "cost", "clusters",
 DEVICE = spec["name"].replace("NVIDIA ", "")
 DEVICE_MEMORY = spec["memory_bytes"]  # the limit tgc plans under by default
 UNLIMITED = "1000000GB"
+INTERLEAVE = os.environ.get("INTERLEAVE", "1") == "1"
 
 # name: devices, global batch (sequences), layers, Megatron's TP, pipeline
 # stages (pp; vp virtual) and micro-batch, its source.
@@ -288,8 +291,12 @@ for name in os.environ["CASES"].split():
         for tp in [int(t) for t in os.environ["TPS"].split()]:
             if case["devices"] % (tp * pp) or (pp > 1 and tp < 2):
                 continue
+            # With stages, as many virtual stages as the layers allow (one
+            # layer per chunk where they divide): the smallest bubble.
+            vp = case["layers"] // pp if pp > 1 and INTERLEAVE else 1
             for remat in (False, True):
-                tries += plan_mesh(name, case, tp, remat=remat, pp=pp) or []
+                tries += plan_mesh(name, case, tp, remat=remat, pp=pp,
+                                   vp=vp) or []
                 sys.stdout.flush()
     # Megatron's mesh at its micro-batch, without and with recomputation:
     # its configuration's row, and plans of tgc's as any other try.
