@@ -170,12 +170,13 @@ def preset(plan):
 
 def megatron_row(report, tp):
     """Megatron's configuration on its mesh: the fastest of tp x dp, tp+sp x
-    dp and megatron (tp+sp with the distributed optimizer); dp when its TP
-    is 1."""
+    dp and megatron (tp+sp with the distributed optimizer) that fits, else
+    the fastest; dp when its TP is 1."""
     names = ["dp"] if tp == 1 else ["tp x dp", "tp+sp x dp", "megatron"]
     rows = [r for r in [report["chosen"]] + report.get("compared", [])
             if preset(r.get("plan", "")) in names and "step_seconds" in r]
-    return min(rows, key=lambda r: r["step_seconds"]) if rows else None
+    return min(rows, key=lambda r: (r["memory_bytes"] > DEVICE_MEMORY,
+                                    r["step_seconds"])) if rows else None
 
 
 def mesh_name(data, tp, pp=1, vp=1):
