@@ -26,7 +26,8 @@
 # micro-batch per step; with stages the largest M that leaves K >= 4 P, as
 # a pipeline needs micro-batches to fill it), halved while the solver finds
 # no plan that fits or the plan it finds does not fit the device once
-# compiled. tgc's report
+# compiled (with stages, halved on down to 1 whatever fits, as smaller
+# micro-batches also shrink the bubble). tgc's report
 # prices the global batch's step: @forward_backward on K - 1 micro-batches
 # and @train_step (the last one, its gradient sync and the update) once,
 # as tgc's executable runs them.
@@ -269,8 +270,10 @@ def plan_mesh(name, case, tp, limit=None, micro=1, once=False, remat=False,
                   % (mesh_name(data, tp, pp, vp), micro, accum,
                      (" no memory limit" if limit else "") +
                      (" remat full" if remat else ""), wall, rc, error))
-        if ((rc == 0 and attempt["fits"]) or micro == 1 or limit is not None
-                or once):
+        # With stages, smaller micro-batches also shrink the bubble: go on
+        # down to 1 and let the fastest count.
+        if (((rc == 0 and attempt["fits"]) and pp == 1) or micro == 1 or
+                limit is not None or once):
             break
         if rc != 0 and "fits" not in error:
             break  # an error other than memory: smaller batches won't help
