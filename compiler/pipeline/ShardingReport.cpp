@@ -917,6 +917,10 @@ void mlir::tg::printPlanComparison(ModuleOp a, const PlanEstimate &planA,
       formatSeconds(planB.computeSeconds));
   row("communication", formatSeconds(planA.commSeconds),
       formatSeconds(planB.commSeconds));
+  if (planA.stages > 1 || planB.stages > 1)
+    row("bubble + sends",
+        formatSeconds(planA.bubbleSeconds + planA.sendSeconds),
+        formatSeconds(planB.bubbleSeconds + planB.sendSeconds));
   auto kinds = [](const PlanEstimate &plan) {
     std::map<std::string, int> count;
     for (const CollectiveEstimate &c : plan.collectives)
