@@ -994,6 +994,17 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.weightDecay = weightDecay;
     options.clipGradNorm = clipGradNorm;
     options.gradAccum = gradAccum;
+    if (gradAccum > 0) {
+      // The executable's default accumulation is the table's: the flag's,
+      // so that a step runs the micro-batches it was compiled for.
+      auto table =
+          (*module)->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
+      NamedAttrList entries(table);
+      entries.set("grad_accum",
+                  IntegerAttr::get(IntegerType::get(&context, 64), gradAccum));
+      (*module)->setAttr(TgDialect::kTrainingAttr,
+                         entries.getDictionary(&context));
+    }
     // Without --shard: a tp axis is there to split the matrices.
     MeshOp mesh = getModuleMesh(*module);
     options.shardPreset = !shardPreset.empty() ? std::string(shardPreset)
