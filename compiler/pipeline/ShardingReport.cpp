@@ -113,9 +113,6 @@ StringAttr parameterNameOf(func::FuncOp func, BlockArgument arg) {
       return name;
   return nullptr;
 }
-bool isParameterLike(func::FuncOp func, BlockArgument arg) {
-  return parameterNameOf(func, arg) != nullptr;
-}
 
 /// The stages an op works for, each with its share of the op's time.
 using StageShares = SmallVector<std::pair<int64_t, double>, 1>;
@@ -134,6 +131,18 @@ struct StageMap {
 
   int64_t chunks() const { return pipeline.stages * pipeline.virtualStages; }
   int64_t stageOf(int64_t chunk) const { return chunk % pipeline.stages; }
+
+  /// The chunk of the layer whose parameter, state or accumulator `v` is,
+  /// if it is one.
+  std::optional<int64_t> chunkOfArgument(func::FuncOp func, Value v) const {
+    auto arg = dyn_cast<BlockArgument>(v);
+    StringAttr name = arg ? parameterNameOf(func, arg) : nullptr;
+    auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
+                   : chunkOfGroup.end();
+    if (it == chunkOfGroup.end())
+      return std::nullopt;
+    return it->second;
+  }
 
   /// The chunk of each op of `func` (its body's ops before the terminator,
   /// in order).
@@ -155,17 +164,10 @@ struct StageMap {
         // No name: the chunk of the parameter or state it reads (a fused
         // optimizer update), else of the op whose result it reads first.
         for (Value v : op.getOperands()) {
-          std::optional<int64_t> from;
-          if (auto arg = dyn_cast<BlockArgument>(v)) {
-            StringAttr name = parameterNameOf(func, arg);
-            auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
-                           : chunkOfGroup.end();
-            if (it != chunkOfGroup.end())
-              from = it->second;
-          } else if (auto it = chunkOfOp.find(v.getDefiningOp());
-                     it != chunkOfOp.end()) {
+          std::optional<int64_t> from = chunkOfArgument(func, v);
+          if (auto it = chunkOfOp.find(v.getDefiningOp());
+              !from && it != chunkOfOp.end())
             from = it->second;
-          }
           if (from) {
             current = *from;
             break;
@@ -195,14 +197,11 @@ struct StageMap {
         llvm::SmallMapVector<int64_t, double, 4> bytes;
         double all = 0;
         for (Value v : op.getOperands()) {
-          auto arg = dyn_cast<BlockArgument>(v);
-          StringAttr name = arg ? parameterNameOf(func, arg) : nullptr;
-          auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
-                         : chunkOfGroup.end();
-          if (it == chunkOfGroup.end())
+          std::optional<int64_t> chunk = chunkOfArgument(func, v);
+          if (!chunk)
             continue;
           double b = (double)tensorBytes(v.getType());
-          bytes[stageOf(it->second)] += b;
+          bytes[stageOf(*chunk)] += b;
           all += b;
         }
         for (auto [stage, b] : bytes)
@@ -356,25 +355,6 @@ SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
   return times;
 }
 
-/// The last op of `func`'s forward pass (the loss, before the collective
-/// that sums it over the data axes), or null.
-Operation *forwardEndOf(func::FuncOp func) {
-  Operation *ret = func.getBody().front().getTerminator();
-  Operation *end = nullptr;
-  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    auto metric =
-        func.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
-    if (!metric || metric.getValue() != "loss")
-      continue;
-    Operation *def = v.getDefiningOp();
-    while (isa_and_nonnull<AllReduceOp, AllGatherOp, ReduceScatterOp>(def))
-      def = def->getOperand(0).getDefiningOp();
-    if (def && (!end || end->isBeforeInBlock(def)))
-      end = def;
-  }
-  return end;
-}
-
 /// What one micro-batch of `func` keeps from its forward pass for its
 /// backward (values made up to the forward end and read after it), by
 /// stage, of those computed from the batch (a weight's bf16 copy is not an
@@ -399,7 +379,7 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
   SmallVector<int64_t> crossing(map.chunks(), 0);
   DenseSet<Value> fromBatch;
   for (BlockArgument arg : func.getArguments())
-    if (!isParameterLike(func, arg))
+    if (!parameterNameOf(func, arg))
       fromBatch.insert(arg);
   for (Operation &op : body.without_terminator()) {
     if (end->isBeforeInBlock(&op))
@@ -481,7 +461,8 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
   // @train_step's whole (its update included: an upper bound).
   double slot = fb ? other[slow].seconds() : last[slow].seconds();
   plan.bubbleSeconds = (double)(p - 1) / (double)v * slot;
-  plan.sendBytes = activationsOf(step, stepChunks, map).sendBytes;
+  StageActivations stepActivations = activationsOf(step, stepChunks, map);
+  plan.sendBytes = stepActivations.sendBytes;
   plan.sendSeconds = (double)(2 * (p * v - 1) + 2 * v * k) *
                      cost.stageSendSeconds(plan.sendBytes, p);
 
@@ -522,15 +503,15 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
         chunk == map.chunkOfGroup.end() ? 0 : chunk->second)] += bytes;
   }
   SmallVector<int64_t> arena(p, 0);
-  auto addArena = [&](func::FuncOp func, ArrayRef<int64_t> chunks,
-                      ArrayRef<StageShares> shares) {
+  auto addArena = [&](func::FuncOp func, ArrayRef<StageShares> shares,
+                      const StageActivations &acts) {
     auto bytes = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
     if (!bytes)
       return;
-    // Each stage's peak of live bytes over the step (a value is its
-    // defining op's stage's), scaled as the planned arena exceeds the
-    // whole step's peak (views, alignment, fragmentation), plus the
-    // activations of the stage's other micro-batches in flight.
+    // Each stage's peak of live bytes over the step (a value's bytes go
+    // to its defining op's stages, by their shares), scaled as the planned
+    // arena exceeds the whole step's peak (views, alignment, fragmentation),
+    // plus the activations of the stage's other micro-batches in flight.
     Block &body = func.getBody().front();
     DenseMap<Operation *, int64_t> position;
     for (Operation &op : body)
@@ -569,16 +550,15 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
         peak[s] = std::max(peak[s], live[s]);
       }
     double scale = peak[p] > 0 ? (double)bytes.getInt() / peak[p] : 1.0;
-    StageActivations acts = activationsOf(func, chunks, map);
     for (int64_t s = 0; s < p; ++s)
       arena[s] = std::max(
           arena[s], (int64_t)std::ceil(
                         scale * (peak[s] + (pipelineInFlight(s, p, v, k) - 1) *
                                                (double)acts.savedBytes[s])));
   };
-  addArena(step, stepChunks, stepShares);
+  addArena(step, stepShares, stepActivations);
   if (fb)
-    addArena(fb, fbChunks, fbShares);
+    addArena(fb, fbShares, activationsOf(fb, fbChunks, map));
   int64_t full = 0;
   for (int64_t s = 1; s < p; ++s)
     if (argBytes[s] + arena[s] > argBytes[full] + arena[full])

@@ -493,21 +493,6 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
 // Recomputation
 //===----------------------------------------------------------------------===//
 
-/// The position of the op that ends @train_step's forward pass (the loss),
-/// or -1.
-int64_t forwardEndOf(func::FuncOp step,
-                     const DenseMap<Operation *, int64_t> &position) {
-  Operation *ret = step.getBody().front().getTerminator();
-  int64_t forwardEnd = -1;
-  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    auto metric =
-        step.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
-    if (metric && metric.getValue() == "loss" && v.getDefiningOp())
-      forwardEnd = position.lookup(v.getDefiningOp());
-  }
-  return forwardEnd;
-}
-
 /// Prices tg-remat's `full` policy, which runs after tg-partition: a forward
 /// op of a layer whose results no op of another layer reads is run again in
 /// the backward pass instead of kept, so its results live only until its
@@ -518,7 +503,8 @@ int64_t forwardEndOf(func::FuncOp step,
 void AutoShardPass::assumeFullRemat(
     func::FuncOp step, const DenseMap<Operation *, int64_t> &position) {
   Operation *ret = step.getBody().front().getTerminator();
-  int64_t forwardEnd = forwardEndOf(step, position);
+  Operation *loss = forwardEndOf(step);
+  int64_t forwardEnd = loss ? position.lookup(loss) : -1;
   recomputed.assign(nodes.size(), false);
   if (forwardEnd < 0)
     return;
@@ -798,7 +784,8 @@ void AutoShardPass::runOnOperation() {
     double p = (double)pipeline.stages;
     double inFlight = pipelineInFlight(0, pipeline.stages,
                                        pipeline.virtualStages, microBatches);
-    int64_t forwardEnd = forwardEndOf(step, position);
+    Operation *loss = forwardEndOf(step);
+    int64_t forwardEnd = loss ? position.lookup(loss) : -1;
     for (auto [i, node] : llvm::enumerate(nodes)) {
       weight[i] /= p;
       if (!node.op)

@@ -12,8 +12,8 @@ def SplitFusedProjectionsPass
   let description = [{
     Runs on @forward before tg-autodiff, when the module's mesh has a `tp`
     axis, on the weights whose preset (their own `tg.shard`, else
-    `preset`) is tp or sp; otherwise it does nothing. tgc runs it for the
-    preset plans, not for tg-auto-shard's own (see
+    `preset`) is tp, sp or megatron; otherwise it does nothing. tgc runs
+    it for the preset plans, not for tg-auto-shard's own (see
     compiler/pipeline/Pipeline.cpp).
 
     A fused projection is a matmul by a parameter `W` (plus, optionally, a

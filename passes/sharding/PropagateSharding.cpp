@@ -109,10 +109,10 @@ struct PropagateShardingPass
   /// whether its row-parallel products are sequence parallel (sp,
   /// megatron).
   bool tensorParallel(StringRef name) const {
-    return llvm::is_contained({"tp", "sp", "megatron"}, presetOf(name));
+    return isTensorParallelPreset(presetOf(name));
   }
   bool sequenceParallel(StringRef name) const {
-    return llvm::is_contained({"sp", "megatron"}, presetOf(name));
+    return isSequenceParallelPreset(presetOf(name));
   }
 
   llvm::StringMap<std::string> presets;

@@ -56,7 +56,7 @@ BlockArgument soleUseParam(func::FuncOp func, Value v, StringRef preset) {
     return {};
   if (auto own = func.getArgAttrOfType<StringAttr>(i, kShardPresetAttr))
     preset = own.getValue();
-  if (preset != "tp" && preset != "sp" && preset != "megatron")
+  if (!isTensorParallelPreset(preset))
     return {};
   return arg;
 }

@@ -493,6 +493,17 @@ std::string archNumber(StringRef arch) {
   return arch.str();
 }
 
+/// Sets the training table's grad_accum, which the executable takes as its
+/// default micro-batches per step.
+void setTableGradAccum(ModuleOp module, int64_t microBatches) {
+  MLIRContext *context = module.getContext();
+  NamedAttrList entries(
+      module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr));
+  entries.set("grad_accum",
+              IntegerAttr::get(IntegerType::get(context, 64), microBatches));
+  module->setAttr(TgDialect::kTrainingAttr, entries.getDictionary(context));
+}
+
 LogicalResult fail(const Twine &message) {
   llvm::errs() << "tgc: error: " << message << "\n";
   return failure();
@@ -633,8 +644,7 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   for (auto [preset, name] : kinds) {
     if (!preset.empty() && preset == skip)
       continue;
-    bool tensorParallel =
-        preset == "tp" || preset == "sp" || preset == "megatron";
+    bool tensorParallel = isTensorParallelPreset(preset);
     if (((preset == "zero3" || preset == "megatron") && !allowed("zero")) ||
         (tensorParallel && !allowed("tp")))
       continue;
@@ -994,17 +1004,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.weightDecay = weightDecay;
     options.clipGradNorm = clipGradNorm;
     options.gradAccum = gradAccum;
-    if (gradAccum > 0) {
-      // The executable's default accumulation is the table's: the flag's,
-      // so that a step runs the micro-batches it was compiled for.
-      auto table =
-          (*module)->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
-      NamedAttrList entries(table);
-      entries.set("grad_accum",
-                  IntegerAttr::get(IntegerType::get(&context, 64), gradAccum));
-      (*module)->setAttr(TgDialect::kTrainingAttr,
-                         entries.getDictionary(&context));
-    }
+    // The executable's default accumulation is the table's: the flag's,
+    // so that a step runs the micro-batches it was compiled for.
+    if (gradAccum > 0)
+      setTableGradAccum(*module, gradAccum);
     // Without --shard: a tp axis is there to split the matrices.
     MeshOp mesh = getModuleMesh(*module);
     options.shardPreset = !shardPreset.empty() ? std::string(shardPreset)
@@ -1095,13 +1098,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         return failure();
       options.gradAccum = global / *micro;
       // The executable's default accumulation is the table's: the chosen.
-      auto table =
-          (*module)->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
-      NamedAttrList entries(table);
-      entries.set("grad_accum", IntegerAttr::get(IntegerType::get(&context, 64),
-                                                 options.gradAccum));
-      (*module)->setAttr(TgDialect::kTrainingAttr,
-                         entries.getDictionary(&context));
+      setTableGradAccum(*module, options.gradAccum);
       if (options.remat == "auto" && options.memoryBudget <= 0)
         options.memoryBudget = std::max<int64_t>(1, *deviceBytes - args);
     }

@@ -193,6 +193,31 @@ ArrayRef<StringRef> mlir::tg::shardPresetNames() {
   return names;
 }
 
+bool mlir::tg::isTensorParallelPreset(StringRef name) {
+  return name == "tp" || isSequenceParallelPreset(name);
+}
+
+bool mlir::tg::isSequenceParallelPreset(StringRef name) {
+  return name == "sp" || name == "megatron";
+}
+
+Operation *mlir::tg::forwardEndOf(func::FuncOp step) {
+  Operation *ret = step.getBody().front().getTerminator();
+  Operation *end = nullptr;
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto metric =
+        step.getResultAttrOfType<StringAttr>(i, TgDialect::kMetricAttr);
+    if (!metric || metric.getValue() != "loss")
+      continue;
+    Operation *def = v.getDefiningOp();
+    while (isa_and_nonnull<AllReduceOp, AllGatherOp, ReduceScatterOp>(def))
+      def = def->getOperand(0).getDefiningOp();
+    if (def && (!end || end->isBeforeInBlock(def)))
+      end = def;
+  }
+  return end;
+}
+
 MeshOp mlir::tg::lookupMesh(Operation *from, FlatSymbolRefAttr name) {
   ModuleOp module = moduleOf(from);
   if (!module || !name)

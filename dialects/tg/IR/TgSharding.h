@@ -11,6 +11,8 @@
 
 #include "dialects/tg/IR/TgOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 namespace mlir::tg {
 
 /// Attribute names: on function arguments and results a #tg.sharding and a
@@ -18,7 +20,7 @@ namespace mlir::tg {
 constexpr llvm::StringLiteral kShardingAttr = "tg.sharding";
 constexpr llvm::StringLiteral kShardingOriginAttr = "tg.sharding_origin";
 /// On a parameter argument: the sharding preset for it alone (dp, zero1,
-/// zero2, zero3, tp), from the model file's `shard`.
+/// zero2, zero3, tp, sp, megatron), from the model file's `shard`.
 constexpr llvm::StringLiteral kShardPresetAttr = "tg.shard";
 /// On a collective tg-partition inserted: the value and the change of
 /// sharding that caused it.
@@ -39,8 +41,19 @@ inline bool isDataAxis(StringRef name) {
 }
 
 /// The sharding presets, as tgc --shard, a model file's `shard` and
-/// `tg.shard` spell them: dp, zero1, zero2, zero3, tp, sp.
+/// `tg.shard` spell them: dp, zero1, zero2, zero3, tp, sp, megatron.
 ArrayRef<StringRef> shardPresetNames();
+/// Whether preset `name` splits weights over the axis tp (tp, sp,
+/// megatron), and whether it also splits the activations between the
+/// tensor-parallel blocks along the sequence (sp, megatron).
+bool isTensorParallelPreset(StringRef name);
+bool isSequenceParallelPreset(StringRef name);
+
+/// The last op of a step's forward pass: the one that computes the loss
+/// (the result marked tg.metric = "loss"), looking through the collective
+/// that sums it over the data axes in a partitioned step; null without a
+/// loss.
+Operation *forwardEndOf(func::FuncOp step);
 
 /// The tg.mesh named `name` in the module around `from`, or null.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);
