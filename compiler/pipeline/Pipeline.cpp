@@ -86,16 +86,16 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
   if (from < Phase::Precision && to >= Phase::Precision) {
     // First, while @forward is the only function: a fused QKV weight is
     // viewed so that tensor parallelism can split its heads; every function
-    // built later reads the view. Only where a tp preset splits heads, and
-    // not for tg-auto-shard's own plan: on the views its memory count ran
-    // 18% below the planned step (GPT-3 6.7B on data=8,tp=8), so it plans
-    // the fused weight whole or split by columns, and --auto-shard gets
-    // head-parallel attention from the tp plans it compares.
-    if (!options.autoShard) {
-      SplitFusedProjectionsPassOptions split;
-      split.preset = options.shardPreset;
-      pm.addPass(createSplitFusedProjectionsPass(split));
-    }
+    // built later reads the view. Where a tp preset splits heads, and for
+    // tg-auto-shard's plan, which may split them: without the views its
+    // choices for a fused QKV weight were whole or split by columns, and
+    // q, k and v split by columns are gathered before attention. (The
+    // solver counts less memory on the views than the planned step holds,
+    // 9% on GPT-3 6.7B at data=8,tp=8; tgc's compilePlans plans again
+    // under a limit scaled by that miss.)
+    SplitFusedProjectionsPassOptions split;
+    split.preset = options.autoShard ? "tp" : options.shardPreset;
+    pm.addPass(createSplitFusedProjectionsPass(split));
     // Before tg-autodiff: reverse mode then differentiates through the casts
     // to bf16, so the backward computes in bf16 as well and each parameter's
     // gradient comes back through its cast as f32 for the f32 optimizer.

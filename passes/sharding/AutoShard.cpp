@@ -119,6 +119,9 @@ private:
   SmallVector<Node> nodes;
   /// The node (and result) that decides each value.
   DenseMap<Value, std::pair<int64_t, unsigned>> nodeOf;
+  /// The axes some strategy of its node leaves each value a partial sum
+  /// over: an op only takes a partial operand over those.
+  DenseMap<Value, llvm::SmallSetVector<StringRef, 2>> mayBePartial;
   /// Values whose sharding is fixed: the batch, scalars, constants.
   DenseMap<Value, ShardingAttr> fixed;
   /// Pairs of nodes (lower first) and their costs, |S_lo| x |S_hi|.
@@ -134,12 +137,19 @@ private:
 
   SmallVector<Choice> argChoices(BlockArgument arg);
   SmallVector<Choice> opChoices(Operation *op);
+  /// Adds `times` the cost of resharding result `result` of node `u` into
+  /// what node `v` wants, per pair of their choices.
   void addEdge(int64_t u, unsigned result, int64_t v,
-               function_ref<ShardingAttr(const Choice &)> wanted, Type type);
+               function_ref<ShardingAttr(const Choice &)> wanted, Type type,
+               double times = 1);
   void tieRepeatedLayers(func::FuncOp step);
   void assumeFullRemat(func::FuncOp step,
                        const DenseMap<Operation *, int64_t> &position);
   LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
+  SmallVector<int64_t> currentChoices();
+  LogicalResult writeBreakdown(func::FuncOp step,
+                               const ::tg::shardsolve::Problem &problem,
+                               ArrayRef<int64_t> chosen);
 };
 
 //===----------------------------------------------------------------------===//
@@ -246,14 +256,14 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
     Choice c;
     c.operands = decision.operands;
     c.results = decision.results;
+    // The axes that split the op's work: those on a dim of an operand or
+    // result. A partial sum the op passes on is no split: each process
+    // adds (or scales) its whole piece.
     llvm::SmallSetVector<StringRef, 4> used;
-    for (ShardingAttr s : llvm::concat<ShardingAttr>(c.operands, c.results)) {
+    for (ShardingAttr s : llvm::concat<ShardingAttr>(c.operands, c.results))
       for (int64_t d = 0; d < s.getRank(); ++d)
         for (StringRef a : s.axesOf(d))
           used.insert(a);
-      for (StringRef a : s.partialAxes())
-        used.insert(a);
-    }
     double parts = 1;
     for (StringRef a : used)
       parts *= mesh.axisSize(a);
@@ -300,6 +310,23 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
   llvm::DenseSet<Attribute> seen;
   SmallVector<int64_t> factorOfAxis(opAxes.size(), -1);
   SmallVector<int64_t> parts(rule.factorSizes.size(), 1);
+  // Decides the op's sharding given `operands` and keeps it, once, where
+  // every value's dims divide.
+  auto consider = [&](ArrayRef<ShardingAttr> operands) {
+    OpSharding decision = decideOpSharding(op, operands, mesh);
+    // A factor may divide where a dim it spans does not (a reshape that
+    // merges dims, a grouped-query head count): such a choice is not one.
+    for (auto [v, sharding] : llvm::zip(
+             llvm::concat<Value>(op->getOperands(), op->getResults()),
+             llvm::concat<ShardingAttr>(decision.operands, decision.results)))
+      if (!divides(sharding, v.getType(), mesh))
+        return;
+    SmallVector<Attribute> key(decision.operands.begin(),
+                               decision.operands.end());
+    key.append(decision.results.begin(), decision.results.end());
+    if (seen.insert(ArrayAttr::get(context, key)).second)
+      add(decision);
+  };
   std::function<void(size_t)> visit = [&](size_t k) {
     if (k == opAxes.size()) {
       SmallVector<ShardingAttr> operands;
@@ -314,20 +341,48 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
                   dims[d].push_back(a);
         operands.push_back(shardingOf(context, mesh, dims));
       }
-      OpSharding decision = decideOpSharding(op, operands, mesh);
-      // A factor may divide where a dim it spans does not (a reshape that
-      // merges dims, a grouped-query head count): such a choice is not one.
-      for (auto [v, sharding] : llvm::zip(
-               llvm::concat<Value>(op->getOperands(), op->getResults()),
-               llvm::concat<ShardingAttr>(decision.operands,
-                                          decision.results)))
-        if (!divides(sharding, v.getType(), mesh))
-          return;
-      SmallVector<Attribute> key(decision.operands.begin(),
-                                 decision.operands.end());
-      key.append(decision.results.begin(), decision.results.end());
-      if (seen.insert(ArrayAttr::get(context, key)).second)
-        add(decision);
+      consider(operands);
+      // Partial sums passed on: over the axes no factor takes, each
+      // linear operand alone partial (all of a sum's), so that a gradient
+      // is reduced once after the ops that sum or view it (the backward's
+      // sum over q, k and v; a weight gradient's cast and views into its
+      // accumulator) rather than before each.
+      // Only over axes an operand of the set may arrive partial over.
+      SmallVector<SmallVector<unsigned>> partialSets;
+      if (rule.sumOfOperands)
+        partialSets.push_back(
+            llvm::to_vector(llvm::seq<unsigned>(0, op->getNumOperands())));
+      else
+        for (unsigned i : rule.linearOperands)
+          if (i < op->getNumOperands())
+            partialSets.push_back({i});
+      for (ArrayRef<unsigned> set : partialSets) {
+        SmallVector<StringRef> free;
+        for (auto [a, f] : llvm::zip(opAxes, factorOfAxis))
+          if (f < 0 && llvm::any_of(set, [&](unsigned i) {
+                return mayBePartial.lookup(op->getOperand(i)).contains(a);
+              }))
+            free.push_back(a);
+        for (uint64_t mask = 1; mask < (uint64_t(1) << free.size()); ++mask) {
+          SmallVector<StringRef> partial;
+          for (auto [b, a] : llvm::enumerate(free))
+            if (mask & (uint64_t(1) << b))
+              partial.push_back(a);
+          SmallVector<ShardingAttr> withPartial(operands);
+          bool floats = true;
+          for (unsigned i : set) {
+            auto type = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+            floats &= type && isa<FloatType>(type.getElementType());
+            SmallVector<SmallVector<StringRef>> dims;
+            for (int64_t d = 0; d < operands[i].getRank(); ++d)
+              dims.push_back(operands[i].axesOf(d));
+            withPartial[i] =
+                ShardingAttr::get(context, mesh.getSymName(), dims, partial);
+          }
+          if (floats)
+            consider(withPartial);
+        }
+      }
       return;
     }
     factorOfAxis[k] = -1;
@@ -361,7 +416,7 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
 
 void AutoShardPass::addEdge(int64_t u, unsigned result, int64_t v,
                             function_ref<ShardingAttr(const Choice &)> wanted,
-                            Type type) {
+                            Type type, double times) {
   const Node &from = nodes[u], &to = nodes[v];
   bool flip = u > v;
   auto key = flip ? std::make_pair(v, u) : std::make_pair(u, v);
@@ -371,8 +426,8 @@ void AutoShardPass::addEdge(int64_t u, unsigned result, int64_t v,
     costs.assign(nu * nv, 0.0);
   for (size_t su = 0; su < nu; ++su)
     for (size_t sv = 0; sv < nv; ++sv) {
-      double c = reshardSeconds(from.choices[su].results[result],
-                                wanted(to.choices[sv]), type);
+      double c = times * reshardSeconds(from.choices[su].results[result],
+                                        wanted(to.choices[sv]), type);
       size_t index = flip ? sv * nu + su : su * nv + sv;
       costs[index] = std::min(costs[index] + c, ::tg::shardsolve::kForbidden);
     }
@@ -602,7 +657,10 @@ void AutoShardPass::runOnOperation() {
     auto param = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
     auto state = step.getArgAttrOfType<StringAttr>(i, TgDialect::kStateAttr);
     auto accum = step.getArgAttrOfType<StringAttr>(i, TgDialect::kAccumAttr);
-    if (ShardingAttr pin = getSharding(arg)) {
+    // Pinned arguments are fixed, unless the pass prices the shardings
+    // given: then every parameter, state and accumulator is a node.
+    ShardingAttr pin = getSharding(arg);
+    if (pin && !(priceCurrent && (param || state || accum))) {
       fixed[arg] = pin;
       continue;
     }
@@ -641,18 +699,12 @@ void AutoShardPass::runOnOperation() {
         node.choices.push_back(std::move(c));
       }
       // The other micro-batches' gradients arrive from @forward_backward
-      // as sums over the batch's pieces (partial over the data axes) and
-      // are brought to the accumulator's sharding each time (at least two
-      // micro-batches where there is an accumulator).
-      auto rank = cast<RankedTensorType>(arg.getType()).getRank();
-      ShardingAttr arriving = ShardingAttr::get(
-          &getContext(), mesh.getSymName(),
-          SmallVector<SmallVector<StringRef>>(rank), batchAxes);
-      if (!batchAxes.empty())
-        for (Choice &c : node.choices)
-          c.seconds += (std::max<int64_t>(microBatches, 2) - 1) *
-                       reshardSeconds(arriving, c.results[0], arg.getType());
+      // and are brought to the accumulator's sharding each time: an edge
+      // from the op that computes the gradient (below).
     }
+    for (const Choice &c : node.choices)
+      for (StringRef a : c.results[0].partialAxes())
+        mayBePartial[arg].insert(a);
     node.start = 0;
     node.end = end + 1;
     if (!accum)
@@ -679,6 +731,10 @@ void AutoShardPass::runOnOperation() {
     } else {
       node.choices = opChoices(&op);
     }
+    for (const Choice &c : node.choices)
+      for (auto [v, r] : llvm::zip(op.getResults(), c.results))
+        for (StringRef a : r.partialAxes())
+          mayBePartial[v].insert(a);
     node.start = position[&op];
     node.end = node.start + 1;
     for (Value v : op.getResults())
@@ -715,6 +771,29 @@ void AutoShardPass::runOnOperation() {
         continue;
       for (Choice &c : nodes[v].choices)
         c.seconds += reshardSeconds(have, c.operands[i], operand.getType());
+    }
+  }
+  // Each micro-batch but the last adds its gradient into an accumulator
+  // in @forward_backward, resharded from the sharding of the op that
+  // computes it (its copy in @train_step, whose result @train_step adds to
+  // the accumulator) to the accumulator's: (K - 1) times per step.
+  double otherMicroBatches = std::max<int64_t>(microBatches, 2) - 1;
+  for (auto [v, node] : llvm::enumerate(nodes)) {
+    if (node.op ||
+        !step.getArgAttr(node.arg.getArgNumber(), TgDialect::kAccumAttr))
+      continue;
+    for (Operation *user : node.arg.getUsers()) {
+      if (!isa<AddOp>(user))
+        continue;
+      for (Value grad : user->getOperands()) {
+        auto it = nodeOf.find(grad);
+        if (grad == node.arg || it == nodeOf.end())
+          continue;
+        addEdge(
+            it->second.first, it->second.second, v,
+            [](const Choice &c) { return c.results[0]; }, grad.getType(),
+            otherMicroBatches);
+      }
     }
   }
   // What the step returns: new parameters and state in their arguments'
@@ -838,18 +917,33 @@ void AutoShardPass::runOnOperation() {
       return signalPassFailure();
     }
 
-  ::tg::shardsolve::SolveOptions options;
-  options.timeLimitSeconds = timeLimit;
-  options.seed = seed;
-  ::tg::shardsolve::Solution solution =
-      ::tg::shardsolve::solve(problem, options);
-  if (!solution.evaluation.valid) {
+  ::tg::shardsolve::Solution solution;
+  if (priceCurrent) {
+    SmallVector<int64_t> given = currentChoices();
+    solution.strategies.assign(given.begin(), given.end());
+    solution.evaluation =
+        ::tg::shardsolve::evaluate(problem, solution.strategies);
+    solution.method = "priced: the shardings given";
+    if (!solution.evaluation.valid)
+      step.emitWarning() << "the shardings given break the solver's "
+                            "problem: "
+                         << solution.evaluation.why;
+  } else {
+    ::tg::shardsolve::SolveOptions options;
+    options.timeLimitSeconds = timeLimit;
+    options.seed = seed;
+    solution = ::tg::shardsolve::solve(problem, options);
+  }
+  if (!breakdown.empty() &&
+      failed(writeBreakdown(step, problem, solution.strategies)))
+    return signalPassFailure();
+  if (!solution.evaluation.valid && !priceCurrent) {
     step.emitError() << "no sharding of @train_step over the mesh fits "
                      << limit << " bytes per device ("
                      << solution.evaluation.why << ")";
     return signalPassFailure();
   }
-  if (failed(apply(step, solution.strategies)))
+  if (!priceCurrent && failed(apply(step, solution.strategies)))
     return signalPassFailure();
   Builder b(&getContext());
   step->setAttr(
@@ -867,6 +961,127 @@ void AutoShardPass::runOnOperation() {
           b.getNamedAttr("edges", b.getI64IntegerAttr(problem.edges.size())),
           b.getNamedAttr("tied_nodes", b.getI64IntegerAttr(tiedNodes)),
       }));
+}
+
+/// The strategy of each node that the shardings already on the step give
+/// (price-current): an argument's own sharding; an op's results as
+/// recorded, with the operands decideOpSharding wants given its operands'.
+/// A node with no such strategy (pruned to kMaxChoices, or not one the
+/// rules enumerate) keeps its first, with a warning.
+SmallVector<int64_t> AutoShardPass::currentChoices() {
+  SmallVector<int64_t> chosen(nodes.size(), 0);
+  int64_t missing = 0;
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    auto find = [&](auto matches) -> int64_t {
+      for (auto [k, c] : llvm::enumerate(node.choices))
+        if (matches(c))
+          return k;
+      return -1;
+    };
+    int64_t k = -1;
+    std::string have;
+    if (!node.op) {
+      ShardingAttr s = getSharding(node.arg);
+      k = find([&](const Choice &c) { return c.results[0] == s; });
+      have = s ? formatSharding(s) : "none";
+    } else {
+      SmallVector<ShardingAttr> operands;
+      for (Value v : node.op->getOperands())
+        operands.push_back(getSharding(v));
+      OpSharding decision = decideOpSharding(node.op, operands, mesh);
+      auto sameResults = [&](const Choice &c) {
+        for (auto [v, s] : llvm::zip(node.op->getResults(), c.results))
+          if (ShardingAttr r = getSharding(v); r && r != s)
+            return false;
+        return true;
+      };
+      k = find([&](const Choice &c) {
+        return sameResults(c) && llvm::equal(c.operands, decision.operands);
+      });
+      if (k < 0)
+        k = find(sameResults);
+      for (Value v : node.op->getResults())
+        if (ShardingAttr r = getSharding(v))
+          have += formatSharding(r) + " ";
+    }
+    if (k < 0) {
+      if (missing++ < 10)
+        (node.op ? node.op->emitWarning() : emitWarning(node.arg.getLoc()))
+            << "price-current: no strategy of the solver's gives " << have;
+      k = 0;
+    }
+    chosen[i] = k;
+  }
+  if (missing > 10)
+    getOperation().emitWarning()
+        << "price-current: " << missing
+        << " nodes in all have no strategy of the solver's for their "
+           "shardings; each was priced at its first";
+  return chosen;
+}
+
+/// The role of a node for the breakdown: its op (or argument kind) and its
+/// model-file name with the layer's index taken out ("h.#.attn.q").
+std::string roleOf(func::FuncOp step, Operation *op, BlockArgument arg) {
+  std::string name = op ? nodeNameOf(op) : argumentName(step, arg).first;
+  std::string layer = layerOfName(name);
+  auto [stack, index] = StringRef(layer).rsplit('.');
+  if (!layer.empty() && !index.empty())
+    name = (stack + ".#" + StringRef(name).drop_front(layer.size())).str();
+  return (op ? op->getName().getStringRef().str()
+             : argumentName(step, arg).second.str()) +
+         " " + (name.empty() ? "-" : name);
+}
+
+/// Writes, per role, the nodes' weighted cost and the cost of the edges
+/// into them (the later node of each), in nanoseconds, most first.
+LogicalResult
+AutoShardPass::writeBreakdown(func::FuncOp step,
+                              const ::tg::shardsolve::Problem &problem,
+                              ArrayRef<int64_t> chosen) {
+  struct Row {
+    int64_t count = 0;
+    double node = 0, edge = 0;
+    std::string sharding;
+  };
+  std::map<std::string, Row> rows;
+  SmallVector<std::string> roles;
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    roles.push_back(roleOf(step, node.op, node.arg));
+    Row &row = rows[roles.back()];
+    ++row.count;
+    double c = problem.nodeCosts[i][chosen[i]];
+    row.node += c < ::tg::shardsolve::kForbidden ? c : 0;
+    if (row.sharding.empty()) {
+      const Choice &choice = node.choices[chosen[i]];
+      for (ShardingAttr s : choice.operands)
+        row.sharding += formatSharding(s) + " ";
+      row.sharding += "->";
+      for (ShardingAttr s : choice.results)
+        row.sharding += " " + formatSharding(s);
+    }
+  }
+  for (const ::tg::shardsolve::Edge &e : problem.edges) {
+    size_t nv = problem.nodeCosts[e.v].size();
+    double c = e.costs[chosen[e.u] * nv + chosen[e.v]];
+    rows[roles[std::max(e.u, e.v)]].edge +=
+        c < ::tg::shardsolve::kForbidden ? c : 0;
+  }
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  llvm::stable_sort(sorted, [](const auto &a, const auto &b) {
+    return a.second.node + a.second.edge > b.second.node + b.second.edge;
+  });
+  std::error_code ec;
+  llvm::raw_fd_ostream out(breakdown, ec);
+  if (ec)
+    return getOperation().emitError() << "cannot write the breakdown to "
+                                      << breakdown << ": " << ec.message();
+  out << "role\tnodes\tnode_ns\tedge_ns\tsharding (operands -> results)\n";
+  for (const auto &[role, row] : sorted)
+    out << role << "\t" << row.count << "\t"
+        << llvm::formatv("{0:f0}", row.node) << "\t"
+        << llvm::formatv("{0:f0}", row.edge) << "\t" << row.sharding << "\n";
+  return success();
 }
 
 /// Each op of @forward_backward and its copy in @train_step, which

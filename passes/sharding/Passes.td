@@ -13,8 +13,8 @@ def SplitFusedProjectionsPass
     Runs on @forward before tg-autodiff, when the module's mesh has a `tp`
     axis, on the weights whose preset (their own `tg.shard`, else
     `preset`) is tp, sp or megatron; otherwise it does nothing. tgc runs
-    it for the preset plans, not for tg-auto-shard's own (see
-    compiler/pipeline/Pipeline.cpp).
+    it for every plan, tg-auto-shard's as for tp, so that the solver may
+    choose head-parallel attention (see compiler/pipeline/Pipeline.cpp).
 
     A fused projection is a matmul by a parameter `W` (plus, optionally, a
     parameter bias `b`) whose output is read only by slices that tile its
@@ -187,7 +187,13 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
       each way the mesh axes can split its dims; with `zero`, the data axes
       too), and per op (each way the axes can split the factors of its
       ShardingRuleOpInterface, as decideOpSharding runs it; an op without a
-      rule, or pinned by a `tg.sharding_constraint`, has one);
+      rule, or pinned by a `tg.sharding_constraint`, has one). An op that
+      is linear in an operand (or a sum of its operands: add, concat) may
+      also take it as a partial sum over axes its factors leave free, where
+      some strategy of the operand's producer leaves it so: tensor
+      parallelism's backward sums of partial gradients and a weight
+      gradient's cast and views into its accumulator are reduced once,
+      after them;
     - a node's cost: the op's modelled time on its piece (compiler/cost:
       FLOPs and bytes on the cluster's roofline); its memory: the bytes of
       its results on one device, live from the op to its last reader
@@ -204,7 +210,10 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
       a step runs the forward and backward ops once per micro-batch and the
       optimizer's once: the first (and the reshardings between them, or
       from a parameter to them) weigh `tg.micro_batches` times, the ops
-      that read an accumulator or the optimizer's state once.
+      that read an accumulator or the optimizer's state once. A gradient
+      accumulator (which may also stay a partial sum over the data axes)
+      has an edge from the op that computes its gradient: the other
+      micro-batches' gradients are resharded into it K - 1 times.
 
     The solver (compiler/shardsolve, also `tg-shard-solve`) returns a
     strategy per node. Arguments get `tg.sharding` with origin
@@ -251,6 +260,23 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     keeps for the backward holds the first stage's in-flight micro-batches
     (min(P, K) P-ths of the layers under 1F1B).
 
+    To see why the solver prefers its plan to another, `price-current`
+    prices the shardings a module already has (a preset's, after
+    tg-propagate-sharding) in the same problem, without solving, and
+    `breakdown=FILE` writes either plan's cost by role (op and model-file
+    name, the layer index taken out), in nanoseconds:
+
+    ```sh
+    tgc model.json --mesh=data=2,tp=2 --shard=tp --compile-to=optimizer \
+        --mlir-print-debuginfo -o step.mlir
+    tg-opt step.mlir --tg-auto-shard="breakdown=solver.tsv"
+    tg-opt step.mlir --tg-propagate-sharding=preset=tp \
+        --tg-auto-shard="price-current=true breakdown=tp.tsv"
+    ```
+
+    (`--mlir-print-debuginfo` keeps the model file's names, which tie the
+    repeated layers.)
+
     Not modelled yet: overlap of collectives with compute, the memory
     planner's reuse of buffers (live ranges are the ops' order), and the
     partitioner's reuse of a partial sum reduced once for several readers
@@ -271,7 +297,11 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     Option<"remat", "remat", "std::string", "\"none\"",
            "The recomputation tg-remat will apply: none, or full (a layer's activations recomputed in the backward pass, not kept)">,
     Option<"tieLayers", "tie-layers", "bool", "true",
-           "Repeated layers choose alike: each node of layer N is tied to the node in the same role of layer N-1, so the solver plans one layer for the stack">
+           "Repeated layers choose alike: each node of layer N is tied to the node in the same role of layer N-1, so the solver plans one layer for the stack">,
+    Option<"priceCurrent", "price-current", "bool", "false",
+           "Solve nothing: price the shardings the step already has (as tg-propagate-sharding left them, for a preset) in the solver's model, and change nothing but tg.auto_shard">,
+    Option<"breakdown", "breakdown", "std::string", "\"\"",
+           "Write the priced plan's cost by role (op kind and model-file name, layer index taken out) to this file, as tab-separated lines">
   ];
   let statistics = [
     Statistic<"numNodes", "nodes", "Nodes of the problem">,
