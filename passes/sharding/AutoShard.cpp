@@ -357,6 +357,12 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
           if (i < op->getNumOperands())
             partialSets.push_back({i});
       for (ArrayRef<unsigned> set : partialSets) {
+        if (!llvm::all_of(set, [&](unsigned i) {
+              auto type =
+                  dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+              return type && isa<FloatType>(type.getElementType());
+            }))
+          continue;
         SmallVector<StringRef> free;
         for (auto [a, f] : llvm::zip(opAxes, factorOfAxis))
           if (f < 0 && llvm::any_of(set, [&](unsigned i) {
@@ -369,18 +375,14 @@ SmallVector<Choice> AutoShardPass::opChoices(Operation *op) {
             if (mask & (uint64_t(1) << b))
               partial.push_back(a);
           SmallVector<ShardingAttr> withPartial(operands);
-          bool floats = true;
           for (unsigned i : set) {
-            auto type = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
-            floats &= type && isa<FloatType>(type.getElementType());
             SmallVector<SmallVector<StringRef>> dims;
             for (int64_t d = 0; d < operands[i].getRank(); ++d)
               dims.push_back(operands[i].axesOf(d));
             withPartial[i] =
                 ShardingAttr::get(context, mesh.getSymName(), dims, partial);
           }
-          if (floats)
-            consider(withPartial);
+          consider(withPartial);
         }
       }
       return;
@@ -447,6 +449,18 @@ std::pair<std::string, StringRef> argumentName(func::FuncOp step,
   return {};
 }
 
+/// A name in a repeated layer ("h.3.attn.q") as the layer's index and the
+/// name with the index taken out ("h.#.attn.q"); nothing for other names.
+std::optional<std::pair<int64_t, std::string>> repeatedName(StringRef name) {
+  std::string layer = layerOfName(name);
+  auto [stack, index] = StringRef(layer).rsplit('.');
+  int64_t n;
+  if (layer.empty() || index.getAsInteger(10, n))
+    return std::nullopt;
+  return std::make_pair(n,
+                        (stack + ".#" + name.drop_front(layer.size())).str());
+}
+
 /// Whether two nodes have the same types and the same strategies in the
 /// same order, so that "the same strategy" means the same sharding.
 bool sameStrategies(const Node &a, const Node &b) {
@@ -509,15 +523,13 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
     } else {
       std::tie(name, kind) = argumentName(step, node.arg);
     }
-    std::string layer = layerOfName(name);
-    auto [stack, index] = StringRef(layer).rsplit('.');
-    int64_t n;
-    if (layer.empty() || index.getAsInteger(10, n))
+    auto repeated = repeatedName(name);
+    if (!repeated)
       continue;
-    StringRef rest = StringRef(name).drop_front(layer.size());
-    std::string within = (layer + "|" + rest + "|" + kind).str();
+    auto &[n, pattern] = *repeated;
+    std::string within = (pattern + "|" + Twine(n) + "|" + kind).str();
     std::string role =
-        (stack + ".#" + rest + "|" + kind + "|" + Twine(rank[within]++)).str();
+        (pattern + "|" + kind + "|" + Twine(rank[within]++)).str();
     roles[role].push_back({n, (int64_t)v});
   }
   for (auto &[role, members] : roles) {
@@ -1023,14 +1035,12 @@ SmallVector<int64_t> AutoShardPass::currentChoices() {
 /// The role of a node for the breakdown: its op (or argument kind) and its
 /// model-file name with the layer's index taken out ("h.#.attn.q").
 std::string roleOf(func::FuncOp step, Operation *op, BlockArgument arg) {
-  std::string name = op ? nodeNameOf(op) : argumentName(step, arg).first;
-  std::string layer = layerOfName(name);
-  auto [stack, index] = StringRef(layer).rsplit('.');
-  if (!layer.empty() && !index.empty())
-    name = (stack + ".#" + StringRef(name).drop_front(layer.size())).str();
-  return (op ? op->getName().getStringRef().str()
-             : argumentName(step, arg).second.str()) +
-         " " + (name.empty() ? "-" : name);
+  auto [name, kind] =
+      op ? std::make_pair(nodeNameOf(op), op->getName().getStringRef())
+         : argumentName(step, arg);
+  if (auto repeated = repeatedName(name))
+    name = repeated->second;
+  return (kind + " " + (name.empty() ? "-" : name)).str();
 }
 
 /// Writes, per role, the nodes' weighted cost and the cost of the edges
