@@ -273,6 +273,34 @@ llvm::Expected<Problem> tg::shardsolve::readProblem(llvm::StringRef path) {
   return ProblemDecoder(path).decode(*json);
 }
 
+llvm::Expected<std::vector<int64_t>>
+tg::shardsolve::readSolution(llvm::StringRef path, size_t numNodes) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return fileError(path, "cannot read: " + buffer.getError().message());
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return fileError(path,
+                     "malformed JSON: " + llvm::toString(json.takeError()));
+  const llvm::json::Array *list = json->getAsArray();
+  if (!list)
+    return fileError(path, "expected a JSON list of strategy indices");
+  if (list->size() != numNodes)
+    return fileError(path, llvm::formatv("{0} strategies for a problem of {1} "
+                                         "nodes",
+                                         list->size(), numNodes));
+  std::vector<int64_t> strategies;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::optional<int64_t> s = (*list)[i].getAsInteger();
+    if (!s || *s < 0)
+      return fileError(path, "[" + std::to_string(i) +
+                                 "]: expected a strategy index (an integer "
+                                 ">= 0)");
+    strategies.push_back(*s);
+  }
+  return strategies;
+}
+
 //===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//

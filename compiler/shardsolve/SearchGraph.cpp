@@ -23,6 +23,20 @@ std::vector<int64_t> SearchGraph::expand(llvm::ArrayRef<int32_t> choice) const {
   return result;
 }
 
+std::vector<int32_t> SearchGraph::shrink(llvm::ArrayRef<int64_t> strategies,
+                                         int64_t &forbidden) const {
+  std::vector<int32_t> result(numNodes, 0);
+  forbidden = 0;
+  for (int32_t i = 0; i < numNodes && i < (int32_t)strategies.size(); ++i) {
+    int64_t s = strategies[i];
+    int32_t k = s >= 0 && s < (int64_t)standIn[i].size() ? standIn[i][s] : -1;
+    if (k < 0)
+      ++forbidden;
+    result[i] = std::max(k, 0);
+  }
+  return result;
+}
+
 double SearchGraph::costOf(llvm::ArrayRef<int32_t> choice) const {
   double total = 0;
   for (int32_t i = 0; i < numNodes; ++i)
@@ -118,10 +132,11 @@ bool noWorse(const Allowed &allowed,
 }
 
 /// Drops every strategy another kept strategy is no worse than (of two equal
-/// ones, the later goes).
+/// ones, the later goes), noting in `by` which one.
 void dropDominated(
     Allowed &allowed,
-    const std::vector<std::vector<std::pair<const Edge *, bool>>> &inc) {
+    const std::vector<std::vector<std::pair<const Edge *, bool>>> &inc,
+    std::vector<std::vector<int32_t>> &by) {
   const Problem &problem = allowed.problem;
   for (size_t i = 0; i < problem.numNodes(); ++i) {
     bool live = problem.intervals[i].second > problem.intervals[i].first;
@@ -131,8 +146,10 @@ void dropDominated(
         continue;
       for (size_t b = 0; b < ok.size() && ok[a]; ++b)
         if (b != a && ok[b] && noWorse(allowed, inc, i, b, a, live) &&
-            (b < a || !noWorse(allowed, inc, i, a, b, live)))
+            (b < a || !noWorse(allowed, inc, i, a, b, live))) {
           ok[a] = 0;
+          by[i][a] = b;
+        }
     }
   }
 }
@@ -170,18 +187,34 @@ SearchGraph tg::shardsolve::buildSearchGraph(const Problem &problem) {
           "node {0} has no strategy that is allowed with its neighbours'", i);
       return graph;
     }
-  dropDominated(allowed, inc);
+  std::vector<std::vector<int32_t>> by(n);
+  for (size_t i = 0; i < n; ++i)
+    by[i].assign(allowed.ok[i].size(), -1);
+  dropDominated(allowed, inc, by);
 
   graph.kept.resize(n);
   graph.cost.resize(n);
   graph.usage.resize(n);
-  for (size_t i = 0; i < n; ++i)
+  graph.standIn.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int32_t> index(allowed.ok[i].size(), -1);
     for (size_t s = 0; s < allowed.ok[i].size(); ++s)
       if (allowed.ok[i][s]) {
+        index[s] = graph.kept[i].size();
         graph.kept[i].push_back(s);
         graph.cost[i].push_back(allowed.cost[i][s]);
         graph.usage[i].push_back(problem.usages[i][s]);
       }
+    // A dominated strategy's stand-in is its dominator's, which may have
+    // gone to a third (dominance is transitive; the chain ends kept).
+    graph.standIn[i].resize(index.size());
+    for (size_t s = 0; s < index.size(); ++s) {
+      int32_t k = s;
+      while (index[k] < 0 && by[i][k] >= 0)
+        k = by[i][k];
+      graph.standIn[i][s] = index[k];
+    }
+  }
 
   // Parallel edges merge into one matrix over the kept strategies.
   std::map<std::pair<int64_t, int64_t>, int32_t> pairIndex;

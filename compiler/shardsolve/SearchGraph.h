@@ -32,6 +32,9 @@ struct SearchGraph {
   int32_t numNodes = 0;
   /// Per node, the original index of each kept strategy.
   std::vector<std::vector<int32_t>> kept;
+  /// Per node, per original strategy, the kept strategy that stands in for
+  /// it: itself, the one that dominates it, or -1 where it is forbidden.
+  std::vector<std::vector<int32_t>> standIn;
   std::vector<std::vector<double>> cost;
   std::vector<std::vector<int64_t>> usage;
   /// Per node, its live segments [first, last); empty when first == last.
@@ -57,6 +60,11 @@ struct SearchGraph {
   }
   /// The original strategy indices of a choice of kept strategies.
   std::vector<int64_t> expand(llvm::ArrayRef<int32_t> choice) const;
+  /// A choice of original strategies as kept ones, each dropped strategy
+  /// by its stand-in (no worse), a forbidden one by the first kept; the
+  /// number of forbidden ones in `forbidden`.
+  std::vector<int32_t> shrink(llvm::ArrayRef<int64_t> strategies,
+                              int64_t &forbidden) const;
   /// Node plus edge costs of a choice (a forbidden entry counts its cost).
   double costOf(llvm::ArrayRef<int32_t> choice) const;
   /// Fills `arcs` from `edges`, both ends of each.

@@ -1,10 +1,11 @@
 //===- Solver.cpp - Solve the auto-sharding problem -------------*- C++ -*-===//
 //
-// The order of methods: shrink the problem (buildSearchGraph); when the
-// integer program over tied groups is small, CBC from the least-memory
-// choice for a fifth of the time (a stack of layers tied by tg-auto-shard
-// is one layer's program: CBC proves it in about a second), a proven
-// optimum ending the search; heuristics until a third of the time
+// The order of methods: shrink the problem (buildSearchGraph); the
+// least-memory choice and the starts given, each repaired and improved by
+// local search; when the integer program over tied groups is small, CBC
+// from the best of them for a fifth of the time (a stack of layers tied by
+// tg-auto-shard is one layer's program: CBC proves it in about a second), a
+// proven optimum ending the search; heuristics until a third of the time
 // (Lagrangian rounds until a quarter, whose priced problem over tied
 // groups PBQP's reductions, message passing on their core and tree moves
 // solve, repaired by whole groups; where the first, unpriced round fits
@@ -281,6 +282,25 @@ Solution tg::shardsolve::solve(const Problem &problem,
          search.descendGroups(groups, start + total / (haveCbc ? 24 : 10)))
     search.descend(all);
   keepIfBetter("group descent");
+  // The starts given (tg-auto-shard's standard plans): where the landscape
+  // has a deep basin far from the least-memory choice, the heuristics
+  // below may never reach a plan an engineer would write down.
+  for (const Start &start : options.starts) {
+    if (start.strategies.size() != problem.numNodes()) {
+      note(llvm::formatv("start {0}: {1} strategies for {2} nodes, skipped",
+                         start.name, start.strategies.size(),
+                         problem.numNodes()));
+      continue;
+    }
+    int64_t forbidden = 0;
+    std::vector<int32_t> choice = graph.shrink(start.strategies, forbidden);
+    std::string method = "from " + start.name + " + local search";
+    consider(std::move(choice), method.c_str());
+    note(llvm::formatv("start {0}: {1} after local search{2}; {3} "
+                       "forbidden strategies replaced",
+                       start.name, search.cost(),
+                       search.valid() ? "" : " (not valid)", forbidden));
+  }
   double leastMemoryCost = bestCost;
 
   auto secondsLeft = [&] {
@@ -447,9 +467,13 @@ Solution tg::shardsolve::solve(const Problem &problem,
   int64_t maxStall = std::max<int64_t>(5000, 200 * graph.numNodes);
   std::vector<int32_t> improved = search.iterate(heuristicsEnd, maxStall);
   if (!improved.empty()) {
+    // From the best so far: a start's name stays in the method.
+    std::string method = best.empty() ? "local search"
+                         : llvm::StringRef(bestMethod).starts_with("from ")
+                             ? bestMethod + ", iterated"
+                             : "lagrangian + iterated local search";
     search.reset(improved);
-    keepIfBetter(best.empty() ? "local search"
-                              : "lagrangian + iterated local search");
+    keepIfBetter(method.c_str());
   }
   note(llvm::formatv("heuristics: {0}",
                      best.empty() ? std::string("no valid choice")

@@ -16,6 +16,14 @@
 
 namespace tg::shardsolve {
 
+/// A choice to start the search from (a standard plan's, or a user's).
+struct Start {
+  /// Names it in the method of a solution that grew from it.
+  std::string name;
+  /// One original strategy index per node.
+  std::vector<int64_t> strategies;
+};
+
 struct SolveOptions {
   double timeLimitSeconds = 60;
   uint64_t seed = 0;
@@ -23,6 +31,9 @@ struct SolveOptions {
   std::string cbcPath = "cbc";
   /// >0: progress lines on stderr.
   int verbosity = 0;
+  /// Choices the search also starts from, after the least-memory one: the
+  /// solution is no worse than the best of them that fits (after repair).
+  std::vector<Start> starts;
 };
 
 struct Solution {
@@ -45,6 +56,11 @@ Solution solve(const Problem &problem, const SolveOptions &options);
 
 /// Writes the JSON list of strategy indices that evaluate.py reads.
 llvm::Error writeSolution(const Solution &solution, llvm::StringRef path);
+
+/// Reads such a list, of `numNodes` indices; errors name the file (an index
+/// out of a node's range is evaluate()'s to find).
+llvm::Expected<std::vector<int64_t>> readSolution(llvm::StringRef path,
+                                                  size_t numNodes);
 
 } // namespace tg::shardsolve
 

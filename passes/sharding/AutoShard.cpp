@@ -16,7 +16,9 @@
 #include "compiler/shardsolve/Solver.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -146,7 +148,12 @@ private:
   void assumeFullRemat(func::FuncOp step,
                        const DenseMap<Operation *, int64_t> &position);
   LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
-  SmallVector<int64_t> currentChoices();
+  /// The node strategies the shardings on the step give; with `copy`, on
+  /// the copy of the module it maps into (without warnings), and the count
+  /// of nodes without one in `missing`.
+  SmallVector<int64_t> currentChoices(const IRMapping *copy, int64_t &missing);
+  std::vector<::tg::shardsolve::Start> presetStarts(ModuleOp module,
+                                                    bool allowTp);
   LogicalResult writeBreakdown(func::FuncOp step,
                                const ::tg::shardsolve::Problem &problem,
                                ArrayRef<int64_t> chosen);
@@ -639,6 +646,14 @@ void AutoShardPass::runOnOperation() {
       return signalPassFailure();
     }
   }
+  for (StringRef preset : llvm::split(StringRef(startPresets), ','))
+    if (!preset.trim().empty() &&
+        !llvm::is_contained(shardPresetNames(), preset.trim())) {
+      module.emitError() << "unknown preset '" << preset.trim()
+                         << "' in start-presets; expected "
+                         << llvm::join(shardPresetNames(), ", ");
+      return signalPassFailure();
+    }
   for (StringRef a : mesh.getAxisNames())
     if (allowTp || isDataAxis(a))
       axes.push_back(a);
@@ -931,7 +946,8 @@ void AutoShardPass::runOnOperation() {
 
   ::tg::shardsolve::Solution solution;
   if (priceCurrent) {
-    SmallVector<int64_t> given = currentChoices();
+    int64_t missing = 0;
+    SmallVector<int64_t> given = currentChoices(nullptr, missing);
     solution.strategies.assign(given.begin(), given.end());
     solution.evaluation =
         ::tg::shardsolve::evaluate(problem, solution.strategies);
@@ -944,6 +960,7 @@ void AutoShardPass::runOnOperation() {
     ::tg::shardsolve::SolveOptions options;
     options.timeLimitSeconds = timeLimit;
     options.seed = seed;
+    options.starts = presetStarts(module, allowTp);
     solution = ::tg::shardsolve::solve(problem, options);
   }
   if (!breakdown.empty() &&
@@ -980,10 +997,14 @@ void AutoShardPass::runOnOperation() {
 /// recorded, with the operands decideOpSharding wants given its operands'.
 /// A node with no such strategy (pruned to kMaxChoices, or not one the
 /// rules enumerate) keeps its first, with a warning.
-SmallVector<int64_t> AutoShardPass::currentChoices() {
+SmallVector<int64_t> AutoShardPass::currentChoices(const IRMapping *copy,
+                                                   int64_t &missing) {
   SmallVector<int64_t> chosen(nodes.size(), 0);
-  int64_t missing = 0;
+  missing = 0;
   for (auto [i, node] : llvm::enumerate(nodes)) {
+    Operation *op = copy && node.op ? copy->lookup(node.op) : node.op;
+    Value arg =
+        copy && !node.op ? copy->lookup(Value(node.arg)) : Value(node.arg);
     auto find = [&](auto matches) -> int64_t {
       for (auto [k, c] : llvm::enumerate(node.choices))
         if (matches(c))
@@ -992,17 +1013,17 @@ SmallVector<int64_t> AutoShardPass::currentChoices() {
     };
     int64_t k = -1;
     std::string have;
-    if (!node.op) {
-      ShardingAttr s = getSharding(node.arg);
+    if (!op) {
+      ShardingAttr s = getSharding(arg);
       k = find([&](const Choice &c) { return c.results[0] == s; });
       have = s ? formatSharding(s) : "none";
     } else {
       SmallVector<ShardingAttr> operands;
-      for (Value v : node.op->getOperands())
+      for (Value v : op->getOperands())
         operands.push_back(getSharding(v));
-      OpSharding decision = decideOpSharding(node.op, operands, mesh);
+      OpSharding decision = decideOpSharding(op, operands, mesh);
       auto sameResults = [&](const Choice &c) {
-        for (auto [v, s] : llvm::zip(node.op->getResults(), c.results))
+        for (auto [v, s] : llvm::zip(op->getResults(), c.results))
           if (ShardingAttr r = getSharding(v); r && r != s)
             return false;
         return true;
@@ -1012,24 +1033,59 @@ SmallVector<int64_t> AutoShardPass::currentChoices() {
       });
       if (k < 0)
         k = find(sameResults);
-      for (Value v : node.op->getResults())
+      for (Value v : op->getResults())
         if (ShardingAttr r = getSharding(v))
           have += formatSharding(r) + " ";
     }
     if (k < 0) {
-      if (missing++ < 10)
+      if (!copy && missing < 10)
         (node.op ? node.op->emitWarning() : emitWarning(node.arg.getLoc()))
             << "price-current: no strategy of the solver's gives " << have;
+      ++missing;
       k = 0;
     }
     chosen[i] = k;
   }
-  if (missing > 10)
+  if (!copy && missing > 10)
     getOperation().emitWarning()
         << "price-current: " << missing
         << " nodes in all have no strategy of the solver's for their "
            "shardings; each was priced at its first";
   return chosen;
+}
+
+/// The standard plans (tg-propagate-sharding's presets, each on a copy of
+/// the module) as strategies of the problem's nodes, for the solver to start
+/// from: its plan is then no worse, in its model, than any of them that
+/// fits. Presets outside allow-strategies are left out.
+std::vector<::tg::shardsolve::Start>
+AutoShardPass::presetStarts(ModuleOp module, bool allowTp) {
+  std::vector<::tg::shardsolve::Start> starts;
+  for (StringRef preset : llvm::split(StringRef(startPresets), ',')) {
+    preset = preset.trim();
+    if (preset.empty())
+      continue;
+    bool zero = preset.starts_with("zero") || preset == "megatron";
+    if ((zero && !allowZero) || (isTensorParallelPreset(preset) && !allowTp))
+      continue;
+    IRMapping map;
+    OwningOpRef<ModuleOp> copy = cast<ModuleOp>(module->clone(map));
+    PassManager pm = PassManager::on<ModuleOp>(&getContext());
+    PropagateShardingPassOptions options;
+    options.preset = preset.str();
+    pm.addPass(createPropagateShardingPass(options));
+    // A preset that does not apply here (its conflicts) is no start; the
+    // user hears of it only through tgc's compiled presets.
+    ScopedDiagnosticHandler quiet(&getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (failed(pm.run(*copy)))
+      continue;
+    int64_t missing = 0;
+    SmallVector<int64_t> chosen = currentChoices(&map, missing);
+    starts.push_back({("preset " + preset).str(),
+                      std::vector<int64_t>(chosen.begin(), chosen.end())});
+  }
+  return starts;
 }
 
 /// The role of a node for the breakdown: its op (or argument kind) and its

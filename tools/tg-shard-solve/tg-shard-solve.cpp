@@ -45,6 +45,11 @@ static cl::opt<bool> noIlp("no-ilp",
                            cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Progress lines on stderr"),
                              cl::cat(category));
+static cl::list<std::string> startPaths(
+    "start",
+    cl::desc("Also start the search from this solution (a JSON list of "
+             "strategy indices, as -o writes); repeatable"),
+    cl::value_desc("solution.json"), cl::cat(category));
 
 static const char *const kOverview =
     R"(tg-shard-solve: pick a sharding strategy per node
@@ -65,8 +70,10 @@ Methods: the problem first shrinks (forbidden and dominated strategies go,
 parallel edges merge, the time axis compresses to where the live set
 changes), and nodes tied by bijective forbidden pairs form groups that
 move together (tg-auto-shard ties repeated layers so, which makes a stack
-of layers one layer's program). When the integer program over groups is
-small, CBC gets it first from the least-memory choice, for a fifth of the
+of layers one layer's program). The search starts from the least-memory
+choice and from each --start solution (repaired to the limit, improved by
+single-node moves), the best of them kept. When the integer program over
+groups is small, CBC gets it first from that best, for a fifth of the
 time; a proven optimum ends the search. Heuristics come next: Lagrangian
 rounds (memory priced per time segment; the priced problem, over groups,
 solved by PBQP's exact reductions, message passing (TRW-S) on the core
@@ -120,6 +127,12 @@ int main(int argc, char **argv) {
   options.seed = seed;
   options.cbcPath = noIlp ? "" : cbcPath.getValue();
   options.verbosity = verbose ? 1 : 0;
+  for (const std::string &path : startPaths) {
+    auto strategies = readSolution(path, problem->numNodes());
+    if (!strategies)
+      return fail(llvm::toString(strategies.takeError()));
+    options.starts.push_back({path, std::move(*strategies)});
+  }
   Solution solution = solve(*problem, options);
   std::string name = problem->name.empty() ? inputPath : problem->name;
   if (!solution.evaluation.valid) {

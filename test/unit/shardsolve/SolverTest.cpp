@@ -124,13 +124,18 @@ Problem randomProblem(std::mt19937_64 &rng, bool integral) {
 }
 
 /// The least valid cost over every choice; infinity when none is valid.
-double bruteForce(const Problem &problem) {
+/// `argmin`, when given, receives a choice of that cost.
+double bruteForce(const Problem &problem,
+                  std::vector<int64_t> *argmin = nullptr) {
   std::vector<int64_t> choice(problem.numNodes(), 0);
   double best = std::numeric_limits<double>::infinity();
   while (true) {
     Evaluation e = evaluate(problem, choice);
-    if (e.valid)
-      best = std::min(best, e.cost);
+    if (e.valid && e.cost < best) {
+      best = e.cost;
+      if (argmin)
+        *argmin = choice;
+    }
     size_t i = 0;
     while (i < choice.size() &&
            ++choice[i] == static_cast<int64_t>(problem.nodeCosts[i].size()))
@@ -182,6 +187,69 @@ TEST(Solve, MatchesBruteForceWithIlp) {
 
 TEST(Solve, HeuristicsValidAgainstBruteForce) {
   checkAgainstBruteForce(/*ilp=*/false, 200);
+}
+
+/// A valid choice, its strategies dropped as dominated replaced by their
+/// stand-ins, stays valid and costs no more, at no higher peak.
+TEST(SearchGraph, StandInsAreNoWorse) {
+  std::mt19937_64 rng(5);
+  int checked = 0, replaced = 0;
+  for (int k = 0; k < 300; ++k) {
+    Problem problem = randomProblem(rng, k % 2 == 0);
+    SearchGraph graph = buildSearchGraph(problem);
+    if (!graph.infeasible.empty())
+      continue;
+    for (int draw = 0; draw < 50; ++draw) {
+      std::vector<int64_t> choice;
+      for (const auto &costs : problem.nodeCosts)
+        choice.push_back(
+            std::uniform_int_distribution<int64_t>(0, costs.size() - 1)(rng));
+      Evaluation given = evaluate(problem, choice);
+      if (!given.valid)
+        continue;
+      SCOPED_TRACE("problem " + std::to_string(k));
+      int64_t forbidden = -1;
+      std::vector<int64_t> standing =
+          graph.expand(graph.shrink(choice, forbidden));
+      EXPECT_EQ(forbidden, 0);
+      Evaluation shrunk = evaluate(problem, standing);
+      ASSERT_TRUE(shrunk.valid) << shrunk.why;
+      EXPECT_LE(shrunk.cost,
+                given.cost + 1e-9 * std::max(1.0, std::fabs(given.cost)));
+      EXPECT_LE(shrunk.peakUsage, given.peakUsage);
+      ++checked;
+      replaced += standing != choice;
+    }
+  }
+  // The random problems do drop strategies as dominated.
+  EXPECT_GT(checked, 500);
+  EXPECT_GT(replaced, 100) << replaced << " of " << checked;
+}
+
+/// Started from an optimum, the heuristics alone (which miss some optima of
+/// these problems when left to themselves) always end at one.
+TEST(Solve, NoWorseThanItsStarts) {
+  std::mt19937_64 rng(3);
+  int feasible = 0;
+  for (int k = 0; k < 200; ++k) {
+    Problem problem = randomProblem(rng, k % 2 == 0);
+    std::vector<int64_t> argmin;
+    double optimum = bruteForce(problem, &argmin);
+    if (std::isinf(optimum))
+      continue;
+    ++feasible;
+    SolveOptions options;
+    options.timeLimitSeconds = 0.01;
+    options.seed = k;
+    options.cbcPath = "";
+    options.starts = {{"the optimum", argmin}};
+    Solution solution = solve(problem, options);
+    SCOPED_TRACE("problem " + std::to_string(k));
+    ASSERT_TRUE(solution.evaluation.valid) << solution.evaluation.why;
+    EXPECT_NEAR(solution.evaluation.cost, optimum,
+                1e-9 * std::max(1.0, std::fabs(optimum)));
+  }
+  EXPECT_GT(feasible, 100);
 }
 
 /// Three copies of a layer of three roles, every role joined to every role of
