@@ -1191,11 +1191,12 @@ LogicalResult AutoShardPass::apply(func::FuncOp step,
   DenseMap<Operation *, Operation *> twin =
       copiesInStep(step, module.lookupSymbol<func::FuncOp>("forward_backward"));
   llvm::StringMap<ShardingAttr> params, accumulators;
+  SmallVector<ArgSharding> argPins;
   for (auto [node, s] : llvm::zip(nodes, chosen)) {
     if (node.op)
       continue;
     ShardingAttr sharding = node.choices[s].results[0];
-    setSharding(node.arg, sharding, "solver");
+    argPins.push_back({node.arg.getArgNumber(), sharding, "solver"});
     ++numPins;
     if (auto name = step.getArgAttrOfType<StringAttr>(node.arg.getArgNumber(),
                                                       TgDialect::kParamAttr))
@@ -1204,14 +1205,17 @@ LogicalResult AutoShardPass::apply(func::FuncOp step,
                                                       TgDialect::kAccumAttr))
       accumulators[name.getValue()] = sharding;
   }
+  setArgShardings(step, argPins);
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func == step)
       continue;
+    SmallVector<ArgSharding> same;
     for (BlockArgument arg : func.getArguments())
       if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                         TgDialect::kParamAttr))
         if (ShardingAttr s = params.lookup(name.getValue()))
-          setSharding(arg, s, "solver");
+          same.push_back({arg.getArgNumber(), s, "solver"});
+    setArgShardings(func, same);
     // The gradients added into an accumulator arrive in its sharding.
     Operation *ret = func.getBody().front().getTerminator();
     for (OpOperand &operand : ret->getOpOperands()) {

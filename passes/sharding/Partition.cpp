@@ -66,16 +66,19 @@ public:
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     builder.setInsertionPoint(ret);
     SmallVector<Type> resultTypes;
+    SmallVector<ShardingAttr> targets;
+    llvm::StringMap<unsigned> byName = argumentsByName(func);
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       Value old = ret.getOperand(i);
       auto target = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr);
       if (!target)
-        target = resultTarget(func, i, shardingOf(old));
+        target = resultTarget(func, i, shardingOf(old), &byName);
       Value v = resolve(old, target, "result " + std::to_string(i));
       ret.setOperand(i, v);
-      func.setResultAttr(i, kShardingAttr, target);
+      targets.push_back(target);
       resultTypes.push_back(v.getType());
     }
+    setResultShardings(func, targets);
     for (Operation *op : llvm::reverse(ops)) {
       op->dropAllUses();
       op->erase();

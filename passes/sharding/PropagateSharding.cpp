@@ -132,6 +132,8 @@ struct PropagateShardingPass
 
   LogicalResult shardParams(func::FuncOp func, MeshOp mesh,
                             llvm::StringMap<ShardingAttr> &params) {
+    // Set at once: one by one costs the square of the arguments.
+    SmallVector<ArgSharding> updates;
     for (BlockArgument arg : func.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     TgDialect::kParamAttr);
@@ -151,7 +153,8 @@ struct PropagateShardingPass
         continue;
       }
       if (known != params.end()) {
-        setSharding(arg, known->second, origins.lookup(name.getValue()));
+        updates.push_back({arg.getArgNumber(), known->second,
+                           origins.lookup(name.getValue())});
         continue;
       }
       ShardingAttr whole = ShardingAttr::replicated(
@@ -165,8 +168,9 @@ struct PropagateShardingPass
           own == "zero3" && !frozen ? splitOverData(whole, type, mesh) : whole;
       params[name.getValue()] = sharding;
       origins[name.getValue()] = ("preset " + own).str();
-      setSharding(arg, sharding, "preset " + own.str());
+      updates.push_back({arg.getArgNumber(), sharding, "preset " + own.str()});
     }
+    setArgShardings(func, updates);
     // Arguments of other functions named like a pinned one get its pin.
     return success();
   }
@@ -174,6 +178,11 @@ struct PropagateShardingPass
   LogicalResult shardArguments(func::FuncOp func, MeshOp mesh,
                                const llvm::StringMap<ShardingAttr> &params) {
     MLIRContext *context = &getContext();
+    // Set at once: one by one costs the square of the arguments.
+    SmallVector<ArgSharding> updates;
+    auto record = [&](BlockArgument arg, ShardingAttr s, const Twine &origin) {
+      updates.push_back({arg.getArgNumber(), s, origin.str()});
+    };
     for (BlockArgument arg : func.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto type = cast<RankedTensorType>(arg.getType());
@@ -182,7 +191,7 @@ struct PropagateShardingPass
         // Every function reads a parameter with one sharding.
         ShardingAttr s = params.lookup(name.getValue());
         if (s && (getSharding(arg) != s || getShardingOrigin(arg).empty()))
-          setSharding(arg, s, origins.lookup(name.getValue()));
+          record(arg, s, origins.lookup(name.getValue()));
         continue;
       }
       if (getSharding(arg))
@@ -196,7 +205,7 @@ struct PropagateShardingPass
           base = ShardingAttr::replicated(context, mesh.getSymName(),
                                           type.getRank());
         ShardingAttr s = zero(param) ? splitOverData(base, type, mesh) : base;
-        setSharding(
+        record(
             arg, s,
             ("preset " + presetOf(param) + " for the state of " + param).str());
         continue;
@@ -220,9 +229,8 @@ struct PropagateShardingPass
         bool split =
             llvm::any_of(llvm::seq<int64_t>(0, s.getRank()),
                          [&](int64_t d) { return !s.axesOf(d).empty(); });
-        setSharding(arg, s,
-                    split ? "the batch over the data axes"
-                          : "no batch dim, whole");
+        record(arg, s,
+               split ? "the batch over the data axes" : "no batch dim, whole");
         continue;
       }
       if (auto accum =
@@ -231,17 +239,18 @@ struct PropagateShardingPass
         // accumulator takes the sharding of the gradients added to it.
         if (ShardingAttr piece =
                 gradientPiece(accum.getValue(), type, mesh, params))
-          setSharding(arg, piece,
-                      ("preset " + presetOf(accum.getValue()) +
-                       ": the piece of the gradient")
-                          .str());
+          record(arg, piece,
+                 ("preset " + presetOf(accum.getValue()) +
+                  ": the piece of the gradient")
+                     .str());
         continue;
       }
-      setSharding(
+      record(
           arg,
           ShardingAttr::replicated(context, mesh.getSymName(), type.getRank()),
           "whole: a scalar of the step");
     }
+    setArgShardings(func, updates);
     pinWholeGradients(func);
     return success();
   }
@@ -590,24 +599,29 @@ struct PropagateShardingPass
                              cast<RankedTensorType>(param.getType()).getRank()),
                          "unused: whole");
     }
+    SmallVector<ArgSharding> unused;
     for (BlockArgument arg : func.getArguments())
       if (!getSharding(arg))
-        setSharding(arg,
-                    ShardingAttr::replicated(
-                        &getContext(), mesh.getSymName(),
-                        cast<RankedTensorType>(arg.getType()).getRank()),
-                    "unused: whole");
+        unused.push_back({arg.getArgNumber(),
+                          ShardingAttr::replicated(
+                              &getContext(), mesh.getSymName(),
+                              cast<RankedTensorType>(arg.getType()).getRank()),
+                          "unused: whole"});
+    setArgShardings(func, unused);
     Operation *ret = func.getBody().front().getTerminator();
+    llvm::StringMap<unsigned> byName = argumentsByName(func);
+    SmallVector<ShardingAttr> targets;
     for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-      ShardingAttr target = resultTarget(func, i, getSharding(v));
+      ShardingAttr target = resultTarget(func, i, getSharding(v), &byName);
       if (auto grad =
               func.getResultAttrOfType<StringAttr>(i, TgDialect::kGradAttr))
         if (ShardingAttr piece = gradientPiece(
                 grad.getValue(), cast<RankedTensorType>(v.getType()), mesh,
                 paramShardings))
           target = piece;
-      func.setResultAttr(i, kShardingAttr, target);
+      targets.push_back(target);
     }
+    setResultShardings(func, targets);
     return success();
   }
 

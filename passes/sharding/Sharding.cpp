@@ -50,20 +50,32 @@ ShardingAttr mlir::tg::batchInputSharding(func::FuncOp func, unsigned index,
   return ShardingAttr::replicated(context, mesh.getSymName(), type.getRank());
 }
 
+llvm::StringMap<unsigned> mlir::tg::argumentsByName(func::FuncOp func) {
+  llvm::StringMap<unsigned> byName;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    for (StringRef name : {TgDialect::kParamAttr, TgDialect::kStateAttr})
+      if (auto arg = func.getArgAttrOfType<StringAttr>(i, name))
+        byName.try_emplace(arg.getValue(), i);
+  return byName;
+}
+
 ShardingAttr mlir::tg::resultTarget(func::FuncOp func, unsigned index,
-                                    ShardingAttr computed) {
+                                    ShardingAttr computed,
+                                    const llvm::StringMap<unsigned> *byName) {
   auto type = cast<RankedTensorType>(func.getResultTypes()[index]);
   StringRef mesh = computed.getMesh().getValue();
   auto whole =
       ShardingAttr::replicated(func.getContext(), mesh, type.getRank());
   if (auto update =
           func.getResultAttrOfType<StringAttr>(index, TgDialect::kUpdateAttr)) {
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      for (StringRef name : {TgDialect::kParamAttr, TgDialect::kStateAttr})
-        if (auto arg = func.getArgAttrOfType<StringAttr>(i, name);
-            arg && arg.getValue() == update.getValue())
-          if (auto s = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr))
-            return s;
+    std::optional<llvm::StringMap<unsigned>> own;
+    if (!byName)
+      byName = &own.emplace(argumentsByName(func));
+    auto it = byName->find(update.getValue());
+    if (it != byName->end())
+      if (auto s =
+              func.getArgAttrOfType<ShardingAttr>(it->second, kShardingAttr))
+        return s;
     return whole;
   }
   if (func.getResultAttr(index, TgDialect::kMetricAttr))

@@ -15,6 +15,7 @@
 #include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::tg {
 
@@ -118,8 +119,14 @@ std::string describeValue(Value value);
 /// computed split without partial sums for other outputs, and the
 /// computed one for gradients (`tg.grad`: summed over micro-batches first,
 /// reduced in the train step).
+/// `byName`, when given, is argumentsByName(func): a step of thousands of
+/// results looks each up there rather than scanning the arguments.
 ShardingAttr resultTarget(func::FuncOp func, unsigned index,
-                          ShardingAttr computed);
+                          ShardingAttr computed,
+                          const llvm::StringMap<unsigned> *byName = nullptr);
+/// The argument of each parameter or state name (`tg.param`, `tg.state`) of
+/// `func`: the first that carries it.
+llvm::StringMap<unsigned> argumentsByName(func::FuncOp func);
 
 /// The mesh axes that split the batch: those named "data" or "dp".
 SmallVector<StringRef> dataAxes(MeshOp mesh);

@@ -336,14 +336,49 @@ StringRef mlir::tg::getShardingOrigin(Value value) {
   return origin ? origin.getValue() : "";
 }
 
+void mlir::tg::setArgShardings(func::FuncOp func,
+                               ArrayRef<ArgSharding> shardings) {
+  if (shardings.empty())
+    return;
+  MLIRContext *context = func.getContext();
+  SmallVector<DictionaryAttr> dicts;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    dicts.push_back(func.getArgAttrDict(i));
+  for (const ArgSharding &s : shardings) {
+    NamedAttrList attrs;
+    if (dicts[s.index])
+      attrs.append(dicts[s.index].getValue());
+    attrs.set(kShardingAttr, s.sharding);
+    attrs.set(kShardingOriginAttr, StringAttr::get(context, s.origin));
+    dicts[s.index] = attrs.getDictionary(context);
+  }
+  func.setAllArgAttrs(dicts);
+}
+
+void mlir::tg::setResultShardings(func::FuncOp func,
+                                  ArrayRef<ShardingAttr> shardings) {
+  MLIRContext *context = func.getContext();
+  SmallVector<DictionaryAttr> dicts;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    DictionaryAttr dict = func.getResultAttrDict(i);
+    if (i < shardings.size() && shardings[i]) {
+      NamedAttrList attrs;
+      if (dict)
+        attrs.append(dict.getValue());
+      attrs.set(kShardingAttr, shardings[i]);
+      dict = attrs.getDictionary(context);
+    }
+    dicts.push_back(dict);
+  }
+  func.setAllResultAttrs(dicts);
+}
+
 void mlir::tg::setSharding(Value value, ShardingAttr sharding,
                            StringRef origin) {
   MLIRContext *context = value.getContext();
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    func.setArgAttr(arg.getArgNumber(), kShardingAttr, sharding);
-    func.setArgAttr(arg.getArgNumber(), kShardingOriginAttr,
-                    StringAttr::get(context, origin));
+    setArgShardings(cast<func::FuncOp>(arg.getOwner()->getParentOp()),
+                    {{arg.getArgNumber(), sharding, origin.str()}});
     return;
   }
   // An op holds one entry per result: a result set later keeps its place,
