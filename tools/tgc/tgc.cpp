@@ -236,10 +236,11 @@ cl::opt<bool> autoShard(
     "auto-shard",
     cl::desc("Choose the shardings by cost: tg-auto-shard's solver plans "
              "the step on the --cluster's cost model under --memory-limit "
-             "(the model file's pins kept), and the fastest plan that fits "
-             "among its and the standard ones (dp, zero3, tp x dp, tp+sp x "
-             "dp, as --allow-strategies allows), each priced on the "
-             "compiled step, is built"),
+             "(the model file's pins kept; its search also starts from the "
+             "standard plans), and the fastest plan that fits among its and "
+             "the standard ones (dp, zero3, tp x dp, tp+sp x dp, megatron, "
+             "as --allow-strategies allows), each priced on the compiled "
+             "step, is built"),
     cl::cat(planCategory));
 cl::opt<bool> solverOnly(
     "solver-plan",
