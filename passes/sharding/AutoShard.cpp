@@ -705,25 +705,37 @@ void AutoShardPass::runOnOperation() {
     node.choices = argChoices(arg);
     // A gradient accumulator may also hold partial sums over the data axes
     // its split leaves free: the micro-batches' gradients are added
-    // unreduced and reduced once per step, as data parallelism does.
+    // unreduced and reduced once per step, as data parallelism does; or
+    // over every free axis, as Megatron-LM does for the gradients sequence
+    // parallelism leaves partial over tp (the norms', the row-parallel
+    // biases'): reduced once per step, not once per micro-batch.
     if (accum) {
       SmallVector<StringRef> batchAxes = dataAxes(mesh);
       size_t n = node.choices.size();
       for (size_t k = 0; k < n; ++k) {
         ShardingAttr s = node.choices[k].results[0];
-        SmallVector<StringRef> partial;
-        for (StringRef a : batchAxes)
-          if (s.dimOf(a) < 0)
-            partial.push_back(a);
-        if (partial.empty())
-          continue;
+        SmallVector<StringRef> overData, overAll;
+        for (StringRef a : axes)
+          if (s.dimOf(a) < 0) {
+            overAll.push_back(a);
+            if (llvm::is_contained(batchAxes, a))
+              overData.push_back(a);
+          }
         SmallVector<SmallVector<StringRef>> dims;
         for (int64_t d = 0; d < s.getRank(); ++d)
           dims.push_back(s.axesOf(d));
-        Choice c = node.choices[k];
-        c.results[0] =
-            ShardingAttr::get(&getContext(), mesh.getSymName(), dims, partial);
-        node.choices.push_back(std::move(c));
+        // overAll holds overData (every data axis is in `axes`).
+        SmallVector<ArrayRef<StringRef>, 2> partials;
+        if (!overData.empty())
+          partials.push_back(overData);
+        if (overAll.size() > overData.size())
+          partials.push_back(overAll);
+        for (ArrayRef<StringRef> partial : partials) {
+          Choice c = node.choices[k];
+          c.results[0] = ShardingAttr::get(&getContext(), mesh.getSymName(),
+                                           dims, partial);
+          node.choices.push_back(std::move(c));
+        }
       }
       // The other micro-batches' gradients arrive from @forward_backward
       // and are brought to the accumulator's sharding each time: an edge
@@ -1016,7 +1028,7 @@ SmallVector<int64_t> AutoShardPass::currentChoices(const IRMapping *copy,
     if (!op) {
       ShardingAttr s = getSharding(arg);
       k = find([&](const Choice &c) { return c.results[0] == s; });
-      have = s ? formatSharding(s) : "none";
+      have = (s ? formatSharding(s) : "none") + " ";
     } else {
       SmallVector<ShardingAttr> operands;
       for (Value v : op->getOperands())
@@ -1040,7 +1052,12 @@ SmallVector<int64_t> AutoShardPass::currentChoices(const IRMapping *copy,
     if (k < 0) {
       if (!copy && missing < 10)
         (node.op ? node.op->emitWarning() : emitWarning(node.arg.getLoc()))
-            << "price-current: no strategy of the solver's gives " << have;
+            << "price-current: no strategy of the solver's gives " << have
+            << "for "
+            << (node.op ? (node.op->getName().getStringRef() + " (" +
+                           nodeNameOf(node.op) + ")")
+                              .str()
+                        : describeValue(node.arg));
       ++missing;
       k = 0;
     }
