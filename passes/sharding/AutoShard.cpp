@@ -505,6 +505,7 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
       return {argumentName(step, arg).first, true};
     return names.lookup(v.getDefiningOp());
   };
+  int64_t namedOps = 0, repeatedArgs = 0;
   for (auto [v, node] : llvm::enumerate(nodes)) {
     std::string name;
     StringRef kind;
@@ -512,6 +513,7 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
       kind = node.op->getName().getStringRef();
       name = nodeNameOf(node.op);
       bool own = !name.empty();
+      namedOps += own;
       if (!own && node.op->getNumResults() > 0) {
         int best = -1;
         for (Value operand : node.op->getOperands()) {
@@ -533,12 +535,20 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
     auto repeated = repeatedName(name);
     if (!repeated)
       continue;
+    repeatedArgs += !node.op;
     auto &[n, pattern] = *repeated;
     std::string within = (pattern + "|" + Twine(n) + "|" + kind).str();
     std::string role =
         (pattern + "|" + kind + "|" + Twine(rank[within]++)).str();
     roles[role].push_back({n, (int64_t)v});
   }
+  // tg IR printed without --mlir-print-debuginfo loses the ops' names:
+  // then only the parameters tie, and each layer's ops are planned alone.
+  if (repeatedArgs > 0 && namedOps == 0)
+    step.emitWarning()
+        << "tg-auto-shard: the step's ops carry no model-file names (was "
+           "the IR printed without --mlir-print-debuginfo?), so the "
+           "repeated layers' ops are not tied: each layer is planned alone";
   for (auto &[role, members] : roles) {
     llvm::stable_sort(members, [](const Member &a, const Member &b) {
       return a.layer < b.layer;
