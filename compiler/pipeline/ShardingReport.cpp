@@ -377,6 +377,8 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
   for (auto [i, op] : llvm::enumerate(body.without_terminator()))
     chunkOf[&op] = chunks[i];
   SmallVector<int64_t> crossing(map.chunks(), 0);
+  // The last chunk that reads each activation (in the forward pass).
+  DenseMap<Value, int64_t> furthestOf;
   DenseSet<Value> fromBatch;
   for (BlockArgument arg : func.getArguments())
     if (!parameterNameOf(func, arg))
@@ -404,9 +406,17 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
       }
       if (kept && activation)
         out.savedBytes[map.stageOf(chunk)] += bytes;
-      if (activation)
-        for (int64_t c = chunk; c < furthest; ++c)
-          crossing[c] += bytes;
+      if (!activation)
+        continue;
+      furthestOf[v] = furthest;
+      // A gathered value the next stage reads is sent as its pieces, which
+      // that stage gathers: nothing more where the pieces cross anyway.
+      Value pieces = isa<AllGatherOp>(op) ? op.getOperand(0) : Value();
+      for (int64_t c = chunk; c < furthest; ++c)
+        crossing[c] += !pieces ? bytes
+                       : furthestOf.lookup(pieces) > c
+                           ? 0
+                           : tensorBytes(pieces.getType());
     }
   }
   out.sendBytes = *llvm::max_element(crossing);
