@@ -145,6 +145,16 @@ private:
                function_ref<ShardingAttr(const Choice &)> wanted, Type type,
                double times = 1);
   void tieRepeatedLayers(func::FuncOp step);
+  /// The pipeline chunk of each node (on stage chunk mod P), or none when
+  /// the step names too few repeated layers.
+  std::optional<SmallVector<int64_t>> chunksOf(func::FuncOp step,
+                                               PipelineStages pipeline);
+  /// Fills `sends` with the pipeline's sends of activations between stages
+  /// that each node's choices cost per step.
+  void priceSends(func::FuncOp step, PipelineStages pipeline,
+                  int64_t microBatches, int64_t forwardEnd,
+                  ArrayRef<int64_t> chunks, const DenseSet<Value> &fromBatch,
+                  SmallVector<SmallVector<double>> &sends);
   void assumeFullRemat(func::FuncOp step,
                        const DenseMap<Operation *, int64_t> &position);
   LogicalResult apply(func::FuncOp step, ArrayRef<int64_t> chosen);
@@ -573,6 +583,126 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
   }
 }
 
+/// Where the compiled step's estimate (estimatePlan's stage map) places
+/// each node under `pipeline`, as a chunk: the repeated layers, in the order
+/// the forward pass first reaches them, in P x V consecutive chunks of equal
+/// size, chunk c on stage c mod P; a named op outside them on the first
+/// stage before the first layer, else on the last; an op without a name,
+/// a parameter, its state or accumulator, with the layer of its name (as
+/// tieRepeatedLayers finds it), else with what it reads (or follows).
+std::optional<SmallVector<int64_t>>
+AutoShardPass::chunksOf(func::FuncOp step, PipelineStages pipeline) {
+  int64_t chunks = pipeline.stages * pipeline.virtualStages;
+  llvm::StringMap<int64_t> layerIndex;
+  llvm::StringMap<bool> before;
+  SmallVector<std::string> names(nodes.size());
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    names[i] =
+        node.op ? nodeNameOf(node.op) : argumentName(step, node.arg).first;
+    std::string layer = layerOfName(names[i]);
+    if (!node.op || names[i].empty())
+      continue;
+    if (!layer.empty())
+      layerIndex.try_emplace(layer, layerIndex.size());
+    else
+      before.try_emplace(StringRef(names[i]).split('.').first,
+                         layerIndex.empty());
+  }
+  int64_t layers = layerIndex.size();
+  if (layers < chunks)
+    return std::nullopt;
+  auto chunkOfName = [&](StringRef name) -> std::optional<int64_t> {
+    std::string layer = layerOfName(name);
+    if (!layer.empty()) {
+      auto it = layerIndex.find(layer);
+      return it == layerIndex.end() ? chunks - 1 : it->second * chunks / layers;
+    }
+    auto it = before.find(name.split('.').first);
+    if (it == before.end())
+      return std::nullopt;
+    return it->second ? 0 : chunks - 1;
+  };
+  SmallVector<int64_t> chunkOf(nodes.size(), 0);
+  int64_t current = 0;
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    std::optional<int64_t> chunk = chunkOfName(names[i]);
+    if (!chunk && node.op)
+      for (Value v : node.op->getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
+          chunk = chunkOfName(argumentName(step, arg).first);
+        } else if (auto it = nodeOf.find(v); it != nodeOf.end()) {
+          chunk = chunkOf[it->second.first];
+        }
+        if (chunk)
+          break;
+      }
+    if (!chunk)
+      chunk = node.op ? current : 0;
+    chunkOf[i] = *chunk;
+    if (node.op)
+      current = *chunk;
+  }
+  // An argument nothing names (a parameter outside the layers read after
+  // them: the head's) goes with its first reader.
+  for (auto [i, node] : llvm::enumerate(nodes))
+    if (!node.op && !chunkOfName(names[i]))
+      for (Operation *user : node.arg.getUsers())
+        if (auto it = nodeOf.find(user->getResult(0));
+            user->getNumResults() && it != nodeOf.end()) {
+          chunkOf[i] = chunkOf[it->second.first];
+          break;
+        }
+  return chunkOf;
+}
+
+/// The sends of a pipelined step, as the compiled step's estimate prices
+/// them: each micro-batch's activations that cross from one chunk of
+/// layers to the next, forward and (their gradients) backward,
+/// 2 (P V - 1) + 2 V K times a step, at the bytes of one boundary (the
+/// layers choose alike, so every boundary sends the same). The values
+/// priced are those computed from the batch in the first chunk (or before
+/// it) that the forward pass reads in a later one: the residual stream,
+/// whose sharding (split over tp under sequence parallelism, or whole)
+/// sets the bytes.
+void AutoShardPass::priceSends(func::FuncOp step, PipelineStages pipeline,
+                               int64_t microBatches, int64_t forwardEnd,
+                               ArrayRef<int64_t> chunks,
+                               const DenseSet<Value> &fromBatch,
+                               SmallVector<SmallVector<double>> &sends) {
+  if (forwardEnd < 0)
+    return;
+  int64_t p = pipeline.stages, v = pipeline.virtualStages;
+  double times = (double)(2 * (p * v - 1) + 2 * v * microBatches);
+  double perByte =
+      (cost->stageSendSeconds(1e9, p) - cost->stageSendSeconds(0, p)) / 1e9;
+  DenseMap<Operation *, int64_t> nodeOfOp;
+  for (auto [i, node] : llvm::enumerate(nodes))
+    if (node.op)
+      nodeOfOp[node.op] = i;
+  Operation *ret = step.getBody().front().getTerminator();
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    if (!node.op || chunks[i] != 0 || node.start > forwardEnd)
+      continue;
+    for (OpResult r : node.op->getResults()) {
+      if (!fromBatch.contains(r) || !isa<RankedTensorType>(r.getType()))
+        continue;
+      bool crosses = llvm::any_of(r.getUsers(), [&](Operation *user) {
+        auto it = nodeOfOp.find(user);
+        return user != ret && it != nodeOfOp.end() &&
+               nodes[it->second].start <= forwardEnd && chunks[it->second] > 0;
+      });
+      if (!crosses)
+        continue;
+      if (sends[i].empty())
+        sends[i].assign(node.choices.size(), 0.0);
+      for (auto [k, c] : llvm::enumerate(node.choices))
+        sends[i][k] += times * perByte *
+                       (double)localBytes(r.getType(),
+                                          c.results[r.getResultNumber()], mesh);
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Recomputation
 //===----------------------------------------------------------------------===//
@@ -908,19 +1038,59 @@ void AutoShardPass::runOnOperation() {
         weight[i] = perMicroBatch;
   }
   SmallVector<double> holds(nodes.size(), 1.0);
+  // Per node and choice, seconds its choice adds outside the op: the
+  // pipeline's sends between stages.
+  SmallVector<SmallVector<double>> sends(nodes.size());
   if (pipeline.stages > 1) {
     double p = (double)pipeline.stages;
     double inFlight = pipelineInFlight(0, pipeline.stages,
                                        pipeline.virtualStages, microBatches);
     Operation *loss = forwardEndOf(step);
     int64_t forwardEnd = loss ? position.lookup(loss) : -1;
+    // Each micro-batch in flight keeps its own activations (the values
+    // computed from the batch), but not its own copy of what the weights
+    // alone give (their bf16 casts), the same for every micro-batch (as
+    // the compiled step's estimate counts them, estimatePlan).
+    DenseSet<Value> fromBatch;
+    for (BlockArgument arg : step.getArguments()) {
+      unsigned a = arg.getArgNumber();
+      if (!step.getArgAttr(a, TgDialect::kParamAttr) &&
+          !step.getArgAttr(a, TgDialect::kStateAttr) &&
+          !step.getArgAttr(a, TgDialect::kAccumAttr))
+        fromBatch.insert(arg);
+    }
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return fromBatch.contains(v); }))
+        fromBatch.insert(op.result_begin(), op.result_end());
+    auto keptPerMicroBatch = [&](const Node &node) {
+      return node.op && forwardEnd >= 0 && node.start <= forwardEnd &&
+             node.end > forwardEnd + 1 &&
+             llvm::any_of(node.op->getResults(),
+                          [&](Value v) { return fromBatch.contains(v); });
+    };
+    std::optional<SmallVector<int64_t>> chunks = chunksOf(step, pipeline);
+    if (chunks)
+      priceSends(step, pipeline, microBatches, forwardEnd, *chunks, fromBatch,
+                 sends);
     for (auto [i, node] : llvm::enumerate(nodes)) {
       weight[i] /= p;
+      if (chunks) {
+        // The memory of the first stage's device, as the compiled step's
+        // estimate places the layers: its own layers' values and
+        // parameters (and what comes before the first layer), those of
+        // its in-flight micro-batches for what the backward pass reads.
+        holds[i] = (*chunks)[i] % pipeline.stages != 0 ? 0.0
+                   : keptPerMicroBatch(node)           ? inFlight
+                                                       : 1.0;
+        continue;
+      }
+      // No layers named: a P-th of everything that lives long.
       if (!node.op)
         holds[i] = 1 / p;
       else if (forwardEnd >= 0 && node.start <= forwardEnd &&
                node.end > forwardEnd + 1)
-        holds[i] = inFlight / p;
+        holds[i] = (keptPerMicroBatch(node) ? inFlight : 1.0) / p;
     }
   }
 
@@ -939,8 +1109,9 @@ void AutoShardPass::runOnOperation() {
     problem.intervals.push_back({node.start, node.end});
     std::vector<double> costs;
     std::vector<int64_t> usages;
-    for (const Choice &c : node.choices) {
-      costs.push_back(toNanoseconds(weight[i] * c.seconds));
+    for (auto [k, c] : llvm::enumerate(node.choices)) {
+      costs.push_back(toNanoseconds(weight[i] * c.seconds +
+                                    (sends[i].empty() ? 0.0 : sends[i][k])));
       usages.push_back((int64_t)std::ceil(holds[i] * (double)c.bytes));
     }
     problem.nodeCosts.push_back(std::move(costs));
@@ -1135,8 +1306,28 @@ AutoShardPass::writeBreakdown(func::FuncOp step,
   struct Row {
     int64_t count = 0;
     double node = 0, edge = 0;
+    int64_t peakBytes = 0;
     std::string sharding;
   };
+  // The time of the plan's peak (the first, when several): what each role
+  // holds then says where the memory goes.
+  int64_t horizon = 0;
+  for (auto [start, end] : problem.intervals)
+    horizon = std::max(horizon, end);
+  std::vector<int64_t> delta(horizon + 1, 0);
+  for (auto [i, interval] : llvm::enumerate(problem.intervals))
+    if (interval.second > interval.first) {
+      delta[interval.first] += problem.usages[i][chosen[i]];
+      delta[interval.second] -= problem.usages[i][chosen[i]];
+    }
+  int64_t peakTime = 0, live = 0, most = -1;
+  for (int64_t t = 0; t < horizon; ++t) {
+    live += delta[t];
+    if (live > most) {
+      most = live;
+      peakTime = t;
+    }
+  }
   std::map<std::string, Row> rows;
   SmallVector<std::string> roles;
   for (auto [i, node] : llvm::enumerate(nodes)) {
@@ -1145,6 +1336,9 @@ AutoShardPass::writeBreakdown(func::FuncOp step,
     ++row.count;
     double c = problem.nodeCosts[i][chosen[i]];
     row.node += c < ::tg::shardsolve::kForbidden ? c : 0;
+    auto [start, end] = problem.intervals[i];
+    if (start <= peakTime && peakTime < end)
+      row.peakBytes += problem.usages[i][chosen[i]];
     if (row.sharding.empty()) {
       const Choice &choice = node.choices[chosen[i]];
       for (ShardingAttr s : choice.operands)
@@ -1169,11 +1363,13 @@ AutoShardPass::writeBreakdown(func::FuncOp step,
   if (ec)
     return getOperation().emitError() << "cannot write the breakdown to "
                                       << breakdown << ": " << ec.message();
-  out << "role\tnodes\tnode_ns\tedge_ns\tsharding (operands -> results)\n";
+  out << "role\tnodes\tnode_ns\tedge_ns\tpeak_bytes\tsharding (operands -> "
+         "results)\n";
   for (const auto &[role, row] : sorted)
     out << role << "\t" << row.count << "\t"
         << llvm::formatv("{0:f0}", row.node) << "\t"
-        << llvm::formatv("{0:f0}", row.edge) << "\t" << row.sharding << "\n";
+        << llvm::formatv("{0:f0}", row.edge) << "\t" << row.peakBytes << "\t"
+        << row.sharding << "\n";
   return success();
 }
 

@@ -263,10 +263,19 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     (tgc --pipeline-stages; modelled, not executable) it plans one
     pipeline stage's device: every cost is a P-th (the stage runs a P-th
     of the layers), the forward and backward ops weigh K + (P - 1) / V
-    micro-batches (the schedule's bubble), the parameters, state and
-    accumulators hold a P-th of their bytes, and what the forward pass
-    keeps for the backward holds the first stage's in-flight micro-batches
-    (min(P, K) P-ths of the layers under 1F1B).
+    micro-batches (the schedule's bubble), and the activations that cross
+    from one chunk of layers to the next (the residual stream, as its
+    sharding leaves it) cost the sends, 2 (P V - 1) + 2 V K of them a step.
+    Memory is the first stage's device's, with the layers placed as the
+    compiled step's estimate places them (P x V consecutive chunks, chunk
+    c on stage c mod P; what comes before the first layer on the first):
+    its layers' parameters, state, accumulators and values (the other
+    stages' count nothing), where what the forward pass keeps for the
+    backward and computes from the batch counts once per micro-batch in
+    flight (pipelineInFlight), and what the weights alone give (their bf16
+    casts) once. Without named layers, a P-th of every parameter and of
+    everything kept for the backward (times the micro-batches in flight
+    for activations).
 
     To see why the solver prefers its plan to another, `price-current`
     prices the shardings a module already has (a preset's, after
