@@ -379,19 +379,13 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
   SmallVector<int64_t> crossing(map.chunks(), 0);
   // The last chunk that reads each activation (in the forward pass).
   DenseMap<Value, int64_t> furthestOf;
-  DenseSet<Value> fromBatch;
-  for (BlockArgument arg : func.getArguments())
-    if (!parameterNameOf(func, arg))
-      fromBatch.insert(arg);
+  DenseSet<Value> fromBatch = valuesFromBatch(func);
   for (Operation &op : body.without_terminator()) {
     if (end->isBeforeInBlock(&op))
       break;
     int64_t chunk = chunkOf.lookup(&op);
-    bool activation = llvm::any_of(
-        op.getOperands(), [&](Value v) { return fromBatch.contains(v); });
     for (Value v : op.getResults()) {
-      if (activation)
-        fromBatch.insert(v);
+      bool activation = fromBatch.contains(v);
       if (!isa<RankedTensorType>(v.getType()))
         continue;
       int64_t bytes = tensorBytes(v.getType()), furthest = chunk;

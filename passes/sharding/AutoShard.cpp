@@ -1051,23 +1051,18 @@ void AutoShardPass::runOnOperation() {
     // computed from the batch), but not its own copy of what the weights
     // alone give (their bf16 casts), the same for every micro-batch (as
     // the compiled step's estimate counts them, estimatePlan).
-    DenseSet<Value> fromBatch;
-    for (BlockArgument arg : step.getArguments()) {
-      unsigned a = arg.getArgNumber();
-      if (!step.getArgAttr(a, TgDialect::kParamAttr) &&
-          !step.getArgAttr(a, TgDialect::kStateAttr) &&
-          !step.getArgAttr(a, TgDialect::kAccumAttr))
-        fromBatch.insert(arg);
-    }
-    for (Operation &op : body.without_terminator())
-      if (llvm::any_of(op.getOperands(),
-                       [&](Value v) { return fromBatch.contains(v); }))
-        fromBatch.insert(op.result_begin(), op.result_end());
-    auto keptPerMicroBatch = [&](const Node &node) {
-      return node.op && forwardEnd >= 0 && node.start <= forwardEnd &&
-             node.end > forwardEnd + 1 &&
-             llvm::any_of(node.op->getResults(),
-                          [&](Value v) { return fromBatch.contains(v); });
+    DenseSet<Value> fromBatch = valuesFromBatch(step);
+    // How many copies of a node's results the stage keeps from the forward
+    // pass for the backward: one per micro-batch in flight where computed
+    // from the batch, one otherwise; none when it is not kept so.
+    auto keptCopies = [&](const Node &node) -> std::optional<double> {
+      if (!node.op || forwardEnd < 0 || node.start > forwardEnd ||
+          node.end <= forwardEnd + 1)
+        return std::nullopt;
+      return llvm::any_of(node.op->getResults(),
+                          [&](Value v) { return fromBatch.contains(v); })
+                 ? inFlight
+                 : 1.0;
     };
     std::optional<SmallVector<int64_t>> chunks = chunksOf(step, pipeline);
     if (chunks)
@@ -1080,17 +1075,16 @@ void AutoShardPass::runOnOperation() {
         // estimate places the layers: its own layers' values and
         // parameters (and what comes before the first layer), those of
         // its in-flight micro-batches for what the backward pass reads.
-        holds[i] = (*chunks)[i] % pipeline.stages != 0 ? 0.0
-                   : keptPerMicroBatch(node)           ? inFlight
-                                                       : 1.0;
+        holds[i] = (*chunks)[i] % pipeline.stages != 0
+                       ? 0.0
+                       : keptCopies(node).value_or(1.0);
         continue;
       }
       // No layers named: a P-th of everything that lives long.
       if (!node.op)
         holds[i] = 1 / p;
-      else if (forwardEnd >= 0 && node.start <= forwardEnd &&
-               node.end > forwardEnd + 1)
-        holds[i] = (keptPerMicroBatch(node) ? inFlight : 1.0) / p;
+      else if (std::optional<double> copies = keptCopies(node))
+        holds[i] = *copies / p;
     }
   }
 

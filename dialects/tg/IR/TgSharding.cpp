@@ -218,6 +218,22 @@ Operation *mlir::tg::forwardEndOf(func::FuncOp step) {
   return end;
 }
 
+DenseSet<Value> mlir::tg::valuesFromBatch(func::FuncOp func) {
+  DenseSet<Value> fromBatch;
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (!func.getArgAttr(i, TgDialect::kParamAttr) &&
+        !func.getArgAttr(i, TgDialect::kStateAttr) &&
+        !func.getArgAttr(i, TgDialect::kAccumAttr))
+      fromBatch.insert(arg);
+  }
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return fromBatch.contains(v); }))
+      fromBatch.insert(op.result_begin(), op.result_end());
+  return fromBatch;
+}
+
 MeshOp mlir::tg::lookupMesh(Operation *from, FlatSymbolRefAttr name) {
   ModuleOp module = moduleOf(from);
   if (!module || !name)

@@ -12,6 +12,7 @@
 #include "dialects/tg/IR/TgOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::tg {
 
@@ -54,6 +55,10 @@ bool isSequenceParallelPreset(StringRef name);
 /// that sums it over the data axes in a partitioned step; null without a
 /// loss.
 Operation *forwardEndOf(func::FuncOp step);
+/// The values of `func` computed from the batch: its arguments that are
+/// not a parameter, optimizer state or accumulator, and every result of
+/// an op that reads one. Each micro-batch has its own.
+DenseSet<Value> valuesFromBatch(func::FuncOp func);
 
 /// The tg.mesh named `name` in the module around `from`, or null.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name);
