@@ -193,7 +193,7 @@ void launchStoreOrAddGrad(float *dst, const T *g, int64_t n,
                           const int32_t *microBatch, cudaStream_t stream) {
   unsigned blocks = (unsigned)std::clamp<int64_t>(
       (n + kThreads - 1) / kThreads, 1, 65535);
-  storeOrAddGradKernel<<<blocks, kThreads, 0, stream>>>(dst, g, n,
+  storeOrAddGradKernel<T><<<blocks, kThreads, 0, stream>>>(dst, g, n,
                                                         microBatch);
   TGC_CUDA_CHECK_LAUNCH();
 }
