@@ -148,55 +148,86 @@ const ClassBatch &ClassLoader::next() {
   int64_t B = options_.batch, F = data_.numFeatures(), N = data_.numRows();
   batch_.features.resize(B * F);
   batch_.labels.resize(B);
-  if (options_.random) {
-    if (cursor_ + B > N) {
-      ++epoch_;
-      cursor_ = 0;
-      shuffle();
-    }
-    for (int64_t row = 0; row < B; ++row) {
-      int64_t source = order_[cursor_ + row];
-      std::memcpy(&batch_.features[row * F], data_.features(source), F * 4);
-      batch_.labels[row] = data_.label(source);
-    }
-    batch_.validRows = B;
-    cursor_ += B;
-    return batch_;
-  }
-  if (cursor_ >= N)
-    cursor_ = 0;
   for (int64_t row = 0; row < B; ++row) {
-    int64_t source = (cursor_ + row) % N;
+    int64_t s = samples_ + row, source = s % N;
+    if (options_.random) {
+      // The stream's epoch s / N: reshuffle on entering it.
+      while (epoch_ < s / N) {
+        ++epoch_;
+        shuffle();
+      }
+      source = order_[source];
+    }
     std::memcpy(&batch_.features[row * F], data_.features(source), F * 4);
     batch_.labels[row] = data_.label(source);
   }
-  batch_.validRows = std::min(B, N - cursor_);
-  cursor_ += B;
+  batch_.validRows = options_.random ? B : std::min(B, N - samples_ % N);
+  samples_ += B;
   return batch_;
 }
 
 DataPosition ClassLoader::position() const {
   DataPosition position;
-  position.epoch = epoch_;
-  position.cursor = cursor_;
+  position.samples = samples_;
+  position.epoch = options_.random ? epoch_ : samples_ / data_.numRows();
+  position.epochSamples = data_.numRows();
   position.rng = options_.random ? epochRng_ : "";
   return position;
 }
 
+DataPosition ClassLoader::translateLegacy(const DataPosition &legacy,
+                                          int64_t step,
+                                          int64_t batchSize) const {
+  int64_t N = data_.numRows();
+  DataPosition position = legacy;
+  position.cursor = 0;
+  position.epochSamples = N;
+  if (!options_.random) {
+    position.samples = step * batchSize;
+    position.epoch = position.samples / N;
+    return position;
+  }
+  // The older loader was `cursor` rows into epoch `epoch`'s permutation
+  // (skipping the last N mod B rows of each): the stream continues with
+  // that permutation from that row, which is sample epoch * N + cursor of
+  // the stream that uses every row.
+  if (legacy.cursor < 0 || legacy.cursor > N || legacy.epoch < 0)
+    throw Error(options_.path + ": data position " + legacy.toJson() +
+                " is outside the " + std::to_string(N) + " rows");
+  position.samples = legacy.epoch * N + legacy.cursor;
+  return position;
+}
+
 void ClassLoader::setPosition(const DataPosition &position) {
-  if (position.cursor < 0 || position.cursor > data_.numRows())
+  int64_t N = data_.numRows();
+  if (position.samples < 0)
+    throw Error(options_.path + ": the data position " + position.toJson() +
+                " counts no samples (a checkpoint from an older tgc: its "
+                "trainer translates it)");
+  if (position.epochSamples && position.epochSamples != N)
+    throw Error(options_.path + ": the data position was written for epochs "
+                "of " + std::to_string(position.epochSamples) +
+                " rows, this file has " + std::to_string(N) + " (other data)");
+  // The shuffled stream's epoch of the next row; position.epoch may be one
+  // behind it when the writer stopped exactly at the end of an epoch.
+  if (options_.random && (position.epoch < 0 ||
+                          position.epoch > position.samples / N ||
+                          position.epoch < (position.samples - 1) / N))
     throw Error(options_.path + ": data position " + position.toJson() +
-                " is outside the " + std::to_string(data_.numRows()) + " rows");
+                " puts sample " + std::to_string(position.samples) +
+                " in epoch " + std::to_string(position.epoch) + " of " +
+                std::to_string(N) + " rows");
   if (options_.random) {
     Rng restored;
     if (!restored.setState(position.rng))
-      throw Error(options_.path + ": data position has a bad rng state '" +
-                  position.rng + "'");
+      throw Error(options_.path + ": the data position has a bad rng state '" +
+                  position.rng + "' (it was written for shuffled data: drop "
+                  "--no-shuffle?)");
     rng_ = restored;
     shuffle();
+    epoch_ = position.epoch;
   }
-  epoch_ = position.epoch;
-  cursor_ = position.cursor;
+  samples_ = position.samples;
 }
 
 } // namespace tgc

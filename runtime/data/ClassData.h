@@ -15,12 +15,15 @@
 // np.float32, N*F, offset=256); y = np.fromfile(f, np.int32 or np.int64, N,
 // offset=256+4*N*F).
 //
-// ClassLoader serves micro-batches of B rows. For training, each epoch is a
-// seeded random permutation of the rows taken B at a time without
-// replacement (the last N mod B rows of a permutation are skipped; the next
-// epoch reshuffles). For evaluation rows go in order and the last batch is
-// completed by wrapping around to the first rows (validRows says how many
-// rows of it are new).
+// ClassLoader serves micro-batches of B rows from a stream of rows. For
+// training each epoch is a seeded random permutation of the N rows, and the
+// stream is the permutations one after another: a batch that reaches the
+// end of an epoch takes its last rows from the next one, so every row is
+// used once per epoch and the rows after the first S are the same whatever
+// the batch size (a run resumes on another mesh; DataPosition). In order
+// (evaluation, --no-shuffle) row s of the stream is row s mod N; a pass from
+// the start completes its last batch by wrapping around to the first rows
+// (validRows says how many rows of it are new).
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,13 +90,22 @@ public:
   /// The next micro-batch; valid until the following call.
   const ClassBatch &next();
 
-  /// Epoch, rows consumed in it and the Rng state that shuffled it.
+  /// Rows taken, the epoch and the Rng state that shuffled it.
   DataPosition position() const;
+  /// Continues as if the rows up to `position` had been taken. Throws
+  /// tgc::Error naming the file when the position cannot be this file's.
   void setPosition(const DataPosition &position);
+
+  /// The position a checkpoint from before DataPosition::samples means
+  /// (its `cursor` counted the writer's units), given the step it was
+  /// written at and its global batch size in samples. Throws tgc::Error
+  /// saying why when that cannot be known exactly.
+  DataPosition translateLegacy(const DataPosition &legacy, int64_t step,
+                               int64_t batchSize) const;
 
   /// In-order mode: batches in one pass, and back to the start.
   int64_t batchesPerPass() const;
-  void rewind() { cursor_ = 0; }
+  void rewind() { samples_ = 0; }
 
   const ClassDataset &dataset() const { return data_; }
 
@@ -103,8 +115,8 @@ private:
   Options options_;
   ClassDataset data_;
   std::vector<int64_t> order_;
-  int64_t epoch_ = 0;
-  int64_t cursor_ = 0;
+  int64_t samples_ = 0; ///< rows taken
+  int64_t epoch_ = 0;   ///< the permutation in order_ (shuffled mode)
   Rng rng_;
   std::string epochRng_; ///< rng_ state before this epoch's shuffle
   ClassBatch batch_;

@@ -9,8 +9,9 @@ namespace tgc {
 
 std::string DataPosition::toJson() const {
   JsonValue value = JsonValue::object();
+  value.set("samples", samples);
   value.set("epoch", epoch);
-  value.set("cursor", cursor);
+  value.set("epoch_samples", epochSamples);
   value.set("rng", rng);
   return writeJson(value);
 }
@@ -20,17 +21,31 @@ DataPosition DataPosition::fromJson(const std::string &text) {
   std::string error;
   if (!parseJson(text, value, error))
     throw Error("data position is not valid json: " + error);
-  const JsonValue *epoch = value.find("epoch");
-  const JsonValue *cursor = value.find("cursor");
+  auto integer = [&](const char *key) -> const JsonValue * {
+    const JsonValue *v = value.find(key);
+    return v && v->isInteger() ? v : nullptr;
+  };
+  const JsonValue *epoch = integer("epoch");
+  const JsonValue *samples = integer("samples");
+  const JsonValue *cursor = integer("cursor");
   const JsonValue *rng = value.find("rng");
-  if (!epoch || !epoch->isInteger() || !cursor || !cursor->isInteger() ||
-      !rng || !rng->isString())
+  if (!epoch || (!samples && !cursor) || !rng || !rng->isString())
     throw Error("data position '" + text +
-                "' lacks an integer epoch, an integer cursor or a string rng");
+                "' lacks an integer epoch, an integer samples (or a legacy "
+                "cursor) or a string rng");
   DataPosition position;
   position.epoch = epoch->asInt();
-  position.cursor = cursor->asInt();
   position.rng = rng->asString();
+  if (samples) {
+    position.samples = samples->asInt();
+    if (position.samples < 0)
+      throw Error("data position '" + text + "' has negative samples");
+    if (const JsonValue *n = integer("epoch_samples"))
+      position.epochSamples = n->asInt();
+  } else {
+    position.samples = -1;
+    position.cursor = cursor->asInt();
+  }
   return position;
 }
 

@@ -191,12 +191,12 @@ int64_t TokenLoader::batchesPerPass() const {
   return (rows + options_.batch - 1) / options_.batch;
 }
 
-void TokenLoader::fillInOrder(TokenBatch &batch, int64_t batchIndex) const {
+void TokenLoader::fillInOrder(TokenBatch &batch, int64_t firstRow) const {
   int64_t B = options_.batch, T = options_.seqLen;
   int64_t rows = rowStarts_.back();
   batch.tokens.resize(B * T);
   batch.targets.resize(B * T);
-  int64_t first = batchIndex * B;
+  int64_t first = firstRow % rows;
   batch.validRows = std::min(B, rows - first);
   for (int64_t row = 0; row < B; ++row) {
     int64_t global = (first + row) % rows;
@@ -211,8 +211,8 @@ const TokenBatch &TokenLoader::next() {
   if (!options_.random) {
     if (!current_)
       current_ = std::make_unique<Slot>();
-    fillInOrder(current_->batch, taken_ % batchesPerPass());
-    ++taken_;
+    fillInOrder(current_->batch, samples_);
+    samples_ += options_.batch;
     return current_->batch;
   }
   if (!running_) {
@@ -229,36 +229,82 @@ const TokenBatch &TokenLoader::next() {
     ready_.pop_front();
     changed_.notify_all();
   }
-  ++taken_;
+  samples_ += options_.batch;
   rngAfterTaken_ = current_->rngAfter;
   return current_->batch;
 }
 
 DataPosition TokenLoader::position() const {
   DataPosition position;
-  position.cursor = taken_;
+  position.samples = samples_;
+  if (!options_.random) {
+    position.epochSamples = rowStarts_.back();
+    position.epoch = samples_ / position.epochSamples;
+  }
   position.rng = options_.random ? rngAfterTaken_ : "";
   return position;
 }
 
 void TokenLoader::setPosition(const DataPosition &position) {
+  std::string names = paths_.size() == 1
+                          ? paths_[0]
+                          : std::to_string(paths_.size()) + " shards";
+  if (position.samples < 0)
+    throw Error(names + ": the data position " + position.toJson() +
+                " counts no samples (a checkpoint from an older tgc: its "
+                "trainer translates it)");
+  if (!options_.random && position.epochSamples &&
+      position.epochSamples != rowStarts_.back())
+    throw Error(names + ": the data position was written for " +
+                std::to_string(position.epochSamples) +
+                " rows in order, these files hold " +
+                std::to_string(rowStarts_.back()) +
+                " (other data, or another sequence length)");
   bool restart = running_;
   stopWorker();
   if (options_.random) {
     Rng restored;
     if (!restored.setState(position.rng))
-      throw Error("token data position has a bad rng state '" + position.rng +
-                  "'");
+      throw Error(names + ": the data position has a bad rng state '" +
+                  position.rng + "' (it was written for shuffled data: drop "
+                  "--no-shuffle?)");
     rng_ = restored;
     rngAfterTaken_ = position.rng;
   }
-  taken_ = position.cursor;
+  samples_ = position.samples;
   current_.reset();
   if (restart)
     startWorker();
 }
 
-void TokenLoader::rewind() { taken_ = 0; }
+DataPosition TokenLoader::translateLegacy(const DataPosition &legacy,
+                                          int64_t step,
+                                          int64_t batchSize) const {
+  // Every step drew batchSize rows; the Rng draws once per row, so its state
+  // after them does not depend on how they were batched.
+  DataPosition position = legacy;
+  position.samples = step * batchSize;
+  position.cursor = 0;
+  if (!options_.random) {
+    // Older loaders restarted every pass over the data at its first row,
+    // after a last batch that wrapped around: the same rows as the stream
+    // only within the first pass.
+    int64_t rows = rowStarts_.back();
+    if (position.samples > rows)
+      throw Error("the checkpoint's in-order data position (" +
+                  std::to_string(position.samples) +
+                  " sequences) is past the first pass over the " +
+                  std::to_string(rows) +
+                  " sequences of the data, where the tgc that wrote it "
+                  "restarted each pass at the first row: resume it with that "
+                  "version, or start over");
+    position.epochSamples = rows;
+    position.epoch = position.samples / rows;
+  }
+  return position;
+}
+
+void TokenLoader::rewind() { samples_ = 0; }
 
 void TokenLoader::startWorker() {
   stopping_ = false;

@@ -6,10 +6,14 @@
 //
 // TokenLoader serves micro-batches of B rows of T+1 consecutive tokens:
 // tokens = row[0..T), targets = row[1..T]. For training every row is a window
-// drawn uniformly from all windows of all shards with a seeded Rng, and a
-// prefetch thread assembles the next batches while the step runs; for
-// validation rows are read in order (stride T, so every token is predicted
-// once) and the pass always starts from the beginning.
+// drawn uniformly from all windows of all shards with a seeded Rng (one draw
+// per row), and a prefetch thread assembles the next batches while the step
+// runs; in order (validation, and --no-shuffle training) rows are read with
+// stride T, so every token is predicted once, and the stream of rows goes on
+// across the end of the data (row r is row r mod rows). Either way the
+// stream is one of rows, not of batches: the rows after the first S are the
+// same whatever the batch size, which is what lets a run resume on another
+// mesh (DataPosition).
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,13 +95,22 @@ public:
   /// The next micro-batch; valid until the following call.
   const TokenBatch &next();
 
-  /// Batches taken so far and the Rng state after the last of them.
+  /// Rows taken so far and the Rng state after the last of them.
   DataPosition position() const;
-  /// Continues as if the batches up to `position` had been taken.
+  /// Continues as if the rows up to `position` had been taken (any number,
+  /// not only whole batches of this loader). Throws tgc::Error naming the
+  /// data when the position cannot be this data's.
   void setPosition(const DataPosition &position);
 
-  /// In-order mode: batches in one pass (the last one completed by wrapping
-  /// around to the start), and back to the start.
+  /// The position a checkpoint from before DataPosition::samples means
+  /// (its `cursor` counted the writer's units), given the step it was
+  /// written at and its global batch size in samples. Throws tgc::Error
+  /// saying why when that cannot be known exactly.
+  DataPosition translateLegacy(const DataPosition &legacy, int64_t step,
+                               int64_t batchSize) const;
+
+  /// In-order mode: batches in one pass from the start (the last one
+  /// completed by wrapping around to the start), and back to the start.
   int64_t batchesPerPass() const;
   void rewind();
 
@@ -111,7 +124,7 @@ private:
   };
 
   void fillRandom(Slot &slot, Rng &rng) const;
-  void fillInOrder(TokenBatch &batch, int64_t batchIndex) const;
+  void fillInOrder(TokenBatch &batch, int64_t firstRow) const;
   void copyRow(int64_t shard, int64_t offset, int64_t row,
                TokenBatch &batch) const;
   void startWorker();
@@ -126,7 +139,7 @@ private:
   int64_t totalTokens_ = 0;
 
   // Consumer state.
-  int64_t taken_ = 0;
+  int64_t samples_ = 0; ///< rows taken
   std::string rngAfterTaken_;
   std::unique_ptr<Slot> current_;
 

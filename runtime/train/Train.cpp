@@ -656,8 +656,8 @@ void Trainer::initialise() {
         meta["batch_size"] != std::to_string(opt_.batchSize))
       std::fprintf(stderr,
                    "warning: checkpoint %s was trained with batch size %s, "
-                   "this run uses %lld: the data order differs from an "
-                   "uninterrupted run\n",
+                   "this run uses %lld: the data goes on where it stopped, "
+                   "but the steps differ from an uninterrupted run\n",
                    path.c_str(), meta["batch_size"].c_str(),
                    static_cast<long long>(opt_.batchSize));
     if (meta.count("first_loss"))
@@ -665,11 +665,38 @@ void Trainer::initialise() {
     if (meta.count("first_val_loss"))
       firstValLoss_ = std::strtod(meta["first_val_loss"].c_str(), nullptr);
     if (meta.count("data_position")) {
+      // The position counts samples of the whole run, which any mesh reads
+      // the same; older checkpoints counted the writer's own units.
       DataPosition position = DataPosition::fromJson(meta["data_position"]);
-      if (trainTokens_)
-        trainTokens_->setPosition(position);
-      if (trainClasses_)
-        trainClasses_->setPosition(position);
+      if (position.samples < 0) {
+        int64_t step = -1, batch = -1;
+        if (meta.count("step"))
+          step = std::strtoll(meta["step"].c_str(), nullptr, 10);
+        if (meta.count("batch_size"))
+          batch = std::strtoll(meta["batch_size"].c_str(), nullptr, 10);
+        if (step < 0 || batch <= 0)
+          throw Error(path + ": its data position " +
+                      meta["data_position"] +
+                      " is in the writer's units, and the step or batch size "
+                      "that would translate it is missing");
+        try {
+          position = trainTokens_
+                         ? trainTokens_->translateLegacy(position, step, batch)
+                     : trainClasses_
+                         ? trainClasses_->translateLegacy(position, step, batch)
+                         : position;
+        } catch (const Error &e) {
+          throw Error(path + ": " + e.what());
+        }
+      }
+      try {
+        if (trainTokens_)
+          trainTokens_->setPosition(position);
+        if (trainClasses_)
+          trainClasses_->setPosition(position);
+      } catch (const Error &e) {
+        throw Error(path + ": " + e.what());
+      }
     }
     if (!opt_.quiet && isRoot())
       std::printf("resumed from %s at step %lld\n", path.c_str(),
