@@ -119,6 +119,15 @@ struct Options {
   int64_t device = -1;
   std::string rendezvous, profile;
   bool noShuffle = false, cudaGraph = false, quiet = false, help = false;
+  /// A step whose loss or gradient norm is not finite (or spikes, with
+  /// lossSpike): stop, skip it, or roll back to the last checkpoint.
+  std::string onNonfinite = "stop";
+  double lossSpike = 0; ///< 0: off; else a factor > 1 of the running median
+  int64_t maxRollbacks = 3;
+  /// For tests: the steps (counting every step this process runs, from 1)
+  /// before which the last parameter is made bad, and how (nan or spike).
+  std::vector<int64_t> injectAt;
+  std::string injectKind;
   /// --batch-size was on the command line (else the training table's, or
   /// when the table has none, one compiled micro-batch per process).
   bool batchSizeGiven = false;
@@ -204,6 +213,24 @@ private:
   void fillTokenInputs(const TokenBatch &batch);
   void fillClassInputs(const ClassBatch &batch);
   float trainStep(int64_t step);
+  /// Why the step just taken is bad ("" when it is not): a loss or gradient
+  /// norm that is not finite, or a loss spike.
+  std::string badStep(float loss) const;
+  /// Copies of the parameters and optimizer state (host memory) before a
+  /// step that --on-nonfinite=skip may drop, and their return.
+  void takeSnapshot();
+  void restoreSnapshot();
+  /// --inject-bad-step: spoils this process's copy of the last parameter.
+  void injectBadStep();
+  /// Loads the checkpoint at `path` into the parameters and state (this
+  /// process's pieces) and sets startStep_ and skipped_; returns its
+  /// metadata.
+  Metadata loadState(const std::string &path);
+  /// --on-nonfinite=rollback: the newest checkpoint back, the data where it
+  /// is (past the batches of the bad step); returns the checkpoint's path.
+  std::string rollBack(int64_t step, const std::string &why);
+  void logEvent(int64_t step, const char *kind, const std::string &what,
+                float loss);
   EvalResult evaluate();
   Metadata checkpointMetadata(int64_t step) const;
   void saveTo(const std::string &path, int64_t step);
@@ -258,6 +285,13 @@ private:
   ShardedLayout checkpointLayout_;
 
   int64_t startStep_ = 0;
+  /// Steps dropped by --on-nonfinite=skip: the optimizer (and the LR
+  /// schedule) is at step - skipped_.
+  int64_t skipped_ = 0;
+  int64_t stepsRun_ = 0, rollbacks_ = 0;
+  std::vector<std::vector<char>> snapshot_;
+  /// The losses of the last good steps, for --loss-spike's median.
+  std::vector<float> recentLosses_;
   float firstLoss_ = NAN, lastLoss_ = NAN;
   double firstValLoss_ = NAN, lastValLoss_ = NAN, lastAccuracy_ = -1;
   int32_t threads_ = 1;
@@ -615,38 +649,52 @@ void Trainer::setUpBuffers() {
   }
 }
 
+Metadata Trainer::loadState(const std::string &path) {
+  // Split tensors load straight into this process's pieces (from a sharded
+  // checkpoint, only the files that hold parts of them are read); the whole
+  // host copies of those stay unset until a gather.
+  auto targets = [&](std::vector<Tensor> &tensors) {
+    std::vector<LoadTarget> out(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      Tensor &t = tensors[i];
+      out[i].data = t.desc ? t.piece.get() : t.host.get();
+      if (t.desc)
+        mesh_.region(*t.desc, rank_, out[i].offset, out[i].shape);
+    }
+    return out;
+  };
+  Metadata meta =
+      loadCheckpoint(path, model_, targets(params_), targets(state_));
+  piecesLoaded_ = true;
+  auto get = [&](const char *key) -> std::string {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      throw Error("checkpoint " + path + " lacks metadata \"" + key + "\"");
+    return it->second;
+  };
+  auto count = [&](const char *key) {
+    try {
+      size_t used = 0;
+      std::string text = get(key);
+      int64_t value = std::stoll(text, &used);
+      if (used != text.size() || value < 0)
+        throw std::invalid_argument(key);
+      return value;
+    } catch (const std::logic_error &) {
+      throw Error("checkpoint " + path + " has a bad " + key + " \"" +
+                  get(key) + "\"");
+    }
+  };
+  startStep_ = count("step");
+  skipped_ = meta.count("skipped_steps") ? count("skipped_steps") : 0;
+  return meta;
+}
+
 void Trainer::initialise() {
   uint64_t seed = static_cast<uint64_t>(opt_.seed);
   if (!opt_.resume.empty()) {
     std::string path = resolveResumePath(opt_.resume);
-    // Split tensors load straight into this process's pieces (from a
-    // sharded checkpoint, only the files that hold parts of them are read);
-    // the whole host copies of those stay unset until a gather.
-    auto targets = [&](std::vector<Tensor> &tensors) {
-      std::vector<LoadTarget> out(tensors.size());
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        Tensor &t = tensors[i];
-        out[i].data = t.desc ? t.piece.get() : t.host.get();
-        if (t.desc)
-          mesh_.region(*t.desc, rank_, out[i].offset, out[i].shape);
-      }
-      return out;
-    };
-    Metadata meta =
-        loadCheckpoint(path, model_, targets(params_), targets(state_));
-    piecesLoaded_ = true;
-    auto get = [&](const char *key) -> std::string {
-      auto it = meta.find(key);
-      if (it == meta.end())
-        throw Error("checkpoint " + path + " lacks metadata \"" + key + "\"");
-      return it->second;
-    };
-    try {
-      startStep_ = std::stoll(get("step"));
-    } catch (const std::logic_error &) {
-      throw Error("checkpoint " + path + " has a bad step \"" + get("step") +
-                  "\"");
-    }
+    Metadata meta = loadState(path);
     if (meta.count("model") && meta["model"] != model_.name)
       std::fprintf(stderr,
                    "warning: checkpoint %s was written by model '%s', this "
@@ -764,7 +812,7 @@ void Trainer::fillInputs(bool train) {
 
 float Trainer::trainStep(int64_t step) {
   double lossSum = 0;
-  StepIO io = makeIO(step);
+  StepIO io = makeIO(step - skipped_);
   int64_t local = 0;
   for (int64_t m = 0; m < globalMicroBatches_; ++m) {
     // Every rank draws every micro-batch, so the loaders stay in step; data
@@ -792,9 +840,6 @@ float Trainer::trainStep(int64_t step) {
     mean = comm::allReduceSum(comm_, mesh_.leadsReplica() ? mean : 0.0) /
            mesh_.replicas();
   float loss = static_cast<float>(mean);
-  if (!std::isfinite(loss))
-    throw Error("the training loss is " + formatFloat(loss) + " at step " +
-                std::to_string(step) + " (lower --lr?)");
   lastStepLr_ = io.lr;
   lastGradNorm_ = io.gradNorm;
   return loss;
@@ -874,12 +919,130 @@ EvalResult Trainer::evaluate() {
 
 
 //===----------------------------------------------------------------------===//
+// Bad steps (--on-nonfinite, --loss-spike)
+//===----------------------------------------------------------------------===//
+
+/// Steps of good losses --loss-spike compares with, and how many it needs.
+constexpr size_t kSpikeWindow = 50, kSpikeMinimum = 5;
+
+std::string Trainer::badStep(float loss) const {
+  if (!std::isfinite(loss))
+    return "the training loss is " + formatFloat(loss);
+  if (!std::isfinite(lastGradNorm_))
+    return "the gradient norm is " + formatFloat(lastGradNorm_);
+  if (opt_.lossSpike > 0 && recentLosses_.size() >= kSpikeMinimum) {
+    std::vector<float> sorted = recentLosses_;
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2,
+                     sorted.end());
+    float median = sorted[sorted.size() / 2];
+    if (loss > opt_.lossSpike * median)
+      return "the training loss " + formatFloat(loss) + " is over " +
+             formatDouble(opt_.lossSpike) + " x the median " +
+             formatFloat(median) + " of the last " +
+             std::to_string(recentLosses_.size()) + " steps (--loss-spike)";
+  }
+  return "";
+}
+
+void Trainer::takeSnapshot() {
+  snapshot_.resize(params_.size() + state_.size());
+  size_t i = 0;
+  for (auto *list : {&params_, &state_})
+    for (Tensor &t : *list) {
+      download(t);
+      const char *bytes = static_cast<const char *>(t.local());
+      snapshot_[i++].assign(bytes, bytes + t.bytes);
+    }
+}
+
+void Trainer::restoreSnapshot() {
+  size_t i = 0;
+  for (auto *list : {&params_, &state_})
+    for (Tensor &t : *list) {
+      std::memcpy(t.local(), snapshot_[i++].data(), t.bytes);
+      if (device_ && t.bytes)
+        device_->upload(t.device, t.local(), t.bytes);
+    }
+}
+
+void Trainer::injectBadStep() {
+  // The last parameter (an output bias or norm, in the models we know): a
+  // NaN there reaches the loss, where one in an early layer may not (a
+  // ReLU turns it into 0).
+  if (params_.empty() || !params_.back().bytes)
+    return;
+  Tensor &t = params_.back();
+  download(t);
+  if (opt_.injectKind == "nan") {
+    std::memset(t.local(), 0xff, t.bytes); // all ones: NaN in f32 and bf16
+  } else {
+    const TensorDesc &desc = t.desc ? *t.desc : model_.params[model_.numParams - 1].tensor;
+    if (desc.dtype != DType::F32)
+      throw Error("--inject-bad-step=...:spike needs an f32 last parameter, " +
+                  std::string(desc.name) + " is not");
+    float *values = static_cast<float *>(t.local());
+    for (int64_t k = 0; k < t.bytes / 4; ++k)
+      values[k] = k % 2 ? -30.0f : 30.0f;
+  }
+  if (device_)
+    device_->upload(t.device, t.local(), t.bytes);
+}
+
+std::string Trainer::rollBack(int64_t step, const std::string &why) {
+  if (opt_.checkpointDir.empty())
+    throw Error(why + " at step " + std::to_string(step) +
+                ", and --on-nonfinite=rollback has no --checkpoint-dir to "
+                "roll back to");
+  if (++rollbacks_ > opt_.maxRollbacks)
+    throw Error(why + " at step " + std::to_string(step) + " after " +
+                std::to_string(opt_.maxRollbacks) +
+                " rollbacks (--max-rollbacks): giving up");
+  std::string path;
+  try {
+    path = resolveResumePath(opt_.checkpointDir);
+  } catch (const Error &e) {
+    throw Error(why + " at step " + std::to_string(step) +
+                ", and there is no checkpoint to roll back to yet: " +
+                e.what());
+  }
+  // The data stays where it is: past the batches that gave the bad step
+  // (and those since the checkpoint), as large runs skip the batches around
+  // a loss spike.
+  DataPosition data = trainTokens_    ? trainTokens_->position()
+                      : trainClasses_ ? trainClasses_->position()
+                                      : DataPosition();
+  loadState(path);
+  uploadModelState();
+  if (trainTokens_)
+    trainTokens_->setPosition(data);
+  if (trainClasses_)
+    trainClasses_->setPosition(data);
+  recentLosses_.clear();
+  return path;
+}
+
+void Trainer::logEvent(int64_t step, const char *kind, const std::string &what,
+                       float loss) {
+  if (log_.isOpen()) {
+    JsonValue entry = JsonValue::object();
+    entry.set("step", step);
+    entry.set(kind, what);
+    entry.set("bad_loss", JsonValue::fromFloat(loss));
+    log_.write(entry);
+  }
+  if (isRoot())
+    std::fprintf(stderr, "step %lld %s: %s\n", static_cast<long long>(step),
+                 kind, what.c_str());
+}
+
+//===----------------------------------------------------------------------===//
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
 Metadata Trainer::checkpointMetadata(int64_t step) const {
   Metadata meta;
   meta["step"] = std::to_string(step);
+  meta["skipped_steps"] = std::to_string(skipped_);
   meta["seed"] = std::to_string(opt_.seed);
   meta["batch_size"] = std::to_string(opt_.batchSize);
   if (trainTokens_)
@@ -1167,11 +1330,47 @@ int Trainer::run() {
       break;
     }
     ++step;
+    ++stepsRun_;
+    if (opt_.onNonfinite == "skip")
+      takeSnapshot();
+    if (std::find(opt_.injectAt.begin(), opt_.injectAt.end(), stepsRun_) !=
+        opt_.injectAt.end())
+      injectBadStep();
     float loss;
     {
       TraceScope scope(trace_.get(), "train step", "step");
       loss = trainStep(step);
     }
+    // Every rank sees the same loss and gradient norm (both are reduced
+    // over the mesh), so every rank takes the same branch.
+    std::string bad = badStep(loss);
+    if (!bad.empty()) {
+      if (opt_.onNonfinite == "skip") {
+        restoreSnapshot();
+        ++skipped_;
+        logEvent(step, "skipped",
+                 bad + "; the parameters and optimizer state are those "
+                       "before it, the data moves on",
+                 loss);
+        continue;
+      }
+      if (opt_.onNonfinite == "rollback") {
+        std::string path = rollBack(step, bad);
+        logEvent(step, "rollback",
+                 bad + "; back to " + path + " (step " +
+                     std::to_string(startStep_) +
+                     "), past the batches since then",
+                 loss);
+        step = startStep_;
+        continue;
+      }
+      throw Error(bad + " at step " + std::to_string(step) +
+                  (std::isfinite(loss) ? "" : " (lower --lr?)") +
+                  "; --on-nonfinite=skip or rollback goes on past such steps");
+    }
+    recentLosses_.push_back(loss);
+    if (recentLosses_.size() > kSpikeWindow)
+      recentLosses_.erase(recentLosses_.begin());
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - last).count();
     double elapsed = std::chrono::duration<double>(now - start).count();
@@ -1318,6 +1517,21 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
   flags.addBool("no-shuffle", &opt.noShuffle,
                 "train on the data in file order (windows of --seq-len "
                 "tokens, or rows) instead of a seeded shuffle");
+  flags.addString("on-nonfinite", &opt.onNonfinite, "MODE",
+                  "a step whose loss or gradient norm is not finite (or, with "
+                  "--loss-spike, spikes): stop (the default), skip it (no "
+                  "update; the optimizer state and LR schedule stay, the data "
+                  "moves on) or rollback (to the newest checkpoint in "
+                  "--checkpoint-dir, past the batches since then)");
+  flags.addFloat("loss-spike", &opt.lossSpike,
+                 "a loss above FACTOR (> 1) times the median of the last 50 "
+                 "steps is a bad step (0: off)");
+  flags.addInt("max-rollbacks", &opt.maxRollbacks,
+               "--on-nonfinite=rollback gives up after N rollbacks");
+  std::string injectBadStep;
+  flags.addString("inject-bad-step", &injectBadStep, "K[,K...][:nan|:spike]",
+                  "for tests: spoil the last parameter before the K-th step "
+                  "this process runs (nan, the default, or spike: +-30)");
   flags.addInt("threads", &opt.threads, "CPU threads (0: all cores)");
   if (model.device) {
     flags.addInt("device", &opt.device,
@@ -1355,6 +1569,7 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
           {"eval-batches", opt.evalBatches},
           {"checkpoint-every", opt.checkpointEvery},
           {"keep-checkpoints", opt.keepCheckpoints},
+          {"max-rollbacks", opt.maxRollbacks},
           {"print-every", opt.printEvery}})
       if (value < 0)
         throw Error(std::string("--") + flag + " must be >= 0, got " +
@@ -1365,6 +1580,34 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                   opt.checkpointLayout + "'");
     if (!(opt.lr >= 0))
       throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
+    if (opt.onNonfinite != "stop" && opt.onNonfinite != "skip" &&
+        opt.onNonfinite != "rollback")
+      throw Error("--on-nonfinite must be stop, skip or rollback, got '" +
+                  opt.onNonfinite + "'");
+    if (!(opt.lossSpike == 0 || opt.lossSpike > 1))
+      throw Error("--loss-spike must be a factor above 1 (or 0: off), got " +
+                  formatDouble(opt.lossSpike));
+    if (!injectBadStep.empty()) {
+      std::string steps = injectBadStep;
+      size_t colon = steps.find(':');
+      opt.injectKind = colon == std::string::npos ? "nan"
+                                                  : steps.substr(colon + 1);
+      steps = steps.substr(0, colon);
+      if (opt.injectKind != "nan" && opt.injectKind != "spike")
+        throw Error("--inject-bad-step: the kind must be nan or spike, got '" +
+                    opt.injectKind + "'");
+      for (size_t at = 0; at <= steps.size();) {
+        size_t comma = std::min(steps.find(',', at), steps.size());
+        std::string item = steps.substr(at, comma - at);
+        char *end = nullptr;
+        long long k = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end || k < 1)
+          throw Error("--inject-bad-step: '" + item +
+                      "' is not a step number >= 1");
+        opt.injectAt.push_back(k);
+        at = comma + 1;
+      }
+    }
     // The process group first: everything after may need the others (and
     // a failure after it must take them down too).
     comm = comm::initFromEnvironment(
