@@ -55,6 +55,7 @@
 #include "runtime/train/Progress.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -65,6 +66,7 @@
 #include <memory>
 #include <omp.h>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -113,6 +115,9 @@ struct Options {
   double lr = 0;
   int64_t evalEvery = 0, evalBatches = 0;
   std::string checkpointDir, checkpointLayout;
+  /// Snapshot the state at the step boundary and write it in a background
+  /// thread while training goes on.
+  bool checkpointAsync = false;
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   std::string resume, initFrom, saveFinal, log, dumpGrads;
   int64_t threads = 0, printEvery = 0;
@@ -238,6 +243,21 @@ private:
   /// path; every rank calls it.
   std::string saveCheckpoint(int64_t step);
   std::string saveShardedCheckpoint(int64_t step);
+  /// One of the three stages of a sharded checkpoint (see
+  /// saveShardedCheckpoint): `work` on every rank or rank 0, then every
+  /// rank learns whether one failed.
+  void checkpointStage(bool everyRank, const std::string &target,
+                       const std::function<void()> &work);
+  /// --checkpoint-async: snapshots the state (after the previous write has
+  /// finished) and starts writing it; returns the checkpoint's path.
+  std::string startAsyncCheckpoint(int64_t step);
+  /// Finishes the write in flight: waits for it when `wait`, else finishes
+  /// it only when every rank's part is on disk. Returns whether none is
+  /// left in flight. Every rank calls it at the same points.
+  bool finishAsyncCheckpoint(bool wait);
+  /// The log entry, progress line and pruning after a checkpoint is whole.
+  void checkpointWritten(int64_t step, const std::string &path,
+                         double stallMs, bool async);
   /// Whether checkpoints are sharded: --checkpoint-layout, by default on
   /// several processes.
   bool shardedCheckpoints() const;
@@ -283,6 +303,20 @@ private:
   bool piecesLoaded_ = false;
   /// The sharded checkpoints' pieces and writers, built at the first save.
   ShardedLayout checkpointLayout_;
+  /// The asynchronous checkpoint in flight: its snapshot of this process's
+  /// parameters and state (host memory), and the thread writing it.
+  struct PendingCheckpoint {
+    int64_t step = 0;
+    std::string path, partial;
+    bool sharded = false;
+    double stallMs = 0;
+    Metadata meta;
+    std::vector<std::vector<char>> copies;
+    std::thread writer;
+    std::atomic<bool> done{false};
+    std::string failure; ///< written by the writer before `done`
+  };
+  std::unique_ptr<PendingCheckpoint> pending_;
 
   int64_t startStep_ = 0;
   /// Steps dropped by --on-nonfinite=skip: the optimizer (and the LR
@@ -302,6 +336,10 @@ private:
 };
 
 Trainer::~Trainer() {
+  // An error left a write in flight: let it end (it only writes a partial
+  // directory or a temporary file, which the next save replaces).
+  if (pending_ && pending_->writer.joinable())
+    pending_->writer.join();
   if (!device_)
     return;
   for (auto *list : {&params_, &state_, &inputs_, &outputs_, &grads_})
@@ -993,6 +1031,7 @@ std::string Trainer::rollBack(int64_t step, const std::string &why) {
     throw Error(why + " at step " + std::to_string(step) +
                 ", and --on-nonfinite=rollback has no --checkpoint-dir to "
                 "roll back to");
+  finishAsyncCheckpoint(/*wait=*/true);
   if (++rollbacks_ > opt_.maxRollbacks)
     throw Error(why + " at step " + std::to_string(step) + " after " +
                 std::to_string(opt_.maxRollbacks) +
@@ -1076,6 +1115,9 @@ bool Trainer::shardedCheckpoints() const {
 }
 
 std::string Trainer::saveCheckpoint(int64_t step) {
+  // A write in flight comes first: checkpoints land in step order.
+  finishAsyncCheckpoint(/*wait=*/true);
+  auto start = std::chrono::steady_clock::now();
   std::string path;
   if (shardedCheckpoints()) {
     path = saveShardedCheckpoint(step);
@@ -1088,16 +1130,135 @@ std::string Trainer::saveCheckpoint(int64_t step) {
       saveTo(path, step);
     }
   }
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  checkpointWritten(step, path, ms, /*async=*/false);
+  return path;
+}
+
+void Trainer::checkpointWritten(int64_t step, const std::string &path,
+                                double stallMs, bool async) {
   if (!isRoot())
-    return path;
+    return;
   JsonValue entry = JsonValue::object();
   entry.set("step", step);
   entry.set("checkpoint", path);
+  // The time the training loop stood still for it: the whole write, or
+  // only the snapshot when asynchronous.
+  entry.set("checkpoint_stall_ms", stallMs);
+  entry.set("checkpoint_async", async);
   if (log_.isOpen())
     log_.write(entry);
   progress_->message("step " + std::to_string(step) + ": checkpoint " + path);
   pruneCheckpoints();
-  return path;
+}
+
+std::string Trainer::startAsyncCheckpoint(int64_t step) {
+  finishAsyncCheckpoint(/*wait=*/true);
+  auto start = std::chrono::steady_clock::now();
+  TraceScope scope(trace_.get(), "checkpoint snapshot", "checkpoint");
+  auto p = std::make_unique<PendingCheckpoint>();
+  p->step = step;
+  p->sharded = shardedCheckpoints();
+  auto copy = [&](const void *data, int64_t bytes) {
+    const char *c = static_cast<const char *>(data);
+    p->copies.emplace_back(c, c + bytes);
+  };
+  if (p->sharded) {
+    downloadModelState();
+    p->partial = partialCheckpointPath(opt_.checkpointDir, step);
+    p->path = shardedCheckpointPath(opt_.checkpointDir, step);
+    if (checkpointLayout_.tensors.empty())
+      checkpointLayout_ = mesh_.checkpointLayout(model_);
+    for (auto *list : {&params_, &state_})
+      for (const Tensor &t : *list)
+        copy(t.local(), t.bytes);
+    p->meta = checkpointMetadata(step);
+    checkpointStage(false, p->path,
+                    [&] { preparePartialCheckpoint(p->partial); });
+  } else {
+    gatherModelState();
+    p->path = checkpointPath(opt_.checkpointDir, step);
+    if (isRoot()) {
+      for (int i = 0; i < model_.numParams; ++i) {
+        const TensorDesc &t = model_.params[i].tensor;
+        copy(hostParams_[i], numElements(t) * dtypeSize(t.dtype));
+      }
+      for (int i = 0; i < model_.numState; ++i) {
+        const TensorDesc &t = model_.state[i].tensor;
+        copy(hostState_[i], numElements(t) * dtypeSize(t.dtype));
+      }
+      p->meta = checkpointMetadata(step);
+      p->meta["sharding"] =
+          mesh_.hasMesh() ? mesh_.metadataJson(model_)
+                          : "{\"world_size\":" + std::to_string(world_) +
+                                ",\"rank\":0,\"layout\":\"replicated\"}";
+    }
+  }
+  p->stallMs = std::chrono::duration<double, std::milli>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+  PendingCheckpoint *raw = p.get();
+  if (p->sharded || isRoot()) {
+    raw->writer = std::thread([this, raw] {
+      try {
+        std::vector<void *> pointers;
+        for (auto &c : raw->copies)
+          pointers.push_back(c.data());
+        if (raw->sharded) {
+          std::vector<const void *> local(pointers.begin(), pointers.end());
+          writeCheckpointShard(raw->partial, checkpointLayout_, rank_, local,
+                               model_.name);
+        } else {
+          tgc::saveCheckpoint(raw->path, model_, pointers.data(),
+                              pointers.data() + model_.numParams, raw->meta);
+        }
+      } catch (const Error &e) {
+        raw->failure = e.what();
+      } catch (const std::bad_alloc &) {
+        raw->failure = "out of memory writing checkpoint " + raw->path;
+      }
+      raw->done.store(true, std::memory_order_release);
+    });
+  } else {
+    raw->done.store(true, std::memory_order_release);
+  }
+  pending_ = std::move(p);
+  return raw->path;
+}
+
+bool Trainer::finishAsyncCheckpoint(bool wait) {
+  if (!pending_)
+    return true;
+  PendingCheckpoint &p = *pending_;
+  bool mine = p.done.load(std::memory_order_acquire);
+  if (!wait) {
+    // A sharded checkpoint is whole when every rank's part is: they agree
+    // (a collective every rank makes at the same step boundaries).
+    bool all = mine;
+    if (p.sharded)
+      all = comm::allReduceSum(comm_, mine ? 0.0 : 1.0) == 0;
+    if (!all)
+      return false;
+  }
+  if (p.writer.joinable())
+    p.writer.join();
+  std::unique_ptr<PendingCheckpoint> owned = std::move(pending_);
+  if (p.sharded) {
+    checkpointStage(true, p.path, [&] {
+      if (!p.failure.empty())
+        throw Error(p.failure);
+    });
+    checkpointStage(false, p.path, [&] {
+      commitShardedCheckpoint(p.partial, p.path, checkpointLayout_,
+                              model_.name, p.meta);
+    });
+  } else if (!p.failure.empty()) {
+    throw Error(p.failure);
+  }
+  checkpointWritten(p.step, p.path, p.stallMs, /*async=*/true);
+  return true;
 }
 
 std::string Trainer::saveShardedCheckpoint(int64_t step) {
@@ -1111,26 +1272,8 @@ std::string Trainer::saveShardedCheckpoint(int64_t step) {
   const ShardedLayout &layout = checkpointLayout_;
   // Three stages: rank 0 empties the partial directory, every rank writes
   // its pieces there, rank 0 writes the index and renames the directory.
-  // After each, every rank learns whether one failed, so they stop together
-  // (the failed rank with its own message) instead of waiting for it.
-  auto stage = [&](bool everyRank, const std::function<void()> &work) {
-    std::string failure;
-    if (everyRank || isRoot()) {
-      try {
-        work();
-      } catch (const Error &error) {
-        failure = error.what();
-      }
-    }
-    double failed = comm::allReduceSum(comm_, failure.empty() ? 0.0 : 1.0);
-    if (!failure.empty())
-      throw Error(failure);
-    if (failed > 0)
-      throw Error("checkpoint " + target + " not written: another rank " +
-                  "failed (its error says why)");
-  };
-  stage(false, [&] { preparePartialCheckpoint(partial); });
-  stage(true, [&] {
+  checkpointStage(false, target, [&] { preparePartialCheckpoint(partial); });
+  checkpointStage(true, target, [&] {
     std::vector<const void *> local;
     for (const Tensor &t : params_)
       local.push_back(t.local());
@@ -1138,11 +1281,32 @@ std::string Trainer::saveShardedCheckpoint(int64_t step) {
       local.push_back(t.local());
     writeCheckpointShard(partial, layout, rank_, local, model_.name);
   });
-  stage(false, [&] {
+  checkpointStage(false, target, [&] {
     commitShardedCheckpoint(partial, target, layout, model_.name,
                             checkpointMetadata(step));
   });
   return target;
+}
+
+void Trainer::checkpointStage(bool everyRank, const std::string &target,
+                              const std::function<void()> &work) {
+  // After each stage every rank learns whether one failed, so they stop
+  // together (the failed rank with its own message) instead of waiting for
+  // it.
+  std::string failure;
+  if (everyRank || isRoot()) {
+    try {
+      work();
+    } catch (const Error &error) {
+      failure = error.what();
+    }
+  }
+  double failed = comm::allReduceSum(comm_, failure.empty() ? 0.0 : 1.0);
+  if (!failure.empty())
+    throw Error(failure);
+  if (failed > 0)
+    throw Error("checkpoint " + target + " not written: another rank " +
+                "failed (its error says why)");
 }
 
 /// Keeps the newest --keep-checkpoints checkpoints of the checkpoint
@@ -1397,9 +1561,16 @@ int Trainer::run() {
     if (validate && opt_.evalEvery > 0 && step % opt_.evalEvery == 0 &&
         step < opt_.steps)
       runEval(step);
+    // A write in flight finishes at the first step boundary after it is
+    // on disk everywhere.
+    finishAsyncCheckpoint(/*wait=*/false);
     if (!opt_.checkpointDir.empty() && opt_.checkpointEvery > 0 &&
-        step % opt_.checkpointEvery == 0 && step < opt_.steps)
-      saveCheckpoint(step);
+        step % opt_.checkpointEvery == 0 && step < opt_.steps) {
+      if (opt_.checkpointAsync)
+        startAsyncCheckpoint(step);
+      else
+        saveCheckpoint(step);
+    }
   }
   // Interrupted runs exit with 128 + the signal, as a shell reports a
   // process the signal killed, so a scheduler can tell them from finished
@@ -1495,6 +1666,11 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                   "sharded (every process writes its pieces, plus an index; "
                   "the default on several processes) or consolidated (one "
                   "file of whole tensors; the default on one)");
+  flags.addBool("checkpoint-async", &opt.checkpointAsync,
+                "checkpoints during the run (--checkpoint-every) snapshot "
+                "the state into host memory at the step boundary and are "
+                "written by a background thread while training goes on (at "
+                "most one in flight); each appears whole or not at all");
   flags.addInt("checkpoint-every", &opt.checkpointEvery,
                "checkpoint every N steps (0: at the end only)");
   flags.addInt("keep-checkpoints", &opt.keepCheckpoints,
