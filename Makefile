@@ -3,12 +3,16 @@
 #   make test      set up, build, run every test under ctest
 #   make build     set up and build only (binaries in build/bin/)
 #   make sanitize  build with ASan/UBSan in build-asan/ and run the tests
+#   make cuda-sanitize  the CUDA half on the host (runtime/cuda/simt) under
+#                  ASan (build-simt-asan/) and TSan (build-simt-tsan/): the
+#                  kernel tests, the cuBLASLt and SimtTest tests, injected
+#                  bugs each sanitizer must report, and gpt2-tiny's CUDA step
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: setup configure build test demo sanitize clean
+.PHONY: setup configure build test demo sanitize cuda-sanitize clean
 
 setup:
 	@scripts/setup.sh
@@ -37,5 +41,36 @@ sanitize: setup
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
 	  ctest --output-on-failure -j $(JOBS)
 
+# Runtime-only builds (cmake -S runtime) of the host CUDA half, one per
+# sanitizer, with gpt2-tiny's generated .cu as their step to train; every
+# test but the NCCL stand-in's (MPI) runs in both. TSan needs one thread per
+# OpenMP and OpenBLAS pool: their runtimes are not instrumented.
+SIMT_STEP_DIR = $(BUILD)/cuda-sanitize
+SIMT_CMAKE = -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTGC_RUNTIME_SIMT=ON \
+  -DTGC_SIMT_STEP_CU=$(abspath $(SIMT_STEP_DIR))/gpt2-tiny.cu
+SIMT_TESTS = ^(cuda_kernels[.]simt[.]|simt[.])
+
+cuda-sanitize: build
+	rm -rf $(SIMT_STEP_DIR)
+	$(BUILD)/bin/tgc examples/gpt2-tiny.json --emit=cuda --precision=fp32 -o $(SIMT_STEP_DIR)
+	cmake -S runtime -B build-simt-asan $(SIMT_CMAKE) -DTGC_SIMT_SANITIZER=address
+	cmake --build build-simt-asan -j $(JOBS) --target tgc_simt_checks
+	# The runtime-only project has no top-level ctest file: its tests are
+	# in cuda/simt.
+	cd build-simt-asan/cuda/simt && start=$$(date +%s) && \
+	  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
+	  ctest --output-on-failure -j $(JOBS) -R '$(SIMT_TESTS)' \
+	    -E '^simt[.]nccl[.]' && \
+	  echo "cuda-sanitize: asan tests took $$(( $$(date +%s) - start )) s"
+	cmake -S runtime -B build-simt-tsan $(SIMT_CMAKE) -DTGC_SIMT_SANITIZER=thread
+	cmake --build build-simt-tsan -j $(JOBS) --target tgc_simt_checks
+	cd build-simt-tsan/cuda/simt && start=$$(date +%s) && \
+	  export TSAN_OPTIONS=halt_on_error=1 OMP_NUM_THREADS=1 \
+	    OPENBLAS_NUM_THREADS=1 && \
+	  ctest --output-on-failure -j $(JOBS) -R '$(SIMT_TESTS)' \
+	    -E '^simt[.]nccl[.]' && \
+	  echo "cuda-sanitize: tsan tests took $$(( $$(date +%s) - start )) s"
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-simt-asan build-simt-tsan

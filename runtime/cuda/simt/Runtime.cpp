@@ -122,11 +122,14 @@ using Lock = std::lock_guard<std::recursive_mutex>;
 thread_local cudaStreamCaptureMode threadCaptureMode =
     cudaStreamCaptureModeGlobal;
 
+/// The devices the host pretends to have: 8 (a node of H100s), or
+/// TGC_SIMT_DEVICES; 0 is a machine without a GPU, as the CUDA runtime
+/// reports one (cudaErrorNoDevice).
 int deviceCount() {
   static int count = [] {
     const char *text = std::getenv("TGC_SIMT_DEVICES");
     int n = text ? std::atoi(text) : 8;
-    return n > 0 ? n : 1;
+    return n >= 0 ? n : 8;
   }();
   return count;
 }
@@ -548,7 +551,7 @@ cudaError_t cudaGetDeviceCount(int *count) {
   if (!count)
     return fail(cudaErrorInvalidValue);
   *count = deviceCount();
-  return cudaSuccess;
+  return *count ? cudaSuccess : fail(cudaErrorNoDevice);
 }
 
 cudaError_t cudaSetDevice(int device) {
@@ -686,6 +689,11 @@ static cudaError_t allocate(void **p, size_t bytes, bool pinned) {
   *p = nullptr;
   if (bytes == 0)
     return cudaSuccess;
+  // More than the device has fails as on a GPU, before the host allocator
+  // sees it: AddressSanitizer's aborts on requests over its maximum
+  // (DeviceTest's 4 PiB allocation died under ASan).
+  if (bytes > (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE))
+    return fail(cudaErrorMemoryAllocation);
   void *memory = nullptr;
   // 256-byte aligned as cudaMalloc's; exactly `bytes` long, so that
   // AddressSanitizer reports the first byte past the end.

@@ -92,7 +92,7 @@ tgc_simt_switch:
 /// of fragments); a guard page below it turns an overflow into a fault.
 constexpr size_t kStackBytes = 256 * 1024;
 
-enum class FiberState { Ready, AtBlockBarrier, AtWarp, Done };
+enum class FiberState { Ready, AtBlockBarrier, AtWarp, AtActiveMask, Done };
 
 struct Fiber {
   void *sp = nullptr;
@@ -102,19 +102,29 @@ struct Fiber {
   FiberState state = FiberState::Done;
   Site waitSite{nullptr, 0};
   const char *waitWhat = "";
+  unsigned activeMask = 0; ///< what its __activemask returns
 };
 
-struct Warp {
-  unsigned live = 0; ///< lanes that have not returned
-  bool pending = false;
+/// A warp collective that lanes have arrived at.
+struct Collective {
   WarpOp op = WarpOp::Sync;
   unsigned mask = 0, arrived = 0;
   int width = 32;
   bool isSigned = false;
   Site firstSite{nullptr, 0};
+};
+
+struct Warp {
+  unsigned live = 0; ///< lanes that have not returned
+  /// The collectives under way, of disjoint masks: lanes that diverged may
+  /// meet in groups of their own (sm_70+), as `if (lane & 1)
+  /// __shfl_sync(0xaaaaaaaa, ...) else __shfl_sync(0x55555555, ...)`. A
+  /// fixed array: the heap is TSan's to see, and fibers would race on it.
+  Collective pending[32];
+  int pendingCount = 0;
   int arg[32];
   LaneWords in[32], out[32];
-  char tsanSync = 0;
+  char tsanSync[32] = {}; ///< by the lowest lane of a __syncwarp's mask
 };
 
 struct Grid {
@@ -130,6 +140,7 @@ struct Grid {
   unsigned long barrierGeneration = 0;
   char tsanKernelEnd = 0;
   std::vector<Warp> warps;
+  int activeMaskWaiters = 0; ///< fibers at __activemask
   unsigned char *dynamicShared = nullptr;
   void *mainSp = nullptr;
   void *mainTsan = nullptr;
@@ -292,10 +303,10 @@ void releaseBlockBarrier() {
 }
 
 /// What lane `lane` of the completed collective gets back.
-void completeWarp(Warp &w) {
-  unsigned mask = w.mask;
+void completeWarp(Warp &w, const Collective &c) {
+  unsigned mask = c.mask;
   auto participates = [&](int l) { return (mask >> l & 1) != 0; };
-  switch (w.op) {
+  switch (c.op) {
   case WarpOp::Sync:
     break;
   case WarpOp::ShuffleIdx:
@@ -305,9 +316,9 @@ void completeWarp(Warp &w) {
     for (int l = 0; l < 32; ++l) {
       if (!participates(l))
         continue;
-      int width = w.width, segment = l & ~(width - 1), arg = w.arg[l];
+      int width = c.width, segment = l & ~(width - 1), arg = w.arg[l];
       int src = l;
-      switch (w.op) {
+      switch (c.op) {
       case WarpOp::ShuffleIdx:
         src = segment + (arg & (width - 1));
         break;
@@ -322,7 +333,7 @@ void completeWarp(Warp &w) {
         break;
       }
       if (!participates(src)) {
-        kernelError(std::string(opName(w.op)) + " at " + where(w.firstSite) +
+        kernelError(std::string(opName(c.op)) + " at " + where(c.firstSite) +
                     ": lane " + std::to_string(l) + " reads lane " +
                     std::to_string(src) + ", which is not in the mask " +
                     hex(mask));
@@ -336,7 +347,8 @@ void completeWarp(Warp &w) {
       if (participates(l) && w.in[l].w[0])
         bits |= 1ull << l;
     for (int l = 0; l < 32; ++l)
-      w.out[l].w[0] = bits;
+      if (participates(l)) // a disjoint group may be under way
+        w.out[l].w[0] = bits;
     break;
   }
   case WarpOp::ReduceAdd:
@@ -355,16 +367,16 @@ void completeWarp(Warp &w) {
         acc = v, first = false;
         continue;
       }
-      switch (w.op) {
+      switch (c.op) {
       case WarpOp::ReduceAdd:
         acc += v;
         break;
       case WarpOp::ReduceMin:
-        acc = w.isSigned ? (uint32_t)std::min((int32_t)acc, (int32_t)v)
+        acc = c.isSigned ? (uint32_t)std::min((int32_t)acc, (int32_t)v)
                          : std::min(acc, v);
         break;
       case WarpOp::ReduceMax:
-        acc = w.isSigned ? (uint32_t)std::max((int32_t)acc, (int32_t)v)
+        acc = c.isSigned ? (uint32_t)std::max((int32_t)acc, (int32_t)v)
                          : std::max(acc, v);
         break;
       case WarpOp::ReduceAnd:
@@ -379,7 +391,8 @@ void completeWarp(Warp &w) {
       }
     }
     for (int l = 0; l < 32; ++l)
-      w.out[l].w[0] = acc;
+      if (participates(l))
+        w.out[l].w[0] = acc;
     break;
   }
   case WarpOp::MmaM16n8k16Bf16: {
@@ -416,6 +429,46 @@ void completeWarp(Warp &w) {
   }
 }
 
+/// Completes the __activemask calls of every warp none of whose lanes can
+/// run: the lanes at one call site are the converged ones. Whether any was.
+bool releaseActiveMasks() {
+  if (!grid->activeMaskWaiters)
+    return false;
+  bool released = false;
+  for (size_t w = 0; w < grid->warps.size(); ++w) {
+    int first = (int)w * 32, last = std::min(first + 32, grid->threads);
+    bool runnable = false, waiting = false;
+    for (int t = first; t < last; ++t) {
+      FiberState s = (*grid->fibers)[t].state;
+      runnable |= s == FiberState::Ready;
+      waiting |= s == FiberState::AtActiveMask;
+    }
+    if (runnable || !waiting)
+      continue;
+    for (int t = first; t < last; ++t) {
+      Fiber &f = (*grid->fibers)[t];
+      if (f.state != FiberState::AtActiveMask)
+        continue;
+      unsigned mask = 0;
+      for (int u = first; u < last; ++u) {
+        const Fiber &o = (*grid->fibers)[u];
+        if (o.state == FiberState::AtActiveMask &&
+            o.waitSite.file == f.waitSite.file &&
+            o.waitSite.line == f.waitSite.line)
+          mask |= 1u << laneOf(u);
+      }
+      f.activeMask = mask;
+    }
+    for (int t = first; t < last; ++t)
+      if ((*grid->fibers)[t].state == FiberState::AtActiveMask) {
+        (*grid->fibers)[t].state = FiberState::Ready;
+        --grid->activeMaskWaiters;
+      }
+    released = true;
+  }
+  return released;
+}
+
 /// The deadlock report: who waits where.
 [[noreturn]] void reportDeadlock() {
   std::map<std::string, std::vector<std::string>> waits;
@@ -445,11 +498,12 @@ void laneExits(int linear) {
   Warp &w = grid->warps[linear / 32];
   int lane = laneOf(linear);
   w.live &= ~(1u << lane);
-  if (w.pending && (w.mask >> lane & 1))
-    kernelError("returns while lanes " + hex(w.arrived) +
-                " of its warp wait for it at " + std::string(opName(w.op)) +
-                " at " + where(w.firstSite) + " (mask " + hex(w.mask) +
-                "): the lanes diverged");
+  for (int at = 0; at < w.pendingCount; ++at)
+    if (const Collective &c = w.pending[at]; c.mask >> lane & 1)
+      kernelError("returns while lanes " + hex(c.arrived) +
+                  " of its warp wait for it at " + std::string(opName(c.op)) +
+                  " at " + where(c.firstSite) + " (mask " + hex(c.mask) +
+                  "): the lanes diverged");
 }
 
 } // namespace
@@ -502,32 +556,40 @@ LaneWords warpCollective(WarpOp op, unsigned mask, const LaneWords &in, int arg,
   if (op == WarpOp::MmaM16n8k16Bf16 && mask != 0xffffffffu)
     kernelError(name + " at " + where(site) +
                 ": needs all 32 lanes of the warp, live lanes " + hex(w.live));
-  if (w.pending) {
-    if (w.op != op || w.mask != mask)
+  // The collective this lane joins: the one under way whose mask overlaps
+  // its own, which must be the same call, or a new one.
+  int at = 0;
+  while (at < w.pendingCount && !(w.pending[at].mask & mask))
+    ++at;
+  if (at < w.pendingCount) {
+    const Collective &c = w.pending[at];
+    if (c.op != op || c.mask != mask)
       kernelError("lanes diverged: lane " + std::to_string(lane) + " is at " +
                   name + " at " + where(site) + " with mask " + hex(mask) +
-                  " while lanes " + hex(w.arrived) + " wait at " +
-                  opName(w.op) + " at " + where(w.firstSite) + " with mask " +
-                  hex(w.mask));
+                  " while lanes " + hex(c.arrived) + " wait at " +
+                  opName(c.op) + " at " + where(c.firstSite) + " with mask " +
+                  hex(c.mask));
   } else {
-    w.pending = true;
-    w.op = op;
-    w.mask = mask;
-    w.arrived = 0;
-    w.width = width;
-    w.isSigned = isSigned;
-    w.firstSite = site;
+    Collective c;
+    c.op = op;
+    c.mask = mask;
+    c.width = width;
+    c.isSigned = isSigned;
+    c.firstSite = site;
+    w.pending[w.pendingCount++] = c;
   }
+  Collective &c = w.pending[at];
   w.in[lane] = in;
   w.arg[lane] = arg;
-  w.arrived |= 1u << lane;
+  c.arrived |= 1u << lane;
 #if defined(TGC_SIMT_TSAN)
+  char *sync = &w.tsanSync[__builtin_ctz(mask)];
   if (op == WarpOp::Sync)
-    __tsan_release(&w.tsanSync);
+    __tsan_release(sync);
 #endif
-  if (w.arrived == w.mask) {
-    completeWarp(w);
-    w.pending = false;
+  if (c.arrived == c.mask) {
+    completeWarp(w, c);
+    w.pending[at] = w.pending[--w.pendingCount];
     for (int l = 0; l < 32; ++l) {
       int t = (linear / 32) * 32 + l;
       if ((mask >> l & 1) && t < grid->threads &&
@@ -543,7 +605,7 @@ LaneWords warpCollective(WarpOp op, unsigned mask, const LaneWords &in, int arg,
   }
 #if defined(TGC_SIMT_TSAN)
   if (op == WarpOp::Sync)
-    __tsan_acquire(&w.tsanSync);
+    __tsan_acquire(sync);
 #endif
   return w.out[lane];
 }
@@ -554,10 +616,21 @@ void *dynamicShared() {
   return grid->dynamicShared;
 }
 
-unsigned activeMask() {
+unsigned activeMask(Site site) {
   if (!grid)
-    fatal("__activemask called outside a kernel");
-  return grid->warps[runningLinear() / 32].live;
+    fatal("__activemask called outside a kernel at " + where(site));
+  // The lanes that have not returned would include those that diverged
+  // and have yet to run (they return later, or wait elsewhere); a GPU
+  // counts only the converged ones. So the lane waits until no lane of its
+  // warp can run, and gets the lanes waiting at this same call
+  // (releaseActiveMasks).
+  Fiber &f = runningFiber();
+  f.state = FiberState::AtActiveMask;
+  f.waitSite = site;
+  f.waitWhat = "__activemask";
+  ++grid->activeMaskWaiters;
+  yieldToScheduler();
+  return runningFiber().activeMask;
 }
 
 namespace ptx {
@@ -626,7 +699,7 @@ void runGrid(const char *kernel, dim3 gridSize, dim3 block, size_t sharedBytes,
     for (int w = 0; w < warps; ++w) {
       int lanes = std::min(32, threads - 32 * w);
       g.warps[w].live = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-      g.warps[w].pending = false;
+      g.warps[w].pendingCount = 0;
     }
     for (int t = 0; t < threads; ++t) {
       Fiber &f = fiberPool[t];
@@ -654,7 +727,9 @@ void runGrid(const char *kernel, dim3 gridSize, dim3 block, size_t sharedBytes,
             releaseBlockBarrier();
         }
       }
-      if (!ran && left > 0)
+      // A warp's __activemask calls complete once none of its lanes can
+      // run; only then may the block be stuck.
+      if (!releaseActiveMasks() && !ran && left > 0)
         reportDeadlock();
     }
 #if defined(TGC_SIMT_TSAN)

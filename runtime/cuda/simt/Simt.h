@@ -15,10 +15,12 @@
 //    returns leaves it (sm_70+).
 //  - Warp collectives (__shfl*_sync, __syncwarp, __ballot_sync, __any_sync,
 //    __all_sync, __reduce_*_sync, mma.sync) meet the lanes their mask names
-//    in a 32-lane warp. A lane outside its own mask, a mask naming a lane
-//    that has exited, lanes meeting at different collectives, or a lane that
-//    exits while others wait for it, is an error naming the kernel and the
-//    lines; so is a deadlock.
+//    in a 32-lane warp (diverged lanes in groups of disjoint masks). A lane
+//    outside its own mask, a mask naming a lane that has exited, lanes meeting
+//    at different collectives, or a lane that exits while others wait for it,
+//    is an error naming the kernel and the lines; so is a deadlock.
+//    __activemask is the lanes at the same call once the warp's others have
+//    returned or wait elsewhere (converged).
 //  - Static __shared__ arrays are function statics (one block runs at a
 //    time), dynamic shared memory a per-block allocation of exactly the
 //    launch's bytes, filled with 0xff before every block so that reads of
@@ -74,13 +76,19 @@
 
 namespace tgc::simt {
 
-/// Where a CUDA built-in was called: diagnostics name the line.
+/// Where a CUDA built-in was called: diagnostics name the line. As the
+/// built-ins' default argument, `Site()` is their caller's file and line:
+/// __builtin_LINE() is the call site's only as a function's own default
+/// argument (inside a braced initializer, g++ gives the line of the
+/// declaration, so every diagnostic named Simt.h; SimtTest found it).
 struct Site {
+  constexpr Site(const char *file = __builtin_FILE(),
+                 int line = __builtin_LINE())
+      : file(file), line(line) {}
   const char *file;
   int line;
 };
-#define TGC_SIMT_SITE                                                          \
-  ::tgc::simt::Site { __builtin_FILE(), __builtin_LINE() }
+#define TGC_SIMT_SITE ::tgc::simt::Site()
 
 /// The running CUDA thread's coordinates (all fibers share one OS thread).
 struct ThreadCoords {
@@ -132,8 +140,10 @@ LaneWords warpCollective(WarpOp op, unsigned mask, const LaneWords &in, int arg,
 /// The block's dynamic shared memory.
 void *dynamicShared();
 
-/// The lanes of this thread's warp that have not exited.
-unsigned activeMask();
+/// The lanes of this thread's warp that are converged with it: those at
+/// this same __activemask call once every lane of the warp has reached it,
+/// returned, or waits elsewhere.
+unsigned activeMask(Site site);
 
 /// A serializing atomic read-modify-write of `bytes` at `p` (the fibers of
 /// one block share one OS thread, but the emulation's host threads do not).
@@ -256,7 +266,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu,
   tgc::simt::warpCollective(tgc::simt::WarpOp::Sync, mask, {}, 0, 32, false,
                             site);
 }
-inline unsigned __activemask() { return tgc::simt::activeMask(); }
+inline unsigned __activemask(tgc::simt::Site site = TGC_SIMT_SITE) {
+  return tgc::simt::activeMask(site);
+}
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
@@ -297,7 +309,8 @@ inline int __any_sync(unsigned mask, int predicate,
 }
 inline int __all_sync(unsigned mask, int predicate,
                       tgc::simt::Site site = TGC_SIMT_SITE) {
-  return __ballot_sync(mask, predicate, site) == (mask & __activemask());
+  // Every lane of the mask takes part (warpCollective checks it).
+  return __ballot_sync(mask, predicate, site) == mask;
 }
 #define TGC_SIMT_WARP_REDUCE(NAME, OP, T)                                      \
   inline T NAME(unsigned mask, T value,                                        \
