@@ -1,7 +1,7 @@
 # -*- Python -*-
 # lit configuration for tgc: the tools under test come from build/bin, lit and
 # FileCheck from Debian's LLVM 22. Features for optional machinery (torch,
-# mpi, cuda) are added only when that thing really works here.
+# mpi, cuda, simt) are added only when that thing really works here.
 
 import os
 import shutil
@@ -76,7 +76,21 @@ if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("cuda")
+# simt: the CUDA half built for this host (runtime/cuda/simt), which
+# `tgc --target=cuda --simt` links: CUDA executables run without a GPU.
+# Tests that run CUDA executables REQUIRE `cuda || simt` and build them with
+# %cuda_target: on the GPU when there is one, else on the host.
+if os.path.exists(os.path.join(config.tgc_obj_root, "lib",
+                               "libtgc_runtime_cuda_simt.a")):
+    config.available_features.add("simt")
+if "cuda" in config.available_features:
+    config.substitutions.append(("%cuda_target", "--target=cuda"))
+elif "simt" in config.available_features:
+    config.substitutions.append(("%cuda_target", "--target=cuda --simt"))
+    lit_config.note("no GPU visible: tests that REQUIRE cuda || simt run "
+                    "their CUDA executables on the host (runtime/cuda/simt)")
 else:
-    lit_config.note("no GPU visible: tests that REQUIRE cuda are skipped")
+    lit_config.note("no GPU visible and no runtime/cuda/simt: tests that "
+                    "REQUIRE cuda are skipped")
 if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
     config.available_features.add("nvcc")

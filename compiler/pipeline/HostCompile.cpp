@@ -159,3 +159,108 @@ llvm::Error mlir::tg::compileCudaExecutable(StringRef source,
       cudaCompileCommand(*nvcc, source, executable, options);
   return run(*nvcc, cmd, options.verbose, "nvcc", source);
 }
+
+//===----------------------------------------------------------------------===//
+// --simt: the CUDA source on the host
+//===----------------------------------------------------------------------===//
+
+std::vector<std::string>
+mlir::tg::simtRewriteCommand(StringRef source, StringRef rewritten) {
+  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+  SmallString<256> script(root);
+  llvm::sys::path::append(script, "runtime", "cuda", "simt",
+                          "simt_rewrite.py");
+  return {"python3", script.str().str(), source.str(), rewritten.str()};
+}
+
+std::vector<std::string>
+mlir::tg::simtCompileCommand(StringRef rewritten, StringRef executable,
+                             bool withNccl,
+                             const SimtCompileOptions &options) {
+  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  SmallString<256> simtDir(root);
+  llvm::sys::path::append(simtDir, "runtime", "cuda", "simt");
+  SmallString<256> simtHeader(simtDir), simtInclude(simtDir);
+  llvm::sys::path::append(simtHeader, "Simt.h");
+  llvm::sys::path::append(simtInclude, "include");
+  // The flags runtime/cuda/simt compiles runtime/cuda's .cu files with:
+  // CUDA code reads bf16 packs through reinterpret_cast, which g++'s
+  // type-based alias analysis need not respect.
+  std::vector<std::string> cmd = {fromEnv("CXX", TGC_HOST_CXX), "-std=c++17",
+                                  options.optimization,
+                                  "-fno-strict-aliasing"};
+  appendFlags(cmd, TGC_SANITIZE_FLAGS);
+  // The stand-in cub before the toolkit's headers, whose APIs the stand-ins
+  // define.
+  cmd.insert(cmd.end(), {"-fopenmp", "-include", simtHeader.str().str(),
+                         "-I" + simtInclude.str().str(), "-I" + root});
+  SmallVector<StringRef> includes;
+  StringRef(TGC_CUDA_INCLUDE_DIRS).split(includes, ' ', -1, false);
+  for (StringRef dir : includes)
+    cmd.push_back(("-I" + dir).str());
+  cmd.insert(cmd.end(), {rewritten.str(), "-o", executable.str(), "-L" + lib});
+  // The NCCL backend before the runtime that reaches it through a weak
+  // symbol (runtime/comm/Backend.h).
+  if (withNccl)
+    cmd.insert(cmd.end(),
+               {"-Wl,-u,tgc_comm_create_nccl", "-ltgc_comm_nccl_simt"});
+  cmd.insert(cmd.end(), {"-ltgc_runtime_cuda_simt", "-ltgc_runtime"});
+  appendFlags(cmd, TGC_MPI_LINK_FLAGS);
+  cmd.insert(cmd.end(), {"-lopenblas", "-pthread"});
+  return cmd;
+}
+
+llvm::Error mlir::tg::compileSimtExecutable(StringRef source,
+                                            StringRef rewritten,
+                                            StringRef executable,
+                                            const SimtCompileOptions &options) {
+  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  bool libOverridden = !fromEnv("TGC_RUNTIME_LIB", "").empty();
+  if (!TGC_HAVE_SIMT && !libOverridden)
+    return llvm::createStringError(
+        "--simt needs the host build of the CUDA runtime, and this tgc was "
+        "built without it (runtime/cuda/simt needs the CUDA toolkit's "
+        "headers, Python 3 and OpenBLAS, and TGC_RUNTIME_SIMT=ON)");
+  if (StringRef(TGC_CUDA_INCLUDE_DIRS).empty())
+    return llvm::createStringError(
+        "--simt compiles against the CUDA toolkit's headers, and CMake found "
+        "none when tgc was built");
+  for (StringRef archive : {"libtgc_runtime_cuda_simt.a", "libtgc_runtime.a"}) {
+    SmallString<256> path(lib);
+    llvm::sys::path::append(path, archive);
+    if (!llvm::sys::fs::exists(path))
+      return llvm::createStringError(
+          "the host CUDA runtime is not built: " + path.str().str() +
+          " is missing (build the target tgc_runtime_cuda_simt, or set "
+          "TGC_RUNTIME_LIB)");
+  }
+  SmallString<256> nccl(lib);
+  llvm::sys::path::append(nccl, "libtgc_comm_nccl_simt.a");
+  bool withNccl = llvm::sys::fs::exists(nccl);
+
+  std::vector<std::string> rewrite = simtRewriteCommand(source, rewritten);
+  auto python = llvm::sys::findProgramByName(rewrite[0]);
+  if (!python && !StringRef(TGC_PYTHON).empty() &&
+      llvm::sys::fs::can_execute(TGC_PYTHON))
+    python = std::string(TGC_PYTHON);
+  if (!python)
+    return llvm::createStringError(
+        "--simt runs runtime/cuda/simt/simt_rewrite.py, and python3 is not "
+        "on PATH");
+  if (!llvm::sys::fs::exists(rewrite[1]))
+    return llvm::createStringError(
+        "--simt: " + rewrite[1] +
+        " is missing (set TGC_RUNTIME_ROOT to tgc's source tree)");
+  if (llvm::Error error =
+          run(*python, rewrite, options.verbose, "simt_rewrite.py", source))
+    return error;
+
+  std::vector<std::string> cmd =
+      simtCompileCommand(rewritten, executable, withNccl, options);
+  auto compiler = llvm::sys::findProgramByName(cmd[0]);
+  if (!compiler)
+    return llvm::createStringError("host C++ compiler '" + cmd[0] +
+                                   "' not found (set CXX)");
+  return run(*compiler, cmd, options.verbose, "host compiler", source);
+}

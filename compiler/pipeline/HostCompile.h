@@ -3,7 +3,11 @@
 // Runs the host C++ compiler on an emitted C++ source and links it with the
 // CPU runtime (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP, MPI),
 // or nvcc on an emitted CUDA source and links it with the GPU runtime
-// (libtgc_runtime_cuda, libtgc_runtime, the NCCL backend, cuBLASLt, MPI).
+// (libtgc_runtime_cuda, libtgc_runtime, the NCCL backend, cuBLASLt, MPI), or
+// (--simt) rewrites an emitted CUDA source with runtime/cuda/simt's
+// simt_rewrite.py, compiles it with the host C++ compiler and links it with
+// the host build of the GPU runtime (libtgc_runtime_cuda_simt: every CUDA
+// thread a fiber, stand-ins of the CUDA runtime, cuBLASLt and NCCL).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +63,35 @@ std::vector<std::string> cudaCompileCommand(llvm::StringRef nvcc,
 llvm::Error compileCudaExecutable(llvm::StringRef source,
                                   llvm::StringRef executable,
                                   const CudaCompileOptions &options);
+
+struct SimtCompileOptions {
+  /// -O2 by default: the kernels run as fibers, and -O3 mostly adds compile
+  /// time.
+  std::string optimization = "-O2";
+  /// Print the rewrite and compiler commands before running them.
+  bool verbose = false;
+};
+
+/// The python3 command line that rewrites the CUDA `source` into the C++
+/// `rewritten` (runtime/cuda/simt/simt_rewrite.py; argv[0] is `python3`).
+std::vector<std::string> simtRewriteCommand(llvm::StringRef source,
+                                            llvm::StringRef rewritten);
+
+/// The host compiler command line for the rewritten source -> `executable`,
+/// linked against the host CUDA runtime (with its NCCL stand-in when
+/// `withNccl`).
+std::vector<std::string> simtCompileCommand(llvm::StringRef rewritten,
+                                            llvm::StringRef executable,
+                                            bool withNccl,
+                                            const SimtCompileOptions &options);
+
+/// Rewrites `source` into `rewritten`, compiles and links it; an error when
+/// the host CUDA runtime is not built, else one carrying the failing
+/// command's exit status.
+llvm::Error compileSimtExecutable(llvm::StringRef source,
+                                  llvm::StringRef rewritten,
+                                  llvm::StringRef executable,
+                                  const SimtCompileOptions &options);
 
 } // namespace mlir::tg
 

@@ -5,7 +5,12 @@
 // here, in fp32 throughout, with a warp per row:
 //  - forward: a warp per query walks the visible keys in chunks of 32, one
 //    key per lane (its score), with an online softmax; each lane accumulates
-//    Dv / 32 output dims, the chunk's probabilities broadcast by shuffles;
+//    Dv / 32 output dims; the chunk's scores and probabilities go through
+//    the warp's rows of shared memory, each lane reading them all for the
+//    chunk's maximum, sum and output (a __syncwarp after each write rather
+//    than a shuffle a key: ten times fewer warp collectives for the host
+//    emulation, runtime/cuda/simt, to schedule; not yet timed on a GPU
+//    against the shuffles);
 //  - dq: a warp per query, the same walk, dS = P (dP - delta) per key;
 //  - dk, dv: a warp per key walks the queries that see it, one per lane.
 // Both backward kernels read lse and delta = rowsum(g * out) per query:
@@ -89,7 +94,7 @@ template <bool Delta>
 __global__ void forwardKernel(const float *q, const float *k, const float *v,
                               const float *g, float *out, float *lse,
                               float *delta, int64_t heads, Shape sh) {
-  __shared__ float qs[kWarps][kMaxDim];
+  __shared__ float qs[kWarps][kMaxDim], ss[kWarps][32], ps[kWarps][32];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int64_t row = blockIdx.x * (int64_t)kWarps + warp;
   if (row >= heads * sh.T)
@@ -108,18 +113,27 @@ __global__ void forwardKernel(const float *q, const float *k, const float *v,
     float s = j < keys ? sh.scale * dot(qs[warp], kh + j * sh.D, sh.D) +
                              sh.maskAt(maskRow, j)
                        : -INFINITY;
-    float mNew = fmaxf(m, warpReduce(s, MaxOp()));
+    // The chunk's maximum and (below) its sum, each lane over the chunk's
+    // row in shared memory, in the same order in every lane.
+    ss[warp][lane] = s;
+    __syncwarp();
+    float mNew = m;
+    for (int jj = 0; jj < 32; ++jj)
+      mNew = fmaxf(mNew, ss[warp][jj]);
     // While every score so far is -inf (masked), exponentiate against 0:
     // -inf - -inf would be NaN.
     float base = mNew == -INFINITY ? 0.0f : mNew;
     float corr = expf(m - base);
     float prob = j < keys ? expf(s - base) : 0.0f;
-    l = l * corr + warpReduce(prob, SumOp());
     for (int i = 0; i < kPerLane; ++i)
       acc[i] *= corr;
     int64_t chunk = keys - j0 < 32 ? keys - j0 : 32;
+    ps[warp][lane] = prob;
+    __syncwarp();
+    float sum = 0.0f;
     for (int jj = 0; jj < chunk; ++jj) {
-      float pj = __shfl_sync(0xffffffffu, prob, jj);
+      float pj = ps[warp][jj];
+      sum += pj;
       const float *vr = vh + (j0 + jj) * sh.Dv;
       for (int i = 0; i < kPerLane; ++i) {
         int64_t dv = lane + 32 * i;
@@ -127,6 +141,8 @@ __global__ void forwardKernel(const float *q, const float *k, const float *v,
           acc[i] += pj * vr[dv];
       }
     }
+    l = l * corr + sum;
+    __syncwarp(); // every lane has read ss and ps before the next chunk
     m = mNew;
   }
   float inv = l > 0.0f ? 1.0f / l : 0.0f;
@@ -157,7 +173,7 @@ __global__ void gradQKernel(const float *g, const float *q, const float *k,
                             const float *v, const float *lse,
                             const float *delta, float *dq, float *dscores,
                             int64_t heads, Shape sh) {
-  __shared__ float qs[kWarps][kMaxDim], gs[kWarps][kMaxDim];
+  __shared__ float qs[kWarps][kMaxDim], gs[kWarps][kMaxDim], dss[kWarps][32];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int64_t row = blockIdx.x * (int64_t)kWarps + warp;
   if (row >= heads * sh.T)
@@ -185,8 +201,10 @@ __global__ void gradQKernel(const float *g, const float *q, const float *k,
         dscores[row * sh.S + j] = ds;
     }
     int64_t chunk = keys - j0 < 32 ? keys - j0 : 32;
+    dss[warp][lane] = ds;
+    __syncwarp();
     for (int jj = 0; jj < chunk; ++jj) {
-      float dsj = __shfl_sync(0xffffffffu, ds, jj);
+      float dsj = dss[warp][jj];
       const float *kr = kh + (j0 + jj) * sh.D;
       for (int i = 0; i < kPerLane; ++i) {
         int64_t d = lane + 32 * i;
@@ -194,6 +212,7 @@ __global__ void gradQKernel(const float *g, const float *q, const float *k,
           acc[i] += dsj * kr[d];
       }
     }
+    __syncwarp(); // every lane has read dss before the next chunk writes it
   }
   for (int i = 0; i < kPerLane; ++i) {
     int64_t d = lane + 32 * i;
@@ -210,6 +229,7 @@ __global__ void gradKVKernel(const float *g, const float *q, const float *k,
                              const float *delta, float *dk, float *dv,
                              int64_t kvHeads, Shape sh) {
   __shared__ float ks[kWarps][kMaxDim], vs[kWarps][kMaxDim];
+  __shared__ float ps[kWarps][32], dss[kWarps][32];
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   int64_t keyRow = blockIdx.x * (int64_t)kWarps + warp;
   if (keyRow >= kvHeads * sh.S)
@@ -237,9 +257,11 @@ __global__ void gradKVKernel(const float *g, const float *q, const float *k,
         ds = prob * (dot(vs[warp], gh + t * sh.Dv, sh.Dv) - deltah[t]);
       }
       int64_t chunk = sh.T - t0 < 32 ? sh.T - t0 : 32;
+      ps[warp][lane] = prob;
+      dss[warp][lane] = ds;
+      __syncwarp();
       for (int tt = 0; tt < chunk; ++tt) {
-        float pj = __shfl_sync(0xffffffffu, prob, tt);
-        float dsj = __shfl_sync(0xffffffffu, ds, tt);
+        float pj = ps[warp][tt], dsj = dss[warp][tt];
         const float *qr = qh + (t0 + tt) * sh.D, *gr = gh + (t0 + tt) * sh.Dv;
         for (int i = 0; i < kPerLane; ++i) {
           int64_t d = lane + 32 * i;
@@ -249,6 +271,7 @@ __global__ void gradKVKernel(const float *g, const float *q, const float *k,
             accV[i] += pj * gr[d];
         }
       }
+      __syncwarp(); // every lane has read ps and dss before they change
     }
   }
   for (int i = 0; i < kPerLane; ++i) {

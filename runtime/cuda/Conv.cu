@@ -8,8 +8,10 @@
 //   grad input   dx[n, c, iy, ix] = sum over the outputs whose window
 //                                   covers it (solving for oy, ox)
 //   grad weight  dw[o, c, ki, kj] = sum over images and output positions;
-//                                   a block per weight, its threads striding
-//                                   over (n, oy, ox), added in a fixed tree.
+//                                   a warp per weight (up to 2048 positions)
+//                                   or a block per weight, its threads
+//                                   striding over (n, oy, ox), added in a
+//                                   fixed tree.
 // Sums are fp32 in the order of the loops.
 //
 //===----------------------------------------------------------------------===//
@@ -86,18 +88,25 @@ __global__ void convGradInputKernel(const float *g, const float *w, float *dx,
   dx[i] = acc;
 }
 
-/// Block per weight element (o, c, ki, kj).
-__global__ void convGradWeightKernel(const float *g, const float *x, float *dw,
-                                     Conv2dDims d) {
-  __shared__ float shared[kWarpSize];
+/// Positions up to which a warp sums a weight's gradient (64 a lane): a
+/// block per weight would spend most of its time in the block reduction
+/// (and a host emulation of it, runtime/cuda/simt, in switching between its
+/// threads).
+constexpr int64_t kWarpWeightPositions = 64 * kWarpSize;
+constexpr int kWeightsPerBlock = kThreads / kWarpSize;
+
+/// The sum over the positions `first`, `first + stride`, ... of weight
+/// element `wi` = (o, c, ki, kj)'s gradient terms.
+__device__ float weightGradPartial(const float *g, const float *x,
+                                   const Conv2dDims &d, int64_t wi,
+                                   int64_t first, int64_t stride) {
   int64_t cg = d.c / d.groups, og = d.o / d.groups;
-  int64_t wi = blockIdx.x;
-  int64_t kj = wi % d.kw, ki = (wi / d.kw) % d.kh, cl = (wi / (d.kw * d.kh)) % cg,
-          o = wi / (d.kw * d.kh * cg);
+  int64_t kj = wi % d.kw, ki = (wi / d.kw) % d.kh,
+          cl = (wi / (d.kw * d.kh)) % cg, o = wi / (d.kw * d.kh * cg);
   int64_t c = (o / og) * cg + cl;
   int64_t positions = d.n * d.oh * d.ow;
   float acc = 0.0f;
-  for (int64_t p = threadIdx.x; p < positions; p += blockDim.x) {
+  for (int64_t p = first; p < positions; p += stride) {
     int64_t ox = p % d.ow, oy = (p / d.ow) % d.oh, img = p / (d.ow * d.oh);
     int64_t iy = oy * d.strideH - d.padH + ki * d.dilH;
     int64_t ix = ox * d.strideW - d.padW + kj * d.dilW;
@@ -105,8 +114,32 @@ __global__ void convGradWeightKernel(const float *g, const float *x, float *dw,
       acc += g[((img * d.o + o) * d.oh + oy) * d.ow + ox] *
              x[((img * d.c + c) * d.h + iy) * d.w + ix];
   }
+  return acc;
+}
+
+/// Block per weight element.
+__global__ void convGradWeightKernel(const float *g, const float *x, float *dw,
+                                     Conv2dDims d) {
+  __shared__ float shared[kWarpSize];
+  int64_t wi = blockIdx.x;
+  float acc = weightGradPartial(g, x, d, wi, threadIdx.x, blockDim.x);
   acc = blockReduce(acc, SumOp(), shared);
   if (threadIdx.x == 0)
+    dw[wi] = acc;
+}
+
+/// Warp per weight element, kWeightsPerBlock a block.
+__global__ void convGradWeightWarpKernel(const float *g, const float *x,
+                                         float *dw, Conv2dDims d,
+                                         int64_t weights) {
+  int lane = threadIdx.x % kWarpSize;
+  int64_t wi =
+      blockIdx.x * (int64_t)kWeightsPerBlock + threadIdx.x / kWarpSize;
+  if (wi >= weights)
+    return; // the whole warp
+  float acc = warpReduce(weightGradPartial(g, x, d, wi, lane, kWarpSize),
+                         SumOp());
+  if (lane == 0)
     dw[wi] = acc;
 }
 
@@ -137,8 +170,12 @@ void conv2d_grad_weight(const float *g, const float *x, float *dw,
   int64_t weights = dims.o * (dims.c / dims.groups) * dims.kh * dims.kw;
   if (weights == 0)
     return;
-  convGradWeightKernel<<<(unsigned)weights, kThreads, 0, stream>>>(g, x, dw,
-                                                                   dims);
+  if (dims.n * dims.oh * dims.ow <= kWarpWeightPositions)
+    convGradWeightWarpKernel<<<blocksFor(weights, kWeightsPerBlock), kThreads,
+                               0, stream>>>(g, x, dw, dims, weights);
+  else
+    convGradWeightKernel<<<(unsigned)weights, kThreads, 0, stream>>>(g, x, dw,
+                                                                     dims);
   TGC_CUDA_CHECK_LAUNCH();
 }
 

@@ -110,7 +110,10 @@ template <typename TIn, typename TOut>
 void reducePass(const TIn *src, int64_t outer, int64_t red, int64_t inner,
                 TOut *dst, bool isMax, float scale, cudaStream_t stream) {
   if (inner == 1) {
-    reduceRowsKernel<TIn, TOut><<<(unsigned)outer, 256, 0, stream>>>(
+    // Short rows (a bias gradient's [N, C, H*W] rows of H*W) get as many
+    // warps as they have elements for, not 256 threads mostly idle.
+    int threads = red >= 256 ? 256 : (int)blocksFor(red, kWarpSize) * kWarpSize;
+    reduceRowsKernel<TIn, TOut><<<(unsigned)outer, threads, 0, stream>>>(
         src, red, dst, isMax, scale);
   } else {
     int64_t columnBlocks = (inner + kColumns - 1) / kColumns;

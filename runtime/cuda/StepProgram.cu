@@ -5,8 +5,8 @@
 // as a CUDA graph) and the one synchronisation that reads the metrics; and
 // the kernel that stores or accumulates a micro-batch's gradients.
 //
-// The host emulation of the CUDA backend's tests (test/Codegen/cuda/Inputs/
-// emulate) compiles this file as C++ as it compiles a generated .cu.
+// runtime/cuda/simt compiles this file for the host as it compiles every
+// .cu here and the generated ones (tgc --target=cuda --simt).
 //
 //===----------------------------------------------------------------------===//
 

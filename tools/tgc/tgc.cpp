@@ -3,9 +3,11 @@
 // Runs a model through the phases of compiler/pipeline/Pipeline.h: import
 // (model file or tg IR), autodiff, optimizer, then emits the step as C++
 // (CPU) or CUDA and builds the training executable with the host compiler or
-// nvcc. It can stop after any phase (--compile-to, --emit) and start from IR
-// that has been through one (--compile-from), and takes mlir-opt's IR
-// printing and timing flags (--mlir-print-ir-after-all, --mlir-timing).
+// nvcc (or, --simt, the CUDA executable for this host: the host compiler on
+// the .cu rewritten by runtime/cuda/simt). It can stop after any phase
+// (--compile-to, --emit) and start from IR that has been through one
+// (--compile-from), and takes mlir-opt's IR printing and timing flags
+// (--mlir-print-ir-after-all, --mlir-timing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,7 +146,8 @@ cl::opt<std::string> rematSolver(
 cl::opt<std::string> target(
     "target",
     cl::desc("Where the step runs: cpu (default; C++ with OpenMP and "
-             "OpenBLAS) or cuda (NVIDIA GPUs; built with nvcc)"),
+             "OpenBLAS) or cuda (NVIDIA GPUs; built with nvcc, or with "
+             "--simt for this host)"),
     cl::cat(tgcCategory));
 cl::opt<std::string> precision(
     "precision",
@@ -152,6 +155,15 @@ cl::opt<std::string> precision(
              "state and loss). cuda: default the model file's training "
              "precision, else bf16; cpu: fp32 only"),
     cl::value_desc("policy"), cl::cat(tgcCategory));
+cl::opt<bool> simt(
+    "simt",
+    cl::desc("With --target=cuda: build the CUDA executable for this host, "
+             "without a GPU or nvcc (runtime/cuda/simt): the .cu as "
+             "--target=cuda writes it, compiled by the host C++ compiler with "
+             "every CUDA thread a fiber, linked against host stand-ins of the "
+             "CUDA runtime, cuBLASLt and NCCL (over MPI). Slow; it runs the "
+             "CUDA code at its real launch configurations, for tests"),
+    cl::cat(tgcCategory));
 cl::opt<std::string> cudaArch(
     "cuda-arch",
     cl::desc("GPU architecture for --target=cuda (nvcc's -arch; default "
@@ -177,10 +189,11 @@ cl::opt<unsigned> opsPerFunction(
 cl::opt<bool> saveTemps(
     "save-temps",
     cl::desc("Keep the generated source next to the executable (EXE.cpp, "
-             "EXE.cu)"),
+             "EXE.cu; with --simt also EXE.simt.cpp, the .cu rewritten)"),
     cl::cat(tgcCategory));
 cl::opt<bool> verbose("v",
-                      cl::desc("Print the host compiler (or nvcc) command"),
+                      cl::desc("Print the host compiler (or nvcc) command "
+                               "(with --simt, the rewrite's too)"),
                       cl::cat(tgcCategory));
 
 cl::opt<std::string> optimizer(
@@ -547,7 +560,7 @@ LogicalResult prepareExecutable(StringRef extension, std::string &executable,
 
 /// --target=cuda after the passes: the .cu source (--emit=cuda: with its
 /// CMakeLists.txt and manifest, in a directory), or the executable built
-/// with nvcc.
+/// with nvcc (--simt: for this host, with the host compiler).
 LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
                           StringRef policy, StringRef arch, Phase last) {
   CudaEmitOptions options;
@@ -593,6 +606,32 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
         return emitCuda(module, os, options);
       })))
     return failure();
+  if (simt) {
+    // The rewritten source beside the .cu with --save-temps, else another
+    // temporary file.
+    std::string rewritten;
+    if (saveTemps) {
+      rewritten = executable + ".simt.cpp";
+    } else {
+      SmallString<128> temp;
+      if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+              "tgc-" + stemOf(inputFile) + "-simt", "cpp", temp))
+        return fail("cannot create a temporary source file: " + ec.message());
+      rewritten = temp.str().str();
+    }
+    llvm::scope_exit removeRewritten([&] {
+      if (!saveTemps)
+        llvm::sys::fs::remove(rewritten);
+    });
+    SimtCompileOptions simtOptions;
+    if (optLevel.getNumOccurrences())
+      simtOptions.optimization = "-O" + std::to_string(optLevel);
+    simtOptions.verbose = verbose;
+    if (llvm::Error error =
+            compileSimtExecutable(source, rewritten, executable, simtOptions))
+      return fail(llvm::toString(std::move(error)));
+    return success();
+  }
   CudaCompileOptions compileOptions;
   compileOptions.optimization = "-O" + std::to_string(optLevel);
   compileOptions.arch = "sm_" + arch.str();
@@ -871,6 +910,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (emit == EmitKind::Cpp && cuda)
     return fail("--emit=cpp writes the CPU source; for --target=cuda use "
                 "--emit=cuda");
+  if (simt && !cuda)
+    return fail("--simt builds the CUDA executable for this host: it needs "
+                "--target=cuda");
+  if (simt && emit == EmitKind::Cuda)
+    return fail("--simt builds an executable for this host; --emit=cuda "
+                "writes the sources to build on a GPU machine (drop one)");
   if (!precision.empty() && precision != "fp32" && precision != "bf16")
     return fail("unknown --precision '" + precision +
                 "'; expected fp32 or bf16");
@@ -1284,7 +1329,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                             "for yet; compile it without them");
   std::string sourceName = llvm::sys::path::filename(inputFile).str();
   if (cuda) {
-    TimingScope emitTiming = rootTiming.nest("emit CUDA (and nvcc)");
+    TimingScope emitTiming =
+        rootTiming.nest(simt ? "emit CUDA (and the host compiler)"
+                             : "emit CUDA (and nvcc)");
     return emitForCuda(*module, sourceName, policy, arch, last);
   }
   TimingScope emitTiming = rootTiming.nest("emit C++");
@@ -1358,6 +1405,10 @@ int main(int argc, char **argv) {
       "  tgc model.json -o model            the training executable (CPU)\n"
       "  tgc model.json --target=cuda -o model   the training executable "
       "(GPU, nvcc)\n"
+      "  tgc model.json --target=cuda --simt -o model   the same for this "
+      "host:\n"
+      "                                     CUDA threads as fibers, to test "
+      "without a GPU\n"
       "  tgc model.json --emit=cuda -o dir  the CUDA sources, CMakeLists.txt "
       "and\n"
       "                                     manifest, to build on a GPU "

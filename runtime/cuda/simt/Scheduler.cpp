@@ -540,21 +540,23 @@ LaneWords warpCollective(WarpOp op, unsigned mask, const LaneWords &in, int arg,
           where(site));
   int linear = runningLinear(), lane = laneOf(linear);
   Warp &w = grid->warps[linear / 32];
-  std::string name = opName(op);
+  // Only the error paths spell it out (a string a call is a heap allocation
+  // for every mma.sync).
+  auto name = [op] { return std::string(opName(op)); };
   if (op == WarpOp::Sync)
     mask &= 0xffffffffu; // __syncwarp's default is the full warp
   if (!(mask >> lane & 1))
-    kernelError(name + " at " + where(site) + ": lane " + std::to_string(lane) +
-                " is not in its own mask " + hex(mask));
+    kernelError(name() + " at " + where(site) + ": lane " +
+                std::to_string(lane) + " is not in its own mask " + hex(mask));
   if (mask & ~w.live)
-    kernelError(name + " at " + where(site) + ": the mask " + hex(mask) +
+    kernelError(name() + " at " + where(site) + ": the mask " + hex(mask) +
                 " names lanes " + hex(mask & ~w.live) +
                 " that have returned (live lanes " + hex(w.live) + ")");
   if (width < 1 || width > 32 || (width & (width - 1)))
-    kernelError(name + " at " + where(site) + ": width " +
+    kernelError(name() + " at " + where(site) + ": width " +
                 std::to_string(width) + " is not a power of 2 up to 32");
   if (op == WarpOp::MmaM16n8k16Bf16 && mask != 0xffffffffu)
-    kernelError(name + " at " + where(site) +
+    kernelError(name() + " at " + where(site) +
                 ": needs all 32 lanes of the warp, live lanes " + hex(w.live));
   // The collective this lane joins: the one under way whose mask overlaps
   // its own, which must be the same call, or a new one.
@@ -565,7 +567,7 @@ LaneWords warpCollective(WarpOp op, unsigned mask, const LaneWords &in, int arg,
     const Collective &c = w.pending[at];
     if (c.op != op || c.mask != mask)
       kernelError("lanes diverged: lane " + std::to_string(lane) + " is at " +
-                  name + " at " + where(site) + " with mask " + hex(mask) +
+                  name() + " at " + where(site) + " with mask " + hex(mask) +
                   " while lanes " + hex(c.arrived) + " wait at " +
                   opName(c.op) + " at " + where(c.firstSite) + " with mask " +
                   hex(c.mask));

@@ -30,7 +30,10 @@ TEST(CudaConv, MatchesCpu) {
   for (Conv2dDims d : {convDims(4, 1, 8, 8, 16, 3, 1, 1, 1, 1),
                        convDims(2, 6, 11, 9, 4, 3, 2, 1, 1, 2),
                        convDims(3, 4, 10, 10, 8, 3, 1, 2, 2, 1),
-                       convDims(2, 8, 7, 7, 8, 1, 1, 0, 1, 1)}) {
+                       convDims(2, 8, 7, 7, 8, 1, 1, 0, 1, 1),
+                       // Over 2048 output positions: a block per weight's
+                       // gradient (fewer: a warp).
+                       convDims(40, 2, 8, 8, 3, 3, 1, 1, 1, 1)}) {
     int64_t xs = d.n * d.c * d.h * d.w, ws = d.o * (d.c / d.groups) * d.kh * d.kw,
             ys = d.n * d.o * d.oh * d.ow;
     std::vector<float> x = randomVector(xs, 1), w = randomVector(ws, 2),
