@@ -472,10 +472,23 @@ void optimizer_update_lanes(OptimizerKind kind, const OptimizerLane *lanes,
                             int count, bool bf16Grads, const float *lr,
                             const int64_t *step, const OptimizerHyper &hyper,
                             void *workspace, cudaStream_t stream) {
+  // Every lane that updates anything needs its state slots, LAMB's too (its
+  // lane-by-lane path would hand the kernel a null moment); an empty lane
+  // updates nothing and needs none, as in optimizer_update.
+  int needed = requiredSlots(kind);
+  for (int i = 0; i < count; ++i) {
+    const OptimizerLane &l = lanes[i];
+    if (l.n > 0 &&
+        ((needed > 0 && !l.state[0]) || (needed > 1 && !l.state[1])))
+      throw Error("tgc::cuda::optimizer_update_lanes: lane " +
+                  std::to_string(i) + " lacks a state slot");
+  }
   if (kind == OptimizerKind::LAMB) {
     // Its trust ratio needs each lane's norms: lane by lane.
     for (int i = 0; i < count; ++i) {
       const OptimizerLane &l = lanes[i];
+      if (l.n == 0)
+        continue;
       float *state[] = {l.state[0], l.state[1]};
       if (bf16Grads)
         optimizerImpl(kind, l.param, static_cast<const bf16 *>(l.grad), state,
@@ -488,13 +501,9 @@ void optimizer_update_lanes(OptimizerKind kind, const OptimizerLane *lanes,
     }
     return;
   }
-  int needed = requiredSlots(kind);
   std::vector<LaneChunk::Lane> all;
   for (int i = 0; i < count; ++i) {
     const OptimizerLane &l = lanes[i];
-    if ((needed > 0 && !l.state[0]) || (needed > 1 && !l.state[1]))
-      throw Error("tgc::cuda::optimizer_update_lanes: lane " +
-                  std::to_string(i) + " lacks a state slot");
     if (l.n > 0)
       all.push_back({l.param, l.grad, {l.state[0], l.state[1]}, l.n,
                      l.gradScale, nullptr});

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/core/Error.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/Check.h"
 #include "runtime/cuda/tests/GpuTest.h"
@@ -168,6 +169,33 @@ TEST(CudaOptimizer, LanesMatchOneUpdateEach) {
       EXPECT_EQ(host(lanes[i].state[0]), host(alone[i][2])) << tag;
     }
   }
+}
+
+/// A lane without the state its update needs is an error, for LAMB too
+/// (whose lane-by-lane path once handed the kernel a null moment); an empty
+/// lane needs no state and is skipped, as optimizer_update skips n = 0.
+TEST(CudaOptimizer, LaneStateChecks) {
+  TGC_REQUIRE_GPU();
+  DeviceBuffer<float> p(4), g(4), m(4), lr(std::vector<float>{0.1f});
+  DeviceBuffer<int64_t> step(std::vector<int64_t>{1});
+  Workspace ws(optimizer_workspace_bytes(OptimizerKind::LAMB, 4));
+  for (OptimizerKind kind : {OptimizerKind::LAMB, OptimizerKind::AdamW}) {
+    OptimizerLane missing{p.get(), g.get(), {m.get(), nullptr}, 4, nullptr};
+    try {
+      optimizer_update_lanes(kind, &missing, 1, false, lr.get(), step.get(),
+                             hyper(0.01f), ws.get(), nullptr);
+      ADD_FAILURE() << "a lane without its second moment was accepted";
+    } catch (const tgc::Error &e) {
+      EXPECT_NE(std::string(e.what()).find("lane 0 lacks a state slot"),
+                std::string::npos)
+          << e.what();
+    }
+    OptimizerLane empty{p.get(), g.get(), {nullptr, nullptr}, 0, nullptr};
+    EXPECT_NO_THROW(optimizer_update_lanes(kind, &empty, 1, false, lr.get(),
+                                           step.get(), hyper(0.01f), ws.get(),
+                                           nullptr));
+  }
+  TGC_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 TEST(CudaOptimizer, LambTrustRatioIsOneForZeroParam) {
