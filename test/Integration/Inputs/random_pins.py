@@ -61,7 +61,8 @@ def main():
              "--threads", "1", "--no-shuffle", "--quiet"]
     ref = os.path.join(a.out, "ref")
     # One process accumulates what the 2 data replicas compute.
-    for cmd in (["tgc", a.model, "-o", ref, "--grad-accum", "2"],
+    for cmd in (["tgc", a.model, "-o", ref, "--grad-accum", "2",
+                 "--opt-level=1"],
                 [ref] + flags + ["--log", ref + ".jsonl"]):
         code, out = run(cmd)
         if code:
@@ -76,7 +77,7 @@ def main():
         path = os.path.join(a.out, f"seed{seed}.json")
         json.dump(m, open(path, "w"), indent=1)
         exe = os.path.join(a.out, f"seed{seed}")
-        code, out = run(["tgc", path, "-o", exe])
+        code, out = run(["tgc", path, "-o", exe, "--opt-level=1"])
         if code == 0:
             code, out = run(shlex.split(a.mpirun) + ["-np", "4", exe] + flags +
                             ["--log", exe + ".jsonl"])
