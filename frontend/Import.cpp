@@ -1393,8 +1393,12 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
       names.push_back(axis);
       sizes.push_back(size);
     }
-    MeshOp::create(builder, fileLoc, "mesh", builder.getStrArrayAttr(names),
-                   builder.getDenseI64ArrayAttr(sizes));
+    auto mesh = MeshOp::create(builder, fileLoc, "mesh",
+                               builder.getStrArrayAttr(names),
+                               builder.getDenseI64ArrayAttr(sizes),
+                               /*elastic=*/nullptr);
+    if (!options.elasticAxis.empty())
+      mesh.setElasticAttr(builder.getStrArrayAttr({options.elasticAxis}));
   }
   auto func = func::FuncOp::create(builder, fileLoc, "forward",
                                    builder.getFunctionType(argTypes, {}));

@@ -42,6 +42,10 @@ struct ImportOptions {
   /// every data replica (axes named "data" or "dp"): micro-batch x their
   /// sizes, which tg-partition splits back.
   std::optional<llvm::SmallVector<std::pair<std::string, int64_t>>> mesh;
+  /// The mesh axis that takes its size from the process count at launch
+  /// (tgc --mesh=data=auto; tg.mesh's `elastic`), "" for none. Its size in
+  /// `mesh` is the one the plan is priced for.
+  std::string elasticAxis;
 };
 
 /// The encoding of `path`: by extension (".json", ".tgm"), else by content

@@ -564,7 +564,8 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
   os << "\nconst tgc::MeshAxisDesc kMesh[] = {\n";
   for (auto [name, size] : llvm::zip(mesh.getAxisNames(), mesh.getShape()))
     os << "    {\"" << name << "\", " << size << ", "
-       << (batchAxes.contains(name) ? 1 : 0) << "},\n";
+       << (batchAxes.contains(name) ? 1 : 0) << ", "
+       << (mesh.isElastic(name) ? 1 : 0) << "},\n";
   os << "};\n";
 }
 

@@ -50,6 +50,8 @@ public:
         return func.emitError() << "argument " << i
                                 << " has no sharding; run "
                                    "tg-propagate-sharding first";
+      if (failed(checkElasticArgument(i, s)))
+        return failure();
       BlockArgument local =
           body.addArgument(localType(arg.getType(), s, mesh), arg.getLoc());
       mapping.map(arg, local);
@@ -84,6 +86,8 @@ public:
       op->erase();
     }
     body.eraseArguments(0, numArgs);
+    if (failed(checkElasticCollectives(body)))
+      return failure();
     mergeAdjacentAllReduces(body);
     func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                    resultTypes));
@@ -91,6 +95,88 @@ public:
   }
 
 private:
+  /// An elastic axis takes its size at launch, so that nothing may depend
+  /// on it but the batch: an argument other than an input (a parameter, a
+  /// piece of optimizer state, an accumulated gradient) split over it would
+  /// have another shape for each process count.
+  LogicalResult checkElasticArgument(unsigned i, ShardingAttr s) {
+    if (func.getArgAttr(i, TgDialect::kInputAttr))
+      return success();
+    for (int64_t d = 0; d < s.getRank(); ++d)
+      for (StringRef axis : s.axesOf(d))
+        if (mesh.isElastic(axis)) {
+          auto origin = func.getArgAttrOfType<StringAttr>(
+              i, kShardingOriginAttr);
+          return emitError(func.getArgument(i).getLoc())
+                 << describeArgument(i) << " is split over the elastic mesh "
+                 << "axis \"" << axis << "\""
+                 << (origin ? " (" + origin.getValue().str() + ")" : "")
+                 << "; an elastic axis (--mesh=" << axis
+                 << "=auto) splits the batch only: use --shard=dp, tp or sp, "
+                    "or a fixed --mesh="
+                 << axis << "=N";
+        }
+    return success();
+  }
+
+  /// Only all-reduces cross an elastic axis: a gather, scatter or slice
+  /// over it changes a shape with the process count.
+  LogicalResult checkElasticCollectives(Block &body) {
+    for (Operation &op : body) {
+      auto axis = op.getAttrOfType<StringAttr>("mesh_axis");
+      if (!axis || isa<AllReduceOp>(op) || !mesh.isElastic(axis.getValue()))
+        continue;
+      auto reason = op.getAttrOfType<StringAttr>(kReshardAttr);
+      return emitError(op.getLoc())
+             << "the plan needs " << op.getName() << " over the elastic mesh "
+             << "axis " << axis
+             << (reason ? " (" + reason.getValue().str() + ")" : "")
+             << "; an elastic axis (--mesh=" << axis.getValue()
+             << "=auto) may only be all-reduced over: use --shard=dp, tp or "
+                "sp, or a fixed --mesh="
+             << axis.getValue() << "=N";
+    }
+    return success();
+  }
+
+  std::string describeArgument(unsigned i) {
+    for (StringRef attr : {TgDialect::kParamAttr, TgDialect::kStateAttr,
+                           TgDialect::kAccumAttr})
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, attr))
+        return (attr == TgDialect::kParamAttr   ? "parameter '"
+                : attr == TgDialect::kStateAttr ? "optimizer state '"
+                                                : "the accumulated gradient of '") +
+               name.getValue().str() + "'";
+    return "argument " + std::to_string(i);
+  }
+
+  /// The size of elastic axis `axis` as a scalar of `type`, counted at run
+  /// time (an all-reduce of 1 over it, as JAX's psum(1, axis)), once per
+  /// function and type.
+  Value elasticSize(StringRef axis, Type type) {
+    Value &size = elasticSizes[{axis, type}];
+    if (size)
+      return size;
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&func.getBody().front());
+    Location loc = func.getLoc();
+    auto scalarType = RankedTensorType::get({}, type);
+    Value one = ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(scalarType, builder.getFloatAttr(type, 1.0)));
+    auto count = AllReduceOp::create(
+        builder, loc, ValueRange{one},
+        ReductionAttr::get(func.getContext(), Reduction::sum),
+        builder.getStringAttr(axis), IntegerAttr());
+    count->setAttr(kReshardAttr,
+                   builder.getStringAttr("the size of the elastic axis \"" +
+                                         axis + "\", for a mean over it"));
+    current[count.getResult(0)] =
+        ShardingAttr::replicated(func.getContext(), mesh.getSymName(), 0);
+    size = count.getResult(0);
+    return size;
+  }
+
   /// Consecutive tg.all_reduce ops over one axis with one reduction become
   /// one op (tg-schedule then cuts it into buckets as it sees fit); their
   /// reasons are joined.
@@ -271,6 +357,11 @@ private:
                 builder.getFloatAttr(type.getElementType(), decision.scale)));
         v = MulOp::create(builder, op->getLoc(), type, v, factor);
       }
+      if (auto type = dyn_cast<RankedTensorType>(v.getType());
+          type && isa<FloatType>(type.getElementType()))
+        for (StringRef axis : decision.meanOverElastic)
+          v = DivOp::create(builder, op->getLoc(), type, v,
+                            elasticSize(axis, type.getElementType()));
       mapping.map(old, v);
       current[v] = s;
     }
@@ -368,6 +459,8 @@ private:
       lastReshard;
   /// rowsOfEmbeddingGrad's answers, by the whole gradient and the target.
   DenseMap<std::pair<Value, Attribute>, Value> rowsOf;
+  /// elasticSize's answers, by axis and element type.
+  DenseMap<std::pair<StringRef, Type>, Value> elasticSizes;
 };
 
 struct PartitionPass : public tg::impl::PartitionPassBase<PartitionPass> {

@@ -272,8 +272,12 @@ OpSharding mlir::tg::decideOpSharding(Operation *op,
                                        resultPartial.getArrayRef()));
   }
   for (int64_t f : rule.meanFactors)
-    for (StringRef a : factorAxes[f])
-      out.scale /= mesh.axisSize(a);
+    for (StringRef a : factorAxes[f]) {
+      if (mesh.isElastic(a))
+        out.meanOverElastic.push_back(a);
+      else
+        out.scale /= mesh.axisSize(a);
+    }
   return out;
 }
 

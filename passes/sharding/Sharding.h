@@ -26,6 +26,9 @@ struct OpSharding {
   SmallVector<ShardingAttr> operands;
   SmallVector<ShardingAttr> results;
   double scale = 1.0;
+  /// Elastic axes (tg.mesh's `elastic`) whose size also divides the
+  /// results: a mean over them, whose size is known at launch only.
+  SmallVector<StringRef> meanOverElastic;
   /// The operand whose sharding decided the first split factor, -1 when
   /// nothing is split (for the origin of the results).
   int64_t decidedBy = -1;

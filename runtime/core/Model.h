@@ -119,6 +119,10 @@ struct MeshAxisDesc {
   /// 1 when the axis splits the batch (the batch dim of @train_step's
   /// inputs): processes that differ on it train on different data.
   int32_t splitsBatch;
+  /// 1 when the axis takes its size from the process count at launch
+  /// (tgc --mesh=data=auto): the product of the other axes' sizes divides
+  /// the world size, and `size` is the one the plan was priced for.
+  int32_t elastic;
 };
 
 /// The processes that train one model together (data parallel): defined by

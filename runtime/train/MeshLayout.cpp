@@ -29,6 +29,22 @@ MeshLayout::MeshLayout(const ModelDesc &model, int rank, int worldSize)
     replicas_ = worldSize;
     return;
   }
+  // An elastic axis takes what the other axes leave of the world.
+  int elastic = -1;
+  int64_t fixed = 1;
+  for (int a = 0; a < model.numMeshAxes; ++a) {
+    if (model.mesh[a].elastic)
+      elastic = a;
+    else
+      fixed *= sizes_[a];
+  }
+  if (elastic >= 0) {
+    if (worldSize % fixed != 0)
+      throw Error("this executable was compiled for mesh " + describe(elastic) +
+                  ": the run needs a multiple of " + std::to_string(fixed) +
+                  " processes, but it has " + std::to_string(worldSize));
+    sizes_[elastic] = worldSize / fixed;
+  }
   int64_t processes = 1;
   for (int64_t size : sizes_)
     processes *= size;
@@ -52,10 +68,12 @@ MeshLayout::MeshLayout(const ModelDesc &model, int rank, int worldSize)
   }
 }
 
-std::string MeshLayout::describe() const {
+std::string MeshLayout::describe(int autoAxis) const {
   std::string text;
   for (size_t a = 0; a < sizes_.size(); ++a)
-    text += (a ? "," : "") + names_[a] + "=" + std::to_string(sizes_[a]);
+    text += (a ? "," : "") + names_[a] + "=" +
+            (static_cast<int>(a) == autoAxis ? std::string("auto")
+                                             : std::to_string(sizes_[a]));
   return text;
 }
 

@@ -33,13 +33,14 @@ class MeshLayout {
 public:
   /// The mesh of `model` for the process `rank` of `worldSize`. Throws
   /// tgc::Error, naming the mesh and both process counts, when the run has
-  /// a different number of processes than the step was compiled for.
+  /// a different number of processes than the step was compiled for (an
+  /// elastic axis takes the size the world size leaves it).
   MeshLayout(const ModelDesc &model, int rank, int worldSize);
 
   bool hasMesh() const { return !sizes_.empty(); }
   const std::vector<int64_t> &sizes() const { return sizes_; }
-  /// "data=2,tp=2".
-  std::string describe() const;
+  /// "data=2,tp=2" (axis `autoAxis` as "data=auto").
+  std::string describe(int autoAxis = -1) const;
 
   /// This process's data replica and the number of replicas (the rank and
   /// the world size without a mesh).

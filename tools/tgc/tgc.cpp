@@ -225,7 +225,11 @@ cl::opt<std::string> meshFlag(
              "sizes: data=2, data=2,tp=2 (default: the training table's "
              "mesh, else one process). The batch is split over the axes "
              "named data or dp; a run starts exactly as many processes as "
-             "the mesh has"),
+             "the mesh has. data=auto (elastic data parallel): the data "
+             "axis takes its size from the process count at launch (any "
+             "multiple of the other axes' product), nothing but the batch "
+             "is split over it (dp, tp or sp), and the plan is priced for "
+             "2 replicas"),
     cl::value_desc("axis=size,..."), cl::cat(trainingCategory));
 cl::opt<std::string> shardPreset(
     "shard",
@@ -971,10 +975,23 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     for (StringRef part : parts) {
       auto [name, size] = part.trim().split('=');
       int64_t n;
-      if (name.empty() || size.getAsInteger(10, n) || n < 1)
+      if (!name.empty() && size == "auto") {
+        // Elastic data parallel: the size comes from the process count at
+        // launch; the plan is priced for 2 replicas.
+        if (name != "data" && name != "dp")
+          return fail("--mesh: only the data axis (data or dp) can be auto, "
+                      "since the others split the model; got '" +
+                      name.str() + "=auto'");
+        if (!importOptions.elasticAxis.empty())
+          return fail("--mesh: one axis can be auto, got '" + meshFlag + "'");
+        importOptions.elasticAxis = name.str();
+        n = 2;
+      } else if (name.empty() || size.getAsInteger(10, n) || n < 1) {
         return fail("--mesh takes axes as name=size separated by commas "
-                    "(data=2,tp=2), got '" +
+                    "(data=2,tp=2; data=auto for elastic data parallel), "
+                    "got '" +
                     meshFlag + "'");
+      }
       if (llvm::any_of(axes, [&](auto &a) { return a.first == name; }))
         return fail("--mesh names axis '" + name.str() + "' twice");
       axes.emplace_back(name.str(), n);

@@ -435,6 +435,13 @@ int64_t MeshOp::getNumProcesses() {
   return n;
 }
 
+bool MeshOp::isElastic(StringRef name) {
+  auto elastic = getElastic();
+  return elastic && llvm::any_of(*elastic, [&](Attribute a) {
+           return cast<StringAttr>(a).getValue() == name;
+         });
+}
+
 SmallVector<StringRef> MeshOp::getAxisNames() {
   SmallVector<StringRef> out;
   for (Attribute a : getAxes())
@@ -458,13 +465,22 @@ LogicalResult MeshOp::verify() {
       return emitOpError() << "axis \"" << axis
                            << "\" must have a size of at least 1, got " << size;
   }
+  if (auto elastic = getElastic()) {
+    for (Attribute a : *elastic)
+      if (!seen.contains(cast<StringAttr>(a).getValue()))
+        return emitOpError() << "elastic axis " << a << " is not an axis";
+    if (elastic->size() > 1)
+      return emitOpError() << "has " << elastic->size()
+                           << " elastic axes; at most one takes its size "
+                              "from the process count";
+  }
   return success();
 }
 
-// tg.mesh @mesh ["data" = 2, "tp" = 4]
+// tg.mesh @mesh ["data" = 2, "tp" = 4], an axis optionally `elastic`
 ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
   StringAttr name;
-  SmallVector<Attribute> axes;
+  SmallVector<Attribute> axes, elastic;
   SmallVector<int64_t> shape;
   if (parser.parseSymbolName(name, getSymNameAttrName(result.name),
                              result.attributes) ||
@@ -479,6 +495,8 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
         return failure();
       axes.push_back(parser.getBuilder().getStringAttr(axis));
       shape.push_back(size);
+      if (succeeded(parser.parseOptionalKeyword("elastic")))
+        elastic.push_back(axes.back());
     } while (succeeded(parser.parseOptionalComma()));
     if (parser.parseRSquare())
       return failure();
@@ -487,6 +505,9 @@ ParseResult MeshOp::parse(OpAsmParser &parser, OperationState &result) {
                       parser.getBuilder().getArrayAttr(axes));
   result.addAttribute(getShapeAttrName(result.name),
                       parser.getBuilder().getDenseI64ArrayAttr(shape));
+  if (!elastic.empty())
+    result.addAttribute(getElasticAttrName(result.name),
+                        parser.getBuilder().getArrayAttr(elastic));
   return parser.parseOptionalAttrDict(result.attributes);
 }
 
@@ -497,11 +518,13 @@ void MeshOp::print(OpAsmPrinter &printer) {
   llvm::interleaveComma(
       llvm::zip(getAxisNames(), getShape()), printer, [&](auto entry) {
         printer << '"' << std::get<0>(entry) << "\" = " << std::get<1>(entry);
+        if (isElastic(std::get<0>(entry)))
+          printer << " elastic";
       });
   printer << ']';
-  printer.printOptionalAttrDict(
-      (*this)->getAttrs(),
-      {getSymNameAttrName(), getAxesAttrName(), getShapeAttrName()});
+  printer.printOptionalAttrDict((*this)->getAttrs(),
+                                {getSymNameAttrName(), getAxesAttrName(),
+                                 getShapeAttrName(), getElasticAttrName()});
 }
 
 //===----------------------------------------------------------------------===//

@@ -24,9 +24,22 @@ def Tg_MeshOp : Tg_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```mlir
     tg.mesh @mesh ["data" = 2, "tp" = 2]
     ```
+
+    An axis marked `elastic` (`tgc --mesh=data=auto`) takes its size from
+    the process count at launch: the product of the other axes' sizes
+    divides it. Its size here is the one the plan was priced for. Nothing
+    is split over an elastic axis but the batch, and its only collectives
+    are all-reduces (tg-partition checks both), so the step is the same
+    code for every size: a mean over it divides by the size the run
+    counts, not by a constant.
+
+    ```mlir
+    tg.mesh @mesh ["data" = 2 elastic, "tp" = 2]
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
-                   DenseI64ArrayAttr:$shape);
+                   DenseI64ArrayAttr:$shape,
+                   OptionalAttr<StrArrayAttr>:$elastic);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -34,6 +47,8 @@ def Tg_MeshOp : Tg_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     int64_t axisSize(::llvm::StringRef name);
     /// The number of processes: the product of the axis sizes.
     int64_t getNumProcesses();
+    /// Whether axis `name` takes its size from the process count at launch.
+    bool isElastic(::llvm::StringRef name);
     ::llvm::SmallVector<::llvm::StringRef> getAxisNames();
   }];
 }

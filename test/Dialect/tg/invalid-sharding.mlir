@@ -18,6 +18,16 @@ tg.mesh @mesh []
 
 // -----
 
+// expected-error @+1 {{'tg.mesh' op has 2 elastic axes; at most one takes its size from the process count}}
+tg.mesh @mesh ["data" = 2 elastic, "dp" = 2 elastic]
+
+// -----
+
+// expected-error @+1 {{'tg.mesh' op elastic axis "tp" is not an axis}}
+tg.mesh @mesh ["data" = 2] {elastic = ["tp"]}
+
+// -----
+
 tg.mesh @mesh ["data" = 2]
 // expected-error @+1 {{argument 0: unknown mesh axis "tp"; mesh @mesh has "data"}}
 func.func @unknown_axis(%x: tensor<8x4xf32> {tg.sharding = #tg.sharding<@mesh, [{"tp"}, {}]>}) {

@@ -5,6 +5,8 @@
 
 // CHECK: tg.mesh @mesh ["data" = 2, "tp" = 2]
 tg.mesh @mesh ["data" = 2, "tp" = 2]
+// CHECK: tg.mesh @elastic ["data" = 2 elastic, "tp" = 2]
+tg.mesh @elastic ["data" = 2 elastic, "tp" = 2]
 
 // CHECK-LABEL: func.func @shardings_round_trip
 // CHECK-SAME: tg.sharding = #tg.sharding<@mesh, [{"data"}, {}]>

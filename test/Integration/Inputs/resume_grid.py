@@ -5,7 +5,8 @@ usage: resume_grid.py --mpirun CMD --data FILE --model JSON --out DIR
            --batch N --stop S --steps T [--run-flags "..."]
            --reference LABEL LABEL:PROCS:TGC_FLAGS ...
 
-Each LABEL:PROCS:TGC_FLAGS is compiled with `tgc MODEL TGC_FLAGS` and run
+Each LABEL:PROCS:TGC_FLAGS is compiled with `tgc MODEL TGC_FLAGS` (once
+for labels with the same flags) and run
 under `CMD -np PROCS` (one process without CMD when PROCS is 1), always with
 the global --batch-size N, so that the meshes differ in micro-batch size,
 accumulation and data replicas but not in the steps they take. The
@@ -42,12 +43,16 @@ def main():
     p.add_argument("meshes", nargs="+")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    meshes = {}
+    meshes, built = {}, {}
     for spec in a.meshes:
         label, procs, flags = spec.split(":", 2)
-        exe = os.path.join(a.out, label)
-        run(["tgc", a.model, "-o", exe] + shlex.split(flags))
-        meshes[label] = (int(procs), exe)
+        # Labels with the same flags run one executable (an elastic mesh on
+        # several process counts).
+        if flags not in built:
+            built[flags] = os.path.join(a.out, label)
+            run(["tgc", a.model, "-o", built[flags], "--opt-level=1"] +
+                shlex.split(flags))
+        meshes[label] = (int(procs), built[flags])
 
     def launch(label, extra):
         procs, exe = meshes[label]
