@@ -143,9 +143,15 @@ def PartitionPass : Pass<"tg-partition", "ModuleOp"> {
     sum), and the softmax gathers the rows' maxima and all-reduces their
     sums of exponentials, one number per row each, so the logits are never
     gathered; the table's gradient, wanted split by rows, is computed for
-    each process's rows only. A mean over a split factor is scaled so the pieces sum to it;
-    `tg.global_norm` sums its squares over the axes its inputs are split
-    on. Results are resharded to what the function returns.
+    each process's rows only. A mean over a split factor is scaled so the
+    pieces sum to it; over an elastic axis (tg.mesh's `elastic`, tgc
+    --mesh=data=auto) it is divided by the axis' size counted at run time
+    (a tg.all_reduce of 1 over it, once per function), and the pass fails
+    where anything but an input is split over an elastic axis or a
+    collective other than tg.all_reduce crosses it, since those shapes
+    would change with the process count. `tg.global_norm` sums its squares
+    over the axes its inputs are split on. Results are resharded to what
+    the function returns.
 
     Data parallelism is this pass and nothing else: with the batch split
     over `data`, the gradients are partial sums over it, and the update

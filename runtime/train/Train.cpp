@@ -67,7 +67,9 @@
 #include <omp.h>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace tgc {
@@ -251,6 +253,15 @@ private:
   /// --checkpoint-async: snapshots the state (after the previous write has
   /// finished) and starts writing it; returns the checkpoint's path.
   std::string startAsyncCheckpoint(int64_t step);
+  /// What a snapshot copies: this process's pieces (sharded checkpoints) or
+  /// the whole tensors' host copies (root of a consolidated one).
+  std::vector<std::pair<const void *, int64_t>>
+  snapshotSources(bool sharded) const;
+  /// Allocates and touches the snapshot's buffers, so that the first
+  /// checkpoint stalls no longer than the others.
+  void prepareSnapshotBuffers(bool sharded);
+  /// Copies the model state into the snapshot's buffers, in parallel.
+  void copySnapshot(bool sharded);
   /// Finishes the write in flight: waits for it when `wait`, else finishes
   /// it only when every rank's part is on disk. Returns whether none is
   /// left in flight. Every rank calls it at the same points.
@@ -311,12 +322,15 @@ private:
     bool sharded = false;
     double stallMs = 0;
     Metadata meta;
-    std::vector<std::vector<char>> copies;
     std::thread writer;
     std::atomic<bool> done{false};
     std::string failure; ///< written by the writer before `done`
   };
   std::unique_ptr<PendingCheckpoint> pending_;
+  /// The snapshot the asynchronous checkpoint in flight writes: one host
+  /// buffer per tensor, kept from one checkpoint to the next (at most one
+  /// write is in flight; the next snapshot waits for it).
+  std::vector<std::vector<char>> snapshotBuffers_;
 
   int64_t startStep_ = 0;
   /// Steps dropped by --on-nonfinite=skip: the optimizer (and the LR
@@ -1154,26 +1168,76 @@ void Trainer::checkpointWritten(int64_t step, const std::string &path,
   pruneCheckpoints();
 }
 
+std::vector<std::pair<const void *, int64_t>>
+Trainer::snapshotSources(bool sharded) const {
+  std::vector<std::pair<const void *, int64_t>> sources;
+  if (sharded) {
+    for (auto *list : {&params_, &state_})
+      for (const Tensor &t : *list)
+        sources.emplace_back(t.local(), t.bytes);
+    return sources;
+  }
+  for (int i = 0; i < model_.numParams; ++i) {
+    const TensorDesc &t = model_.params[i].tensor;
+    sources.emplace_back(hostParams_[i], numElements(t) * dtypeSize(t.dtype));
+  }
+  for (int i = 0; i < model_.numState; ++i) {
+    const TensorDesc &t = model_.state[i].tensor;
+    sources.emplace_back(hostState_[i], numElements(t) * dtypeSize(t.dtype));
+  }
+  return sources;
+}
+
+void Trainer::prepareSnapshotBuffers(bool sharded) {
+  auto sources = snapshotSources(sharded);
+  snapshotBuffers_.resize(sources.size());
+  // resize writes every byte: the pages are the process's from here on,
+  // and a snapshot is a copy, not a copy and a page fault per 4 KiB.
+  for (size_t i = 0; i < sources.size(); ++i)
+    snapshotBuffers_[i].resize(static_cast<size_t>(sources[i].second));
+}
+
+void Trainer::copySnapshot(bool sharded) {
+  auto sources = snapshotSources(sharded);
+  bool sized = snapshotBuffers_.size() == sources.size();
+  for (size_t i = 0; sized && i < sources.size(); ++i)
+    sized = snapshotBuffers_[i].size() == static_cast<size_t>(sources[i].second);
+  if (!sized)
+    prepareSnapshotBuffers(sharded);
+  // Chunks of 4 MiB over the threads: one core's memcpy does not saturate
+  // memory bandwidth.
+  constexpr int64_t kChunk = int64_t(4) << 20;
+  std::vector<std::tuple<char *, const char *, int64_t>> chunks;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const char *from = static_cast<const char *>(sources[i].first);
+    char *to = snapshotBuffers_[i].data();
+    for (int64_t at = 0; at < sources[i].second; at += kChunk)
+      chunks.emplace_back(to + at, from + at,
+                          std::min(kChunk, sources[i].second - at));
+  }
+  int64_t n = static_cast<int64_t>(chunks.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < n; ++c)
+    std::memcpy(std::get<0>(chunks[c]), std::get<1>(chunks[c]),
+                static_cast<size_t>(std::get<2>(chunks[c])));
+}
+
 std::string Trainer::startAsyncCheckpoint(int64_t step) {
-  finishAsyncCheckpoint(/*wait=*/true);
+  // The stall counts the wait for a write still in flight (checkpoints
+  // closer together than a write takes) as well as the snapshot.
   auto start = std::chrono::steady_clock::now();
+  finishAsyncCheckpoint(/*wait=*/true);
   TraceScope scope(trace_.get(), "checkpoint snapshot", "checkpoint");
   auto p = std::make_unique<PendingCheckpoint>();
   p->step = step;
   p->sharded = shardedCheckpoints();
-  auto copy = [&](const void *data, int64_t bytes) {
-    const char *c = static_cast<const char *>(data);
-    p->copies.emplace_back(c, c + bytes);
-  };
   if (p->sharded) {
     downloadModelState();
     p->partial = partialCheckpointPath(opt_.checkpointDir, step);
     p->path = shardedCheckpointPath(opt_.checkpointDir, step);
     if (checkpointLayout_.tensors.empty())
       checkpointLayout_ = mesh_.checkpointLayout(model_);
-    for (auto *list : {&params_, &state_})
-      for (const Tensor &t : *list)
-        copy(t.local(), t.bytes);
+    copySnapshot(p->sharded);
     p->meta = checkpointMetadata(step);
     checkpointStage(false, p->path,
                     [&] { preparePartialCheckpoint(p->partial); });
@@ -1181,14 +1245,7 @@ std::string Trainer::startAsyncCheckpoint(int64_t step) {
     gatherModelState();
     p->path = checkpointPath(opt_.checkpointDir, step);
     if (isRoot()) {
-      for (int i = 0; i < model_.numParams; ++i) {
-        const TensorDesc &t = model_.params[i].tensor;
-        copy(hostParams_[i], numElements(t) * dtypeSize(t.dtype));
-      }
-      for (int i = 0; i < model_.numState; ++i) {
-        const TensorDesc &t = model_.state[i].tensor;
-        copy(hostState_[i], numElements(t) * dtypeSize(t.dtype));
-      }
+      copySnapshot(p->sharded);
       p->meta = checkpointMetadata(step);
       p->meta["sharding"] =
           mesh_.hasMesh() ? mesh_.metadataJson(model_)
@@ -1204,7 +1261,7 @@ std::string Trainer::startAsyncCheckpoint(int64_t step) {
     raw->writer = std::thread([this, raw] {
       try {
         std::vector<void *> pointers;
-        for (auto &c : raw->copies)
+        for (auto &c : snapshotBuffers_)
           pointers.push_back(c.data());
         if (raw->sharded) {
           std::vector<const void *> local(pointers.begin(), pointers.end());
@@ -1433,11 +1490,11 @@ int Trainer::run() {
                 model_.arenaBytes / 1e6, mesh_.hasMesh() ? " per rank" : "");
   if (isRoot() && !opt_.quiet && mesh_.hasMesh())
     std::printf("batch: micro-batch %lld x %lld accumulated x %lld data "
-                "replicas = %lld per step (mesh %s, %d processes)\n",
+                "replicas = %lld per step (mesh %s, %d process%s)\n",
                 (long long)micro_, (long long)microBatches_,
                 (long long)mesh_.replicas(),
                 (long long)(micro_ * microBatches_ * mesh_.replicas()),
-                mesh_.describe().c_str(), world_);
+                mesh_.describe().c_str(), world_, world_ == 1 ? "" : "es");
   else if (isRoot() && !opt_.quiet)
     std::printf("batch: micro-batch %lld x %lld accumulated x %d processes "
                 "= %lld per step\n",
@@ -1447,6 +1504,11 @@ int Trainer::run() {
   progress_ = std::make_unique<ProgressReporter>(
       opt_.steps, startStep_ + 1, opt_.quiet || !isRoot(), opt_.printEvery,
       tokens ? "tok/s" : "samples/s");
+  // The asynchronous checkpoints' snapshot buffers, before the first step
+  // (a write is a consolidated file on the root, or every rank's part).
+  if (opt_.checkpointAsync && !opt_.checkpointDir.empty() &&
+      opt_.checkpointEvery > 0 && (shardedCheckpoints() || isRoot()))
+    prepareSnapshotBuffers(shardedCheckpoints());
   bool validate = valTokens_ || valClasses_;
   auto runEval = [&](int64_t step) {
     EvalResult r = evaluate();
