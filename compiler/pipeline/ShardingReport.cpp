@@ -574,6 +574,69 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
 
 } // namespace
 
+llvm::Expected<pipeline::Costs>
+mlir::tg::pipelineChunkCosts(ModuleOp module, const CostModel &cost) {
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
+  func::FuncOp step = stepOf(module);
+  if (!step)
+    return fail("no @train_step");
+  PipelineStages stages = getPipelineStages(module);
+  llvm::Expected<StageMap> map = stageMapOf(step, stages);
+  if (!map)
+    return map.takeError();
+  func::FuncOp func = step;
+  Operation *end = forwardEndOf(func);
+  if (!end)
+    return fail("@" + func.getSymName() + " has no forward pass to split");
+  SmallVector<int64_t> chunks = map->chunksOf(func);
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, size_t> index;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    index[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  // The update and the gradient buckets run once a step, not per
+  // micro-batch: neither counted nor followed.
+  auto onceAStep = [](Operation *op) {
+    return isa<OptimizerUpdateOp, GlobalNormOp, LrScheduleOp>(op) ||
+           op->hasAttr("bucket");
+  };
+  // Backward ops from the last: B where a user is an earlier chunk's, or
+  // its own chunk's B.
+  SmallVector<bool> inputBackward(ops.size(), false);
+  for (size_t i = ops.size(); i-- > 0;) {
+    if (!end->isBeforeInBlock(ops[i]))
+      break;
+    for (Operation *user : ops[i]->getUsers()) {
+      auto it = index.find(user);
+      if (it != index.end() && !onceAStep(user) &&
+          (chunks[it->second] < chunks[i] ||
+           (chunks[it->second] == chunks[i] && inputBackward[it->second])))
+        inputBackward[i] = true;
+    }
+  }
+  pipeline::Shape shape{stages.stages, stages.virtualStages, 1};
+  pipeline::Costs costs = pipeline::Costs::uniform(shape, 0, 0, 0);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (onceAStep(op))
+      continue;
+    std::optional<double> comm = cost.collectiveOpSeconds(op);
+    double seconds = comm ? *comm : cost.opSeconds(op);
+    int64_t c = chunks[i];
+    if (!end->isBeforeInBlock(op))
+      costs.forward[c] += seconds;
+    else if (inputBackward[i])
+      costs.backwardInput[c] += seconds;
+    else
+      costs.backwardWeight[c] += seconds;
+  }
+  costs.transfer = cost.stageSendSeconds(
+      (double)activationsOf(func, chunks, *map).sendBytes, stages.stages);
+  return costs;
+}
+
 PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
                                     StringRef label) {
   PlanEstimate plan;

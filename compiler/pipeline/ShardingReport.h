@@ -12,6 +12,7 @@
 #define TGC_COMPILER_PIPELINE_SHARDINGREPORT_H
 
 #include "compiler/cost/CostModel.h"
+#include "passes/pipeline/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -80,6 +81,18 @@ struct PlanEstimate {
 /// the last), the slowest stage setting the pace.
 PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
                           StringRef label);
+
+/// Per chunk of `module`'s pipeline (its tg.pipeline, compiled through the
+/// memory phase), the modelled seconds of one micro-batch's forward (F),
+/// input backward (B) and weight backward (W), and of one transfer between
+/// stages: each op of @train_step but the update and the gradient buckets
+/// (once a step) on the chunk the stage map gives it, collectives in
+/// place. A backward op is B where what it computes reaches, through its
+/// own chunk's ops, the backward of an earlier chunk (the gradient its
+/// stage sends back), else W: the input backward of the first chunk is
+/// empty.
+llvm::Expected<pipeline::Costs> pipelineChunkCosts(ModuleOp module,
+                                                   const CostModel &cost);
 
 /// The report as text, and as JSON (`--report-json`): `module` is the
 /// chosen plan compiled through the memory phase, `others` the standard

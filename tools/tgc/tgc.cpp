@@ -98,13 +98,18 @@ cl::opt<std::string> report(
     "report",
     cl::desc("memory: compile to the memory phase and print the plan: the "
              "arena's peak beside its lower bound, and bytes by category "
-             "(as the --target's backend lays it out)"),
+             "(as the --target's backend lays it out); sharding: the plan's "
+             "modelled cost beside the standard plans; pipeline (with "
+             "--pipeline-stages): each stage's actions under "
+             "--pipeline-schedule, played on the cost model's per-chunk "
+             "times: the step, each stage's bubble and what it holds"),
     cl::value_desc("kind"), cl::cat(tgcCategory));
 cl::opt<std::string> reportPlot(
     "report-plot",
     cl::desc("with --report=memory: draw the bytes live over @train_step "
              "as an SVG picture in this file, a curve per remat policy "
-             "(none, selective, full and the one chosen)"),
+             "(none, selective, full and the one chosen); with "
+             "--report=pipeline: the schedule's timeline, a row per stage"),
     cl::value_desc("file.svg"), cl::cat(tgcCategory));
 cl::opt<std::string> fusionRules(
     "fusion",
@@ -311,6 +316,15 @@ cl::opt<int64_t> virtualStagesFlag(
     cl::desc("with --pipeline-stages: chunks of layers per device, as "
              "Megatron-LM's interleaved schedule places them (default 1)"),
     cl::init(1), cl::value_desc("V"), cl::cat(planCategory));
+cl::opt<std::string> pipelineScheduleFlag(
+    "pipeline-schedule",
+    cl::desc("with --pipeline-stages and --report=pipeline: gpipe, 1f1b, "
+             "interleaved (Megatron-LM's, with --virtual-stages), zb-h1 "
+             "(zero bubble: each backward split into its input and weight "
+             "halves, the weight halves filling the bubble at 1F1B's "
+             "memory), or auto (the fastest of 1f1b and zb-h1, or "
+             "interleaved, as the cost model plays them; default)"),
+    cl::init("auto"), cl::value_desc("schedule"), cl::cat(planCategory));
 cl::opt<std::string> comparePlans(
     "compare-plans",
     cl::desc("tgc --compare-plans A.mlir B.mlir: compile both plans (tg IR "
@@ -761,6 +775,84 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   return plans;
 }
 
+/// --report=pipeline: the schedule (--pipeline-schedule) each stage runs,
+/// played on the cost model's per-chunk times: the action lists, the step
+/// and each stage's bubble and peak of micro-batches held, and with
+/// --report-plot the timeline as an SVG picture.
+LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
+  llvm::Expected<pipeline::Costs> costs = pipelineChunkCosts(module, cost);
+  if (!costs)
+    return fail("--report=pipeline: " + llvm::toString(costs.takeError()));
+  PipelineStages stages = getPipelineStages(module);
+  int64_t micro = std::max<int64_t>(1, tableInteger(module, "grad_accum"));
+  pipeline::Shape shape{stages.stages, stages.virtualStages, micro};
+  SmallVector<pipeline::Schedule> candidates;
+  if (auto chosen = pipeline::parseSchedule(pipelineScheduleFlag))
+    candidates.push_back(*chosen);
+  else if (stages.virtualStages > 1)
+    candidates.push_back(pipeline::Schedule::Interleaved);
+  else
+    candidates = {pipeline::Schedule::OneFOneB,
+                  pipeline::Schedule::ZeroBubbleH1};
+  std::optional<pipeline::Schedule> best;
+  pipeline::StageActions bestActions;
+  pipeline::Timeline bestTimeline;
+  for (pipeline::Schedule schedule : candidates) {
+    auto actions = pipeline::buildSchedule(schedule, shape, *costs);
+    if (!actions)
+      return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
+                  ": " + llvm::toString(actions.takeError()));
+    auto timeline = pipeline::simulate(shape, *actions, *costs);
+    if (!timeline)
+      return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
+                  ": " + llvm::toString(timeline.takeError()));
+    if (!best || timeline->makespan < bestTimeline.makespan) {
+      best = schedule;
+      bestActions = std::move(*actions);
+      bestTimeline = std::move(*timeline);
+    }
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  auto ms = [](double seconds) {
+    return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
+  };
+  os << llvm::formatv("pipeline: {0} stages x {1} chunks a stage, {2} "
+                      "micro-batches, schedule {3}{4} (modelled: tgc builds "
+                      "no pipelined executable yet)\n",
+                      shape.stages, shape.virtualStages, shape.microBatches,
+                      scheduleName(*best),
+                      pipelineScheduleFlag == "auto" ? " (auto)" : "");
+  os << "per micro-batch (forward F, input backward B, weight backward W):\n";
+  for (int64_t c = 0; c < shape.chunks(); ++c)
+    os << llvm::formatv("  chunk {0} on stage {1}: F {2}, B {3}, W {4}\n", c,
+                        shape.stageOf(c), ms(costs->forward[c]),
+                        ms(costs->backwardInput[c]),
+                        ms(costs->backwardWeight[c]));
+  os << "  a transfer between stages: " << ms(costs->transfer) << "\n";
+  os << pipeline::printActions(bestActions, shape);
+  os << "step (the micro-batches through the pipeline, before the update): "
+     << ms(bestTimeline.makespan) << "\n";
+  for (int64_t s = 0; s < shape.stages; ++s)
+    os << llvm::formatv("  stage {0}: busy {1}, idle {2:f1}%, holds at most "
+                        "{3} micro-batches between F and B and {4} deferred "
+                        "W\n",
+                        s, ms(bestTimeline.busy[s]),
+                        100 * bestTimeline.idleFraction(s),
+                        bestTimeline.peakInFlight[s],
+                        bestTimeline.peakDeferredW[s]);
+  if (!reportPlot.empty())
+    return writeText(reportPlot, [&](llvm::raw_ostream &svg) {
+      svg << pipeline::drawSvg(
+          shape, bestTimeline,
+          llvm::formatv("{0}: {1} stages, {2} micro-batches, step {3}",
+                        scheduleName(*best), shape.stages,
+                        shape.microBatches, ms(bestTimeline.makespan))
+              .str());
+      return success();
+    });
+  return success();
+}
+
 /// --report=sharding: the chosen plan beside the others, as text on
 /// stdout, and as JSON and SVG where asked.
 LogicalResult writeShardingReport(ModuleOp module, const PlanEstimate &chosen,
@@ -832,9 +924,21 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail("--emit=mlir writes IR: --compile-to must be import, "
                 "precision, autodiff, optimizer, sharding, partition, fusion, "
                 "schedule or memory");
-  if (!report.empty() && report != "memory" && report != "sharding")
+  if (!report.empty() && report != "memory" && report != "sharding" &&
+      report != "pipeline")
     return fail("unknown --report '" + report +
-                "'; expected memory or sharding");
+                "'; expected memory, sharding or pipeline");
+  if (report == "pipeline" && pipelineStagesFlag < 2)
+    return fail("--report=pipeline plays a pipelined step: add "
+                "--pipeline-stages=P (P >= 2)");
+  if (pipelineScheduleFlag != "auto" &&
+      !pipeline::parseSchedule(pipelineScheduleFlag))
+    return fail("unknown --pipeline-schedule '" + pipelineScheduleFlag +
+                "'; expected gpipe, 1f1b, interleaved, zb-h1 or auto");
+  if (pipelineScheduleFlag.getNumOccurrences() && report != "pipeline")
+    return fail("--pipeline-schedule picks the schedule --report=pipeline "
+                "plays: add --report=pipeline (tgc builds no pipelined "
+                "executable yet)");
   if (!reportPlot.empty() && report.empty())
     return fail("--report-plot draws a report: add --report=memory or "
                 "--report=sharding");
@@ -871,11 +975,13 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (virtualStagesFlag > 1 && pipelineStagesFlag == 1)
     return fail("--virtual-stages splits each pipeline stage's layers: add "
                 "--pipeline-stages");
-  if (pipelineStagesFlag > 1 && report != "sharding" && comparePlans.empty() &&
+  if (pipelineStagesFlag > 1 && report != "sharding" &&
+      report != "pipeline" && comparePlans.empty() &&
       (!report.empty() || last > kLastIRPhase))
     return fail("--pipeline-stages is modelled only: tgc builds no pipelined "
-                "executable yet; add --report=sharding (or --compare-plans, "
-                "or --compile-to=PHASE) to see the plan priced with them");
+                "executable yet; add --report=sharding or --report=pipeline "
+                "(or --compare-plans, or --compile-to=PHASE) to see the plan "
+                "priced with them");
   if (shardTimeLimit <= 0)
     return fail("--shard-time-limit takes a positive number of seconds");
   if (fusionRules != "none" && fusionRules != "elementwise" &&
@@ -1094,7 +1200,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                                                       : "--report=sharding") +
                   " plans the shardings over a mesh: add --mesh (such as "
                   "--mesh=data=2,tp=2) or a mesh in the training table");
-    if (pricesPlans) {
+    if (pricesPlans || report == "pipeline") {
       // The cluster spec and the strategies, checked before anything runs.
       llvm::Expected<ClusterSpec> spec =
           readClusterSpec(clusterSpecPath(options.cluster));
@@ -1178,7 +1284,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     std::optional<ClusterSpec> spec;
     int64_t limit = 0;
     std::vector<CompiledPlan> plans;
-    if (autoShard || report == "sharding" || !comparePlans.empty()) {
+    if (autoShard || report == "sharding" || report == "pipeline" ||
+        !comparePlans.empty()) {
       spec = cantFail(readClusterSpec(clusterSpecPath(options.cluster)));
       cost.emplace(*spec, mesh);
       limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
@@ -1268,6 +1375,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       printPlanComparison(*other, a, *module, b, *cost, limit, llvm::outs());
       return success();
     }
+    if (report == "pipeline")
+      return writePipelineReport(*module, *cost);
     if (report == "sharding") {
       if (!planned) {
         // IR sharded already is priced as it is: its plan was made before.

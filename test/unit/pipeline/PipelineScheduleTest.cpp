@@ -1,0 +1,234 @@
+//===- PipelineScheduleTest.cpp - Schedules, their checks, their bubbles --===//
+//
+// Every schedule plays through at every shape it accepts, with the peaks
+// and bubbles the literature gives (GPipe and 1F1B: (P - 1) / (M + P - 1)
+// idle; 1F1B holds P - s micro-batches on stage s, GPipe all M; ZB-H1 at
+// most 1F1B's, with its deferred W passes within 1F1B's first-stage peak,
+// and at most half its bubble; interleaving less bubble than 1F1B), and
+// every broken list is refused with a message that names the
+// stage, the action and what it waits for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/pipeline/PipelineSchedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+using namespace mlir::tg::pipeline;
+
+namespace {
+
+Timeline play(Schedule schedule, const Shape &shape, const Costs &costs) {
+  auto actions = buildSchedule(schedule, shape, costs);
+  EXPECT_TRUE(static_cast<bool>(actions))
+      << llvm::toString(actions.takeError());
+  auto timeline = simulate(shape, *actions, costs);
+  EXPECT_TRUE(static_cast<bool>(timeline))
+      << llvm::toString(timeline.takeError()) << "\n"
+      << printActions(*actions, shape);
+  return *timeline;
+}
+
+std::string errorOf(const Shape &shape, const StageActions &actions,
+                    const Costs &costs) {
+  auto timeline = simulate(shape, actions, costs);
+  if (timeline)
+    return "";
+  return llvm::toString(timeline.takeError());
+}
+
+StageActions listOf(Schedule schedule, const Shape &shape,
+                    const Costs &costs) {
+  return llvm::cantFail(buildSchedule(schedule, shape, costs));
+}
+
+TEST(PipelineSchedule, GPipeAnd1F1BHaveTheTextbookBubbleAndPeaks) {
+  for (int64_t p : {1, 2, 4})
+    for (int64_t m : {1, 2, 4, 8}) {
+      Shape shape{p, 1, m};
+      Costs costs = Costs::uniform(shape, 1, 1, 1);
+      for (Schedule schedule : {Schedule::GPipe, Schedule::OneFOneB}) {
+        Timeline t = play(schedule, shape, costs);
+        SCOPED_TRACE(scheduleName(schedule).str() + " P=" +
+                     std::to_string(p) + " M=" + std::to_string(m));
+        EXPECT_DOUBLE_EQ(t.makespan, 3.0 * (m + p - 1));
+        for (int64_t s = 0; s < p; ++s) {
+          EXPECT_DOUBLE_EQ(t.busy[s], 3.0 * m);
+          EXPECT_NEAR(t.idleFraction(s), double(p - 1) / (m + p - 1), 1e-12);
+          EXPECT_EQ(t.peakInFlight[s], schedule == Schedule::GPipe
+                                           ? m
+                                           : std::min(p - s, m));
+        }
+      }
+    }
+}
+
+TEST(PipelineSchedule, ZeroBubbleH1KeepsTheMemoryAndHalvesTheBubble) {
+  for (int64_t p : {2, 4})
+    for (int64_t m : {p, 2 * p, 4 * p}) {
+      Shape shape{p, 1, m};
+      Costs costs = Costs::uniform(shape, 1, 1, 1);
+      Timeline zb = play(Schedule::ZeroBubbleH1, shape, costs);
+      Timeline ofob = play(Schedule::OneFOneB, shape, costs);
+      SCOPED_TRACE("P=" + std::to_string(p) + " M=" + std::to_string(m));
+      EXPECT_LE(zb.makespan, ofob.makespan);
+      for (int64_t s = 0; s < p; ++s) {
+        EXPECT_LE(zb.peakInFlight[s], ofob.peakInFlight[s]);
+        EXPECT_LE(zb.peakHeld[s], p);
+        EXPECT_LE(zb.idleFraction(s), 0.5 * ofob.idleFraction(0) + 1e-12);
+      }
+    }
+}
+
+TEST(PipelineSchedule, ZeroBubbleH1PlaysOnUnevenCostsAndTransfers) {
+  Shape shape{4, 1, 6};
+  Costs costs = Costs::uniform(shape, 1.0, 1.5, 0.8, 0.2);
+  costs.forward[3] = 2.0; // a slow last stage (the head and the loss)
+  Timeline zb = play(Schedule::ZeroBubbleH1, shape, costs);
+  Timeline ofob = play(Schedule::OneFOneB, shape, costs);
+  EXPECT_LT(zb.makespan, ofob.makespan);
+}
+
+TEST(PipelineSchedule, InterleavingShrinksTheBubble) {
+  for (int64_t p : {2, 4})
+    for (int64_t v : {2, 3})
+      for (int64_t m : {p, 2 * p, 4 * p}) {
+        // The same model in P x V chunks: each a V-th of a stage's work.
+        Shape shape{p, v, m};
+        Costs costs = Costs::uniform(shape, 1.0 / v, 1.0 / v, 1.0 / v);
+        Timeline t = play(Schedule::Interleaved, shape, costs);
+        Shape flat{p, 1, m};
+        Timeline ofob =
+            play(Schedule::OneFOneB, flat, Costs::uniform(flat, 1, 1, 1));
+        SCOPED_TRACE("P=" + std::to_string(p) + " V=" + std::to_string(v) +
+                     " M=" + std::to_string(m));
+        EXPECT_LT(t.makespan, ofob.makespan);
+        for (int64_t s = 0; s < p; ++s)
+          EXPECT_NEAR(t.busy[s], 3.0 * m, 1e-9);
+      }
+}
+
+TEST(PipelineSchedule, PrintsEachStagesList) {
+  Shape shape{2, 1, 3};
+  EXPECT_EQ(printActions(listOf(Schedule::OneFOneB, shape,
+                                Costs::uniform(shape, 1, 1, 1)),
+                         shape),
+            "stage 0: F0 send-F0 F1 send-F1 recv-B0 BW0 F2 send-F2 recv-B1 "
+            "BW1 recv-B2 BW2\n"
+            "stage 1: recv-F0 F0 BW0 send-B0 recv-F1 F1 BW1 send-B1 recv-F2 "
+            "F2 BW2 send-B2\n");
+  Shape interleaved{2, 2, 2};
+  std::string text = printActions(
+      listOf(Schedule::Interleaved, interleaved,
+             Costs::uniform(interleaved, 1, 1, 1)),
+      interleaved);
+  EXPECT_NE(text.find("stage 0: F0@0 send-F0@0 F1@0 send-F1@0 recv-F0@2 "
+                      "F0@2"),
+            std::string::npos)
+      << text;
+}
+
+TEST(PipelineSchedule, ShapesASchedulesDoesNotTakeAreRefused) {
+  auto error = [](Schedule schedule, Shape shape) {
+    auto actions =
+        buildSchedule(schedule, shape, Costs::uniform(shape, 1, 1, 1));
+    return actions ? std::string() : llvm::toString(actions.takeError());
+  };
+  EXPECT_NE(error(Schedule::Interleaved, {2, 1, 4}).find(
+                "--virtual-stages must be at least 2"),
+            std::string::npos);
+  EXPECT_NE(error(Schedule::Interleaved, {4, 2, 6}).find(
+                "6 micro-batches are not a multiple of 4"),
+            std::string::npos);
+  EXPECT_NE(error(Schedule::GPipe, {2, 2, 4}).find(
+                "--virtual-stages=2 needs the interleaved schedule"),
+            std::string::npos);
+}
+
+TEST(PipelineSchedule, ABackwardBeforeItsForwardIsRefused) {
+  Shape shape{2, 1, 2};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  StageActions actions = listOf(Schedule::OneFOneB, shape, costs);
+  // Stage 1: recv-F0 F0 BW0 ...: run BW0 first.
+  std::swap(actions[1][1], actions[1][2]);
+  EXPECT_EQ(errorOf(shape, actions, costs),
+            "stage 1: BW0: reads F0, which this stage has not computed "
+            "before it");
+}
+
+TEST(PipelineSchedule, AWeightGradientBeforeItsInputGradientIsRefused) {
+  Shape shape{2, 1, 2};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  StageActions actions = listOf(Schedule::ZeroBubbleH1, shape, costs);
+  auto &last = actions[1];
+  auto b = std::find(last.begin(), last.end(), Action{ActionKind::B, 0, 1});
+  auto w = std::find(last.begin(), last.end(), Action{ActionKind::W, 0, 1});
+  ASSERT_TRUE(b != last.end() && w != last.end());
+  std::iter_swap(b, w);
+  EXPECT_EQ(errorOf(shape, actions, costs),
+            "stage 1: W0: reads B0, which this stage has not computed "
+            "before it");
+}
+
+TEST(PipelineSchedule, WaitingInACycleIsADeadlock) {
+  Shape shape{2, 1, 1};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  // Stage 0 waits for the gradient before it sends its activation.
+  StageActions actions = {
+      {{ActionKind::F, 0, 0},
+       {ActionKind::RecvB, 0, 0},
+       {ActionKind::SendF, 0, 0},
+       {ActionKind::BW, 0, 0}},
+      {{ActionKind::RecvF, 0, 1},
+       {ActionKind::F, 0, 1},
+       {ActionKind::BW, 0, 1},
+       {ActionKind::SendB, 0, 1}}};
+  EXPECT_EQ(errorOf(shape, actions, costs),
+            "the schedule deadlocks: stage 0: recv-B0 waits for send-B0 on "
+            "stage 1; stage 1: recv-F0 waits for send-F0 on stage 0");
+}
+
+TEST(PipelineSchedule, AMissingSendIsADeadlockAndAMissingActionAnError) {
+  Shape shape{2, 1, 2};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  StageActions noSend = listOf(Schedule::GPipe, shape, costs);
+  noSend[0].erase(std::find(noSend[0].begin(), noSend[0].end(),
+                            Action{ActionKind::SendF, 1, 0}));
+  EXPECT_EQ(errorOf(shape, noSend, costs),
+            "the schedule deadlocks: stage 0: recv-B0 waits for send-B0 on "
+            "stage 1; stage 1: recv-F1 waits for send-F1 on stage 0");
+  StageActions noBackward = listOf(Schedule::GPipe, shape, costs);
+  noBackward[0].pop_back(); // BW1 of stage 0 (after recv-B1)
+  EXPECT_EQ(errorOf(shape, noBackward, costs), "stage 0 never runs BW1");
+}
+
+TEST(PipelineSchedule, TwiceOrOnTheWrongStageIsRefused) {
+  Shape shape{2, 1, 1};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  StageActions twice = listOf(Schedule::GPipe, shape, costs);
+  twice[0].insert(twice[0].begin() + 1, {ActionKind::F, 0, 0});
+  EXPECT_EQ(errorOf(shape, twice, costs), "stage 0: F0: runs twice");
+  StageActions wrong = listOf(Schedule::GPipe, shape, costs);
+  wrong[0].insert(wrong[0].begin(), {ActionKind::F, 0, 1});
+  EXPECT_EQ(errorOf(shape, wrong, costs),
+            "stage 0: F0: chunk 1 runs on stage 1");
+}
+
+TEST(PipelineSchedule, DrawsOneBoxPerComputeAction) {
+  Shape shape{2, 1, 2};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  Timeline t = play(Schedule::ZeroBubbleH1, shape, costs);
+  std::string svg = drawSvg(shape, t, "zb-h1, 2 stages, 2 micro-batches");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  size_t boxes = 0;
+  for (size_t at = svg.find("<title>W"); at != std::string::npos;
+       at = svg.find("<title>W", at + 1))
+    ++boxes;
+  EXPECT_EQ(boxes, 4u); // W0 and W1 on each stage
+  EXPECT_NE(svg.find("idle"), std::string::npos);
+}
+
+} // namespace
