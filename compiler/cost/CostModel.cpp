@@ -9,6 +9,7 @@
 #include "compiler/cost/CostModel.h"
 
 #include "dialects/tg/IR/TgOps.h"
+#include "passes/pipeline/PipelineSchedule.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -117,13 +118,28 @@ double CostModel::stageSendSeconds(double bytes, int64_t stages) const {
   return link.latency + bytes / link.bandwidth;
 }
 
-double mlir::tg::pipelineInFlight(int64_t stage, int64_t stages,
-                                  int64_t virtualStages, int64_t microBatches) {
-  int64_t p = std::max<int64_t>(stages, 1),
-          v = std::max<int64_t>(virtualStages, 1),
-          k = std::max<int64_t>(microBatches, 1);
-  if (v == 1)
-    return (double)std::min(p - stage, k);
-  int64_t chunks = (p - stage - 1) * 2 + (v - 1) * p + 1;
-  return (double)std::min(chunks, k * v) / (double)v;
+llvm::Expected<PipelinePlay>
+mlir::tg::playPipeline(int64_t stages, int64_t virtualStages,
+                       int64_t microBatches) {
+  pipeline::Shape shape{std::max<int64_t>(stages, 1),
+                        std::max<int64_t>(virtualStages, 1),
+                        std::max<int64_t>(microBatches, 1)};
+  int64_t v = shape.virtualStages;
+  // A micro-batch slot is 3 units: F, B and W of a V-th each per chunk.
+  pipeline::Costs costs =
+      pipeline::Costs::uniform(shape, 1.0 / v, 1.0 / v, 1.0 / v);
+  auto actions = pipeline::buildSchedule(v > 1
+                                             ? pipeline::Schedule::Interleaved
+                                             : pipeline::Schedule::OneFOneB,
+                                         shape, costs);
+  if (!actions)
+    return actions.takeError();
+  auto timeline = pipeline::simulate(shape, *actions, costs);
+  if (!timeline)
+    return timeline.takeError();
+  PipelinePlay play;
+  play.slots = timeline->makespan / 3;
+  for (int64_t held : timeline->peakInFlight)
+    play.inFlight.push_back((double)held / (double)v);
+  return play;
 }

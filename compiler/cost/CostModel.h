@@ -16,6 +16,7 @@
 #include "dialects/tg/IR/TgSharding.h"
 
 #include "mlir/IR/Operation.h"
+#include "llvm/Support/Error.h"
 
 namespace mlir::tg {
 
@@ -64,14 +65,22 @@ private:
   int64_t meshDevices = 1;
 };
 
-/// How many micro-batches' activations pipeline stage `stage` of `stages`
-/// holds at its peak, in units of the stage's whole share of the layers:
-/// min(P - s, K) under 1F1B (V = 1); under Megatron-LM's interleaved
-/// schedule (V chunks per device) its warm-up of (P - s - 1) * 2 + (V - 1)
-/// * P chunks plus the one in flight, at most K V, each chunk a V-th of
-/// the stage's layers.
-double pipelineInFlight(int64_t stage, int64_t stages, int64_t virtualStages,
-                        int64_t microBatches);
+/// A pipelined step as passes/pipeline's player runs its schedule (1F1B
+/// for one chunk a stage, Megatron-LM's interleaved schedule for V), every
+/// chunk's F, B and W alike and transfers free: the step in micro-batch
+/// slots of one stage (K + (P - 1) / V), and each stage's peak of
+/// micro-batches whose activations it holds, in units of its whole share
+/// of the layers (min(P - s, K) under 1F1B; under interleaving the
+/// warm-up's (P - s - 1) * 2 + (V - 1) * P chunks plus the one in flight,
+/// at most K V, over V). One model of the pipeline for tg-auto-shard and
+/// the reports; an error where the schedule does not take the shape
+/// (interleaving needs micro-batches a multiple of P).
+struct PipelinePlay {
+  double slots = 0;
+  SmallVector<double> inFlight;
+};
+llvm::Expected<PipelinePlay> playPipeline(int64_t stages, int64_t virtualStages,
+                                          int64_t microBatches);
 
 /// The element type name an op computes in ("bf16", "f16", "f32").
 StringRef computeTypeName(Operation *op);

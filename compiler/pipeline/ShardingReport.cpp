@@ -419,8 +419,9 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
 
 /// Prices `plan`'s step as a pipeline: each stage's time is its share of
 /// @forward_backward on K - 1 micro-batches and of @train_step once; the
-/// slowest stage's is the step's, plus the bubble of (P - 1) / V of its
-/// micro-batch slots and, on the critical path, the sends between stages
+/// slowest stage's is the step's, plus the bubble the schedule's player
+/// finds (playPipeline: (P - 1) / V of its micro-batch slots) and, on the
+/// critical path, the sends between stages
 /// (2 (P V - 1) in the fill and drain, 2 V per micro-batch, none hidden).
 /// A stage holds its layers' parameters and state, the batch, and the
 /// activations of as many micro-batches as its schedule keeps in flight.
@@ -431,6 +432,11 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
           k = plan.microBatches;
   plan.stages = p;
   plan.virtualStages = v;
+  llvm::Expected<PipelinePlay> play = playPipeline(p, v, k);
+  if (!play) {
+    plan.error = llvm::toString(play.takeError());
+    return;
+  }
   func::FuncOp step = stepOf(module);
   auto fb = k > 1 ? module.lookupSymbol<func::FuncOp>("forward_backward")
                   : func::FuncOp();
@@ -464,7 +470,7 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
   // One micro-batch slot: @forward_backward's; with one micro-batch,
   // @train_step's whole (its update included: an upper bound).
   double slot = fb ? other[slow].seconds() : last[slow].seconds();
-  plan.bubbleSeconds = (double)(p - 1) / (double)v * slot;
+  plan.bubbleSeconds = (play->slots - (double)k) * slot;
   StageActivations stepActivations = activationsOf(step, stepChunks, map);
   plan.sendBytes = stepActivations.sendBytes;
   plan.sendSeconds = (double)(2 * (p * v - 1) + 2 * v * k) *
@@ -557,7 +563,7 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
     for (int64_t s = 0; s < p; ++s)
       arena[s] = std::max(
           arena[s], (int64_t)std::ceil(
-                        scale * (peak[s] + (pipelineInFlight(s, p, v, k) - 1) *
+                        scale * (peak[s] + (play->inFlight[s] - 1) *
                                                (double)acts.savedBytes[s])));
   };
   addArena(step, stepShares, stepActivations);

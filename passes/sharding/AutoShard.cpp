@@ -1010,12 +1010,20 @@ void AutoShardPass::runOnOperation() {
   //
   // With pipeline stages (modelled, not executable) a device runs its
   // stage's share of every op, a P-th, and the micro-batch ops once more
-  // per (P - 1) / V for the bubble; it holds a P-th of the parameters and
+  // per (P - 1) / V for the bubble (the schedule's player, playPipeline);
+  // it holds a P-th of the parameters and
   // state, and the activations of its in-flight micro-batches, which for
   // the first stage is about one micro-batch of the whole model.
   PipelineStages pipeline = getPipelineStages(module);
-  double perMicroBatch =
-      microBatches + (double)(pipeline.stages - 1) / pipeline.virtualStages;
+  llvm::Expected<PipelinePlay> play = playPipeline(
+      pipeline.stages, pipeline.virtualStages, microBatches);
+  if (!play) {
+    module.emitError() << "--pipeline-stages=" << pipeline.stages
+                       << " --virtual-stages=" << pipeline.virtualStages
+                       << ": " << llvm::toString(play.takeError());
+    return signalPassFailure();
+  }
+  double perMicroBatch = play->slots;
   SmallVector<double> weight(nodes.size(), 1.0);
   if (perMicroBatch > 1) {
     // Once per step: what reads an accumulator or the optimizer's state,
@@ -1043,8 +1051,7 @@ void AutoShardPass::runOnOperation() {
   SmallVector<SmallVector<double>> sends(nodes.size());
   if (pipeline.stages > 1) {
     double p = (double)pipeline.stages;
-    double inFlight = pipelineInFlight(0, pipeline.stages,
-                                       pipeline.virtualStages, microBatches);
+    double inFlight = play->inFlight[0];
     Operation *loss = forwardEndOf(step);
     int64_t forwardEnd = loss ? position.lookup(loss) : -1;
     // Each micro-batch in flight keeps its own activations (the values

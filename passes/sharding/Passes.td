@@ -278,7 +278,7 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     its layers' parameters, state, accumulators and values (the other
     stages' count nothing), where what the forward pass keeps for the
     backward and computes from the batch counts once per micro-batch in
-    flight (pipelineInFlight), and what the weights alone give (their bf16
+    flight (playPipeline), and what the weights alone give (their bf16
     casts) once. Without named layers, a P-th of every parameter and of
     everything kept for the backward (times the micro-batches in flight
     for activations).

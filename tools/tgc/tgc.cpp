@@ -314,7 +314,8 @@ cl::opt<int64_t> pipelineStagesFlag(
 cl::opt<int64_t> virtualStagesFlag(
     "virtual-stages",
     cl::desc("with --pipeline-stages: chunks of layers per device, as "
-             "Megatron-LM's interleaved schedule places them (default 1)"),
+             "Megatron-LM's interleaved schedule places them (its "
+             "micro-batches, --grad-accum, a multiple of P; default 1)"),
     cl::init(1), cl::value_desc("V"), cl::cat(planCategory));
 cl::opt<std::string> pipelineScheduleFlag(
     "pipeline-schedule",

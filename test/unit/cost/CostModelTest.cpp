@@ -8,21 +8,37 @@ using namespace mlir::tg;
 
 namespace {
 
-// 1F1B: stage s of P holds min(P - s, K) micro-batches' activations.
-TEST(PipelineInFlight, OneForwardOneBackward) {
-  EXPECT_EQ(pipelineInFlight(0, 4, 1, 16), 4);
-  EXPECT_EQ(pipelineInFlight(3, 4, 1, 16), 1);
-  EXPECT_EQ(pipelineInFlight(0, 4, 1, 2), 2);
-  EXPECT_EQ(pipelineInFlight(0, 1, 1, 16), 1);
+double inFlight(int64_t stage, int64_t stages, int64_t virtualStages,
+                int64_t microBatches) {
+  return llvm::cantFail(playPipeline(stages, virtualStages, microBatches))
+      .inFlight[stage];
+}
+
+// 1F1B: stage s of P holds min(P - s, K) micro-batches' activations, and
+// the step is K + P - 1 micro-batch slots.
+TEST(PlayPipeline, OneForwardOneBackward) {
+  EXPECT_EQ(inFlight(0, 4, 1, 16), 4);
+  EXPECT_EQ(inFlight(3, 4, 1, 16), 1);
+  EXPECT_EQ(inFlight(0, 4, 1, 2), 2);
+  EXPECT_EQ(inFlight(0, 1, 1, 16), 1);
+  EXPECT_DOUBLE_EQ(llvm::cantFail(playPipeline(4, 1, 16)).slots, 16 + 3);
 }
 
 // Interleaved (Megatron-LM's schedule): the warm-up's (P - s - 1) * 2 +
 // (V - 1) * P chunks plus the one in flight, each a V-th of the stage's
-// layers, at most K V chunks.
-TEST(PipelineInFlight, Interleaved) {
-  EXPECT_DOUBLE_EQ(pipelineInFlight(0, 4, 20, 64), (3 * 2 + 19 * 4 + 1) / 20.0);
-  EXPECT_DOUBLE_EQ(pipelineInFlight(3, 4, 20, 64), (19 * 4 + 1) / 20.0);
-  EXPECT_DOUBLE_EQ(pipelineInFlight(0, 4, 2, 1), 2 / 2.0);
+// layers, at most K V chunks; the bubble (P - 1) / V slots; micro-batches
+// a multiple of P.
+TEST(PlayPipeline, Interleaved) {
+  EXPECT_DOUBLE_EQ(inFlight(0, 4, 20, 64), (3 * 2 + 19 * 4 + 1) / 20.0);
+  EXPECT_DOUBLE_EQ(inFlight(3, 4, 20, 64), (19 * 4 + 1) / 20.0);
+  EXPECT_DOUBLE_EQ(inFlight(0, 4, 2, 4), 8 / 2.0); // all K V chunks
+  EXPECT_NEAR(llvm::cantFail(playPipeline(4, 2, 8)).slots, 8 + 3 / 2.0,
+              1e-12);
+  auto refused = playPipeline(4, 2, 1);
+  ASSERT_FALSE(static_cast<bool>(refused));
+  EXPECT_NE(llvm::toString(refused.takeError())
+                .find("1 micro-batches are not a multiple of 4"),
+            std::string::npos);
 }
 
 ClusterSpec twoLevels() {
