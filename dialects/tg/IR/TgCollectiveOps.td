@@ -123,4 +123,51 @@ def Tg_AllSliceOp : Tg_ReshapingCollective<"all_slice", [Pure]> {
                    StrAttr:$mesh_axis);
 }
 
+// Point-to-point: between the processes `offset` apart on `mesh_axis`
+// (a pipeline's neighbouring stages on "pp"). Verified and printed; no
+// backend lowers them yet (the pass that cuts a step into pipeline chunks
+// and the runtime's driver that runs them are still to come).
+
+def Tg_SendOp : Tg_Op<"send"> {
+  let summary = "Sends a tensor to the process `offset` away on an axis";
+  let description = [{
+    Sends `input` to the process whose coordinate on `mesh_axis` is this
+    process's plus `offset` (its other coordinates the same), which takes
+    it with the tg.recv of the same `tag` and the opposite offset. Does not
+    wait for the receiver. A pipeline stage sends its activations to the
+    next stage (offset 1) and its input gradients to the one before
+    (offset -1).
+
+    ```mlir
+    tg.mesh @mesh ["pp" = 4, "data" = 2]
+    tg.send %h {mesh_axis = "pp", offset = 1 : i64, tag = 0 : i64}
+        : tensor<16x64x768xf32>
+    ```
+  }];
+  let arguments = (ins Tg_Tensor:$input, StrAttr:$mesh_axis, I64Attr:$offset,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tg_RecvOp : Tg_Op<"recv"> {
+  let summary = "Receives a tensor from the process `offset` away on an axis";
+  let description = [{
+    Waits for the tensor that the process whose coordinate on `mesh_axis` is
+    this process's plus `offset` sends with the tg.send of the same `tag`
+    (and the opposite offset), and returns it. The result type is what the
+    sender sends.
+
+    ```mlir
+    %h = tg.recv {mesh_axis = "pp", offset = -1 : i64, tag = 0 : i64}
+        : tensor<16x64x768xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$mesh_axis, I64Attr:$offset,
+                   ConfinedAttr<I64Attr, [IntNonNegative]>:$tag);
+  let results = (outs Tg_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TG_COLLECTIVE_OPS_TD

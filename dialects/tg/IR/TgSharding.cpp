@@ -585,6 +585,29 @@ static LogicalResult verifyReshapingCollective(Operation *op, int64_t dim,
   return success();
 }
 
+/// A peer `offset` away on `axis`: not this process, and on the axis for
+/// some process (|offset| below the axis size).
+static LogicalResult verifyPeer(Operation *op, StringRef axis,
+                                int64_t offset) {
+  FailureOr<int64_t> size = collectiveAxisSize(op, axis);
+  if (failed(size))
+    return failure();
+  if (offset == 0)
+    return op->emitOpError() << "offset 0 names this process itself";
+  if (offset <= -*size || offset >= *size)
+    return op->emitOpError() << "offset " << offset << " reaches past the "
+                             << *size << " processes of \"" << axis << "\"";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getMeshAxis(), getOffset());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getMeshAxis(), getOffset());
+}
+
 LogicalResult AllGatherOp::verify() {
   return verifyReshapingCollective(*this, getDim(), getMeshAxis(), true);
 }

@@ -178,3 +178,47 @@ func.func @reshard_on_collective(%x: tensor<4xf32>) {
   %0 = tg.relu %x {tg.reshard = "x"} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @send_needs_mesh(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.send' op runs over mesh axis "pp" but the module defines no tg.mesh}}
+  tg.send %x {mesh_axis = "pp", offset = 1 : i64, tag = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+tg.mesh @mesh ["pp" = 2]
+func.func @send_to_itself(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.send' op offset 0 names this process itself}}
+  tg.send %x {mesh_axis = "pp", offset = 0 : i64, tag = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+tg.mesh @mesh ["pp" = 2]
+func.func @recv_past_the_axis() -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.recv' op offset -2 reaches past the 2 processes of "pp"}}
+  %0 = tg.recv {mesh_axis = "pp", offset = -2 : i64, tag = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+func.func @recv_unknown_axis() -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.recv' op runs over mesh axis "pp", which mesh @mesh does not have}}
+  %0 = tg.recv {mesh_axis = "pp", offset = 1 : i64, tag = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+tg.mesh @mesh ["pp" = 2]
+func.func @negative_tag(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.send' op attribute 'tag' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  tg.send %x {mesh_axis = "pp", offset = 1 : i64, tag = -1 : i64} : tensor<4xf32>
+  return
+}

@@ -40,3 +40,13 @@ func.func @pin_and_collectives(%x: tensor<8x64xf32>, %s: tensor<f32>) -> tensor<
   %d = tg.all_reduce %s {mesh_axis = "tp"} : tensor<f32>
   return %p : tensor<8x64xf32>
 }
+
+// Point-to-point, as a pipeline's neighbouring stages use them.
+// CHECK-LABEL: func.func @send_and_recv
+func.func @send_and_recv(%h: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  // CHECK: tg.send %{{.*}} {mesh_axis = "tp", offset = 1 : i64, tag = 3 : i64} : tensor<8x64xf32>
+  tg.send %h {mesh_axis = "tp", offset = 1 : i64, tag = 3 : i64} : tensor<8x64xf32>
+  // CHECK: tg.recv {mesh_axis = "tp", offset = -1 : i64, tag = 3 : i64} : tensor<8x64xf32>
+  %g = tg.recv {mesh_axis = "tp", offset = -1 : i64, tag = 3 : i64} : tensor<8x64xf32>
+  return %g : tensor<8x64xf32>
+}
