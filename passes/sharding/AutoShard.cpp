@@ -786,6 +786,11 @@ void AutoShardPass::runOnOperation() {
       return signalPassFailure();
     }
   }
+  // An elastic data axis (tgc --mesh=data=auto) takes its size at launch:
+  // nothing but the batch may be split over it, so no ZeRO.
+  if (llvm::any_of(mesh.getAxisNames(),
+                   [&](StringRef a) { return mesh.isElastic(a); }))
+    allowZero = false;
   for (StringRef preset : llvm::split(StringRef(startPresets), ','))
     if (!preset.trim().empty() &&
         !llvm::is_contained(shardPresetNames(), preset.trim())) {
