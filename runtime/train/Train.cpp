@@ -1198,12 +1198,11 @@ void Trainer::prepareSnapshotBuffers(bool sharded) {
 }
 
 void Trainer::copySnapshot(bool sharded) {
-  auto sources = snapshotSources(sharded);
-  bool sized = snapshotBuffers_.size() == sources.size();
-  for (size_t i = 0; sized && i < sources.size(); ++i)
-    sized = snapshotBuffers_[i].size() == static_cast<size_t>(sources[i].second);
-  if (!sized)
+  // Sized before the first step (prepareSnapshotBuffers); the layout of a
+  // process's state does not change during a run.
+  if (snapshotBuffers_.empty())
     prepareSnapshotBuffers(sharded);
+  auto sources = snapshotSources(sharded);
   // Chunks of 4 MiB over the threads: one core's memcpy does not saturate
   // memory bandwidth.
   constexpr int64_t kChunk = int64_t(4) << 20;
