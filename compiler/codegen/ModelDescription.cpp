@@ -128,15 +128,11 @@ SmallVector<int64_t> globalShape(Type type, ShardingAttr sharding,
   return shape;
 }
 
-/// A TensorDesc initialiser. `type` is what one process holds; with
-/// `global`, the shape printed is the whole tensor's (each split dim times
-/// the sizes of its axes), as initialisation and checkpoints see it.
-/// `fileShape`, when given and different from that shape, is printed as
-/// the TensorDesc's file shape after the split masks (then printed even
-/// when all 0): {"w", F32, 3, {768, 3, 768}, {0, 0, 2}, 2, {768, 2304}}.
-std::string tensorDesc(StringRef name, Type type, ShardingAttr sharding = {},
-                       MeshOp mesh = {}, bool global = true,
-                       ArrayRef<int64_t> fileShape = {}) {
+} // namespace
+
+std::string mlir::tg::tensorDesc(StringRef name, Type type,
+                                 ShardingAttr sharding, MeshOp mesh,
+                                 bool global, ArrayRef<int64_t> fileShape) {
   auto t = cast<RankedTensorType>(type);
   SmallVector<int64_t> shape = global ? globalShape(type, sharding, mesh)
                                       : SmallVector<int64_t>(t.getShape());
@@ -153,6 +149,8 @@ std::string tensorDesc(StringRef name, Type type, ShardingAttr sharding = {},
   os << "}";
   return s;
 }
+
+namespace {
 
 std::string initSpec(InitializerAttr init) {
   if (!init)
@@ -638,7 +636,8 @@ std::string mlir::tg::trainingDefaults(const StepSignature &sig,
 
 void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
                              StringRef deviceOps, StringRef flopsPerStep,
-                             StringRef arenaBytes, llvm::raw_ostream &os) {
+                             StringRef arenaBytes, llvm::raw_ostream &os,
+                             StringRef pipeline) {
   os << "const tgc::ModelDesc kModel = {\n"
      << "    \"" << sig.modelName << "\",\n"
      << "    " << sig.fwdParams.size() << ", kParams,\n"
@@ -659,6 +658,7 @@ void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
   else
     os << "    /*numMeshAxes=*/0, /*mesh=*/nullptr,\n";
   os << "    /*grads=*/kGrads,\n";
+  os << "    /*pipeline=*/" << pipeline << ",\n";
   os << "};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";

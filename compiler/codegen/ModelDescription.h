@@ -19,6 +19,7 @@
 #define TGC_COMPILER_CODEGEN_MODELDESCRIPTION_H
 
 #include "dialects/tg/IR/TgDialect.h"
+#include "dialects/tg/IR/TgSharding.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -43,6 +44,15 @@ std::string intList(ArrayRef<int64_t> values);
 std::string describeLoc(Location loc);
 /// The runtime's DType enumerator for an element type ("tgc::DType::F32").
 std::string dtypeName(Type t);
+/// A TensorDesc initialiser. `type` is what one process holds; with
+/// `global`, the shape printed is the whole tensor's (each split dim times
+/// the sizes of its axes), as initialisation and checkpoints see it.
+/// `fileShape`, when given and different from that shape, is printed as
+/// the TensorDesc's file shape after the split masks (then printed even
+/// when all 0): {"w", F32, 3, {768, 3, 768}, {0, 0, 2}, 2, {768, 2304}}.
+std::string tensorDesc(StringRef name, Type type, ShardingAttr sharding = {},
+                       MeshOp mesh = {}, bool global = true,
+                       ArrayRef<int64_t> fileShape = {});
 
 //===----------------------------------------------------------------------===//
 // The step signature
@@ -137,7 +147,8 @@ std::string trainingDefaults(const StepSignature &signature, ModuleOp module);
 /// `flopsPerStep` and `arenaBytes`.
 void emitModelDesc(const StepSignature &signature, ModuleOp module,
                    StringRef deviceOps, StringRef flopsPerStep,
-                   StringRef arenaBytes, llvm::raw_ostream &os);
+                   StringRef arenaBytes, llvm::raw_ostream &os,
+                   StringRef pipeline = "nullptr");
 
 /// One number of the module's training table (tg.training), or `fallback`.
 double trainingNumber(ModuleOp module, ArrayRef<StringRef> path,

@@ -6,6 +6,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/pipeline/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
@@ -26,6 +27,7 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Case("optimizer", Phase::Optimizer)
       .Case("sharding", Phase::Sharding)
       .Case("partition", Phase::Partition)
+      .Case("pipeline", Phase::Pipeline)
       .Case("fusion", Phase::Fusion)
       .Case("schedule", Phase::Schedule)
       .Case("memory", Phase::Memory)
@@ -48,6 +50,8 @@ StringRef mlir::tg::phaseName(Phase phase) {
     return "sharding";
   case Phase::Partition:
     return "partition";
+  case Phase::Pipeline:
+    return "pipeline";
   case Phase::Fusion:
     return "fusion";
   case Phase::Schedule:
@@ -155,6 +159,17 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createPartitionPass());
     // Pieces sliced twice from one value are one.
     pm.addPass(createCSEPass());
+  }
+  if (from < Phase::Pipeline && to >= Phase::Pipeline) {
+    // After tg-partition: chunks of the per-process step. Both do nothing
+    // without tg.pipeline.
+    PipelineSplitPassOptions split;
+    split.cluster = options.cluster;
+    pm.addPass(createPipelineSplitPass(split));
+    PipelineSchedulePassOptions opt;
+    opt.schedule = options.pipelineSchedule;
+    opt.cluster = options.cluster;
+    pm.addPass(createPipelineSchedulePass(opt));
   }
   if (from < Phase::Fusion && to >= Phase::Fusion && options.remat != "none") {
     // After tg-partition: the activations kept are the local pieces.

@@ -25,6 +25,8 @@ enum class Phase {
   Optimizer, ///< + @train_step
   Sharding,  ///< every value sharded over the mesh (tg-propagate-sharding)
   Partition, ///< per-process shapes and collectives (tg-partition)
+  Pipeline,  ///< with pipeline stages: chunks and each stage's actions
+             ///< (tg-pipeline-split, tg-pipeline-schedule)
   Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
   Schedule,  ///< kernels in order, gradient all-reduce in buckets (tg-schedule)
   Memory,    ///< every buffer at an arena offset (tg-plan-memory)
@@ -83,6 +85,9 @@ struct PipelineOptions {
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.
   std::string precision;
+  /// tg-pipeline-schedule's schedule: gpipe, 1f1b, interleaved, zb-h1 or
+  /// auto (with pipeline stages).
+  std::string pipelineSchedule = "auto";
   /// tg-fuse's rules: "none", "elementwise" or "all" (for a target that
   /// prints kernels).
   std::string fusion = "all";

@@ -14,6 +14,7 @@
 #include "compiler/pipeline/MemoryReport.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
+#include "passes/pipeline/Chunks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -27,29 +28,6 @@ using namespace mlir;
 using namespace mlir::tg;
 
 namespace {
-
-/// What the report groups a model-file name under: its layer (`h.3` for
-/// `h.3.attn.c_proj`), else its first component (`wte`, `fc1`).
-std::string groupOfName(StringRef name) {
-  std::string layer = layerOfName(name);
-  return layer.empty() ? name.split('.').first.str() : layer;
-}
-
-/// The layer an op of the step works for: an optimizer update's (or a
-/// collective on its result's) is its parameter's, others' their location.
-std::string layerOfOp(Operation *op) {
-  Operation *update = op;
-  if (op->getNumOperands() == 1 && !isa<OptimizerUpdateOp>(op))
-    if (Operation *def = op->getOperand(0).getDefiningOp())
-      update = def;
-  if (auto u = dyn_cast<OptimizerUpdateOp>(update))
-    if (auto arg = dyn_cast<BlockArgument>(u.getParam()))
-      if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-        if (auto name = func.getArgAttrOfType<StringAttr>(
-                arg.getArgNumber(), TgDialect::kParamAttr))
-          return groupOfName(name.getValue());
-  return groupOfName(nodeNameOf(op));
-}
 
 std::string formatSeconds(double s) {
   if (s >= 1)
@@ -104,156 +82,47 @@ struct StageTimes {
   double seconds() const { return compute + comm - hidden; }
 };
 
-/// The name of a step argument that is a parameter, its optimizer state or
-/// its gradient accumulator, or null for the batch.
-StringAttr parameterNameOf(func::FuncOp func, BlockArgument arg) {
-  for (StringRef kind :
-       {TgDialect::kParamAttr, TgDialect::kStateAttr, TgDialect::kAccumAttr})
-    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kind))
-      return name;
-  return nullptr;
-}
-
 /// The stages an op works for, each with its share of the op's time.
 using StageShares = SmallVector<std::pair<int64_t, double>, 1>;
 
-/// Where each op of a step runs when the plan has pipeline stages: the
-/// repeated layers (in the order the forward pass first reaches them) in
-/// P x V consecutive chunks of equal size, chunk c on stage c mod P
-/// (Megatron-LM's interleaved placement; V = 1 is plain 1F1B); what comes
-/// before the first layer (the embeddings) on the first chunk, what comes
-/// after the last (the final norm, the head, the loss) on the last; an
-/// op with no name of its own on the chunk of what it reads.
-struct StageMap {
-  PipelineStages pipeline;
-  int64_t layers = 0;
-  llvm::StringMap<int64_t> chunkOfGroup;
-
-  int64_t chunks() const { return pipeline.stages * pipeline.virtualStages; }
-  int64_t stageOf(int64_t chunk) const { return chunk % pipeline.stages; }
-
-  /// The chunk of the layer whose parameter, state or accumulator `v` is,
-  /// if it is one.
-  std::optional<int64_t> chunkOfArgument(func::FuncOp func, Value v) const {
-    auto arg = dyn_cast<BlockArgument>(v);
-    StringAttr name = arg ? parameterNameOf(func, arg) : nullptr;
-    auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
-                   : chunkOfGroup.end();
-    if (it == chunkOfGroup.end())
-      return std::nullopt;
-    return it->second;
-  }
-
-  /// The chunk of each op of `func` (its body's ops before the terminator,
-  /// in order).
-  SmallVector<int64_t> chunksOf(func::FuncOp func) const {
-    SmallVector<int64_t> out;
-    DenseMap<Operation *, int64_t> chunkOfOp;
-    int64_t current = 0;
-    for (Operation &op : func.getBody().front().without_terminator()) {
-      std::string group = layerOfOp(&op);
-      if (!group.empty()) {
-        auto it = chunkOfGroup.find(group);
-        // A name @train_step lacks: a repeated layer's goes last, as the
-        // head's does; another stays with its predecessor.
-        if (it != chunkOfGroup.end())
-          current = it->second;
-        else if (!layerOfName(group).empty())
-          current = chunks() - 1;
-      } else {
-        // No name: the chunk of the parameter or state it reads (a fused
-        // optimizer update), else of the op whose result it reads first.
-        for (Value v : op.getOperands()) {
-          std::optional<int64_t> from = chunkOfArgument(func, v);
-          if (auto it = chunkOfOp.find(v.getDefiningOp());
-              !from && it != chunkOfOp.end())
-            from = it->second;
-          if (from) {
-            current = *from;
-            break;
-          }
-        }
+/// The stages each op of `func` works for, with the share of its time
+/// and its results' bytes: its chunk's stage, but a kernel with no name
+/// that reads parameters or state (the fused optimizer updates, which
+/// span layers) works for the stages that hold them, by their bytes, and
+/// another op with no name for the stages of the op it reads.
+SmallVector<StageShares> sharesOf(const StageMap &map, func::FuncOp func,
+                                  ArrayRef<int64_t> chunks) {
+  SmallVector<StageShares> out;
+  DenseMap<Operation *, size_t> index;
+  for (auto [i, op] :
+       llvm::enumerate(func.getBody().front().without_terminator())) {
+    index[&op] = i;
+    StageShares shares;
+    if (layerOfOp(&op).empty()) {
+      llvm::SmallMapVector<int64_t, double, 4> bytes;
+      double all = 0;
+      for (Value v : op.getOperands()) {
+        std::optional<int64_t> chunk = map.chunkOfArgument(func, v);
+        if (!chunk)
+          continue;
+        double b = (double)tensorBytes(v.getType());
+        bytes[map.stageOf(*chunk)] += b;
+        all += b;
       }
-      chunkOfOp[&op] = current;
-      out.push_back(current);
-    }
-    return out;
-  }
-
-  /// The stages each op of `func` works for, with the share of its time
-  /// and its results' bytes: its chunk's stage, but a kernel with no name
-  /// that reads parameters or state (the fused optimizer updates, which
-  /// span layers) works for the stages that hold them, by their bytes, and
-  /// another op with no name for the stages of the op it reads.
-  SmallVector<StageShares> sharesOf(func::FuncOp func,
-                                    ArrayRef<int64_t> chunks) const {
-    SmallVector<StageShares> out;
-    DenseMap<Operation *, size_t> index;
-    for (auto [i, op] :
-         llvm::enumerate(func.getBody().front().without_terminator())) {
-      index[&op] = i;
-      StageShares shares;
-      if (layerOfOp(&op).empty()) {
-        llvm::SmallMapVector<int64_t, double, 4> bytes;
-        double all = 0;
-        for (Value v : op.getOperands()) {
-          std::optional<int64_t> chunk = chunkOfArgument(func, v);
-          if (!chunk)
-            continue;
-          double b = (double)tensorBytes(v.getType());
-          bytes[stageOf(*chunk)] += b;
-          all += b;
-        }
-        for (auto [stage, b] : bytes)
-          shares.push_back({stage, all > 0 ? b / all : 1.0 / bytes.size()});
-        for (Value v : op.getOperands()) {
-          auto it = index.find(v.getDefiningOp());
-          if (!shares.empty() || it == index.end())
-            continue;
-          shares = out[it->second];
-        }
+      for (auto [stage, b] : bytes)
+        shares.push_back({stage, all > 0 ? b / all : 1.0 / bytes.size()});
+      for (Value v : op.getOperands()) {
+        auto it = index.find(v.getDefiningOp());
+        if (!shares.empty() || it == index.end())
+          continue;
+        shares = out[it->second];
       }
-      if (shares.empty())
-        shares.push_back({stageOf(chunks[i]), 1.0});
-      out.push_back(std::move(shares));
     }
-    return out;
+    if (shares.empty())
+      shares.push_back({map.stageOf(chunks[i]), 1.0});
+    out.push_back(std::move(shares));
   }
-};
-
-/// The stage map of `step` under `pipeline`, or an error that says why the
-/// model cannot be split so.
-llvm::Expected<StageMap> stageMapOf(func::FuncOp step,
-                                    PipelineStages pipeline) {
-  StageMap map;
-  map.pipeline = pipeline;
-  SmallVector<std::string> layers;
-  llvm::StringMap<bool> before; // other groups: before the first layer?
-  for (Operation &op : step.getBody().front().without_terminator()) {
-    std::string group = layerOfOp(&op);
-    if (group.empty() || map.chunkOfGroup.count(group) || before.count(group))
-      continue;
-    if (!layerOfName(group).empty()) {
-      map.chunkOfGroup[group] = layers.size();
-      layers.push_back(group);
-    } else {
-      before[group] = layers.empty();
-    }
-  }
-  map.layers = layers.size();
-  if (map.layers < map.chunks())
-    return llvm::createStringError(
-        llvm::formatv("{0} pipeline stages x {1} virtual stages need at least "
-                      "{2} repeated layers (h.0.*, h.1.*, ... in the model "
-                      "file); the model has {3}",
-                      pipeline.stages, pipeline.virtualStages, map.chunks(),
-                      map.layers)
-            .str());
-  for (auto [j, layer] : llvm::enumerate(layers))
-    map.chunkOfGroup[layer] = (int64_t)j * map.chunks() / map.layers;
-  for (auto &entry : before)
-    map.chunkOfGroup[entry.getKey()] = entry.getValue() ? 0 : map.chunks() - 1;
-  return map;
+  return out;
 }
 
 /// Adds one call of `func` to `plan`, `weight` times (compute, collectives
@@ -441,7 +310,7 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
   auto fb = k > 1 ? module.lookupSymbol<func::FuncOp>("forward_backward")
                   : func::FuncOp();
   SmallVector<int64_t> stepChunks = map.chunksOf(step);
-  SmallVector<StageShares> stepShares = map.sharesOf(step, stepChunks);
+  SmallVector<StageShares> stepShares = sharesOf(map, step, stepChunks);
   SmallVector<StageTimes> last =
       addFunction(plan, step, cost, 1, /*listCollectives=*/true, stepShares, p);
   SmallVector<StageTimes> other(p);
@@ -449,7 +318,7 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
   SmallVector<StageShares> fbShares;
   if (fb) {
     fbChunks = map.chunksOf(fb);
-    fbShares = map.sharesOf(fb, fbChunks);
+    fbShares = sharesOf(map, fb, fbChunks);
     other = addFunction(plan, fb, cost, k - 1, /*listCollectives=*/false,
                         fbShares, p);
   }
@@ -589,7 +458,12 @@ mlir::tg::pipelineChunkCosts(ModuleOp module, const CostModel &cost) {
   if (!step)
     return fail("no @train_step");
   PipelineStages stages = getPipelineStages(module);
-  llvm::Expected<StageMap> map = stageMapOf(step, stages);
+  // A step cut into chunks (tg-pipeline-split): the times of the very
+  // functions the executable runs.
+  if (module->hasAttr(TgDialect::kPipelineTransfersAttr))
+    return pipelineFunctionCosts(
+        module, pipeline::Shape{stages.stages, stages.virtualStages, 1}, cost);
+  llvm::Expected<StageMap> map = stageMapOf(step, stages, &cost);
   if (!map)
     return map.takeError();
   func::FuncOp func = step;
@@ -655,7 +529,7 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
   plan.microBatches = microBatchesOf(module);
   PipelineStages pipeline = getPipelineStages(module);
   if (pipeline.stages > 1 || pipeline.virtualStages > 1) {
-    llvm::Expected<StageMap> map = stageMapOf(step, pipeline);
+    llvm::Expected<StageMap> map = stageMapOf(step, pipeline, &cost);
     if (!map) {
       plan.error = llvm::toString(map.takeError());
       return plan;
@@ -833,8 +707,9 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   std::string pipelineTerms;
   if (chosen.stages > 1) {
     os << llvm::formatv(
-        "\npipeline: {0} stages x {1} virtual, MODELLED ONLY (tgc builds no "
-        "pipelined executable yet); the slowest stage, {2}, sets the pace; "
+        "\npipeline: {0} stages x {1} virtual, MODELLED ONLY (tgc builds "
+        "pipelines without a mesh only, yet); the slowest stage, {2}, sets the "
+        "pace; "
         "it sends {3} per micro-batch to the next stage",
         chosen.stages, chosen.virtualStages, chosen.slowestStage,
         formatBytes(chosen.sendBytes));

@@ -85,7 +85,9 @@ PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
 /// Per chunk of `module`'s pipeline (its tg.pipeline, compiled through the
 /// memory phase), the modelled seconds of one micro-batch's forward (F),
 /// input backward (B) and weight backward (W), and of one transfer between
-/// stages: each op of @train_step but the update and the gradient buckets
+/// stages: those of tg-pipeline-split's chunk functions where the step is
+/// cut into them (the executable's); otherwise (a plan on a mesh, priced,
+/// not built) each op of @train_step but the update and the gradient buckets
 /// (once a step) on the chunk the stage map gives it, collectives in
 /// place. A backward op is B where what it computes reaches, through its
 /// own chunk's ops, the backward of an earlier chunk (the gradient its

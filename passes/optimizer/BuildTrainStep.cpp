@@ -271,92 +271,170 @@ struct BuildTrainStepPass
         g = DivOp::create(b, loc, sum, scalarFor(micro, sum));
       }
     }
-    Value norm = grads.empty() ? f32(0.0)
-                               : GlobalNormOp::create(b, loc, f32Scalar, grads)
-                                     .getResult();
-    if (clip > 0 && !grads.empty()) {
-      // As torch.nn.utils.clip_grad_norm_: scale by min(1, clip / (norm + 1e-6)).
-      Value coef = DivOp::create(b, loc, f32(clip),
-                                 AddOp::create(b, loc, norm, f32(1e-6)));
-      Value scale = MinimumOp::create(b, loc, coef, f32(1.0));
-      for (Value &g : grads)
-        g = MulOp::create(b, loc, g, scalarFor(scale, g));
-    }
+    // Clipping, the schedule and one update per trainable parameter, on
+    // the step's mean gradients `grads`, built at `b`'s insertion point:
+    // the new parameters, the new state, then the gradient norm and the
+    // learning rate.
+    auto buildUpdate = [&](ArrayRef<Value> params, ArrayRef<Value> stateArgs,
+                           SmallVector<Value> grads, Value stepArg,
+                           Value baseLr,
+                           bool count) -> FailureOr<SmallVector<Value>> {
+      Value norm =
+          grads.empty()
+              ? f32(0.0)
+              : GlobalNormOp::create(b, loc, f32Scalar, grads).getResult();
+      if (clip > 0 && !grads.empty()) {
+        // As torch.nn.utils.clip_grad_norm_: scale by min(1, clip / (norm +
+        // 1e-6)).
+        Value coef = DivOp::create(b, loc, f32(clip),
+                                   AddOp::create(b, loc, norm, f32(1e-6)));
+        Value scale = MinimumOp::create(b, loc, coef, f32(1.0));
+        for (Value &g : grads)
+          g = MulOp::create(b, loc, g, scalarFor(scale, g));
+      }
 
-    int64_t total = totalSteps > 0 ? (int64_t)totalSteps
-                                   : sched.integer("total_steps", 0);
-    if (total <= 0)
-      total = table.integer("steps", 0);
-    int64_t warmup = warmupSteps >= 0 ? (int64_t)warmupSteps
-                                      : sched.integer("warmup_steps", 0);
-    auto lr = LrScheduleOp::create(
-        b, loc, f32Scalar, stepArg, baseLr,
-        ScheduleKindAttr::get(ctx, *schedKind), b.getI64IntegerAttr(warmup),
-        b.getI64IntegerAttr(total),
-        b.getF64FloatAttr(sched.number("min_lr", 0.0)),
-        b.getI64IntegerAttr(sched.integer("step_size", 0)),
-        b.getF64FloatAttr(sched.number("gamma", 0.1)),
-        b.getF64FloatAttr(sched.number("max_lr", 0.0)),
-        b.getI64IntegerAttr(sched.integer("decay_steps", 0)));
-    if (failed(mlir::verify(lr)))
-      return failure();
+      int64_t total = totalSteps > 0 ? (int64_t)totalSteps
+                                     : sched.integer("total_steps", 0);
+      if (total <= 0)
+        total = table.integer("steps", 0);
+      int64_t warmup = warmupSteps >= 0 ? (int64_t)warmupSteps
+                                        : sched.integer("warmup_steps", 0);
+      auto lr = LrScheduleOp::create(
+          b, loc, f32Scalar, stepArg, baseLr,
+          ScheduleKindAttr::get(ctx, *schedKind), b.getI64IntegerAttr(warmup),
+          b.getI64IntegerAttr(total),
+          b.getF64FloatAttr(sched.number("min_lr", 0.0)),
+          b.getI64IntegerAttr(sched.integer("step_size", 0)),
+          b.getF64FloatAttr(sched.number("gamma", 0.1)),
+          b.getF64FloatAttr(sched.number("max_lr", 0.0)),
+          b.getI64IntegerAttr(sched.integer("decay_steps", 0)));
+      if (failed(mlir::verify(lr)))
+        return failure();
+
+      SmallVector<Value> newParams, newState;
+      for (auto [k, t] : llvm::enumerate(trainables)) {
+        Value param = params[k];
+        ArrayRef<Value> state = stateArgs.slice(k * slots.size(), slots.size());
+        bool decay = llvm::none_of(noDecay, [&](const llvm::GlobPattern &p) {
+          return p.match(t.name);
+        });
+        if (count) {
+          numNoDecay += decay ? 0 : 1;
+          ++numUpdates;
+        }
+        SmallVector<Type> resultTypes(1 + state.size(), param.getType());
+        auto update = OptimizerUpdateOp::create(
+            b, loc, resultTypes, OptimizerKindAttr::get(ctx, *kind), param,
+            grads[k], lr, stepArg, state,
+            b.getF64FloatAttr(opt.number("beta1", 0.9)),
+            b.getF64FloatAttr(opt.number("beta2", 0.999)),
+            b.getF64FloatAttr(opt.number("eps", 1e-8)),
+            b.getF64FloatAttr(decay ? wd : 0.0), b.getF64FloatAttr(momentum),
+            b.getBoolAttr(opt.boolean("nesterov", false)),
+            b.getF64FloatAttr(opt.number("alpha", 0.99)));
+        if (failed(mlir::verify(update)))
+          return failure();
+        newParams.push_back(update.getNewParam());
+        llvm::append_range(newState, update.getNewState());
+      }
+      SmallVector<Value> results;
+      llvm::append_range(results, newParams);
+      llvm::append_range(results, newState);
+      results.append({norm, lr});
+      return results;
+    };
+    auto named = [&](StringRef key, const Twine &value) {
+      return b.getDictionaryAttr(b.getNamedAttr(key, b.getStringAttr(value)));
+    };
+    // Results: the updated parameters and state, then the metrics.
+    auto setResults = [&](func::FuncOp func, ArrayRef<Value> results,
+                          ArrayRef<StringRef> metrics) {
+      func::ReturnOp::create(b, loc, results);
+      SmallVector<Type> resultTypes;
+      for (Value v : results)
+        resultTypes.push_back(v.getType());
+      func.setFunctionType(
+          b.getFunctionType(func.getFunctionType().getInputs(), resultTypes));
+      SmallVector<DictionaryAttr> resultAttrs;
+      for (const Trainable &t : trainables)
+        resultAttrs.push_back(named(TgDialect::kUpdateAttr, t.name));
+      for (const Trainable &t : trainables)
+        for (StringRef slot : slots)
+          resultAttrs.push_back(
+              named(TgDialect::kUpdateAttr, t.name + "." + slot));
+      for (StringRef metric : metrics)
+        resultAttrs.push_back(named(TgDialect::kMetricAttr, metric));
+      func.setAllResultAttrs(resultAttrs);
+    };
 
     // A param's position among the step's arguments is its position among
     // the params of @forward_backward.
-    SmallVector<unsigned> paramPosition(fb.getNumArguments(), 0);
+    SmallVector<Value> params, stateArgs;
     for (unsigned i = 0, pos = 0; i < fb.getNumArguments(); ++i)
-      if (fb.getArgAttr(i, TgDialect::kParamAttr))
-        paramPosition[i] = pos++;
-    SmallVector<Value> newParams, newState;
-    for (auto [k, t] : llvm::enumerate(trainables)) {
-      Value param = step.getArgument(paramPosition[t.arg]);
-      SmallVector<Value> state;
-      for (unsigned s = 0; s < slots.size(); ++s)
-        state.push_back(step.getArgument(firstState + k * slots.size() + s));
-      bool decay = llvm::none_of(noDecay, [&](const llvm::GlobPattern &p) {
-        return p.match(t.name);
-      });
-      numNoDecay += decay ? 0 : 1;
-      SmallVector<Type> resultTypes(1 + state.size(), param.getType());
-      auto update = OptimizerUpdateOp::create(
-          b, loc, resultTypes, OptimizerKindAttr::get(ctx, *kind), param,
-          grads[k], lr, stepArg, state,
-          b.getF64FloatAttr(opt.number("beta1", 0.9)),
-          b.getF64FloatAttr(opt.number("beta2", 0.999)),
-          b.getF64FloatAttr(opt.number("eps", 1e-8)),
-          b.getF64FloatAttr(decay ? wd : 0.0), b.getF64FloatAttr(momentum),
-          b.getBoolAttr(opt.boolean("nesterov", false)),
-          b.getF64FloatAttr(opt.number("alpha", 0.99)));
-      if (failed(mlir::verify(update)))
-        return failure();
-      newParams.push_back(update.getNewParam());
-      llvm::append_range(newState, update.getNewState());
-      ++numUpdates;
-    }
+      if (fb.getArgAttr(i, TgDialect::kParamAttr)) {
+        for (const Trainable &t : trainables)
+          if (t.arg == i)
+            params.push_back(step.getArgument(pos));
+        ++pos;
+      }
+    for (unsigned i = 0; i < trainables.size() * slots.size(); ++i)
+      stateArgs.push_back(step.getArgument(firstState + i));
+    FailureOr<SmallVector<Value>> updated =
+        buildUpdate(params, stateArgs, grads, stepArg, baseLr, true);
+    if (failed(updated))
+      return failure();
+    // train_step's metrics: the loss before the norm and the rate.
+    SmallVector<Value> results(updated->begin(), updated->end() - 2);
+    results.append({loss, (*updated)[updated->size() - 2], updated->back()});
+    setResults(step, results, {"loss", "grad_norm", "lr"});
 
-    SmallVector<Value> results;
-    llvm::append_range(results, newParams);
-    llvm::append_range(results, newState);
-    results.append({loss, norm, lr});
-    func::ReturnOp::create(b, loc, results);
-    SmallVector<Type> resultTypes;
-    for (Value v : results)
-      resultTypes.push_back(v.getType());
-    step.setFunctionType(b.getFunctionType(argTypes, resultTypes));
-    SmallVector<DictionaryAttr> resultAttrs;
-    auto named = [&](StringRef key, const Twine &value) {
-      return b.getDictionaryAttr(
-          b.getNamedAttr(key, b.getStringAttr(value)));
-    };
-    for (const Trainable &t : trainables)
-      resultAttrs.push_back(named(TgDialect::kUpdateAttr, t.name));
-    for (const Trainable &t : trainables)
-      for (StringRef slot : slots)
-        resultAttrs.push_back(
-            named(TgDialect::kUpdateAttr, t.name + "." + slot));
-    for (StringRef metric : {"loss", "grad_norm", "lr"})
-      resultAttrs.push_back(named(TgDialect::kMetricAttr, metric));
-    step.setAllResultAttrs(resultAttrs);
+    if (!getPipelineStages(module).pipelined())
+      return success();
+
+    // A pipelined step (tg-pipeline-split) runs the update alone, once the
+    // micro-batches are through: @apply_gradients takes the trainable
+    // parameters, their state, the gradients summed over the step's
+    // micro-batches (tg.accum), the step, the base rate and the
+    // micro-batch count.
+    SmallVector<Type> applyTypes;
+    SmallVector<DictionaryAttr> applyAttrs;
+    for (Value p : params) {
+      applyTypes.push_back(p.getType());
+      applyAttrs.push_back(
+          step.getArgAttrDict(cast<BlockArgument>(p).getArgNumber()));
+    }
+    for (Value v : stateArgs) {
+      applyTypes.push_back(v.getType());
+      applyAttrs.push_back(
+          step.getArgAttrDict(cast<BlockArgument>(v).getArgNumber()));
+    }
+    for (const Trainable &t : trainables) {
+      applyTypes.push_back(fbType.getResult(t.gradResult));
+      applyAttrs.push_back(named(TgDialect::kAccumAttr, t.name));
+    }
+    applyTypes.append(
+        {i64Scalar, f32Scalar, RankedTensorType::get({}, b.getI32Type())});
+    for (StringRef scalar : {"step", "base_lr", "micro_batches"})
+      applyAttrs.push_back(scalarAttrs(scalar));
+    b.setInsertionPointAfter(step);
+    auto apply = func::FuncOp::create(b, loc, "apply_gradients",
+                                      b.getFunctionType(applyTypes, {}));
+    apply.setAllArgAttrs(applyAttrs);
+    Block *entry = apply.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    size_t n = trainables.size(), numState = stateArgs.size();
+    auto args = entry->getArguments();
+    Value micro = CastOp::create(b, loc, f32Scalar, args.back());
+    SmallVector<Value> means;
+    for (Value sum : args.slice(n + numState, n))
+      means.push_back(DivOp::create(b, loc, sum, scalarFor(micro, sum)));
+    FailureOr<SmallVector<Value>> applied =
+        buildUpdate(SmallVector<Value>(args.take_front(n)),
+                    SmallVector<Value>(args.slice(n, numState)), means,
+                    args[2 * n + numState], args[2 * n + numState + 1], false);
+    if (failed(applied))
+      return failure();
+    setResults(apply, *applied, {"grad_norm", "lr"});
     return success();
   }
 };

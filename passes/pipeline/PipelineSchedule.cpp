@@ -295,6 +295,12 @@ mlir::tg::pipeline::buildSchedule(Schedule schedule, const Shape &shape,
   case Schedule::OneFOneB:
     return oneFOneB(shape);
   case Schedule::ZeroBubbleH1:
+    // Its greedy placement assumes the warm-up fills every stage.
+    if (shape.microBatches < shape.stages)
+      return fail(formatv("zb-h1 needs at least one micro-batch per stage: "
+                          "{0} micro-batches on {1} stages (use 1f1b, or "
+                          "more micro-batches)",
+                          shape.microBatches, shape.stages));
     return zeroBubbleH1(shape, costs);
   case Schedule::Interleaved:
     break;
@@ -311,6 +317,39 @@ std::string mlir::tg::pipeline::describe(const Action &action,
   if (shape.virtualStages > 1)
     text += "@" + std::to_string(action.chunk);
   return text;
+}
+
+llvm::Expected<Action> mlir::tg::pipeline::parseAction(llvm::StringRef text,
+                                                       const Shape &shape,
+                                                       int64_t stage) {
+  static const std::pair<const char *, ActionKind> kinds[] = {
+      {"send-F", ActionKind::SendF}, {"recv-F", ActionKind::RecvF},
+      {"send-B", ActionKind::SendB}, {"recv-B", ActionKind::RecvB},
+      {"BW", ActionKind::BW},        {"F", ActionKind::F},
+      {"B", ActionKind::B},          {"W", ActionKind::W}};
+  llvm::StringRef rest = text;
+  std::optional<ActionKind> kind;
+  for (auto [prefix, k] : kinds)
+    if (rest.consume_front(prefix)) {
+      kind = k;
+      break;
+    }
+  auto [number, chunkText] = rest.split('@');
+  int64_t microBatch = 0, chunk = stage;
+  bool ok = kind && !number.getAsInteger(10, microBatch) && microBatch >= 0 &&
+            microBatch < shape.microBatches;
+  if (ok && rest.contains('@'))
+    ok = !chunkText.getAsInteger(10, chunk) && chunk >= 0 &&
+         chunk < shape.chunks() && shape.stageOf(chunk) == stage;
+  else if (ok && shape.virtualStages > 1)
+    ok = false; // several chunks a stage: the chunk must be named
+  if (!ok)
+    return fail(formatv("stage {0}: '{1}' is no action of this pipeline ({2} "
+                        "micro-batches, {3} chunks; F, B, W, BW, send-F, "
+                        "recv-F, send-B or recv-B, a micro-batch number and "
+                        "with several chunks a stage @chunk)",
+                        stage, text, shape.microBatches, shape.chunks()));
+  return Action{*kind, microBatch, chunk};
 }
 
 std::string mlir::tg::pipeline::printActions(const StageActions &actions,

@@ -119,6 +119,11 @@ llvm::Expected<Timeline> simulate(const Shape &shape,
 /// chunk when the stages hold more than one (V > 1).
 std::string describe(const Action &action, const Shape &shape);
 
+/// The action `text` names on stage `stage` (describe's spelling; without
+/// "@c" the chunk is the stage's only one), or an error that quotes it.
+llvm::Expected<Action> parseAction(llvm::StringRef text, const Shape &shape,
+                                   int64_t stage);
+
 /// One line per stage: "stage 0: F0 send-F0 F1 send-F1 recv-B0 BW0 ...".
 std::string printActions(const StageActions &actions, const Shape &shape);
 

@@ -66,6 +66,14 @@ struct Communicator {
                              DType dtype, comm::ReduceOp op, void *stream,
                              int64_t blocks) = 0;
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Point-to-point along mesh axis `axis` (a pipeline's stages), the peer
+  /// by its coordinate on it; arguments checked. A send starts and returns
+  /// (its buffer must stay until waitSends); a receive returns with the
+  /// bytes in place. Backends without them throw.
+  virtual void send(int axis, int peer, const void *data, int64_t bytes,
+                    int tag);
+  virtual void recv(int axis, int peer, void *data, int64_t bytes, int tag);
+  virtual void waitSends();
   virtual void barrier() = 0;
   /// The backend's part of abortAll, after the message was printed: make
   /// the other ranks fail fast (NCCL: abort notice, ncclCommAbort). Called

@@ -252,6 +252,43 @@ void broadcast(Communicator *comm, void *data, int64_t bytes, int root) {
   comm->broadcast(data, bytes, root);
 }
 
+/// Checks a point-to-point call's peer, size and tag.
+static void checkPeer(Communicator *comm, int axis, int peer, int64_t bytes,
+                      int tag, const char *what) {
+  if (!comm)
+    throw Error(std::string(what) + " needs a communicator: the run has one "
+                                    "process");
+  if (axis < 0 || axis >= static_cast<int>(comm->meshSizes.size()))
+    throw Error(std::string(what) + " along mesh axis " + std::to_string(axis) +
+                ", which the mesh does not have");
+  if (peer < 0 || peer >= comm->meshSizes[axis] ||
+      peer == comm->meshCoords[axis])
+    throw Error(std::string(what) + " to coordinate " + std::to_string(peer) +
+                " of mesh axis " + std::to_string(axis) + " (size " +
+                std::to_string(comm->meshSizes[axis]) + ", this process at " +
+                std::to_string(comm->meshCoords[axis]) + ")");
+  if (bytes <= 0 || tag < 0)
+    throw Error(std::string(what) + " of " + std::to_string(bytes) +
+                " bytes with tag " + std::to_string(tag));
+}
+
+void send(Communicator *comm, int axis, int peer, const void *data,
+          int64_t bytes, int tag) {
+  checkPeer(comm, axis, peer, bytes, tag, "send");
+  comm->send(axis, peer, data, bytes, tag);
+}
+
+void recv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
+          int tag) {
+  checkPeer(comm, axis, peer, bytes, tag, "receive");
+  comm->recv(axis, peer, data, bytes, tag);
+}
+
+void waitSends(Communicator *comm) {
+  if (comm)
+    comm->waitSends();
+}
+
 void barrier(Communicator *comm) {
   if (comm)
     comm->barrier();
@@ -313,3 +350,17 @@ void finalize(Communicator *comm) {
 
 } // namespace comm
 } // namespace tgc
+
+void tgc::Communicator::send(int, int, const void *, int64_t, int) {
+  throw tgc::Error(
+      "this communicator has no point-to-point transfers (pipeline "
+      "stages need the MPI one)");
+}
+
+void tgc::Communicator::recv(int, int, void *, int64_t, int) {
+  throw tgc::Error(
+      "this communicator has no point-to-point transfers (pipeline "
+      "stages need the MPI one)");
+}
+
+void tgc::Communicator::waitSends() {}

@@ -159,6 +159,19 @@ void slice(const Communicator *comm, int axis, const void *in, void *out,
 
 /// Copies `bytes` of host memory from `root` to every rank.
 void broadcast(Communicator *comm, void *data, int64_t bytes, int root);
+
+/// Point-to-point between the processes along mesh axis `axis` that differ
+/// only there (a pipeline's stages): `peer` is the other's coordinate on
+/// the axis, `tag` pairs a send with its receive (sends and receives of one
+/// tag between two processes match in order). send starts the transfer and
+/// returns: `data` must stay valid and unchanged until waitSends. recv
+/// returns once the bytes are in `data`. Host memory (MPI) only.
+void send(Communicator *comm, int axis, int peer, const void *data,
+          int64_t bytes, int tag);
+void recv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
+          int tag);
+/// Waits for every send this process started.
+void waitSends(Communicator *comm);
 void barrier(Communicator *comm);
 
 /// Prints "rank N: why" to stderr and ends every process of the run with

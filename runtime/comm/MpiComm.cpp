@@ -315,6 +315,34 @@ public:
     mpiBroadcast(data, bytes, root);
   }
 
+  void send(int axis, int peer, const void *data, int64_t bytes,
+            int tag) override {
+    MPI_Request request;
+    check(MPI_Isend(data, messageBytes(bytes, "send"), MPI_BYTE, peer, tag,
+                    axisComm(axis), &request),
+          "send of " + std::to_string(bytes) + " bytes to coordinate " +
+              std::to_string(peer) + axisText(axis));
+    sends_.push_back(request);
+  }
+
+  void recv(int axis, int peer, void *data, int64_t bytes, int tag) override {
+    Deadline deadline(*this, "receive");
+    check(MPI_Recv(data, messageBytes(bytes, "receive"), MPI_BYTE, peer, tag,
+                   axisComm(axis), MPI_STATUS_IGNORE),
+          "receive of " + std::to_string(bytes) + " bytes from coordinate " +
+              std::to_string(peer) + axisText(axis));
+  }
+
+  void waitSends() override {
+    if (sends_.empty())
+      return;
+    Deadline deadline(*this, "send");
+    check(MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(),
+                      MPI_STATUSES_IGNORE),
+          "waiting for " + std::to_string(sends_.size()) + " sends");
+    sends_.clear();
+  }
+
   void barrier() override {
     Deadline deadline(*this, "barrier");
     check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
@@ -330,6 +358,7 @@ public:
   }
 
 private:
+  std::vector<MPI_Request> sends_;
   MPI_Comm axisComm(int axis) const {
     return axis < 0 ? MPI_COMM_WORLD : axisComms_[axis];
   }

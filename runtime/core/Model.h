@@ -186,6 +186,9 @@ struct StepIO {
   /// --cuda-graph: a device step may capture itself in a CUDA graph and
   /// replay it (CPU steps ignore it).
   int32_t captureGraph;
+  /// A pipelined step's functions (PipelineDesc): this micro-batch's slot
+  /// buffers, by slot number (null where this stage has none).
+  void **slots;
   // Metrics written by the step functions.
   float loss;
   float gradNorm; ///< global gradient norm before clipping (trainStep)
@@ -200,6 +203,69 @@ struct TrainingDefaults {
   int64_t seed;
   float lr;
   int64_t gradAccum;
+};
+
+/// One action of a pipeline stage's list (tg-pipeline-schedule).
+enum class PipelineActionKind : int32_t {
+  F,     ///< the chunk's forward
+  B,     ///< its backward for the inputs
+  W,     ///< its backward for the weights
+  BW,    ///< B then W
+  SendF, ///< the chunk's forward slots to the next chunk's stage
+  RecvF, ///< the previous chunk's forward slots into this chunk
+  SendB, ///< the chunk's backward slots to the previous chunk's stage
+  RecvB  ///< the next chunk's backward slots into this chunk
+};
+
+struct PipelineAction {
+  PipelineActionKind kind;
+  int32_t microBatch;
+  int32_t chunk;
+};
+
+/// The slots one boundary, between chunks c and c + 1, moves: forward
+/// after F of chunk c, backward after B of chunk c + 1.
+struct PipelineBoundary {
+  int32_t numForward;
+  const int32_t *forward;
+  int32_t numBackward;
+  const int32_t *backward;
+};
+
+struct PipelineStage {
+  int32_t numActions;
+  const PipelineAction *actions;
+  /// The optimizer update of the parameters this stage holds, on the
+  /// gradients its W functions summed over the step's micro-batches
+  /// (io.grads); it writes io.gradNorm and io.lr.
+  void (*update)(StepIO &io);
+};
+
+/// A pipelined step (tg-pipeline-split): C = stages x virtualStages chunks,
+/// chunk c on stage c mod stages, each an F, a B and a W function. Every
+/// function reads io.params, io.inputs (the micro-batch's) and io.slots (by
+/// slot number), writes its slot results into io.slots, and W adds its
+/// parameter gradients into io.grads. Only the last chunk's F writes
+/// io.loss. The stage is the process's coordinate on mesh axis `axis`.
+struct PipelineDesc {
+  int32_t stages, virtualStages;
+  /// The micro-batches a step's action lists run.
+  int32_t microBatches;
+  int32_t axis;
+  const char *schedule; ///< "1f1b", "zb-h1", ...
+  int32_t numSlots;
+  /// Each slot's tensor (one micro-batch's) and the stages that hold it
+  /// (bit s: stage s).
+  const TensorDesc *slots;
+  const int64_t *slotStages;
+  void (*const *forward)(StepIO &io); ///< per chunk
+  void (*const *backward)(StepIO &io);
+  void (*const *weight)(StepIO &io);
+  const PipelineBoundary *boundaries; ///< chunks - 1 of them
+  const PipelineStage *stageDescs;    ///< per stage
+  /// Per parameter, the stages that hold and update it (bit s); 0 for a
+  /// frozen parameter, which every stage holds unchanged.
+  const int64_t *paramStages;
 };
 
 struct ModelDesc {
@@ -248,6 +314,9 @@ struct ModelDesc {
   /// the data axes, whole-shaped, where its parameter may be split (ZeRO-3);
   /// null: the parameters' shapes.
   const TensorDesc *grads;
+  /// Null unless the step is pipelined; then trainStep, accumulate and
+  /// gradStep are the whole step's, for one process.
+  const PipelineDesc *pipeline;
 };
 
 /// The training executable's main: parses flags, loads data, initialises or

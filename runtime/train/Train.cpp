@@ -52,6 +52,7 @@
 #include "runtime/train/Flags.h"
 #include "runtime/train/Init.h"
 #include "runtime/train/MeshLayout.h"
+#include "runtime/train/PipelineRunner.h"
 #include "runtime/train/Progress.h"
 
 #include <algorithm>
@@ -207,6 +208,11 @@ private:
   /// Puts the pieces of the split tensors together in every process's host
   /// copy (after download); every rank calls it.
   void gatherModelState();
+  /// A pipelined run: each parameter and its state from the stage that
+  /// updates it to every stage, so that any process holds the whole model
+  /// (evaluation, checkpoints).
+  void syncPipelineState();
+  float pipelineStep(int64_t step);
   void upload(Tensor &t);
   void download(Tensor &t);
   void uploadModelState();
@@ -289,6 +295,8 @@ private:
   /// size in data distribution) and the pieces of split tensors.
   MeshLayout mesh_;
   const DeviceOps *device_;
+  /// A pipelined step's driver (null otherwise).
+  std::unique_ptr<PipelineRunner> pipeline_;
 
   DataKind kind_ = DataKind::None;
   int tokensInput_ = -1, targetsInput_ = -1, positionsInput_ = -1;
@@ -399,8 +407,30 @@ void Trainer::download(Tensor &t) {
     device_->download(t.local(), t.device, t.bytes);
 }
 
+void Trainer::syncPipelineState() {
+  if (!pipeline_)
+    return;
+  // With the pipeline's axis the whole mesh, a stage's coordinate is its
+  // rank.
+  std::vector<int> ownerOfParam(model_.numParams);
+  for (int i = 0; i < model_.numParams; ++i) {
+    ownerOfParam[i] = pipeline_->ownerOf(i);
+    if (ownerOfParam[i] >= 0)
+      comm::broadcast(comm_, params_[i].host.get(), params_[i].bytes,
+                      ownerOfParam[i]);
+  }
+  for (int i = 0; i < model_.numState; ++i)
+    for (int p = 0; p < model_.numParams; ++p)
+      if (std::strcmp(model_.state[i].param, model_.params[p].tensor.name) ==
+              0 &&
+          ownerOfParam[p] >= 0)
+        comm::broadcast(comm_, state_[i].host.get(), state_[i].bytes,
+                        ownerOfParam[p]);
+}
+
 void Trainer::gatherModelState() {
   downloadModelState();
+  syncPipelineState();
   for (auto *list : {&params_, &state_})
     for (Tensor &t : *list) {
       if (!t.desc)
@@ -574,6 +604,15 @@ void Trainer::checkModel() {
                 std::to_string(micro_ * replicas) +
                 " or compile with grad_accum (tgc --grad-accum N)");
 
+  if (model_.pipeline && microBatches_ != model_.pipeline->microBatches)
+    throw Error("--batch-size " + std::to_string(opt_.batchSize) + " is " +
+                std::to_string(microBatches_) + " micro-batches of " +
+                std::to_string(micro_) + ", but model '" + model_.name +
+                "' was compiled for a pipeline schedule of " +
+                std::to_string(model_.pipeline->microBatches) +
+                " (--batch-size " +
+                std::to_string(micro_ * model_.pipeline->microBatches) +
+                ", or recompile with tgc --grad-accum N)");
   // What the data must fit: the vocabulary (tokens feed embeddings and
   // label the loss), the classes. The compiler read each input's bound from
   // the graph: the rows of the tables it indexes, the logits it labels.
@@ -678,7 +717,7 @@ void Trainer::setUpBuffers() {
   }
   // Gradient accumulators, summed by accumulate and read by trainStep; they
   // stay zero when a step has one micro-batch. Like the parameters' pieces.
-  if (model_.accumulate)
+  if (model_.accumulate || model_.pipeline)
     for (int i = 0, k = 0; i < model_.numParams; ++i)
       if (model_.params[i].trainable) {
         const TensorDesc &grad =
@@ -687,6 +726,18 @@ void Trainer::setUpBuffers() {
         gradPtrs_.push_back(grads_.back().step());
         ++k;
       }
+  if (model_.pipeline) {
+    const PipelineDesc &p = *model_.pipeline;
+    if (world_ != p.stages || mesh_.sizes().size() != 1)
+      throw Error("model '" + std::string(model_.name) + "' runs " +
+                  std::to_string(p.stages) +
+                  " pipeline stages, one process each: launch it with "
+                  "mpirun -np " +
+                  std::to_string(p.stages) + " (this run has " +
+                  std::to_string(world_) + ")");
+    pipeline_ = std::make_unique<PipelineRunner>(
+        model_, comm::meshCoordinate(comm_, p.axis), comm_);
+  }
   // Positions are the same for every batch.
   if (positionsInput_ >= 0) {
     const TensorDesc &t = model_.inputs[positionsInput_].tensor;
@@ -862,7 +913,27 @@ void Trainer::fillInputs(bool train) {
     fillClassInputs(train ? trainClasses_->next() : valClasses_->next());
 }
 
+float Trainer::pipelineStep(int64_t step) {
+  StepIO io = makeIO(step - skipped_);
+  // Every stage draws every micro-batch: the first reads the tokens, the
+  // last the targets.
+  for (int64_t m = 0; m < globalMicroBatches_; ++m) {
+    fillInputs(/*train=*/true);
+    pipeline_->stageInputs(static_cast<int>(m), inputPtrs_.data());
+  }
+  double lossSum = pipeline_->runStep(io);
+  // The last stage has the loss; the others pass zeros.
+  double mean =
+      comm::allReduceSum(comm_, pipeline_->lastStage() ? lossSum : 0.0) /
+      microBatches_;
+  lastStepLr_ = io.lr;
+  lastGradNorm_ = io.gradNorm;
+  return static_cast<float>(mean);
+}
+
 float Trainer::trainStep(int64_t step) {
+  if (pipeline_)
+    return pipelineStep(step);
   double lossSum = 0;
   StepIO io = makeIO(step - skipped_);
   int64_t local = 0;
@@ -898,6 +969,7 @@ float Trainer::trainStep(int64_t step) {
 }
 
 EvalResult Trainer::evaluate() {
+  syncPipelineState();
   EvalResult result;
   int64_t batches = kind_ == DataKind::Tokens ? valTokens_->batchesPerPass()
                                               : valClasses_->batchesPerPass();
@@ -1131,6 +1203,7 @@ bool Trainer::shardedCheckpoints() const {
 std::string Trainer::saveCheckpoint(int64_t step) {
   // A write in flight comes first: checkpoints land in step order.
   finishAsyncCheckpoint(/*wait=*/true);
+  syncPipelineState();
   auto start = std::chrono::steady_clock::now();
   std::string path;
   if (shardedCheckpoints()) {
@@ -1226,6 +1299,7 @@ std::string Trainer::startAsyncCheckpoint(int64_t step) {
   // closer together than a write takes) as well as the snapshot.
   auto start = std::chrono::steady_clock::now();
   finishAsyncCheckpoint(/*wait=*/true);
+  syncPipelineState();
   TraceScope scope(trace_.get(), "checkpoint snapshot", "checkpoint");
   auto p = std::make_unique<PendingCheckpoint>();
   p->step = step;

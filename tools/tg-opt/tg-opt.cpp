@@ -11,6 +11,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
+#include "passes/pipeline/Passes.h"
 #include "passes/precision/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   mlir::tg::registerFusionPasses();
   mlir::tg::registerMemoryPasses();
   mlir::tg::registerOptimizerPasses();
+  mlir::tg::registerPipelinePasses();
   mlir::tg::registerPrecisionPasses();
   mlir::tg::registerRematPasses();
   mlir::tg::registerSchedulePasses();

@@ -84,8 +84,9 @@ cl::opt<EmitKind> emit(
 cl::opt<std::string> compileTo(
     "compile-to",
     cl::desc("Stop after this phase and print its IR: import, precision, "
-             "autodiff, optimizer, sharding, partition, fusion, schedule, "
-             "memory (source and "
+             "autodiff, optimizer, sharding, partition, pipeline (with "
+             "--pipeline-stages: the chunks and each stage's actions), "
+             "fusion, schedule, memory (source and "
              "executable "
              "as --emit=cpp and exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
@@ -305,11 +306,12 @@ cl::opt<bool> shardPerLayer(
     cl::init(false), cl::cat(planCategory));
 cl::opt<int64_t> pipelineStagesFlag(
     "pipeline-stages",
-    cl::desc("--report=sharding, --auto-shard, --compare-plans: price the "
-             "plan as P pipeline stages, each a copy of the mesh (P x the "
-             "mesh's devices in all), the repeated layers split into P "
-             "consecutive groups under a 1F1B schedule. Modelled only: tgc "
-             "builds no pipelined executable yet (default 1)"),
+    cl::desc("run the step as P pipeline stages, the repeated layers "
+             "split into P consecutive groups (P processes: mpirun -np P); "
+             "--report=sharding, --auto-shard, --compare-plans price it so, "
+             "each stage a copy of the mesh. The executable is built for "
+             "the CPU without a mesh (pipelines with --mesh, and on CUDA, "
+             "are priced, not built yet; default 1)"),
     cl::init(1), cl::value_desc("P"), cl::cat(planCategory));
 cl::opt<int64_t> virtualStagesFlag(
     "virtual-stages",
@@ -319,7 +321,8 @@ cl::opt<int64_t> virtualStagesFlag(
     cl::init(1), cl::value_desc("V"), cl::cat(planCategory));
 cl::opt<std::string> pipelineScheduleFlag(
     "pipeline-schedule",
-    cl::desc("with --pipeline-stages and --report=pipeline: gpipe, 1f1b, "
+    cl::desc("with --pipeline-stages: the schedule the executable runs and "
+             "--report=pipeline plays: gpipe, 1f1b, "
              "interleaved (Megatron-LM's, with --virtual-stages), zb-h1 "
              "(zero bubble: each backward split into its input and weight "
              "halves, the weight halves filling the bubble at 1F1B's "
@@ -792,6 +795,8 @@ LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
     candidates.push_back(*chosen);
   else if (stages.virtualStages > 1)
     candidates.push_back(pipeline::Schedule::Interleaved);
+  else if (micro < stages.stages)
+    candidates = {pipeline::Schedule::OneFOneB};
   else
     candidates = {pipeline::Schedule::OneFOneB,
                   pipeline::Schedule::ZeroBubbleH1};
@@ -818,8 +823,7 @@ LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
     return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
   };
   os << llvm::formatv("pipeline: {0} stages x {1} chunks a stage, {2} "
-                      "micro-batches, schedule {3}{4} (modelled: tgc builds "
-                      "no pipelined executable yet)\n",
+                      "micro-batches, schedule {3}{4} (modelled)\n",
                       shape.stages, shape.virtualStages, shape.microBatches,
                       scheduleName(*best),
                       pipelineScheduleFlag == "auto" ? " (auto)" : "");
@@ -922,9 +926,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   else if (stopAfter)
     last = *stopAfter;
   if (emit == EmitKind::Mlir && last > kLastIRPhase)
-    return fail("--emit=mlir writes IR: --compile-to must be import, "
-                "precision, autodiff, optimizer, sharding, partition, fusion, "
-                "schedule or memory");
+    return fail(
+        "--emit=mlir writes IR: --compile-to must be import, "
+        "precision, autodiff, optimizer, sharding, partition, pipeline, "
+        "fusion, schedule or memory");
   if (!report.empty() && report != "memory" && report != "sharding" &&
       report != "pipeline")
     return fail("unknown --report '" + report +
@@ -936,10 +941,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       !pipeline::parseSchedule(pipelineScheduleFlag))
     return fail("unknown --pipeline-schedule '" + pipelineScheduleFlag +
                 "'; expected gpipe, 1f1b, interleaved, zb-h1 or auto");
-  if (pipelineScheduleFlag.getNumOccurrences() && report != "pipeline")
-    return fail("--pipeline-schedule picks the schedule --report=pipeline "
-                "plays: add --report=pipeline (tgc builds no pipelined "
-                "executable yet)");
+  if (pipelineScheduleFlag.getNumOccurrences() && pipelineStagesFlag < 2)
+    return fail("--pipeline-schedule picks the schedule of a pipelined "
+                "step: add --pipeline-stages=P (P >= 2)");
   if (!reportPlot.empty() && report.empty())
     return fail("--report-plot draws a report: add --report=memory or "
                 "--report=sharding");
@@ -976,13 +980,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (virtualStagesFlag > 1 && pipelineStagesFlag == 1)
     return fail("--virtual-stages splits each pipeline stage's layers: add "
                 "--pipeline-stages");
-  if (pipelineStagesFlag > 1 && report != "sharding" &&
-      report != "pipeline" && comparePlans.empty() &&
-      (!report.empty() || last > kLastIRPhase))
-    return fail("--pipeline-stages is modelled only: tgc builds no pipelined "
-                "executable yet; add --report=sharding or --report=pipeline "
-                "(or --compare-plans, or --compile-to=PHASE) to see the plan "
-                "priced with them");
+  if (pipelineStagesFlag > 1 && report == "memory")
+    return fail("--report=memory does not plan pipeline stages yet: use "
+                "--report=pipeline or --report=sharding");
   if (shardTimeLimit <= 0)
     return fail("--shard-time-limit takes a positive number of seconds");
   if (fusionRules != "none" && fusionRules != "elementwise" &&
@@ -1132,8 +1132,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     if (!given || *given > kLastIRPhase)
       return fail("unknown phase '" + compileFrom +
                   "' for --compile-from; expected import, precision, "
-                  "autodiff, optimizer, sharding, partition, fusion, "
-                  "schedule or memory");
+                  "autodiff, optimizer, sharding, partition, pipeline, "
+                  "fusion, schedule or memory");
     if (*given != from)
       return fail("--compile-from=" + compileFrom + " but " + inputFile +
                   " holds IR after phase '" + phaseName(from) + "'");
@@ -1219,6 +1219,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                       "' in --allow-strategies; expected dp, zero or tp");
     }
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
+    options.pipelineSchedule = pipelineScheduleFlag;
     options.fusion = fusionRules;
     options.remat = rematPolicy;
     options.rematSolver = rematSolver;
@@ -1450,10 +1451,17 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return success();
     });
 
-  if (getPipelineStages(*module).stages > 1)
+  if (getPipelineStages(*module).stages > 1 && cuda)
     return fail(inputFile + " is planned with pipeline stages (tg.pipeline), "
-                            "which tgc models but cannot build an executable "
-                            "for yet; compile it without them");
+                            "which the CUDA backend cannot build yet; "
+                            "compile it for the CPU or without them");
+  if (getPipelineStages(*module).stages > 1 &&
+      !(*module)->hasAttr(TgDialect::kPipelineActionsAttr))
+    return fail(inputFile + " is planned with pipeline stages on a mesh, "
+                            "which tgc prices (--report=sharding) but cannot "
+                            "build yet: a pipelined executable runs its "
+                            "stages alone (--pipeline-stages without --mesh, "
+                            "--auto-shard or --shard)");
   std::string sourceName = llvm::sys::path::filename(inputFile).str();
   if (cuda) {
     TimingScope emitTiming =

@@ -124,6 +124,15 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Discardable attributes
 //===----------------------------------------------------------------------===//
 
+/// tg.slot: a value number of a pipelined step.
+static LogicalResult verifySlotAttr(Operation *op, NamedAttribute attr) {
+  auto slot = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!slot || slot.getInt() < 0)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a non-negative integer";
+  return success();
+}
+
 static LogicalResult verifyStringAttr(Operation *op, NamedAttribute attr) {
   auto str = dyn_cast<StringAttr>(attr.getValue());
   if (!str || str.getValue().empty())
@@ -162,6 +171,8 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
   if (name == kParamAttr || name == kInputAttr || name == kOutputAttr ||
       name == kStateAttr || name == kAccumAttr)
     return verifyStringAttr(op, attr);
+  if (name == kSlotAttr)
+    return verifySlotAttr(op, attr);
   if (name == kShardingAttr)
     return verifyValueSharding(op, attr, argType,
                                "argument " + std::to_string(argIndex));
@@ -247,6 +258,8 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
   if (name == kOutputAttr || name == kGradAttr || name == kUpdateAttr ||
       name == kMetricAttr)
     return verifyStringAttr(op, attr);
+  if (name == kSlotAttr)
+    return verifySlotAttr(op, attr);
   if (name == kShardingAttr) {
     auto func = dyn_cast<FunctionOpInterface>(op);
     Type type = func && resultIndex < func.getNumResults()
@@ -286,6 +299,26 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name
                              << "' must be \"fp32\" or \"bf16\", got "
                              << attr.getValue();
+    return success();
+  }
+  if (name == kPipelineRoleAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto kind = dict ? dict.getAs<StringAttr>("kind") : nullptr;
+    if (!isa<func::FuncOp>(op) || !kind ||
+        !llvm::is_contained({"forward", "backward", "weight", "update"},
+                            kind.getValue()) ||
+        !dict.getAs<IntegerAttr>(kind.getValue() == "update" ? "stage"
+                                                             : "chunk"))
+      return op->emitError()
+             << "'" << name
+             << "' must be {kind = \"forward\" | \"backward\" | \"weight\", "
+                "chunk = N} or {kind = \"update\", stage = N} on a function";
+    return success();
+  }
+  if (name == kPipelineTransfersAttr || name == kPipelineActionsAttr) {
+    if (!isa<ModuleOp>(op) || !isa<ArrayAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be an array on the module";
     return success();
   }
   if (name == kRematAttr || name == kAutoShardAttr) {
@@ -395,26 +428,32 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
       auto v = dict ? dict.getAs<IntegerAttr>(key) : IntegerAttr();
       return v ? v.getInt() : 0;
     };
-    if (!dict || dict.size() != 2 || count("stages") < 1 ||
-        count("virtual_stages") < 1)
+    // tg-pipeline-schedule adds the schedule it wrote and its micro-batch
+    // count.
+    size_t scheduled = dict && dict.get("schedule") ? 2 : 0;
+    if (!dict || dict.size() != 2 + scheduled || count("stages") < 1 ||
+        count("virtual_stages") < 1 ||
+        (scheduled &&
+         (!dict.getAs<StringAttr>("schedule") || count("micro_batches") < 1)))
       return op->emitError()
              << "'" << name
              << "' must be {stages = P, virtual_stages = V} with P and V at "
-                "least 1, got "
+                "least 1 (and after tg-pipeline-schedule its schedule = "
+                "\"name\" and micro_batches = M), got "
              << attr.getValue();
     return success();
   }
   if (name == kPhaseAttr) {
     // The pipeline phase tgc ran the module through (compiler/pipeline).
     auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str || !llvm::is_contained({"import", "precision", "autodiff",
-                                     "optimizer", "sharding", "partition",
-                                     "fusion", "schedule", "memory"},
-                                    str.getValue()))
+    if (!str || !llvm::is_contained(
+                    {"import", "precision", "autodiff", "optimizer", "sharding",
+                     "partition", "pipeline", "fusion", "schedule", "memory"},
+                    str.getValue()))
       return op->emitError() << "'" << name
                              << "' must be import, precision, autodiff, "
-                                "optimizer, sharding, partition, fusion, "
-                                "schedule or memory, got "
+                                "optimizer, sharding, partition, pipeline, "
+                                "fusion, schedule or memory, got "
                              << attr.getValue();
     return success();
   }

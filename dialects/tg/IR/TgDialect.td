@@ -91,6 +91,19 @@ def Tg_Dialect : Dialect {
     /// ({stages = P, virtual_stages = V}); modelled by the cost model and
     /// tg-auto-shard, not executable.
     static constexpr ::llvm::StringLiteral kPipelineAttr = "tg.pipeline";
+    /// tg-pipeline-split: on an argument or result of a chunk's function,
+    /// the value (a per-micro-batch buffer) it reads or writes, by number;
+    /// on a function, its part of the pipelined step ({kind = "forward" |
+    /// "backward" | "weight", chunk = c} or {kind = "update", stage = s});
+    /// on the module, the values each boundary between chunks c and c + 1
+    /// moves (an array of {forward = [...], backward = [...]}).
+    static constexpr ::llvm::StringLiteral kSlotAttr = "tg.slot";
+    static constexpr ::llvm::StringLiteral kPipelineRoleAttr = "tg.pipeline_role";
+    static constexpr ::llvm::StringLiteral kPipelineTransfersAttr = "tg.pipeline_transfers";
+    /// tg-pipeline-schedule: on the module, each stage's actions in order
+    /// ("F0", "send-F0", "B0", "W0", ... as tgc --report=pipeline prints
+    /// them) and the schedule's name.
+    static constexpr ::llvm::StringLiteral kPipelineActionsAttr = "tg.pipeline_actions";
     // The memory plan (tg-plan-memory).
     static constexpr ::llvm::StringLiteral kOffsetsAttr = "tg.offsets";
     static constexpr ::llvm::StringLiteral kViewsAttr = "tg.views";

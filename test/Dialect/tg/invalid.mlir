@@ -1647,13 +1647,13 @@ func.func @micro_batches_belong_on_a_function(%x: tensor<4xf32>) {
 
 // Pipeline stages a plan is priced with: on the module, both counts at
 // least 1.
-// expected-error @+1 {{'tg.pipeline' must be {stages = P, virtual_stages = V} with P and V at least 1, got {stages = 0 : i64, virtual_stages = 1 : i64}}}
+// expected-error @+1 {{'tg.pipeline' must be {stages = P, virtual_stages = V} with P and V at least 1 (and after tg-pipeline-schedule its schedule = "name" and micro_batches = M), got {stages = 0 : i64, virtual_stages = 1 : i64}}}
 module attributes {tg.pipeline = {stages = 0 : i64, virtual_stages = 1 : i64}} {
 }
 
 // -----
 
-// expected-error @+1 {{'tg.pipeline' must be {stages = P, virtual_stages = V} with P and V at least 1, got {stages = 4 : i64}}}
+// expected-error @+1 {{'tg.pipeline' must be {stages = P, virtual_stages = V} with P and V at least 1 (and after tg-pipeline-schedule its schedule = "name" and micro_batches = M), got {stages = 4 : i64}}}
 module attributes {tg.pipeline = {stages = 4 : i64}} {
 }
 

@@ -231,4 +231,42 @@ TEST(PipelineSchedule, DrawsOneBoxPerComputeAction) {
   EXPECT_NE(svg.find("idle"), std::string::npos);
 }
 
+TEST(PipelineSchedule, ParsesWhatItPrints) {
+  // Every action of an interleaved list, printed and read back.
+  Shape shape{2, 2, 4};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  auto actions = buildSchedule(Schedule::Interleaved, shape, costs);
+  ASSERT_TRUE(static_cast<bool>(actions));
+  for (auto [s, list] : llvm::enumerate(*actions))
+    for (const Action &a : list) {
+      auto read = parseAction(describe(a, shape), shape, s);
+      ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
+      EXPECT_EQ(*read, a);
+    }
+  // One chunk a stage: no "@c", the chunk is the stage.
+  Shape plain{2, 1, 4};
+  auto w = parseAction("recv-B3", plain, 1);
+  ASSERT_TRUE(static_cast<bool>(w));
+  EXPECT_EQ(*w, (Action{ActionKind::RecvB, 3, 1}));
+}
+
+TEST(PipelineSchedule, AWrongActionIsNamed) {
+  Shape plain{2, 1, 4};
+  for (const char *text : {"F4", "X1", "F", "BW-1", "F1@1"}) {
+    auto read = parseAction(text, plain, 0);
+    ASSERT_FALSE(static_cast<bool>(read)) << text;
+    std::string why = llvm::toString(read.takeError());
+    EXPECT_NE(why.find(std::string("'") + text + "'"), std::string::npos)
+        << why;
+  }
+  // Several chunks a stage: the chunk must be named and be this stage's.
+  Shape interleaved{2, 2, 4};
+  auto bare = parseAction("F0", interleaved, 0);
+  EXPECT_FALSE(static_cast<bool>(bare));
+  llvm::consumeError(bare.takeError());
+  auto other = parseAction("F0@1", interleaved, 0);
+  EXPECT_FALSE(static_cast<bool>(other));
+  llvm::consumeError(other.takeError());
+}
+
 } // namespace

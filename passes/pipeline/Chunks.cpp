@@ -1,0 +1,265 @@
+//===- Chunks.cpp - Which chunk of a pipelined step an op is on -*- C++ -*-===//
+
+#include "passes/pipeline/Chunks.h"
+
+#include "compiler/cost/CostModel.h"
+#include "dialects/tg/IR/TgOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tg;
+
+std::string mlir::tg::groupOfName(StringRef name) {
+  std::string layer = layerOfName(name);
+  return layer.empty() ? name.split('.').first.str() : layer;
+}
+
+std::string mlir::tg::layerOfOp(Operation *op) {
+  Operation *update = op;
+  if (op->getNumOperands() == 1 && !isa<OptimizerUpdateOp>(op))
+    if (Operation *def = op->getOperand(0).getDefiningOp())
+      update = def;
+  if (auto u = dyn_cast<OptimizerUpdateOp>(update))
+    if (auto arg = dyn_cast<BlockArgument>(u.getParam()))
+      if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+        if (auto name = func.getArgAttrOfType<StringAttr>(
+                arg.getArgNumber(), TgDialect::kParamAttr))
+          return groupOfName(name.getValue());
+  return groupOfName(nodeNameOf(op));
+}
+
+StringAttr mlir::tg::parameterNameOf(func::FuncOp func, BlockArgument arg) {
+  for (StringRef kind :
+       {TgDialect::kParamAttr, TgDialect::kStateAttr, TgDialect::kAccumAttr})
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kind))
+      return name;
+  return nullptr;
+}
+
+std::optional<int64_t> StageMap::chunkOfArgument(func::FuncOp func,
+                                                 Value v) const {
+  auto arg = dyn_cast<BlockArgument>(v);
+  StringAttr name = arg ? parameterNameOf(func, arg) : nullptr;
+  auto it = name ? chunkOfGroup.find(groupOfName(name.getValue()))
+                 : chunkOfGroup.end();
+  if (it == chunkOfGroup.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<int64_t> StageMap::chunkOfGroupName(StringRef group) const {
+  auto it = chunkOfGroup.find(group);
+  if (it != chunkOfGroup.end())
+    return it->second;
+  if (!layerOfName(group).empty())
+    return chunks() - 1;
+  return std::nullopt;
+}
+
+SmallVector<int64_t> StageMap::chunksOf(func::FuncOp func) const {
+  SmallVector<int64_t> out;
+  DenseMap<Operation *, int64_t> chunkOfOp;
+  int64_t current = 0;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    std::string group = layerOfOp(&op);
+    if (!group.empty()) {
+      // A group the map lacks stays with its predecessor.
+      if (std::optional<int64_t> chunk = chunkOfGroupName(group))
+        current = *chunk;
+    } else {
+      // No name: the chunk of the parameter or state it reads (a fused
+      // optimizer update), else of the op whose result it reads first.
+      for (Value v : op.getOperands()) {
+        std::optional<int64_t> from = chunkOfArgument(func, v);
+        if (auto it = chunkOfOp.find(v.getDefiningOp());
+            !from && it != chunkOfOp.end())
+          from = it->second;
+        if (from) {
+          current = *from;
+          break;
+        }
+      }
+    }
+    chunkOfOp[&op] = current;
+    out.push_back(current);
+  }
+  return out;
+}
+
+/// The first layer of each chunk after the first: the model file's pins
+/// (training.pipeline_cuts), else the cuts that make the slowest chunk
+/// fastest by `seconds` per layer (the first chunk also runs `before`, the
+/// last `after`), else equal counts.
+static llvm::Expected<SmallVector<int64_t>>
+chooseCuts(ModuleOp module, int64_t chunks, ArrayRef<double> seconds,
+           double before, double after) {
+  int64_t layers = seconds.size();
+  auto training =
+      module ? module->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr)
+             : DictionaryAttr();
+  if (auto pins =
+          training ? training.getAs<ArrayAttr>("pipeline_cuts") : ArrayAttr()) {
+    SmallVector<int64_t> cuts;
+    for (Attribute a : pins)
+      if (auto i = dyn_cast<IntegerAttr>(a))
+        cuts.push_back(i.getInt());
+    bool ok = (int64_t)cuts.size() == chunks - 1 &&
+              (int64_t)pins.size() == chunks - 1;
+    for (size_t k = 0; ok && k < cuts.size(); ++k)
+      ok =
+          cuts[k] >= 1 && cuts[k] < layers && (k == 0 || cuts[k] > cuts[k - 1]);
+    if (!ok) {
+      std::string given;
+      llvm::raw_string_ostream os(given);
+      pins.print(os);
+      return llvm::createStringError(
+          llvm::formatv("training.pipeline_cuts {0}: expected {1} increasing "
+                        "layer numbers between 1 and {2}, the first layer of "
+                        "each of chunks 1..{1} ({3} chunks of {4} layers)",
+                        given, chunks - 1, layers - 1, chunks, layers)
+              .str());
+    }
+    return cuts;
+  }
+  SmallVector<int64_t> cuts;
+  double total = before + after;
+  for (double s : seconds)
+    total += s;
+  if (total <= 0) {
+    for (int64_t c = 1; c < chunks; ++c)
+      cuts.push_back((c * layers + chunks - 1) / chunks);
+    return cuts;
+  }
+  // best[c][j]: the slowest of chunks 0..c-1 holding layers 0..j-1, at its
+  // least; from[c][j] the first layer of chunk c - 1 there.
+  SmallVector<double> prefix(layers + 1, 0);
+  for (int64_t j = 0; j < layers; ++j)
+    prefix[j + 1] = prefix[j] + seconds[j];
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(chunks + 1,
+                                        std::vector<double>(layers + 1, inf));
+  std::vector<std::vector<int64_t>> from(chunks + 1,
+                                         std::vector<int64_t>(layers + 1, 0));
+  best[0][0] = 0;
+  for (int64_t c = 1; c <= chunks; ++c)
+    for (int64_t j = c; j <= layers; ++j)
+      for (int64_t i = c - 1; i < j; ++i) {
+        double cost = prefix[j] - prefix[i] + (c == 1 ? before : 0) +
+                      (c == chunks ? after : 0);
+        double worst = std::max(best[c - 1][i], cost);
+        // Ties go to the earlier cut, so equal layers split evenly.
+        if (worst < best[c][j] * (1 - 1e-9)) {
+          best[c][j] = worst;
+          from[c][j] = i;
+        }
+      }
+  cuts.assign(chunks - 1, 0);
+  for (int64_t c = chunks, j = layers; c > 1; --c) {
+    j = from[c][j];
+    cuts[c - 2] = j;
+  }
+  return cuts;
+}
+
+llvm::Expected<StageMap> mlir::tg::stageMapOf(func::FuncOp step,
+                                              PipelineStages pipeline,
+                                              const CostModel *cost) {
+  StageMap map;
+  map.pipeline = pipeline;
+  SmallVector<std::string> layers;
+  llvm::StringMap<bool> before; // other groups: before the first layer?
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    std::string group = layerOfOp(&op);
+    if (group.empty() || map.chunkOfGroup.count(group) || before.count(group))
+      continue;
+    if (!layerOfName(group).empty()) {
+      map.chunkOfGroup[group] = layers.size();
+      layers.push_back(group);
+    } else {
+      before[group] = layers.empty();
+    }
+  }
+  map.layers = layers.size();
+  if (map.layers < map.chunks())
+    return llvm::createStringError(
+        llvm::formatv("{0} pipeline stages x {1} virtual stages need at least "
+                      "{2} repeated layers (h.0.*, h.1.*, ... in the model "
+                      "file); the model has {3}",
+                      pipeline.stages, pipeline.virtualStages, map.chunks(),
+                      map.layers)
+            .str());
+  // Each layer's time (and what runs before the first layer and after the
+  // last) by the cost model, over every op of the step.
+  SmallVector<double> seconds(layers.size(), 0);
+  double head = 0, tail = 0;
+  if (cost) {
+    llvm::StringMap<size_t> index;
+    for (auto [j, layer] : llvm::enumerate(layers))
+      index[layer] = j;
+    for (Operation &op : step.getBody().front().without_terminator()) {
+      std::string group = layerOfOp(&op);
+      if (group.empty())
+        continue;
+      double s = cost->opSeconds(&op);
+      if (auto it = index.find(group); it != index.end())
+        seconds[it->second] += s;
+      else if (auto b = before.find(group); b != before.end())
+        (b->second ? head : tail) += s;
+    }
+  }
+  llvm::Expected<SmallVector<int64_t>> cuts = chooseCuts(
+      step->getParentOfType<ModuleOp>(), map.chunks(), seconds, head, tail);
+  if (!cuts)
+    return cuts.takeError();
+  for (auto [j, layer] : llvm::enumerate(layers))
+    map.chunkOfGroup[layer] = llvm::count_if(
+        *cuts, [&, j = (int64_t)j](int64_t cut) { return cut <= j; });
+  for (auto &entry : before)
+    map.chunkOfGroup[entry.getKey()] = entry.getValue() ? 0 : map.chunks() - 1;
+  return map;
+}
+
+pipeline::Costs mlir::tg::pipelineFunctionCosts(ModuleOp module,
+                                                const pipeline::Shape &shape,
+                                                const CostModel &cost) {
+  pipeline::Costs costs =
+      pipeline::Costs::uniform(shape, 0, 0, 0, /*transfer=*/0);
+  DenseMap<int64_t, int64_t> slotBytes;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto role =
+        func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
+    auto chunk = role ? role.getAs<IntegerAttr>("chunk") : nullptr;
+    if (!chunk)
+      continue;
+    double seconds = 0;
+    for (Operation &op : func.getBody().front().without_terminator())
+      seconds += cost.opSeconds(&op);
+    StringRef kind = role.getAs<StringAttr>("kind").getValue();
+    std::vector<double> &list = kind == "forward"    ? costs.forward
+                                : kind == "backward" ? costs.backwardInput
+                                                     : costs.backwardWeight;
+    list[chunk.getInt()] = seconds;
+    for (auto [r, type] : llvm::enumerate(func.getResultTypes()))
+      if (auto slot =
+              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
+        slotBytes[slot.getInt()] = tensorBytes(type);
+  }
+  int64_t largest = 0;
+  if (auto boundaries =
+          module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineTransfersAttr))
+    for (Attribute a : boundaries) {
+      auto dict = cast<DictionaryAttr>(a);
+      for (StringRef way : {"forward", "backward"}) {
+        int64_t bytes = 0;
+        if (auto list = dict.getAs<DenseI64ArrayAttr>(way))
+          for (int64_t slot : list.asArrayRef())
+            bytes += slotBytes.lookup(slot);
+        largest = std::max(largest, bytes);
+      }
+    }
+  costs.transfer = cost.stageSendSeconds((double)largest, shape.stages);
+  return costs;
+}

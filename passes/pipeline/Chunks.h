@@ -1,0 +1,87 @@
+//===- Chunks.h - Which chunk of a pipelined step an op is on ---*- C++ -*-===//
+//
+// A pipelined step runs in P x V chunks of consecutive layers, chunk c on
+// stage c mod P. The layers are the model file's repeated names (h.0.*,
+// h.1.*, ...); what comes before the first (the embeddings) goes with the
+// first chunk, what comes after the last (the final norm, the head, the
+// loss) with the last. The pricing (tgc --report=sharding, tg-auto-shard)
+// and tg-pipeline-split place ops by the same map.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_PASSES_PIPELINE_CHUNKS_H
+#define TGC_PASSES_PIPELINE_CHUNKS_H
+
+#include "dialects/tg/IR/TgDialect.h"
+#include "passes/pipeline/PipelineSchedule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tg {
+
+/// What a model-file name is grouped under: its layer (`h.3` for
+/// `h.3.attn.c_proj`), else its first component (`wte`, `fc1`).
+std::string groupOfName(StringRef name);
+
+/// The group an op of a step works for: an optimizer update's (or a
+/// collective on its result's) is its parameter's, others' their location.
+std::string layerOfOp(Operation *op);
+
+/// The name of a step argument that is a parameter, its optimizer state or
+/// its gradient accumulator, or null for the batch.
+StringAttr parameterNameOf(func::FuncOp func, BlockArgument arg);
+
+/// The chunk of each group: the repeated layers (in the order the forward
+/// pass first reaches them) in P x V consecutive chunks of equal size,
+/// chunk c on stage c mod P (Megatron-LM's interleaved placement; V = 1 is
+/// plain 1F1B).
+struct StageMap {
+  PipelineStages pipeline;
+  int64_t layers = 0;
+  llvm::StringMap<int64_t> chunkOfGroup;
+
+  int64_t chunks() const { return pipeline.stages * pipeline.virtualStages; }
+  int64_t stageOf(int64_t chunk) const { return chunk % pipeline.stages; }
+
+  /// The chunk of the layer whose parameter, state or accumulator `v` is,
+  /// if it is one.
+  std::optional<int64_t> chunkOfArgument(func::FuncOp func, Value v) const;
+
+  /// The chunk of a group, if the map has it: a repeated layer's name the
+  /// map lacks goes last (as the head does), another has none.
+  std::optional<int64_t> chunkOfGroupName(StringRef group) const;
+
+  /// The chunk of each op of `func` (its body's ops before the terminator,
+  /// in order): its group's, or with no name the chunk of the parameter or
+  /// state it reads (a fused optimizer update), else of the op whose result
+  /// it reads first.
+  SmallVector<int64_t> chunksOf(func::FuncOp func) const;
+};
+
+class CostModel;
+
+/// The stage map of `step` under `pipeline`, or an error that says why the
+/// model cannot be split so. The cuts between chunks are the model file's
+/// (training.pipeline_cuts: the first layer of each chunk after the
+/// first), else those that make the slowest chunk fastest by `cost`'s time
+/// of each layer's ops in `step` (the first chunk also runs the
+/// embeddings, the last the head and the loss), else equal layer counts.
+llvm::Expected<StageMap> stageMapOf(func::FuncOp step, PipelineStages pipeline,
+                                    const CostModel *cost = nullptr);
+
+/// Seconds per micro-batch of each chunk's F, B and W functions
+/// (tg-pipeline-split's, as the cost model times their ops) and of the
+/// largest transfer a boundary makes: what tg-pipeline-schedule places
+/// ZB-H1's W passes by and --report=pipeline plays.
+pipeline::Costs pipelineFunctionCosts(ModuleOp module,
+                                      const pipeline::Shape &shape,
+                                      const CostModel &cost);
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_PIPELINE_CHUNKS_H

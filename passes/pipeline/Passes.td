@@ -1,0 +1,96 @@
+//===- Passes.td - Pipeline parallelism passes -------------*- tablegen -*-===//
+
+#ifndef TG_PASSES_PIPELINE_TD
+#define TG_PASSES_PIPELINE_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PipelineSplitPass : Pass<"tg-pipeline-split", "ModuleOp"> {
+  let summary = "Cuts the step into pipeline chunks: F, B and W per chunk";
+  let description = [{
+    For a module with `tg.pipeline = {stages = P, virtual_stages = V}`,
+    cuts `@forward_backward` into P x V chunks of consecutive layers (the
+    model file's repeated names, h.0.*, h.1.*, ...; chunk c runs on stage
+    c mod P; the embeddings go with the first chunk, the final norm, the
+    head and the loss with the last) and gives each chunk three functions.
+    The cuts are the model file's where it pins them
+    (`training.pipeline_cuts`: the first layer of each chunk after the
+    first), else those that make the slowest chunk fastest by the cost
+    model's time of each layer's ops in @train_step on `cluster` (so the
+    chunks with the embeddings and the head get fewer layers where those
+    weigh).
+
+    - `@chunkC_forward` (F): its forward ops;
+    - `@chunkC_backward` (B): the backward ops that an earlier chunk needs,
+      the gradients of its inputs;
+    - `@chunkC_weight` (W): the rest of its backward ops, which lead only to
+      its parameters' gradients (`tg.grad = "name"` results, added to the
+      step's sums).
+
+    The B/W split comes from the graph tg-autodiff built: no op is computed
+    twice. A value one function computes and another reads becomes a slot
+    (`tg.slot = N` on the result and the argument), a buffer per
+    micro-batch. The module's `tg.pipeline_transfers` lists, for each
+    boundary between chunks c and c + 1, the slots it moves forward (after
+    F of chunk c) and backward (after B of chunk c + 1), relaying values
+    that skip chunks.
+
+    A parameter used on several stages (GPT-2's `wte`, in the embedding and
+    the tied head) keeps a gradient part on each: the stages add them once a
+    step. `@apply_gradients` (built by tg-optimizer for pipelined modules)
+    becomes one `@stageS_update` per stage over the parameters it holds: the
+    tied gradients summed over the `pp` axis, the gradient norm as the
+    square root of the stages' summed squares (each parameter counted on the
+    first stage that holds it), then the same clipping, schedule and
+    updates. The module gets `tg.mesh @mesh ["pp" = P]`.
+
+    Pipelines with data or tensor parallelism (`pp x dp x tp`) are not
+    built yet: a module that has a mesh is left as it is (the reports price
+    it; tgc refuses to build it).
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"cluster", "cluster", "std::string", "\"cpu-local\"",
+           "The cluster whose cost model times the layers">,
+  ];
+  let statistics = [
+    Statistic<"numChunks", "chunks", "Chunks built">,
+    Statistic<"numSlots", "slots", "Values moved between functions">,
+  ];
+}
+
+def PipelineSchedulePass : Pass<"tg-pipeline-schedule", "ModuleOp"> {
+  let summary = "Writes each stage's actions for a pipeline schedule";
+  let description = [{
+    After tg-pipeline-split: each stage's ordered list of actions for one
+    step, as `tg.pipeline_actions` on the module (an array per stage of
+    "F3", "send-F3", "recv-B3", "B3", "W3", "BW3" ... with "@c" for the
+    chunk where a stage holds several) and the schedule's name in
+    `tg.pipeline`. The micro-batches are those @train_step was built for
+    (`tg.micro_batches`, the training table's grad_accum).
+
+    - `gpipe`: every forward, then every backward (holds all M
+      micro-batches' activations);
+    - `1f1b`: one forward one backward after P - s warm-up forwards on
+      stage s (holds at most P);
+    - `interleaved`: Megatron-LM's with V chunks per stage (M a multiple of
+      P);
+    - `zb-h1`: 1F1B with B and W apart, the W passes deferred into the
+      bubble at 1F1B's memory (Qi et al., ICLR 2024), placed by playing the
+      step on the cost model's times of each chunk's F, B and W functions;
+    - `auto`: whichever of 1F1B and ZB-H1 (interleaved when V > 1) the cost
+      model plays fastest.
+
+    Every list is checked by playing it: an order that deadlocks, or reads
+    an activation or gradient before it exists, is an error.
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect"];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"auto\"",
+           "gpipe, 1f1b, interleaved, zb-h1 or auto">,
+    Option<"cluster", "cluster", "std::string", "\"cpu-local\"",
+           "The cluster whose cost model times the chunks (zb-h1, auto)">,
+  ];
+}
+
+#endif // TG_PASSES_PIPELINE_TD

@@ -1,0 +1,586 @@
+//===- SplitPipeline.cpp - Cuts a step into pipeline chunks ------*- C++
+//-*-===//
+//
+// tg-pipeline-split: @forward_backward as P x V chunks, each a forward (F),
+// a backward for its inputs (B) and a backward for its weights (W), and
+// @apply_gradients as one update per stage. Values that cross from one
+// function to another become numbered slots (per-micro-batch buffers); the
+// boundaries between consecutive chunks list the slots they move.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/pipeline/Passes.h"
+
+#include "compiler/cost/ClusterSpec.h"
+#include "compiler/cost/CostModel.h"
+#include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
+#include "passes/pipeline/Chunks.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tg {
+#define GEN_PASS_DEF_PIPELINESPLITPASS
+#include "passes/pipeline/Passes.h.inc"
+} // namespace mlir::tg
+
+using namespace mlir;
+using namespace mlir::tg;
+
+namespace {
+
+enum Role { Forward = 0, Backward = 1, Weight = 2 };
+constexpr const char *kRoleNames[] = {"forward", "backward", "weight"};
+
+/// One of the functions a chunk becomes.
+struct Piece {
+  SmallVector<Operation *> ops;
+  /// @forward_backward's arguments it reads (parameters, batch inputs).
+  llvm::SetVector<unsigned> fbArgs;
+  /// Constants it reads (cloned into it).
+  llvm::SetVector<Operation *> constants;
+  /// Slots it reads and writes.
+  llvm::SetVector<Value> reads, writes;
+  /// Parameter gradients it returns: the parameter's name and the values
+  /// whose sum is this chunk's part of it.
+  llvm::MapVector<StringAttr, SmallVector<Value>> grads;
+  bool loss = false;
+};
+
+struct Splitter {
+  Splitter(ModuleOp module, func::FuncOp fb, func::FuncOp apply,
+           PipelineStages stages, const CostModel *cost)
+      : module(module), fb(fb), apply(apply), stages(stages), cost(cost) {}
+
+  ModuleOp module;
+  func::FuncOp fb, apply;
+  PipelineStages stages;
+  const CostModel *cost = nullptr;
+  int64_t chunks = 0;
+
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, size_t> index;
+  SmallVector<int64_t> chunkOf;
+  SmallVector<Role> roleOf;
+  DenseSet<Operation *> dropped; // gradient sums split between chunks
+  /// Each chunk's three functions: pieces[c][role].
+  std::vector<std::array<Piece, 3>> pieces;
+  /// Slot numbers, in the order they are first needed.
+  llvm::MapVector<Value, int64_t> slots;
+  /// Per boundary b (between chunks b and b + 1): the slots it moves.
+  SmallVector<llvm::SetVector<int64_t>> forwardMoves, backwardMoves;
+  /// Per trainable parameter name: the chunks that hold a part of its
+  /// gradient.
+  llvm::MapVector<StringAttr, llvm::SmallSetVector<int64_t, 2>> gradChunks;
+
+  int64_t stageOf(int64_t chunk) const { return chunk % stages.stages; }
+
+  int64_t slotOf(Value v) {
+    auto [it, inserted] = slots.try_emplace(v, (int64_t)slots.size());
+    return it->second;
+  }
+
+  LogicalResult run();
+  LogicalResult assign(const StageMap &map);
+  LogicalResult splitGradients(const StageMap &map);
+  LogicalResult connect();
+  LogicalResult connectUse(Operation *user, Value v, int64_t chunk, Role role);
+  void buildPieces(OpBuilder &b);
+  LogicalResult buildUpdates(OpBuilder &b);
+};
+
+bool isConstant(Operation *op) { return op && isa<ConstantOp>(op); }
+
+LogicalResult Splitter::assign(const StageMap &map) {
+  Block &block = fb.getBody().front();
+  for (Operation &op : block.without_terminator()) {
+    index[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  Operation *lossOp = block.getTerminator()->getOperand(0).getDefiningOp();
+  if (!lossOp || !index.count(lossOp))
+    return fb.emitError("tg-pipeline-split: @forward_backward's loss is not "
+                        "computed in it");
+  size_t forwardEnd = index[lossOp];
+  chunkOf.assign(ops.size(), 0);
+  roleOf.assign(ops.size(), Forward);
+  // Each op: its group's chunk, or with no name (a sum of gradients, a
+  // reshape the pass added) the latest chunk it reads from in the forward
+  // pass and the earliest in the backward pass, so that values only move
+  // forward in the one and backward in the other.
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    bool forward = i <= forwardEnd;
+    roleOf[i] = forward ? Forward : Backward;
+    if (isConstant(op))
+      continue;
+    std::string group = layerOfOp(op);
+    if (std::optional<int64_t> chunk =
+            group.empty() ? std::nullopt : map.chunkOfGroupName(group)) {
+      chunkOf[i] = *chunk;
+      continue;
+    }
+    std::optional<int64_t> chosen;
+    for (Value v : op->getOperands()) {
+      std::optional<int64_t> from = map.chunkOfArgument(fb, v);
+      Operation *def = v.getDefiningOp();
+      if (def && !isConstant(def) && index.count(def))
+        from = chunkOf[index[def]];
+      if (from)
+        chosen = !chosen   ? *from
+                 : forward ? std::max(*chosen, *from)
+                           : std::min(*chosen, *from);
+    }
+    chunkOf[i] = chosen ? *chosen : (forward ? 0 : chunks - 1);
+  }
+  return success();
+}
+
+LogicalResult Splitter::splitGradients(const StageMap &map) {
+  // A parameter used in several chunks (GPT-2's tied wte: the embedding and
+  // the head) has its gradient summed from their parts. Each chunk keeps
+  // its own part, the stages holding it add them once a step (Megatron-LM's
+  // tied-embedding all-reduce), instead of sending a weight-sized gradient
+  // between stages every micro-batch.
+  auto *ret = fb.getBody().front().getTerminator();
+  for (auto [r, v] : llvm::enumerate(ret->getOperands())) {
+    auto name = fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr);
+    if (!name)
+      continue;
+    SmallVector<Value> work{v}, leaves;
+    while (!work.empty()) {
+      Value g = work.pop_back_val();
+      auto add = g.getDefiningOp<AddOp>();
+      if (add && g.hasOneUse() && nodeNameOf(add).empty() &&
+          add.getLhs().getType() == add.getType() &&
+          add.getRhs().getType() == add.getType()) {
+        dropped.insert(add);
+        work.push_back(add.getRhs());
+        work.push_back(add.getLhs());
+        continue;
+      }
+      leaves.push_back(g);
+    }
+    for (Value leaf : leaves) {
+      Operation *def = leaf.getDefiningOp();
+      int64_t chunk;
+      if (def && !isConstant(def))
+        chunk = chunkOf[index[def]];
+      else if (std::optional<int64_t> c = map.chunkOfArgument(fb, leaf))
+        chunk = *c;
+      else
+        chunk = chunks - 1;
+      pieces[chunk][Weight].grads[name].push_back(leaf);
+      gradChunks[name].insert(chunk);
+    }
+    // A sum whose parts are all in one chunk stays whole.
+    if (gradChunks[name].size() == 1) {
+      pieces[gradChunks[name][0]][Weight].grads[name] = {v};
+      SmallVector<Value> undo{v};
+      while (!undo.empty()) {
+        auto add = undo.pop_back_val().getDefiningOp<AddOp>();
+        if (add && dropped.erase(add)) {
+          undo.push_back(add.getLhs());
+          undo.push_back(add.getRhs());
+        }
+      }
+    }
+  }
+  return success();
+}
+
+LogicalResult Splitter::connect() {
+  // Backward ops that some earlier chunk (or a B op of their own chunk)
+  // reads are B; the rest, which lead only to parameter gradients, are W.
+  for (size_t i = ops.size(); i-- > 0;) {
+    if (roleOf[i] == Forward || isConstant(ops[i]) || dropped.count(ops[i]))
+      continue;
+    bool input = false;
+    for (Operation *user : ops[i]->getUsers()) {
+      auto it = index.find(user);
+      if (it == index.end() || dropped.count(user))
+        continue;
+      size_t u = it->second;
+      if (roleOf[u] != Forward &&
+          (chunkOf[u] < chunkOf[i] ||
+           (chunkOf[u] == chunkOf[i] && roleOf[u] == Backward)))
+        input = true;
+    }
+    roleOf[i] = input ? Backward : Weight;
+  }
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (isConstant(op) || dropped.count(op))
+      continue;
+    pieces[chunkOf[i]][roleOf[i]].ops.push_back(op);
+    for (Value v : op->getOperands())
+      if (failed(connectUse(op, v, chunkOf[i], roleOf[i])))
+        return failure();
+  }
+  for (auto [c, piece] : llvm::enumerate(pieces))
+    for (auto &entry : piece[Weight].grads)
+      for (Value leaf : entry.second)
+        if (failed(connectUse(nullptr, leaf, c, Weight)))
+          return failure();
+  Value loss = fb.getBody().front().getTerminator()->getOperand(0);
+  if (failed(connectUse(nullptr, loss, chunks - 1, Forward)))
+    return failure();
+  pieces[chunks - 1][Forward].loss = true;
+  return success();
+}
+
+LogicalResult Splitter::connectUse(Operation *user, Value v, int64_t chunk,
+                                   Role role) {
+  Piece &piece = pieces[chunk][role];
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    piece.fbArgs.insert(arg.getArgNumber());
+    return success();
+  }
+  Operation *def = v.getDefiningOp();
+  if (isConstant(def)) {
+    piece.constants.insert(def);
+    return success();
+  }
+  size_t d = index[def];
+  int64_t from = chunkOf[d];
+  Role fromRole = roleOf[d];
+  if (from == chunk && fromRole == role)
+    return success();
+  // The order a micro-batch runs in: F by increasing chunk, then B by
+  // decreasing chunk, each chunk's W after its B.
+  bool ordered = fromRole == Forward
+                     ? (role != Forward || from < chunk)
+                     : (fromRole == Backward && role != Forward &&
+                        (from > chunk || (from == chunk && role == Weight)));
+  if (!ordered) {
+    InFlightDiagnostic diag =
+        (user ? user : def)->emitError("tg-pipeline-split: ");
+    diag << "the " << kRoleNames[role] << " pass of chunk " << chunk
+         << " reads a value the " << kRoleNames[fromRole] << " pass of chunk "
+         << from << " computes, which a pipeline runs after it";
+    diag.attachNote(def->getLoc()) << "computed here";
+    return failure();
+  }
+  int64_t slot = slotOf(v);
+  pieces[from][fromRole].writes.insert(v);
+  piece.reads.insert(v);
+  for (int64_t b = from; b < chunk; ++b)
+    forwardMoves[b].insert(slot);
+  for (int64_t b = chunk; b < from; ++b)
+    backwardMoves[b].insert(slot);
+  return success();
+}
+
+void Splitter::buildPieces(OpBuilder &b) {
+  MLIRContext *ctx = module.getContext();
+  Block &fbBlock = fb.getBody().front();
+  b.setInsertionPointAfter(apply);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int role : {Forward, Backward, Weight}) {
+      Piece &piece = pieces[c][role];
+      SmallVector<Type> argTypes;
+      SmallVector<DictionaryAttr> argAttrs;
+      for (unsigned i : piece.fbArgs) {
+        argTypes.push_back(fb.getArgument(i).getType());
+        argAttrs.push_back(fb.getArgAttrDict(i));
+      }
+      SmallVector<Value> reads(piece.reads.begin(), piece.reads.end());
+      llvm::sort(reads, [&](Value x, Value y) {
+        return slots.lookup(x) < slots.lookup(y);
+      });
+      for (Value v : reads) {
+        argTypes.push_back(v.getType());
+        argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+            TgDialect::kSlotAttr, b.getI64IntegerAttr(slots.lookup(v)))));
+      }
+      std::string name = "chunk" + std::to_string(c) + "_" + kRoleNames[role];
+      auto func = func::FuncOp::create(b, fb.getLoc(), name,
+                                       b.getFunctionType(argTypes, {}));
+      func.setAllArgAttrs(argAttrs);
+      func->setAttr(
+          TgDialect::kPipelineRoleAttr,
+          b.getDictionaryAttr(
+              {b.getNamedAttr("kind", b.getStringAttr(kRoleNames[role])),
+               b.getNamedAttr("chunk", b.getI64IntegerAttr(c))}));
+      Block *entry = func.addEntryBlock();
+      OpBuilder body = OpBuilder::atBlockBegin(entry);
+      IRMapping mapping;
+      for (auto [k, i] : llvm::enumerate(piece.fbArgs))
+        mapping.map(fb.getArgument(i), entry->getArgument(k));
+      for (auto [k, v] : llvm::enumerate(reads))
+        mapping.map(v, entry->getArgument(piece.fbArgs.size() + k));
+      // Constants in their order in @forward_backward, then the ops.
+      for (Operation &op : fbBlock.without_terminator())
+        if (piece.constants.contains(&op))
+          body.clone(op, mapping);
+      for (Operation *op : piece.ops)
+        body.clone(*op, mapping);
+
+      SmallVector<Value> results;
+      SmallVector<DictionaryAttr> resultAttrs;
+      SmallVector<Value> writes(piece.writes.begin(), piece.writes.end());
+      llvm::sort(writes, [&](Value x, Value y) {
+        return slots.lookup(x) < slots.lookup(y);
+      });
+      for (Value v : writes) {
+        results.push_back(mapping.lookup(v));
+        resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+            TgDialect::kSlotAttr, b.getI64IntegerAttr(slots.lookup(v)))));
+      }
+      if (piece.loss) {
+        results.push_back(
+            mapping.lookup(fbBlock.getTerminator()->getOperand(0)));
+        resultAttrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TgDialect::kMetricAttr, b.getStringAttr("loss"))));
+      }
+      for (auto &[param, leaves] : piece.grads) {
+        Value sum = mapping.lookup(leaves.front());
+        for (Value leaf : ArrayRef(leaves).drop_front())
+          sum = AddOp::create(body, fb.getLoc(), sum, mapping.lookup(leaf));
+        results.push_back(sum);
+        resultAttrs.push_back(
+            b.getDictionaryAttr(b.getNamedAttr(TgDialect::kGradAttr, param)));
+      }
+      func::ReturnOp::create(body, fb.getLoc(), results);
+      SmallVector<Type> resultTypes;
+      for (Value v : results)
+        resultTypes.push_back(v.getType());
+      func.setFunctionType(b.getFunctionType(argTypes, resultTypes));
+      func.setAllResultAttrs(resultAttrs);
+      b.setInsertionPointAfter(func);
+    }
+
+  SmallVector<Attribute> boundaries;
+  for (int64_t bd = 0; bd + 1 < chunks; ++bd) {
+    auto list = [&](const llvm::SetVector<int64_t> &moves) {
+      SmallVector<int64_t> sorted(moves.begin(), moves.end());
+      llvm::sort(sorted);
+      return DenseI64ArrayAttr::get(ctx, sorted);
+    };
+    boundaries.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("forward", list(forwardMoves[bd])),
+         b.getNamedAttr("backward", list(backwardMoves[bd]))}));
+  }
+  module->setAttr(TgDialect::kPipelineTransfersAttr,
+                  b.getArrayAttr(boundaries));
+}
+
+LogicalResult Splitter::buildUpdates(OpBuilder &b) {
+  // @apply_gradients' arguments: n parameters, their state, n gradient
+  // sums, then step, base_lr and micro_batches.
+  unsigned n = 0;
+  while (n < apply.getNumArguments() &&
+         apply.getArgAttr(n, TgDialect::kParamAttr))
+    ++n;
+  unsigned numArgs = apply.getNumArguments();
+  if (numArgs < 2 * n + 3)
+    return apply.emitError("tg-pipeline-split: @apply_gradients has ")
+           << numArgs << " arguments for " << n << " parameters";
+  unsigned numState = numArgs - 2 * n - 3;
+  unsigned slotsPer = n ? numState / n : 0;
+  SmallVector<StringAttr> names;
+  for (unsigned k = 0; k < n; ++k)
+    names.push_back(
+        apply.getArgAttrOfType<StringAttr>(k, TgDialect::kParamAttr));
+  // The stages that hold each parameter: those of the chunks with a part of
+  // its gradient; the first of them counts it in the gradient norm.
+  SmallVector<SmallVector<int64_t, 2>> holders(n);
+  SmallVector<unsigned> tied;
+  for (unsigned k = 0; k < n; ++k) {
+    llvm::SmallSetVector<int64_t, 2> held;
+    for (int64_t c : gradChunks.lookup(names[k]))
+      held.insert(stageOf(c));
+    holders[k].assign(held.begin(), held.end());
+    llvm::sort(holders[k]);
+    if (holders[k].empty())
+      return apply.emitError("tg-pipeline-split: parameter '")
+             << names[k] << "' has no gradient in any chunk";
+    if (holders[k].size() > 1)
+      tied.push_back(k);
+  }
+
+  MLIRContext *ctx = module.getContext();
+  Location loc = apply.getLoc();
+  Block &applyBlock = apply.getBody().front();
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  for (int64_t s = 0; s < stages.stages; ++s) {
+    SmallVector<unsigned> held, args;
+    for (unsigned k = 0; k < n; ++k)
+      if (llvm::is_contained(holders[k], s))
+        held.push_back(k);
+    for (unsigned k : held)
+      args.push_back(k);
+    for (unsigned k : held)
+      for (unsigned j = 0; j < slotsPer; ++j)
+        args.push_back(n + k * slotsPer + j);
+    for (unsigned k : held)
+      args.push_back(n + numState + k);
+    for (unsigned j = 0; j < 3; ++j)
+      args.push_back(numArgs - 3 + j);
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    for (unsigned a : args) {
+      types.push_back(apply.getArgument(a).getType());
+      attrs.push_back(apply.getArgAttrDict(a));
+    }
+    auto func =
+        func::FuncOp::create(b, loc, "stage" + std::to_string(s) + "_update",
+                             b.getFunctionType(types, {}));
+    func.setAllArgAttrs(attrs);
+    func->setAttr(
+        TgDialect::kPipelineRoleAttr,
+        b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr("update")),
+                             b.getNamedAttr("stage", b.getI64IntegerAttr(s))}));
+    Block *entry = func.addEntryBlock();
+    OpBuilder body = OpBuilder::atBlockBegin(entry);
+    IRMapping mapping;
+    for (auto [i, a] : llvm::enumerate(args))
+      mapping.map(apply.getArgument(a), entry->getArgument(i));
+    // Tied parameters: every stage takes part in each sum over the
+    // pipeline axis, in the same order; a stage without the parameter adds
+    // zeros.
+    for (unsigned k : tied) {
+      Value grad = apply.getArgument(n + numState + k);
+      bool mine = llvm::is_contained(held, k);
+      Value part =
+          mine ? mapping.lookup(grad)
+               : ConstantOp::create(
+                     body, loc,
+                     DenseElementsAttr::get(
+                         cast<ShapedType>(grad.getType()),
+                         b.getFloatAttr(getElementTypeOrSelf(grad.getType()),
+                                        0.0)))
+                     .getResult();
+      auto sum = AllReduceOp::create(body, loc, ValueRange{part},
+                                     ReductionAttr::get(ctx, Reduction::sum),
+                                     b.getStringAttr("pp"), IntegerAttr());
+      if (mine)
+        mapping.map(grad, sum.getResult(0));
+    }
+    auto mapped = [&](Value v) { return mapping.contains(v); };
+    for (Operation &op : applyBlock.without_terminator()) {
+      if (auto norm = dyn_cast<GlobalNormOp>(op)) {
+        // This stage's share of the squared norm, summed over the stages.
+        SmallVector<Value> counted;
+        for (Value g : norm.getOperands()) {
+          if (!mapped(g))
+            continue;
+          // The gradient argument behind a mean (tg.div of a sum).
+          Value source = g;
+          if (auto div = g.getDefiningOp<DivOp>())
+            source = div.getLhs();
+          auto arg = dyn_cast<BlockArgument>(source);
+          unsigned k = arg ? arg.getArgNumber() - n - numState : 0;
+          if (arg && k < n && holders[k].front() != s)
+            continue;
+          counted.push_back(mapping.lookup(g));
+        }
+        Value local =
+            counted.empty()
+                ? ConstantOp::create(
+                      body, loc,
+                      DenseElementsAttr::get(f32Scalar, b.getF32FloatAttr(0.0)))
+                      .getResult()
+                : GlobalNormOp::create(body, loc, f32Scalar, counted)
+                      .getResult();
+        Value square = MulOp::create(body, loc, local, local);
+        auto total =
+            AllReduceOp::create(body, loc, ValueRange{square},
+                                ReductionAttr::get(ctx, Reduction::sum),
+                                b.getStringAttr("pp"), IntegerAttr());
+        mapping.map(norm.getResult(),
+                    SqrtOp::create(body, loc, total.getResult(0)));
+        continue;
+      }
+      if (!llvm::all_of(op.getOperands(), mapped))
+        continue;
+      body.clone(op, mapping);
+    }
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (auto [r, v] :
+         llvm::enumerate(applyBlock.getTerminator()->getOperands())) {
+      if (!mapped(v))
+        continue;
+      results.push_back(mapping.lookup(v));
+      resultAttrs.push_back(apply.getResultAttrDict(r));
+    }
+    func::ReturnOp::create(body, loc, results);
+    SmallVector<Type> resultTypes;
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    func.setFunctionType(b.getFunctionType(types, resultTypes));
+    func.setAllResultAttrs(resultAttrs);
+    b.setInsertionPointAfter(func);
+  }
+  return success();
+}
+
+LogicalResult Splitter::run() {
+  chunks = stages.stages * stages.virtualStages;
+  // Cut where the report prices it: by each layer's time in @train_step.
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  llvm::Expected<StageMap> map = stageMapOf(step ? step : fb, stages, cost);
+  if (!map)
+    return module.emitError("tg-pipeline-split: ")
+           << llvm::toString(map.takeError());
+  pieces.resize(chunks);
+  forwardMoves.resize(std::max<int64_t>(chunks - 1, 0));
+  backwardMoves.resize(std::max<int64_t>(chunks - 1, 0));
+  if (failed(assign(*map)) || failed(splitGradients(*map)) || failed(connect()))
+    return failure();
+  OpBuilder b(module.getContext());
+  buildPieces(b);
+  if (failed(buildUpdates(b)))
+    return failure();
+  return success();
+}
+
+struct PipelineSplitPass
+    : public tg::impl::PipelineSplitPassBase<PipelineSplitPass> {
+  using PipelineSplitPassBase::PipelineSplitPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    PipelineStages stages = getPipelineStages(module);
+    if (!stages.pipelined())
+      return;
+    if (module->hasAttr(TgDialect::kPipelineTransfersAttr)) {
+      module.emitError("tg-pipeline-split: the module is split already");
+      return signalPassFailure();
+    }
+    OpBuilder b(module.getContext());
+    // Pipelines compose with data and tensor parallelism in the design
+    // (pp x dp x tp), not yet in the build: a module with a mesh stays as
+    // it is, priced by the reports, and tgc refuses to build it.
+    if (getModuleMesh(module.getOperation()))
+      return;
+    auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
+    auto apply = module.lookupSymbol<func::FuncOp>("apply_gradients");
+    if (!fb || !apply) {
+      module.emitError("tg-pipeline-split: a pipelined module needs "
+                       "@forward_backward and @apply_gradients (run "
+                       "tg-autodiff and tg-optimizer first)");
+      return signalPassFailure();
+    }
+    b.setInsertionPointToStart(module.getBody());
+    MeshOp::create(b, module.getLoc(), "mesh", b.getStrArrayAttr({"pp"}),
+                   b.getDenseI64ArrayAttr({stages.stages}),
+                   /*elastic=*/nullptr);
+    llvm::Expected<ClusterSpec> spec =
+        readClusterSpec(clusterSpecPath(cluster));
+    if (!spec) {
+      module.emitError("tg-pipeline-split: ")
+          << llvm::toString(spec.takeError());
+      return signalPassFailure();
+    }
+    CostModel costModel(*spec, getModuleMesh(module.getOperation()));
+    Splitter splitter(module, fb, apply, stages, &costModel);
+    if (failed(splitter.run()))
+      return signalPassFailure();
+    numChunks = splitter.chunks;
+    numSlots = splitter.slots.size();
+  }
+};
+
+} // namespace

@@ -1,0 +1,177 @@
+//===- PipelineRunner.cpp - Runs a stage's actions of a pipelined step -*- C++
+//-*-===//
+
+#include "runtime/train/PipelineRunner.h"
+
+#include "runtime/comm/Comm.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Trace.h"
+
+#include <cstring>
+#include <string>
+
+namespace tgc {
+
+namespace {
+
+const char *actionName(PipelineActionKind kind) {
+  switch (kind) {
+  case PipelineActionKind::F:
+    return "F";
+  case PipelineActionKind::B:
+    return "B";
+  case PipelineActionKind::W:
+    return "W";
+  case PipelineActionKind::BW:
+    return "BW";
+  case PipelineActionKind::SendF:
+    return "send-F";
+  case PipelineActionKind::RecvF:
+    return "recv-F";
+  case PipelineActionKind::SendB:
+    return "send-B";
+  case PipelineActionKind::RecvB:
+    return "recv-B";
+  }
+  return "?";
+}
+
+} // namespace
+
+PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
+                               Communicator *comm)
+    : model_(model), desc_(*model.pipeline), stage_(stage), comm_(comm),
+      chunks_(int64_t(model.pipeline->stages) * model.pipeline->virtualStages) {
+  if (stage < 0 || stage >= desc_.stages)
+    throw Error("pipeline stage " + std::to_string(stage) + " of " +
+                std::to_string(desc_.stages));
+  int m = desc_.microBatches;
+  slots_.assign(m, std::vector<void *>(desc_.numSlots, nullptr));
+  inputs_.assign(m, std::vector<void *>(model.numInputs, nullptr));
+  for (int k = 0; k < desc_.numSlots; ++k)
+    slotBytes_.push_back(numElements(desc_.slots[k]) *
+                         dtypeSize(desc_.slots[k].dtype));
+  for (int i = 0; i < model.numInputs; ++i)
+    inputBytes_.push_back(numElements(model.inputs[i].tensor) *
+                          dtypeSize(model.inputs[i].tensor.dtype));
+  auto allocate = [&](int64_t bytes) {
+    // 64-byte aligned, as the arena: the kernels vectorise.
+    storage_.emplace_back(new char[bytes + 64]());
+    char *p = storage_.back().get();
+    return static_cast<void *>(p + (64 - reinterpret_cast<uintptr_t>(p) % 64));
+  };
+  for (int mb = 0; mb < m; ++mb) {
+    for (int k = 0; k < desc_.numSlots; ++k)
+      if (desc_.slotStages[k] & (int64_t(1) << stage_))
+        slots_[mb][k] = allocate(slotBytes_[k]);
+    for (int i = 0; i < model.numInputs; ++i)
+      inputs_[mb][i] = allocate(inputBytes_[i]);
+  }
+}
+
+int PipelineRunner::ownerOf(int param) const {
+  int64_t mask = desc_.paramStages[param];
+  for (int s = 0; s < desc_.stages; ++s)
+    if (mask & (int64_t(1) << s))
+      return s;
+  return -1;
+}
+
+void PipelineRunner::stageInputs(int m, const void *const *inputs) {
+  for (int i = 0; i < model_.numInputs; ++i)
+    std::memcpy(inputs_[m][i], inputs[i], inputBytes_[i]);
+}
+
+void PipelineRunner::transfer(const PipelineBoundary &boundary, bool forward,
+                              bool send, int chunk, int microBatch,
+                              int peerChunk) {
+  int peer = static_cast<int>(peerChunk % desc_.stages);
+  int count = forward ? boundary.numForward : boundary.numBackward;
+  const int32_t *list = forward ? boundary.forward : boundary.backward;
+  for (int j = 0; j < count; ++j) {
+    int k = list[j];
+    void *buffer = slots_[microBatch][k];
+    if (!buffer)
+      throw Error("pipeline stage " + std::to_string(stage_) +
+                  " has no buffer for slot " + std::to_string(k));
+    // One tag per slot and micro-batch: matched in order between two
+    // stages in any case.
+    int tag =
+        static_cast<int>((int64_t(microBatch) * desc_.numSlots + k) % 32000);
+    if (send)
+      comm::send(comm_, desc_.axis, peer, buffer, slotBytes_[k], tag);
+    else
+      comm::recv(comm_, desc_.axis, peer, buffer, slotBytes_[k], tag);
+  }
+  (void)chunk;
+}
+
+void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum) {
+  io.microBatch = a.microBatch;
+  io.randomStream = a.microBatch;
+  io.inputs = const_cast<const void **>(inputs_[a.microBatch].data());
+  io.slots = slots_[a.microBatch].data();
+  std::string label = std::string(actionName(a.kind)) +
+                      std::to_string(a.microBatch) + "@" +
+                      std::to_string(a.chunk);
+  TraceScope scope(io.trace, label.c_str(), "pipeline");
+  switch (a.kind) {
+  case PipelineActionKind::F:
+    desc_.forward[a.chunk](io);
+    if (a.chunk == chunks_ - 1)
+      lossSum += io.loss;
+    return;
+  case PipelineActionKind::B:
+    desc_.backward[a.chunk](io);
+    return;
+  case PipelineActionKind::W:
+    desc_.weight[a.chunk](io);
+    return;
+  case PipelineActionKind::BW:
+    desc_.backward[a.chunk](io);
+    desc_.weight[a.chunk](io);
+    return;
+  case PipelineActionKind::SendF:
+    transfer(desc_.boundaries[a.chunk], true, true, a.chunk, a.microBatch,
+             a.chunk + 1);
+    return;
+  case PipelineActionKind::RecvF:
+    transfer(desc_.boundaries[a.chunk - 1], true, false, a.chunk, a.microBatch,
+             a.chunk - 1);
+    return;
+  case PipelineActionKind::SendB:
+    transfer(desc_.boundaries[a.chunk - 1], false, true, a.chunk, a.microBatch,
+             a.chunk - 1);
+    return;
+  case PipelineActionKind::RecvB:
+    transfer(desc_.boundaries[a.chunk], false, false, a.chunk, a.microBatch,
+             a.chunk + 1);
+    return;
+  }
+}
+
+double PipelineRunner::runStep(StepIO &io) {
+  // W adds each micro-batch's part: the sums start at zero.
+  for (int i = 0, k = 0; i < model_.numParams; ++i)
+    if (model_.params[i].trainable) {
+      const TensorDesc &g =
+          model_.grads ? model_.grads[k] : model_.params[i].tensor;
+      std::memset(io.grads[k], 0, numElements(g) * dtypeSize(g.dtype));
+      ++k;
+    }
+  double lossSum = 0;
+  const PipelineStage &stage = desc_.stageDescs[stage_];
+  for (int i = 0; i < stage.numActions; ++i)
+    run(stage.actions[i], io, lossSum);
+  comm::waitSends(comm_);
+  io.microBatches = desc_.microBatches;
+  io.slots = nullptr;
+  {
+    TraceScope scope(io.trace, "update", "pipeline");
+    stage.update(io);
+  }
+  return lossSum;
+}
+
+} // namespace tgc

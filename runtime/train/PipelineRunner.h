@@ -1,0 +1,65 @@
+//===- PipelineRunner.h - Runs a stage's actions of a pipelined step -*- C++
+//-*-===//
+//
+// A pipelined executable (tgc --pipeline-stages=P) runs one process per
+// stage. Each finds its stage from its coordinate on the pipeline's mesh
+// axis and runs its list of actions for the step: the chunks' F, B and W
+// functions on each micro-batch, the sends and receives of the slots
+// between stages (MPI: non-blocking sends, blocking receives), then its
+// stage's update. Every slot of every micro-batch has its own buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGC_RUNTIME_TRAIN_PIPELINERUNNER_H
+#define TGC_RUNTIME_TRAIN_PIPELINERUNNER_H
+
+#include "runtime/core/Model.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace tgc {
+
+class PipelineRunner {
+public:
+  /// `stage` is this process's; `inputs` the model's batch inputs, whose
+  /// buffers the runner keeps a copy of per micro-batch.
+  PipelineRunner(const ModelDesc &model, int stage, Communicator *comm);
+
+  int stage() const { return stage_; }
+  bool lastStage() const { return stage_ == desc_.stages - 1; }
+  /// The stage that updates parameter `i` (the first that holds it), or -1
+  /// for a frozen one, which every stage holds unchanged.
+  int ownerOf(int param) const;
+
+  /// Keeps a copy of the batch inputs (`inputs`, the model's buffers as the
+  /// loader filled them) for micro-batch `m`.
+  void stageInputs(int m, const void *const *inputs);
+
+  /// Runs this stage's actions and its update with `io` (params, state,
+  /// grads, step, rates; grads are zeroed first). Returns the sum of the
+  /// micro-batches' losses on the last stage, 0 elsewhere.
+  double runStep(StepIO &io);
+
+private:
+  void run(const PipelineAction &action, StepIO &io, double &lossSum);
+  void transfer(const PipelineBoundary &boundary, bool forward, bool send,
+                int chunk, int microBatch, int peerChunk);
+
+  const ModelDesc &model_;
+  const PipelineDesc &desc_;
+  int stage_;
+  Communicator *comm_;
+  int64_t chunks_;
+  /// Per micro-batch, the slot pointers (null where this stage has none)
+  /// and the copies of the inputs.
+  std::vector<std::vector<void *>> slots_;
+  std::vector<std::vector<void *>> inputs_;
+  std::vector<std::unique_ptr<char[]>> storage_;
+  std::vector<int64_t> slotBytes_, inputBytes_;
+};
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_TRAIN_PIPELINERUNNER_H
