@@ -72,7 +72,10 @@ struct Communicator {
   /// bytes in place. Backends without them throw.
   virtual void send(int axis, int peer, const void *data, int64_t bytes,
                     int tag);
-  virtual void recv(int axis, int peer, void *data, int64_t bytes, int tag);
+  /// Posts a receive and returns its handle for waitRecv.
+  virtual int postRecv(int axis, int peer, void *data, int64_t bytes, int tag);
+  virtual void waitRecv(int handle);
+  /// Waits for every send and posted receive; handles end.
   virtual void waitSends();
   virtual void barrier() = 0;
   /// The backend's part of abortAll, after the message was printed: make

@@ -281,8 +281,16 @@ void send(Communicator *comm, int axis, int peer, const void *data,
 void recv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
           int tag) {
   checkPeer(comm, axis, peer, bytes, tag, "receive");
-  comm->recv(axis, peer, data, bytes, tag);
+  comm->waitRecv(comm->postRecv(axis, peer, data, bytes, tag));
 }
+
+int postRecv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
+             int tag) {
+  checkPeer(comm, axis, peer, bytes, tag, "receive");
+  return comm->postRecv(axis, peer, data, bytes, tag);
+}
+
+void waitRecv(Communicator *comm, int handle) { comm->waitRecv(handle); }
 
 void waitSends(Communicator *comm) {
   if (comm)
@@ -357,10 +365,12 @@ void tgc::Communicator::send(int, int, const void *, int64_t, int) {
       "stages need the MPI one)");
 }
 
-void tgc::Communicator::recv(int, int, void *, int64_t, int) {
+int tgc::Communicator::postRecv(int, int, void *, int64_t, int) {
   throw tgc::Error(
       "this communicator has no point-to-point transfers (pipeline "
       "stages need the MPI one)");
 }
+
+void tgc::Communicator::waitRecv(int) {}
 
 void tgc::Communicator::waitSends() {}

@@ -170,7 +170,12 @@ void send(Communicator *comm, int axis, int peer, const void *data,
           int64_t bytes, int tag);
 void recv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
           int tag);
-/// Waits for every send this process started.
+/// A receive posted ahead (the bytes arrive while this process computes)
+/// and its wait; the handle is good until waitSends.
+int postRecv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
+             int tag);
+void waitRecv(Communicator *comm, int handle);
+/// Waits for every send this process started and every receive it posted.
 void waitSends(Communicator *comm);
 void barrier(Communicator *comm);
 

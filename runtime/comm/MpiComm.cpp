@@ -68,6 +68,9 @@ Communicator *createMpiCommunicator(const LaunchInfo &launch) {
 
 static std::atomic<bool> started{false};
 static bool initializedHere = false;
+/// MPI took MPI_THREAD_SERIALIZED (a progress thread may test transfers);
+/// true when the caller initialised MPI (then it is on them).
+static bool serialized = true;
 
 static std::string mpiErrorText(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -88,15 +91,18 @@ void mpiStart(LaunchInfo &launch) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    // Funneled: the main thread makes every call but MPI_Abort, which the
-    // watchdog may call while the main thread waits in a collective.
+    // Serialized: the main thread makes the calls, a pipeline's progress
+    // thread tests its transfers in between (one at a time, under a lock),
+    // and the watchdog may call MPI_Abort while the main thread waits in a
+    // collective.
     int provided = 0;
     int code =
-        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (code != MPI_SUCCESS)
       throw Error(std::string("MPI_Init failed under ") +
                   launcherName(launch.launcher) + ": " + mpiErrorText(code));
     initializedHere = true;
+    serialized = provided >= MPI_THREAD_SERIALIZED;
   }
   started = true;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -178,7 +184,10 @@ public:
     if (timeoutSeconds_ > 0)
       watchdog_ = std::thread([this] { watch(); });
   }
-  ~MpiCommunicator() override { stopWatchdog(); }
+  ~MpiCommunicator() override {
+    stopProgress();
+    stopWatchdog();
+  }
 
   void allReduceFloats(float *data, int64_t count, ReduceOp op) override {
     allReduceAxis(-1, data, count, DType::F32, op, nullptr);
@@ -192,6 +201,7 @@ public:
   void allReduceAxis(int axis, void *data, int64_t count, DType dtype,
                      ReduceOp op, void *stream) override {
     checkHostFloats(dtype, stream);
+    std::lock_guard<std::mutex> lock(mpiMutex_);
     Deadline deadline(*this, "all-reduce");
     float *floats = static_cast<float *>(data);
     // A reduce-scatter in rank order, then an all-gather: each element is
@@ -220,6 +230,7 @@ public:
   }
 
   void splitMesh() override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
     freeAxisComms();
     for (size_t a = 0; a < meshSizes.size(); ++a) {
       // The processes that share every other coordinate form one group,
@@ -246,6 +257,7 @@ public:
     std::vector<char> scratch(blocks > 1 ? bytes * size : 0);
     void *gathered = blocks > 1 ? scratch.data() : out;
     {
+      std::lock_guard<std::mutex> lock(mpiMutex_);
       Deadline deadline(*this, "all-gather");
       check(MPI_Allgather(in, pieceBytes, MPI_BYTE, gathered, pieceBytes,
                           MPI_BYTE, axisComm(axis)),
@@ -271,6 +283,7 @@ public:
       source = scratch.data();
     }
     {
+      std::lock_guard<std::mutex> lock(mpiMutex_);
       Deadline deadline(*this, "reduce-scatter");
       sumInRankOrder(static_cast<const float *>(source),
                      static_cast<float *>(out), n, axis,
@@ -303,6 +316,7 @@ public:
   }
 
   double allReduceSum(double value) override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
     Deadline deadline(*this, "all-reduce");
     check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_SUM,
                         MPI_COMM_WORLD),
@@ -311,39 +325,55 @@ public:
   }
 
   void broadcast(void *data, int64_t bytes, int root) override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
     Deadline deadline(*this, "broadcast");
     mpiBroadcast(data, bytes, root);
   }
 
   void send(int axis, int peer, const void *data, int64_t bytes,
             int tag) override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
     MPI_Request request;
     check(MPI_Isend(data, messageBytes(bytes, "send"), MPI_BYTE, peer, tag,
                     axisComm(axis), &request),
           "send of " + std::to_string(bytes) + " bytes to coordinate " +
               std::to_string(peer) + axisText(axis));
-    sends_.push_back(request);
+    addTransfer(request);
   }
 
-  void recv(int axis, int peer, void *data, int64_t bytes, int tag) override {
-    Deadline deadline(*this, "receive");
-    check(MPI_Recv(data, messageBytes(bytes, "receive"), MPI_BYTE, peer, tag,
-                   axisComm(axis), MPI_STATUS_IGNORE),
+  int postRecv(int axis, int peer, void *data, int64_t bytes,
+               int tag) override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    MPI_Request request;
+    check(MPI_Irecv(data, messageBytes(bytes, "receive"), MPI_BYTE, peer, tag,
+                    axisComm(axis), &request),
           "receive of " + std::to_string(bytes) + " bytes from coordinate " +
               std::to_string(peer) + axisText(axis));
+    addTransfer(request);
+    return static_cast<int>(transfers_.size()) - 1;
+  }
+
+  void waitRecv(int handle) override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    if (handle < 0 || handle >= static_cast<int>(transfers_.size()))
+      throw Error("no receive " + std::to_string(handle) + " was posted");
+    Deadline deadline(*this, "receive");
+    check(MPI_Wait(&transfers_[handle], MPI_STATUS_IGNORE), "receive");
   }
 
   void waitSends() override {
-    if (sends_.empty())
+    std::lock_guard<std::mutex> lock(mpiMutex_);
+    if (transfers_.empty())
       return;
     Deadline deadline(*this, "send");
-    check(MPI_Waitall(static_cast<int>(sends_.size()), sends_.data(),
+    check(MPI_Waitall(static_cast<int>(transfers_.size()), transfers_.data(),
                       MPI_STATUSES_IGNORE),
-          "waiting for " + std::to_string(sends_.size()) + " sends");
-    sends_.clear();
+          "waiting for " + std::to_string(transfers_.size()) + " transfers");
+    transfers_.clear();
   }
 
   void barrier() override {
+    std::lock_guard<std::mutex> lock(mpiMutex_);
     Deadline deadline(*this, "barrier");
     check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
   }
@@ -353,12 +383,66 @@ public:
   }
 
   void finalize() override {
+    stopProgress();
     stopWatchdog();
     freeAxisComms();
   }
 
 private:
-  std::vector<MPI_Request> sends_;
+  // Point-to-point transfers (a pipeline's stages). Over TCP a large
+  // message moves only while both of its ends are inside MPI (its
+  // rendezvous): a stage computing its next chunk would hold its peer
+  // back. So a progress thread tests the pending transfers every 0.5 ms
+  // between the main thread's calls, each MPI call under mpiMutex_.
+  std::mutex mpiMutex_;
+  std::vector<MPI_Request> transfers_; ///< MPI_REQUEST_NULL once done
+  std::thread progress_;
+  std::condition_variable progressWake_;
+  bool progressStop_ = false;
+
+  /// Records a started transfer (under mpiMutex_) and wakes the thread.
+  void addTransfer(MPI_Request request) {
+    transfers_.push_back(request);
+    if (!serialized)
+      return;
+    if (!progress_.joinable())
+      progress_ = std::thread([this] { progressLoop(); });
+    progressWake_.notify_one();
+  }
+
+  void progressLoop() {
+    std::unique_lock<std::mutex> lock(mpiMutex_);
+    std::vector<int> done;
+    while (!progressStop_) {
+      bool pending =
+          std::any_of(transfers_.begin(), transfers_.end(),
+                      [](MPI_Request r) { return r != MPI_REQUEST_NULL; });
+      if (!pending) {
+        progressWake_.wait(lock);
+        continue;
+      }
+      // Errors surface in the main thread's wait.
+      done.resize(transfers_.size());
+      int count = 0;
+      MPI_Testsome(static_cast<int>(transfers_.size()), transfers_.data(),
+                   &count, done.data(), MPI_STATUSES_IGNORE);
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+      lock.lock();
+    }
+  }
+
+  void stopProgress() {
+    if (!progress_.joinable())
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mpiMutex_);
+      progressStop_ = true;
+    }
+    progressWake_.notify_all();
+    progress_.join();
+  }
+
   MPI_Comm axisComm(int axis) const {
     return axis < 0 ? MPI_COMM_WORLD : axisComms_[axis];
   }

@@ -84,8 +84,8 @@ void PipelineRunner::stageInputs(int m, const void *const *inputs) {
 }
 
 void PipelineRunner::transfer(const PipelineBoundary &boundary, bool forward,
-                              bool send, int chunk, int microBatch,
-                              int peerChunk) {
+                              bool send, int microBatch, int peerChunk,
+                              std::vector<int> *receives) {
   int peer = static_cast<int>(peerChunk % desc_.stages);
   int count = forward ? boundary.numForward : boundary.numBackward;
   const int32_t *list = forward ? boundary.forward : boundary.backward;
@@ -102,12 +102,13 @@ void PipelineRunner::transfer(const PipelineBoundary &boundary, bool forward,
     if (send)
       comm::send(comm_, desc_.axis, peer, buffer, slotBytes_[k], tag);
     else
-      comm::recv(comm_, desc_.axis, peer, buffer, slotBytes_[k], tag);
+      receives->push_back(
+          comm::postRecv(comm_, desc_.axis, peer, buffer, slotBytes_[k], tag));
   }
-  (void)chunk;
 }
 
-void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum) {
+void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum,
+                         const std::vector<int> &receives) {
   io.microBatch = a.microBatch;
   io.randomStream = a.microBatch;
   io.inputs = const_cast<const void **>(inputs_[a.microBatch].data());
@@ -133,22 +134,31 @@ void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum) {
     desc_.weight[a.chunk](io);
     return;
   case PipelineActionKind::SendF:
-    transfer(desc_.boundaries[a.chunk], true, true, a.chunk, a.microBatch,
-             a.chunk + 1);
-    return;
-  case PipelineActionKind::RecvF:
-    transfer(desc_.boundaries[a.chunk - 1], true, false, a.chunk, a.microBatch,
-             a.chunk - 1);
+    transfer(desc_.boundaries[a.chunk], true, true, a.microBatch, a.chunk + 1,
+             nullptr);
     return;
   case PipelineActionKind::SendB:
-    transfer(desc_.boundaries[a.chunk - 1], false, true, a.chunk, a.microBatch,
-             a.chunk - 1);
+    transfer(desc_.boundaries[a.chunk - 1], false, true, a.microBatch,
+             a.chunk - 1, nullptr);
     return;
+  case PipelineActionKind::RecvF:
   case PipelineActionKind::RecvB:
-    transfer(desc_.boundaries[a.chunk], false, false, a.chunk, a.microBatch,
-             a.chunk + 1);
+    // Posted when the step began: the bytes came in while this stage
+    // computed.
+    for (int handle : receives)
+      comm::waitRecv(comm_, handle);
     return;
   }
+}
+
+void PipelineRunner::postReceives(const PipelineAction &a,
+                                  std::vector<int> &receives) {
+  if (a.kind == PipelineActionKind::RecvF)
+    transfer(desc_.boundaries[a.chunk - 1], true, false, a.microBatch,
+             a.chunk - 1, &receives);
+  else if (a.kind == PipelineActionKind::RecvB)
+    transfer(desc_.boundaries[a.chunk], false, false, a.microBatch, a.chunk + 1,
+             &receives);
 }
 
 double PipelineRunner::runStep(StepIO &io) {
@@ -162,8 +172,14 @@ double PipelineRunner::runStep(StepIO &io) {
     }
   double lossSum = 0;
   const PipelineStage &stage = desc_.stageDescs[stage_];
+  // Every receive of the step is posted first (each micro-batch's slots
+  // have their own buffers), so that transfers complete while this stage
+  // computes.
+  std::vector<std::vector<int>> receives(stage.numActions);
   for (int i = 0; i < stage.numActions; ++i)
-    run(stage.actions[i], io, lossSum);
+    postReceives(stage.actions[i], receives[i]);
+  for (int i = 0; i < stage.numActions; ++i)
+    run(stage.actions[i], io, lossSum, receives[i]);
   comm::waitSends(comm_);
   io.microBatches = desc_.microBatches;
   io.slots = nullptr;

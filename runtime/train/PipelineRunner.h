@@ -43,9 +43,14 @@ public:
   double runStep(StepIO &io);
 
 private:
-  void run(const PipelineAction &action, StepIO &io, double &lossSum);
+  void run(const PipelineAction &action, StepIO &io, double &lossSum,
+           const std::vector<int> &receives);
+  /// Posts the receives of a RecvF or RecvB action.
+  void postReceives(const PipelineAction &action, std::vector<int> &receives);
+  /// Sends the slots a boundary moves, or posts their receives (whose
+  /// handles it appends to `receives`).
   void transfer(const PipelineBoundary &boundary, bool forward, bool send,
-                int chunk, int microBatch, int peerChunk);
+                int microBatch, int peerChunk, std::vector<int> *receives);
 
   const ModelDesc &model_;
   const PipelineDesc &desc_;
