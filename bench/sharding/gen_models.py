@@ -9,6 +9,7 @@ still has 96 layers' worth of params and nodes.
 
     python3 bench/sharding/gen_models.py [DIR]          # default build/scale-models
     python3 bench/sharding/gen_models.py DIR --check    # also print parameter counts
+    python3 bench/sharding/gen_models.py --tiny-llama FILE  # the tests' Llama
 
 GPT-3 reuses examples/gen_gpt2.py's graph (the GPT-2 architecture GPT-3 also
 has: learned positions, pre-norm blocks with biases, tanh GELU, LM head tied
@@ -63,6 +64,13 @@ LLAMA2_70B = dict(name="llama2-70b", layers=80, heads=64, kv_heads=8,
                   d=8192, d_ff=28672, vocab=32000, batch=1, seq=4096,
                   rope_theta=10000.0, eps=1e-5, steps=500000, lr=1.5e-4,
                   min_lr=1.5e-5, warmup=2000, precision="bf16")
+
+# The same architecture at test size (fp32, 4 layers, d_model 64, 4 query
+# and 2 key/value heads): what the pipeline tests train.
+LLAMA_TINY = dict(name="llama-tiny", layers=4, heads=4, kv_heads=2, d=64,
+                  d_ff=128, vocab=256, batch=8, seq=32, rope_theta=10000.0,
+                  eps=1e-5, steps=100, lr=1e-3, min_lr=1e-4, warmup=10,
+                  precision="fp32")
 
 # Published parameter counts, for --check.
 PUBLISHED = {"gpt3-6.7b": 6.7e9, "gpt3-175b": 175.0e9, "llama2-70b": 70e9}
@@ -179,7 +187,13 @@ def main():
     parser.add_argument("--check", action="store_true",
                         help="print each model's parameter count beside the "
                         "published size")
+    parser.add_argument("--tiny-llama", metavar="FILE",
+                        help="write only the test-sized Llama to FILE")
     args = parser.parse_args()
+    if args.tiny_llama:
+        with open(args.tiny_llama, "w") as f:
+            f.write(gen_gpt2.to_json(build_llama(LLAMA_TINY)))
+        return
     os.makedirs(args.dir, exist_ok=True)
     for name, model in models().items():
         path = os.path.join(args.dir, name + ".json")

@@ -36,6 +36,18 @@ def BuildTrainStepPass : Pass<"tg-optimizer", "ModuleOp"> {
     its parameter's `tg.file_shape` too (tg-split-fused-projections), so
     checkpoints show the moments in the parameter's shape in files.
 
+    A module with pipeline stages (`tg.pipeline`) also gets the update
+    alone, for tg-pipeline-split to divide between the stages:
+
+    ```
+    @apply_gradients(trainable params..., state..., gradient sums...,
+                     step, base_lr, micro_batches)
+        -> (new trainable params..., new state..., grad_norm, lr)
+    ```
+
+    the sums (`tg.accum`) over all the step's micro-batches, divided by
+    `micro_batches`, then the same norm, clipping, schedule and updates.
+
     The table spells `optimizer.kind` and `schedule.kind` as strings, as the
     model file does; they become the kinds of `tg.optimizer_update` (`adamw`)
     and `tg.lr_schedule` (`#tg<schedule cosine>`), and a string that names
