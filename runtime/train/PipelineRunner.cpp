@@ -70,6 +70,14 @@ PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
   }
 }
 
+int64_t PipelineRunner::slotBytes(int stage) const {
+  int64_t bytes = 0;
+  for (int k = 0; k < desc_.numSlots; ++k)
+    if (desc_.slotStages[k] & (int64_t(1) << stage))
+      bytes += slotBytes_[k];
+  return bytes * desc_.microBatches;
+}
+
 int PipelineRunner::ownerOf(int param) const {
   int64_t mask = desc_.paramStages[param];
   for (int s = 0; s < desc_.stages; ++s)

@@ -29,6 +29,9 @@ public:
 
   int stage() const { return stage_; }
   bool lastStage() const { return stage_ == desc_.stages - 1; }
+  /// The bytes of the buffers stage `stage` holds for the values that
+  /// cross its functions and boundaries, every micro-batch's.
+  int64_t slotBytes(int stage) const;
   /// The stage that updates parameter `i` (the first that holds it), or -1
   /// for a frozen one, which every stage holds unchanged.
   int ownerOf(int param) const;

@@ -1561,6 +1561,19 @@ int Trainer::run() {
   if (isRoot() && !opt_.quiet && model_.arenaBytes > 0)
     std::printf("arena: %.2f MB for the step's buffers%s, as tgc planned it\n",
                 model_.arenaBytes / 1e6, mesh_.hasMesh() ? " per rank" : "");
+  if (pipeline_ && isRoot() && !opt_.quiet) {
+    // What each stage holds between its functions: a set of slots per
+    // micro-batch.
+    const PipelineDesc &p = *model_.pipeline;
+    std::string held;
+    for (int s = 0; s < p.stages; ++s)
+      held += (s ? ", " : "") + std::to_string(pipeline_->slotBytes(s) / 1000) +
+              " kB";
+    std::printf("pipeline: %d stages (%d chunks each), schedule %s, %d "
+                "micro-batches; slots per stage %s\n",
+                p.stages, p.virtualStages, p.schedule, p.microBatches,
+                held.c_str());
+  }
   if (isRoot() && !opt_.quiet && mesh_.hasMesh())
     std::printf("batch: micro-batch %lld x %lld accumulated x %lld data "
                 "replicas = %lld per step (mesh %s, %d process%s)\n",
