@@ -1496,6 +1496,8 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
   std::map<int64_t, std::string> slotDescs;
   std::map<int64_t, int64_t> slotStages;
   SmallVector<int64_t> paramStages(sig.fwdParams.size(), 0);
+  // Per chunk and role (F, B, W), the slots the function reads or writes.
+  SmallVector<SmallVector<int64_t>> functionSlots(chunks * 3);
   for (auto func : module.getOps<func::FuncOp>()) {
     auto role =
         func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
@@ -1559,6 +1561,21 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
         slotDescs[slot.getInt()] =
             tensorDesc("slot" + std::to_string(slot.getInt()), type);
       }
+    if (kind != "update") {
+      int64_t c = role.getAs<IntegerAttr>("chunk").getInt();
+      SmallVector<int64_t> &list =
+          functionSlots[3 * c + (kind == "forward"    ? 0
+                                 : kind == "backward" ? 1
+                                                      : 2)];
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (auto slot =
+                func.getArgAttrOfType<IntegerAttr>(i, TgDialect::kSlotAttr))
+          list.push_back(slot.getInt());
+      for (unsigned r = 0; r < func.getNumResults(); ++r)
+        if (auto slot =
+                func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
+          list.push_back(slot.getInt());
+    }
     std::string name = func.getSymName().str();
     FunctionEmitter emitter(func, os, opsPerFunction);
     auto bindArg = [&](unsigned i) { return bindings[i]; };
@@ -1663,6 +1680,13 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
              << "[] = " << (slots.empty() ? "{-1}" : intList(slots)) << ";\n";
     }
   }
+  for (auto [f, list] : llvm::enumerate(functionSlots))
+    tables << "const int32_t kFunction" << f
+           << "Slots[] = " << (list.empty() ? "{-1}" : intList(list)) << ";\n";
+  tables << "const tgc::PipelineSlotList kPipelineFunctionSlots[] = {\n";
+  for (auto [f, list] : llvm::enumerate(functionSlots))
+    tables << "    {" << list.size() << ", kFunction" << f << "Slots},\n";
+  tables << "};\n";
   tables << "const tgc::PipelineBoundary kPipelineBoundaries[] = {\n";
   for (auto [bd, a] : llvm::enumerate(boundaries)) {
     auto dict = cast<DictionaryAttr>(a);
@@ -1699,7 +1723,8 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
       << ", \"" << scheduleAttr.getValue() << "\",\n    " << numSlots
       << ", kPipelineSlots, kPipelineSlotStages,\n"
          "    kPipelineForward, kPipelineBackward, kPipelineWeight,\n"
-         "    kPipelineBoundaries, kPipelineStages, kPipelineParamStages};\n";
+         "    kPipelineFunctionSlots, kPipelineBoundaries, kPipelineStages,\n"
+         "    kPipelineParamStages};\n";
   return arena;
 }
 

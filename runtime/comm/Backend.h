@@ -75,7 +75,8 @@ struct Communicator {
   /// Posts a receive and returns its handle for waitRecv.
   virtual int postRecv(int axis, int peer, void *data, int64_t bytes, int tag);
   virtual void waitRecv(int handle);
-  /// Waits for every send and posted receive; handles end.
+  /// Waits for every send started; receive handles end once nothing is in
+  /// flight.
   virtual void waitSends();
   virtual void barrier() = 0;
   /// The backend's part of abortAll, after the message was printed: make

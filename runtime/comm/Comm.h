@@ -175,7 +175,8 @@ void recv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
 int postRecv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,
              int tag);
 void waitRecv(Communicator *comm, int handle);
-/// Waits for every send this process started and every receive it posted.
+/// Waits for every send this process started (its buffers may then be
+/// reused); receive handles stay good until no transfer is in flight.
 void waitSends(Communicator *comm);
 void barrier(Communicator *comm);
 

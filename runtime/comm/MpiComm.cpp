@@ -338,7 +338,7 @@ public:
                     axisComm(axis), &request),
           "send of " + std::to_string(bytes) + " bytes to coordinate " +
               std::to_string(peer) + axisText(axis));
-    addTransfer(request);
+    addTransfer(request, /*send=*/true);
   }
 
   int postRecv(int axis, int peer, void *data, int64_t bytes,
@@ -349,7 +349,8 @@ public:
                     axisComm(axis), &request),
           "receive of " + std::to_string(bytes) + " bytes from coordinate " +
               std::to_string(peer) + axisText(axis));
-    addTransfer(request);
+    addTransfer(request, /*send=*/false);
+    ++receivesToWait_;
     return static_cast<int>(transfers_.size()) - 1;
   }
 
@@ -359,6 +360,7 @@ public:
       throw Error("no receive " + std::to_string(handle) + " was posted");
     Deadline deadline(*this, "receive");
     check(MPI_Wait(&transfers_[handle], MPI_STATUS_IGNORE), "receive");
+    --receivesToWait_;
   }
 
   void waitSends() override {
@@ -366,10 +368,18 @@ public:
     if (transfers_.empty())
       return;
     Deadline deadline(*this, "send");
-    check(MPI_Waitall(static_cast<int>(transfers_.size()), transfers_.data(),
-                      MPI_STATUSES_IGNORE),
-          "waiting for " + std::to_string(transfers_.size()) + " transfers");
-    transfers_.clear();
+    for (size_t i = 0; i < transfers_.size(); ++i)
+      if (isSend_[i])
+        check(MPI_Wait(&transfers_[i], MPI_STATUS_IGNORE), "send");
+    // Handles end once nothing is in flight and every receive was waited
+    // for (the progress thread completes requests the main thread has yet
+    // to wait for).
+    if (receivesToWait_ == 0 &&
+        std::all_of(transfers_.begin(), transfers_.end(),
+                    [](MPI_Request r) { return r == MPI_REQUEST_NULL; })) {
+      transfers_.clear();
+      isSend_.clear();
+    }
   }
 
   void barrier() override {
@@ -396,13 +406,16 @@ private:
   // between the main thread's calls, each MPI call under mpiMutex_.
   std::mutex mpiMutex_;
   std::vector<MPI_Request> transfers_; ///< MPI_REQUEST_NULL once done
+  std::vector<char> isSend_;
+  int receivesToWait_ = 0;
   std::thread progress_;
   std::condition_variable progressWake_;
   bool progressStop_ = false;
 
   /// Records a started transfer (under mpiMutex_) and wakes the thread.
-  void addTransfer(MPI_Request request) {
+  void addTransfer(MPI_Request request, bool send) {
     transfers_.push_back(request);
+    isSend_.push_back(send);
     if (!serialized)
       return;
     if (!progress_.joinable())

@@ -232,6 +232,12 @@ struct PipelineBoundary {
   const int32_t *backward;
 };
 
+/// Slot numbers: those a function reads or writes.
+struct PipelineSlotList {
+  int32_t count;
+  const int32_t *slots;
+};
+
 struct PipelineStage {
   int32_t numActions;
   const PipelineAction *actions;
@@ -261,6 +267,8 @@ struct PipelineDesc {
   void (*const *forward)(StepIO &io); ///< per chunk
   void (*const *backward)(StepIO &io);
   void (*const *weight)(StepIO &io);
+  /// Per chunk c, the slots of its F, B and W: functionSlots[3c + 0, 1, 2].
+  const PipelineSlotList *functionSlots;
   const PipelineBoundary *boundaries; ///< chunks - 1 of them
   const PipelineStage *stageDescs;    ///< per stage
   /// Per parameter, the stages that hold and update it (bit s); 0 for a

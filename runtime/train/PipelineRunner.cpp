@@ -8,6 +8,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Trace.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -61,21 +62,133 @@ PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
     char *p = storage_.back().get();
     return static_cast<void *>(p + (64 - reinterpret_cast<uintptr_t>(p) % 64));
   };
-  for (int mb = 0; mb < m; ++mb) {
-    for (int k = 0; k < desc_.numSlots; ++k)
-      if (desc_.slotStages[k] & (int64_t(1) << stage_))
-        slots_[mb][k] = allocate(slotBytes_[k]);
+  plan_ = planBuffers(stage_);
+  for (int k = 0; k < desc_.numSlots; ++k) {
+    std::vector<void *> buffers;
+    for (int b = 0; b < plan_.count[k]; ++b)
+      buffers.push_back(allocate(slotBytes_[k]));
+    for (int mb = 0; mb < m; ++mb)
+      if (plan_.buffer[mb][k] >= 0)
+        slots_[mb][k] = buffers[plan_.buffer[mb][k]];
+  }
+  for (int mb = 0; mb < m; ++mb)
     for (int i = 0; i < model.numInputs; ++i)
       inputs_[mb][i] = allocate(inputBytes_[i]);
+}
+
+static bool isSend(PipelineActionKind kind) {
+  return kind == PipelineActionKind::SendF || kind == PipelineActionKind::SendB;
+}
+
+static bool isRecv(PipelineActionKind kind) {
+  return kind == PipelineActionKind::RecvF || kind == PipelineActionKind::RecvB;
+}
+
+void PipelineRunner::slotsOf(const PipelineAction &a,
+                             std::vector<int> &out) const {
+  out.clear();
+  auto function = [&](int role) {
+    const PipelineSlotList &list = desc_.functionSlots[3 * a.chunk + role];
+    out.insert(out.end(), list.slots, list.slots + list.count);
+  };
+  auto boundary = [&](int b, bool forward) {
+    const PipelineBoundary &bd = desc_.boundaries[b];
+    const int32_t *list = forward ? bd.forward : bd.backward;
+    out.insert(out.end(), list,
+               list + (forward ? bd.numForward : bd.numBackward));
+  };
+  switch (a.kind) {
+  case PipelineActionKind::F:
+    return function(0);
+  case PipelineActionKind::B:
+    return function(1);
+  case PipelineActionKind::W:
+    return function(2);
+  case PipelineActionKind::BW:
+    function(1);
+    return function(2);
+  case PipelineActionKind::SendF:
+    return boundary(a.chunk, true);
+  case PipelineActionKind::RecvF:
+    return boundary(a.chunk - 1, true);
+  case PipelineActionKind::SendB:
+    return boundary(a.chunk - 1, false);
+  case PipelineActionKind::RecvB:
+    return boundary(a.chunk, false);
   }
 }
 
+PipelineRunner::BufferPlan PipelineRunner::planBuffers(int stage) const {
+  const PipelineStage &st = desc_.stageDescs[stage];
+  int m = desc_.microBatches, slots = desc_.numSlots, n = st.numActions;
+  // Each (micro-batch, slot)'s first and last action, and whether a send
+  // reads it.
+  std::vector<std::vector<int>> first(m, std::vector<int>(slots, -1)),
+      last = first, previous = first;
+  std::vector<std::vector<char>> sent(m, std::vector<char>(slots, 0));
+  std::vector<int> touched;
+  for (int i = 0; i < n; ++i) {
+    const PipelineAction &a = st.actions[i];
+    slotsOf(a, touched);
+    for (int k : touched) {
+      if (first[a.microBatch][k] < 0)
+        first[a.microBatch][k] = i;
+      last[a.microBatch][k] = i;
+      if (isSend(a.kind))
+        sent[a.microBatch][k] = 1;
+    }
+  }
+  BufferPlan plan;
+  plan.buffer.assign(m, std::vector<int>(slots, -1));
+  plan.count.assign(slots, 0);
+  for (int k = 0; k < slots; ++k) {
+    std::vector<int> order;
+    for (int mb = 0; mb < m; ++mb)
+      if (first[mb][k] >= 0)
+        order.push_back(mb);
+    std::sort(order.begin(), order.end(),
+              [&](int x, int y) { return first[x][k] < first[y][k]; });
+    std::vector<int> occupant; // per buffer, its latest micro-batch
+    for (int mb : order) {
+      int b = 0;
+      while (b < static_cast<int>(occupant.size()) &&
+             last[occupant[b]][k] >= first[mb][k])
+        ++b;
+      if (b == static_cast<int>(occupant.size()))
+        occupant.push_back(-1);
+      previous[mb][k] = occupant[b];
+      occupant[b] = mb;
+      plan.buffer[mb][k] = b;
+    }
+    plan.count[k] = static_cast<int>(occupant.size());
+  }
+  plan.postAfter.assign(n, -2);
+  plan.waitSends.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const PipelineAction &a = st.actions[i];
+    slotsOf(a, touched);
+    if (isRecv(a.kind))
+      plan.postAfter[i] = -1;
+    for (int k : touched) {
+      int before = previous[a.microBatch][k];
+      bool takesOver = first[a.microBatch][k] == i && before >= 0;
+      if (!takesOver)
+        continue;
+      if (sent[before][k])
+        plan.waitSends[i] = 1;
+      if (isRecv(a.kind))
+        plan.postAfter[i] = std::max(plan.postAfter[i], last[before][k]);
+    }
+  }
+  return plan;
+}
+
 int64_t PipelineRunner::slotBytes(int stage) const {
+  BufferPlan plan = stage == stage_ ? plan_ : planBuffers(stage);
   int64_t bytes = 0;
   for (int k = 0; k < desc_.numSlots; ++k)
-    if (desc_.slotStages[k] & (int64_t(1) << stage))
-      bytes += slotBytes_[k];
-  return bytes * desc_.microBatches;
+    bytes += plan.count[k] * slotBytes_[k];
+  return bytes;
 }
 
 int PipelineRunner::ownerOf(int param) const {
@@ -180,14 +293,30 @@ double PipelineRunner::runStep(StepIO &io) {
     }
   double lossSum = 0;
   const PipelineStage &stage = desc_.stageDescs[stage_];
-  // Every receive of the step is posted first (each micro-batch's slots
-  // have their own buffers), so that transfers complete while this stage
-  // computes.
-  std::vector<std::vector<int>> receives(stage.numActions);
-  for (int i = 0; i < stage.numActions; ++i)
+  // Each receive is posted as soon as its buffers are free (at the start
+  // of the step where they are new), so that transfers complete while this
+  // stage computes; a buffer a send still reads waits for the sends.
+  int n = stage.numActions;
+  std::vector<std::vector<int>> receives(n), postAfter(n);
+  auto post = [&](int i) {
+    if (plan_.waitSends[i])
+      comm::waitSends(comm_);
     postReceives(stage.actions[i], receives[i]);
-  for (int i = 0; i < stage.numActions; ++i)
-    run(stage.actions[i], io, lossSum, receives[i]);
+  };
+  for (int i = 0; i < n; ++i) {
+    if (plan_.postAfter[i] == -1)
+      post(i);
+    else if (plan_.postAfter[i] >= 0)
+      postAfter[plan_.postAfter[i]].push_back(i);
+  }
+  for (int i = 0; i < n; ++i) {
+    const PipelineAction &a = stage.actions[i];
+    if (!isRecv(a.kind) && plan_.waitSends[i])
+      comm::waitSends(comm_);
+    run(a, io, lossSum, receives[i]);
+    for (int later : postAfter[i])
+      post(later);
+  }
   comm::waitSends(comm_);
   io.microBatches = desc_.microBatches;
   io.slots = nullptr;
