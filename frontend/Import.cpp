@@ -1390,15 +1390,24 @@ OwningOpRef<ModuleOp> ModelImporter::run(const fbs::Model &root) {
     SmallVector<StringRef> names;
     SmallVector<int64_t> sizes;
     for (const auto &[axis, size] : meshAxes) {
+      // The pipeline's axis: the step's stages (tg.pipeline), which
+      // tg-pipeline-split puts back as the mesh's outermost axis once the
+      // step is sharded on the others.
+      if (axis == "pp") {
+        setPipelineStages(*module, {size, 1});
+        continue;
+      }
       names.push_back(axis);
       sizes.push_back(size);
     }
-    auto mesh = MeshOp::create(builder, fileLoc, "mesh",
-                               builder.getStrArrayAttr(names),
-                               builder.getDenseI64ArrayAttr(sizes),
-                               /*elastic=*/nullptr);
-    if (!options.elasticAxis.empty())
-      mesh.setElasticAttr(builder.getStrArrayAttr({options.elasticAxis}));
+    if (!names.empty()) {
+      auto mesh = MeshOp::create(builder, fileLoc, "mesh",
+                                 builder.getStrArrayAttr(names),
+                                 builder.getDenseI64ArrayAttr(sizes),
+                                 /*elastic=*/nullptr);
+      if (!options.elasticAxis.empty())
+        mesh.setElasticAttr(builder.getStrArrayAttr({options.elasticAxis}));
+    }
   }
   auto func = func::FuncOp::create(builder, fileLoc, "forward",
                                    builder.getFunctionType(argTypes, {}));

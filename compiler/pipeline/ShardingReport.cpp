@@ -580,11 +580,16 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   MeshOp mesh = getModuleMesh(module);
   const ClusterSpec &spec = cost.spec();
   os << "sharding report: @train_step";
-  if (mesh) {
+  // The mesh of one stage: tg-pipeline-split adds the stages as axis pp.
+  SmallVector<StringRef> axes;
+  if (mesh)
+    for (StringRef a : mesh.getAxisNames())
+      if (!(chosen.stages > 1 && a == "pp"))
+        axes.push_back(a);
+  if (!axes.empty()) {
     os << " on mesh [";
-    llvm::interleaveComma(mesh.getAxisNames(), os, [&](StringRef a) {
-      os << a << "=" << mesh.axisSize(a);
-    });
+    llvm::interleaveComma(
+        axes, os, [&](StringRef a) { os << a << "=" << mesh.axisSize(a); });
     os << "]";
   }
   if (chosen.stages > 1)
@@ -707,10 +712,9 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   std::string pipelineTerms;
   if (chosen.stages > 1) {
     os << llvm::formatv(
-        "\npipeline: {0} stages x {1} virtual, MODELLED ONLY (tgc builds "
-        "pipelines without a mesh only, yet); the slowest stage, {2}, sets the "
-        "pace; "
-        "it sends {3} per micro-batch to the next stage",
+        "\npipeline: {0} stages x {1} virtual (built for the CPU; on CUDA "
+        "priced only, yet); the slowest stage, {2}, sets the pace; it sends "
+        "{3} per micro-batch to the next stage",
         chosen.stages, chosen.virtualStages, chosen.slowestStage,
         formatBytes(chosen.sendBytes));
     pipelineTerms = " + bubble " + formatSeconds(chosen.bubbleSeconds) +

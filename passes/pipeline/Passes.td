@@ -42,11 +42,24 @@ def PipelineSplitPass : Pass<"tg-pipeline-split", "ModuleOp"> {
     tied gradients summed over the `pp` axis, the gradient norm as the
     square root of the stages' summed squares (each parameter counted on the
     first stage that holds it), then the same clipping, schedule and
-    updates. The module gets `tg.mesh @mesh ["pp" = P]`.
+    updates.
 
-    Pipelines with data or tensor parallelism (`pp x dp x tp`) are not
-    built yet: a module that has a mesh is left as it is (the reports price
-    it; tgc refuses to build it).
+    On a mesh (`pp x dp x tp`) each stage is a copy of the mesh the step was
+    sharded and partitioned on: the pass prepends the axis `pp` to it
+    (`tg.mesh @mesh ["pp" = P, "data" = 2, "tp" = 2]`, or `["pp" = P]`
+    without one), so the stages are the outermost coordinate, as
+    Megatron-LM orders its ranks. The chunks keep the step's collectives
+    over the other axes (tp's all-reduces, zero3's gathers, which a chunk
+    reading a parameter repeats in its backward; the loss reduced over the
+    data axes goes with the last chunk's forward); a reduction bundling
+    several gradients is cut into one per gradient, each with its chunk.
+    The gradient sums stay as @forward_backward returns them (partial over
+    the data axes until @stageS_update reduces them, as tg-partition made
+    @apply_gradients do).
+
+    A module planned with stages after tg-optimizer ran (no
+    `@apply_gradients`: tg IR given --pipeline-stages to price it) is left
+    as it is; the reports price it and tgc refuses to build it.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
   let options = [

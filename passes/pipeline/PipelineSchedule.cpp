@@ -137,11 +137,15 @@ StageActions interleaved(const Shape &shape) {
 /// arrived, else the oldest W, else it waits for the next arrival. With F,
 /// B and W of equal cost this gives the paper's bubble of (P - 1) units
 /// (1F1B's: 3 (P - 1)).
-StageActions zeroBubbleH1(const Shape &shape, const Costs &costs) {
+llvm::Expected<StageActions> zeroBubbleH1(const Shape &shape,
+                                          const Costs &costs) {
   int64_t p = shape.stages, n = shape.microBatches;
   std::vector<std::vector<double>> fEnd(p, std::vector<double>(n, kNever)),
       bEnd = fEnd;
   std::vector<double> free(p, 0);
+  // Whether a stage only stepped past the present (nothing it knows of
+  // happens later): its `free` is no event the others may wait for.
+  std::vector<char> waiting(p, 0);
   std::vector<int64_t> nextF(p, 0), nextB(p, 0), held(p, 0);
   std::vector<std::deque<int64_t>> pendingW(p);
   std::vector<std::vector<std::pair<ActionKind, int64_t>>> order(p);
@@ -194,14 +198,30 @@ StageActions zeroBubbleH1(const Shape &shape, const Costs &costs) {
         next = std::min(next, gradArrives(s, nextB[s]));
       if (fits && inputArrives(s, nextF[s]) > now)
         next = std::min(next, inputArrives(s, nextF[s]));
+      bool othersRun = false;
       for (int64_t t = 0; t < p; ++t)
-        if (t != s && remaining(t) && free[t] > now)
-          next = std::min(next, free[t]);
-      if (next == kNever) // another stage is free now: it goes first
+        if (t != s && remaining(t) && !waiting[t]) {
+          othersRun = true;
+          if (free[t] > now)
+            next = std::min(next, free[t]);
+        }
+      if (next == kNever) {
+        // Another stage is free now: it goes first. With every stage
+        // waiting on what none of them will send, the step cannot go on.
+        if (!othersRun)
+          return fail(formatv("zb-h1: every stage waits at {0} s with {1} "
+                              "micro-batches to go on stage {2}: no "
+                              "placement within 1F1B's memory",
+                              now, n - nextB[s], s));
         next = std::nextafter(now, kNever);
+        waiting[s] = 1;
+      } else {
+        waiting[s] = 0;
+      }
       free[s] = next;
       continue;
     }
+    waiting[s] = 0;
     order[s].push_back({kind, m});
   }
   StageActions out(p);
@@ -299,7 +319,7 @@ mlir::tg::pipeline::buildSchedule(Schedule schedule, const Shape &shape,
     if (shape.microBatches < shape.stages)
       return fail(formatv("zb-h1 needs at least one micro-batch per stage: "
                           "{0} micro-batches on {1} stages (use 1f1b, or "
-                          "more micro-batches)",
+                          "more micro-batches: tgc --grad-accum)",
                           shape.microBatches, shape.stages));
     return zeroBubbleH1(shape, costs);
   case Schedule::Interleaved:

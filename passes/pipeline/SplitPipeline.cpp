@@ -39,7 +39,7 @@ struct Piece {
   SmallVector<Operation *> ops;
   /// @forward_backward's arguments it reads (parameters, batch inputs).
   llvm::SetVector<unsigned> fbArgs;
-  /// Constants it reads (cloned into it).
+  /// Constants and parameter gathers it reads (cloned into it).
   llvm::SetVector<Operation *> constants;
   /// Slots it reads and writes.
   llvm::SetVector<Value> reads, writes;
@@ -91,15 +91,54 @@ struct Splitter {
   LogicalResult buildUpdates(OpBuilder &b);
 };
 
-bool isConstant(Operation *op) { return op && isa<ConstantOp>(op); }
+/// Ops each function that reads them computes itself rather than receive:
+/// constants, the gathers of a parameter split over the data axes (zero3),
+/// which a chunk's backward repeats as ZeRO-3 does rather than keep the
+/// whole weight from its forward, and a process's slice of an argument
+/// (the targets where the loss is split over tp), which belongs to no
+/// chunk.
+bool isRecomputed(Operation *op) {
+  if (!op)
+    return false;
+  if (isa<ConstantOp>(op))
+    return true;
+  return isa<AllGatherOp, AllSliceOp>(op) &&
+         isa<BlockArgument>(op->getOperand(0));
+}
 
 LogicalResult Splitter::assign(const StageMap &map) {
   Block &block = fb.getBody().front();
+  // A reduction of several values (gradients that tg-partition bundled)
+  // may mix chunks: one reduction per value, each going with its chunk.
+  for (auto reduce : llvm::make_early_inc_range(block.getOps<AllReduceOp>())) {
+    if (reduce.getInputs().size() < 2)
+      continue;
+    OpBuilder b(reduce);
+    for (auto [input, result] :
+         llvm::zip(reduce.getInputs(), reduce.getResults())) {
+      // Named after what it reduces: it goes with that value's chunk.
+      auto one = AllReduceOp::create(
+          b, input.getLoc(), ValueRange{input}, reduce.getReductionAttr(),
+          reduce.getMeshAxisAttr(), reduce.getBucketAttr());
+      one->setDiscardableAttrs(reduce->getDiscardableAttrDictionary());
+      result.replaceAllUsesWith(one.getResult(0));
+    }
+    reduce.erase();
+  }
   for (Operation &op : block.without_terminator()) {
     index[&op] = ops.size();
     ops.push_back(&op);
   }
+  // The loss as this process computes it; on a mesh, its reduction over
+  // the data axes stands at the end of the function, and belongs to the
+  // last chunk's forward pass too.
   Operation *lossOp = block.getTerminator()->getOperand(0).getDefiningOp();
+  DenseSet<Operation *> lossReductions;
+  while (isa_and_nonnull<AllReduceOp>(lossOp) &&
+         lossOp->getNumOperands() == 1) {
+    lossReductions.insert(lossOp);
+    lossOp = lossOp->getOperand(0).getDefiningOp();
+  }
   if (!lossOp || !index.count(lossOp))
     return fb.emitError("tg-pipeline-split: @forward_backward's loss is not "
                         "computed in it");
@@ -111,9 +150,9 @@ LogicalResult Splitter::assign(const StageMap &map) {
   // pass and the earliest in the backward pass, so that values only move
   // forward in the one and backward in the other.
   for (auto [i, op] : llvm::enumerate(ops)) {
-    bool forward = i <= forwardEnd;
+    bool forward = i <= forwardEnd || lossReductions.contains(op);
     roleOf[i] = forward ? Forward : Backward;
-    if (isConstant(op))
+    if (isRecomputed(op))
       continue;
     std::string group = layerOfOp(op);
     if (std::optional<int64_t> chunk =
@@ -125,7 +164,7 @@ LogicalResult Splitter::assign(const StageMap &map) {
     for (Value v : op->getOperands()) {
       std::optional<int64_t> from = map.chunkOfArgument(fb, v);
       Operation *def = v.getDefiningOp();
-      if (def && !isConstant(def) && index.count(def))
+      if (def && !isRecomputed(def) && index.count(def))
         from = chunkOf[index[def]];
       if (from)
         chosen = !chosen   ? *from
@@ -152,8 +191,7 @@ LogicalResult Splitter::splitGradients(const StageMap &map) {
     while (!work.empty()) {
       Value g = work.pop_back_val();
       auto add = g.getDefiningOp<AddOp>();
-      if (add && g.hasOneUse() && nodeNameOf(add).empty() &&
-          add.getLhs().getType() == add.getType() &&
+      if (add && g.hasOneUse() && add.getLhs().getType() == add.getType() &&
           add.getRhs().getType() == add.getType()) {
         dropped.insert(add);
         work.push_back(add.getRhs());
@@ -165,7 +203,7 @@ LogicalResult Splitter::splitGradients(const StageMap &map) {
     for (Value leaf : leaves) {
       Operation *def = leaf.getDefiningOp();
       int64_t chunk;
-      if (def && !isConstant(def))
+      if (def && !isRecomputed(def))
         chunk = chunkOf[index[def]];
       else if (std::optional<int64_t> c = map.chunkOfArgument(fb, leaf))
         chunk = *c;
@@ -194,7 +232,7 @@ LogicalResult Splitter::connect() {
   // Backward ops that some earlier chunk (or a B op of their own chunk)
   // reads are B; the rest, which lead only to parameter gradients, are W.
   for (size_t i = ops.size(); i-- > 0;) {
-    if (roleOf[i] == Forward || isConstant(ops[i]) || dropped.count(ops[i]))
+    if (roleOf[i] == Forward || isRecomputed(ops[i]) || dropped.count(ops[i]))
       continue;
     bool input = false;
     for (Operation *user : ops[i]->getUsers()) {
@@ -210,7 +248,7 @@ LogicalResult Splitter::connect() {
     roleOf[i] = input ? Backward : Weight;
   }
   for (auto [i, op] : llvm::enumerate(ops)) {
-    if (isConstant(op) || dropped.count(op))
+    if (isRecomputed(op) || dropped.count(op))
       continue;
     pieces[chunkOf[i]][roleOf[i]].ops.push_back(op);
     for (Value v : op->getOperands())
@@ -237,8 +275,10 @@ LogicalResult Splitter::connectUse(Operation *user, Value v, int64_t chunk,
     return success();
   }
   Operation *def = v.getDefiningOp();
-  if (isConstant(def)) {
+  if (isRecomputed(def)) {
     piece.constants.insert(def);
+    for (Value operand : def->getOperands())
+      piece.fbArgs.insert(cast<BlockArgument>(operand).getArgNumber());
     return success();
   }
   size_t d = index[def];
@@ -297,6 +337,9 @@ void Splitter::buildPieces(OpBuilder &b) {
       auto func = func::FuncOp::create(b, fb.getLoc(), name,
                                        b.getFunctionType(argTypes, {}));
       func.setAllArgAttrs(argAttrs);
+      // Cut from a partitioned step: the types are each process's pieces.
+      if (Attribute partitioned = fb->getAttr(kPartitionedAttr))
+        func->setAttr(kPartitionedAttr, partitioned);
       func->setAttr(
           TgDialect::kPipelineRoleAttr,
           b.getDictionaryAttr(
@@ -309,7 +352,8 @@ void Splitter::buildPieces(OpBuilder &b) {
         mapping.map(fb.getArgument(i), entry->getArgument(k));
       for (auto [k, v] : llvm::enumerate(reads))
         mapping.map(v, entry->getArgument(piece.fbArgs.size() + k));
-      // Constants in their order in @forward_backward, then the ops.
+      // Constants and gathers in their order in @forward_backward, then
+      // the ops.
       for (Operation &op : fbBlock.without_terminator())
         if (piece.constants.contains(&op))
           body.clone(op, mapping);
@@ -386,6 +430,24 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
   // its gradient; the first of them counts it in the gradient norm.
   SmallVector<SmallVector<int64_t, 2>> holders(n);
   SmallVector<unsigned> tied;
+  DenseMap<StringAttr, ShardingAttr> gradShardings;
+  for (unsigned r = 0; r < fb.getNumResults(); ++r)
+    if (auto name = fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr))
+      gradShardings[name] =
+          fb.getResultAttrOfType<ShardingAttr>(r, kShardingAttr);
+  for (unsigned k = 0; k < n; ++k) {
+    // The W passes add what @forward_backward returns (the process's piece
+    // under tp, zero2 and zero3): the sums must be kept alike.
+    ShardingAttr grad = gradShardings.lookup(names[k]);
+    auto sum =
+        apply.getArgAttrOfType<ShardingAttr>(n + numState + k, kShardingAttr);
+    if (grad && sum && grad.withoutPartial() != sum.withoutPartial())
+      return apply.emitError("tg-pipeline-split: the gradient of '")
+             << names[k].getValue() << "' is summed as " << formatSharding(sum)
+             << " in @apply_gradients, but @forward_backward returns it as "
+             << formatSharding(grad)
+             << ": the W passes could not add to the sum";
+  }
   for (unsigned k = 0; k < n; ++k) {
     llvm::SmallSetVector<int64_t, 2> held;
     for (int64_t c : gradChunks.lookup(names[k]))
@@ -427,6 +489,8 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
         func::FuncOp::create(b, loc, "stage" + std::to_string(s) + "_update",
                              b.getFunctionType(types, {}));
     func.setAllArgAttrs(attrs);
+    if (Attribute partitioned = apply->getAttr(kPartitionedAttr))
+      func->setAttr(kPartitionedAttr, partitioned);
     func->setAttr(
         TgDialect::kPipelineRoleAttr,
         b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr("update")),
@@ -465,10 +529,18 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
         for (Value g : norm.getOperands()) {
           if (!mapped(g))
             continue;
-          // The gradient argument behind a mean (tg.div of a sum).
+          // The gradient argument behind a mean (tg.div of a sum) and the
+          // reduction over the data axes.
           Value source = g;
-          if (auto div = g.getDefiningOp<DivOp>())
-            source = div.getLhs();
+          while (Operation *def = source.getDefiningOp()) {
+            if (auto div = dyn_cast<DivOp>(def))
+              source = div.getLhs();
+            else if (auto reduce = dyn_cast<AllReduceOp>(def))
+              source =
+                  reduce.getInputs()[cast<OpResult>(source).getResultNumber()];
+            else
+              break;
+          }
           auto arg = dyn_cast<BlockArgument>(source);
           unsigned k = arg ? arg.getArgNumber() - n - numState : 0;
           if (arg && k < n && holders[k].front() != s)
@@ -490,6 +562,25 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
                                 b.getStringAttr("pp"), IntegerAttr());
         mapping.map(norm.getResult(),
                     SqrtOp::create(body, loc, total.getResult(0)));
+        continue;
+      }
+      if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+        // One reduction of many gradients: this stage's among them.
+        SmallVector<Value> inputs;
+        SmallVector<Value> results;
+        for (auto [v, r] : llvm::zip(reduce.getInputs(), reduce.getResults()))
+          if (mapped(v)) {
+            inputs.push_back(mapping.lookup(v));
+            results.push_back(r);
+          }
+        if (inputs.empty())
+          continue;
+        auto part = AllReduceOp::create(
+            body, reduce.getLoc(), inputs, reduce.getReductionAttr(),
+            reduce.getMeshAxisAttr(), reduce.getBucketAttr());
+        part->setDiscardableAttrs(reduce->getDiscardableAttrDictionary());
+        for (auto [r, v] : llvm::zip(results, part.getResults()))
+          mapping.map(r, v);
         continue;
       }
       if (!llvm::all_of(op.getOperands(), mapped))
@@ -550,23 +641,47 @@ struct PipelineSplitPass
       return signalPassFailure();
     }
     OpBuilder b(module.getContext());
-    // Pipelines compose with data and tensor parallelism in the design
-    // (pp x dp x tp), not yet in the build: a module with a mesh stays as
-    // it is, priced by the reports, and tgc refuses to build it.
-    if (getModuleMesh(module.getOperation()))
-      return;
     auto fb = module.lookupSymbol<func::FuncOp>("forward_backward");
     auto apply = module.lookupSymbol<func::FuncOp>("apply_gradients");
-    if (!fb || !apply) {
+    if (!fb) {
       module.emitError("tg-pipeline-split: a pipelined module needs "
-                       "@forward_backward and @apply_gradients (run "
-                       "tg-autodiff and tg-optimizer first)");
+                       "@forward_backward (run tg-autodiff first)");
       return signalPassFailure();
     }
-    b.setInsertionPointToStart(module.getBody());
-    MeshOp::create(b, module.getLoc(), "mesh", b.getStrArrayAttr({"pp"}),
-                   b.getDenseI64ArrayAttr({stages.stages}),
-                   /*elastic=*/nullptr);
+    // Stages given to a step whose optimizer phase ran without them:
+    // priced by the reports, not built.
+    if (!apply)
+      return;
+    // The stages are the mesh's outermost axis: each stage a copy of the
+    // mesh the step was sharded on (pp x dp x tp, as Megatron-LM orders its
+    // ranks), whose collectives stay among the processes of one stage.
+    SmallVector<StringRef> axes{"pp"};
+    SmallVector<int64_t> sizes{stages.stages};
+    StringRef meshName = "mesh";
+    ArrayAttr elastic;
+    if (MeshOp mesh = getModuleMesh(module.getOperation())) {
+      if (llvm::is_contained(mesh.getAxes().getAsValueRange<StringAttr>(),
+                             "pp")) {
+        mesh.emitError("tg-pipeline-split: the mesh has an axis 'pp' "
+                       "already; the pass adds it");
+        return signalPassFailure();
+      }
+      for (auto [axis, size] : llvm::zip(
+               mesh.getAxes().getAsValueRange<StringAttr>(), mesh.getShape())) {
+        axes.push_back(axis);
+        sizes.push_back(size);
+      }
+      meshName = mesh.getSymName();
+      elastic = mesh.getElasticAttr();
+      b.setInsertionPoint(mesh);
+      MeshOp::create(b, mesh.getLoc(), meshName, b.getStrArrayAttr(axes),
+                     b.getDenseI64ArrayAttr(sizes), elastic);
+      mesh.erase();
+    } else {
+      b.setInsertionPointToStart(module.getBody());
+      MeshOp::create(b, module.getLoc(), meshName, b.getStrArrayAttr(axes),
+                     b.getDenseI64ArrayAttr(sizes), elastic);
+    }
     llvm::Expected<ClusterSpec> spec =
         readClusterSpec(clusterSpecPath(cluster));
     if (!spec) {

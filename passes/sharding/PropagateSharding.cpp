@@ -243,6 +243,10 @@ struct PropagateShardingPass
                  ("preset " + presetOf(accum.getValue()) +
                   ": the piece of the gradient")
                      .str());
+        else if (ShardingAttr summed = gradientSummed(func, accum))
+          record(arg, summed,
+                 "the gradient @forward_backward returns, summed over the "
+                 "micro-batches");
         continue;
       }
       record(
@@ -637,6 +641,23 @@ struct PropagateShardingPass
     if (!base || base.getRank() != type.getRank())
       return {};
     return splitOverData(base.withoutPartial(), type, mesh);
+  }
+
+  /// A pipelined step's @apply_gradients takes the sums of what its stages'
+  /// W passes return: each as @forward_backward returns that gradient
+  /// (the process's piece under tp, partial over the data axes until the
+  /// update reduces it).
+  ShardingAttr gradientSummed(func::FuncOp func, StringAttr param) {
+    if (func.getSymName() != "apply_gradients")
+      return {};
+    auto fb = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        func, StringAttr::get(func.getContext(), "forward_backward"));
+    if (!fb)
+      return {};
+    for (unsigned r = 0; r < fb.getNumResults(); ++r)
+      if (fb.getResultAttr(r, TgDialect::kGradAttr) == param)
+        return fb.getResultAttrOfType<ShardingAttr>(r, kShardingAttr);
+    return {};
   }
 };
 

@@ -41,8 +41,10 @@ const char *actionName(PipelineActionKind kind) {
 } // namespace
 
 PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
-                               Communicator *comm)
+                               Communicator *comm, int64_t replica,
+                               int64_t replicas)
     : model_(model), desc_(*model.pipeline), stage_(stage), comm_(comm),
+      replica_(replica), replicas_(replicas),
       chunks_(int64_t(model.pipeline->stages) * model.pipeline->virtualStages) {
   if (stage < 0 || stage >= desc_.stages)
     throw Error("pipeline stage " + std::to_string(stage) + " of " +
@@ -231,7 +233,7 @@ void PipelineRunner::transfer(const PipelineBoundary &boundary, bool forward,
 void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum,
                          const std::vector<int> &receives) {
   io.microBatch = a.microBatch;
-  io.randomStream = a.microBatch;
+  io.randomStream = a.microBatch * replicas_ + replica_;
   io.inputs = const_cast<const void **>(inputs_[a.microBatch].data());
   io.slots = slots_[a.microBatch].data();
   std::string label = std::string(actionName(a.kind)) +
@@ -283,14 +285,6 @@ void PipelineRunner::postReceives(const PipelineAction &a,
 }
 
 double PipelineRunner::runStep(StepIO &io) {
-  // W adds each micro-batch's part: the sums start at zero.
-  for (int i = 0, k = 0; i < model_.numParams; ++i)
-    if (model_.params[i].trainable) {
-      const TensorDesc &g =
-          model_.grads ? model_.grads[k] : model_.params[i].tensor;
-      std::memset(io.grads[k], 0, numElements(g) * dtypeSize(g.dtype));
-      ++k;
-    }
   double lossSum = 0;
   const PipelineStage &stage = desc_.stageDescs[stage_];
   // Each receive is posted as soon as its buffers are free (at the start

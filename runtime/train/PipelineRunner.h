@@ -25,9 +25,11 @@ namespace tgc {
 
 class PipelineRunner {
 public:
-  /// `stage` is this process's; `inputs` the model's batch inputs, whose
-  /// buffers the runner keeps a copy of per micro-batch.
-  PipelineRunner(const ModelDesc &model, int stage, Communicator *comm);
+  /// `stage` is this process's, on data replica `replica` of `replicas`
+  /// (its micro-batch m is the step's m * replicas + replica, whose random
+  /// stream it draws).
+  PipelineRunner(const ModelDesc &model, int stage, Communicator *comm,
+                 int64_t replica = 0, int64_t replicas = 1);
 
   int stage() const { return stage_; }
   bool lastStage() const { return stage_ == desc_.stages - 1; }
@@ -57,7 +59,8 @@ public:
   void stageInputs(int m, const void *const *inputs);
 
   /// Runs this stage's actions and its update with `io` (params, state,
-  /// grads, step, rates; grads are zeroed first). Returns the sum of the
+  /// grads, step, rates; the W passes add to the grads, which the caller
+  /// zeroes: it knows the pieces' sizes on a mesh). Returns the sum of the
   /// micro-batches' losses on the last stage, 0 elsewhere.
   double runStep(StepIO &io);
 
@@ -77,6 +80,7 @@ private:
   const PipelineDesc &desc_;
   int stage_;
   Communicator *comm_;
+  int64_t replica_, replicas_;
   int64_t chunks_;
   /// Per micro-batch, the slot pointers (null where this stage has none)
   /// and the copies of the inputs.

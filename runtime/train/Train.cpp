@@ -223,6 +223,9 @@ private:
   void setUpBuffers();
   void initialise();
   void fillInputs(bool train);
+  /// Draws the step's training micro-batch `m` (of all replicas'): fills
+  /// the inputs and returns true when it is this data replica's.
+  bool drawTrainMicroBatch(int64_t m);
   void fillTokenInputs(const TokenBatch &batch);
   void fillClassInputs(const ClassBatch &batch);
   float trainStep(int64_t step);
@@ -410,22 +413,29 @@ void Trainer::download(Tensor &t) {
 void Trainer::syncPipelineState() {
   if (!pipeline_)
     return;
-  // With the pipeline's axis the whole mesh, a stage's coordinate is its
-  // rank.
+  // Each parameter and its state as the stage that updates it holds them,
+  // to the processes at the same place of the other stages (the same piece
+  // of a split tensor): gathered along the pipeline's axis, the owner's
+  // copy kept. Only for evaluation and checkpoints.
+  int axis = model_.pipeline->axis, stages = model_.pipeline->stages;
+  std::vector<char> all;
+  auto share = [&](Tensor &t, const TensorDesc &desc, int owner) {
+    if (owner < 0 || !t.bytes)
+      return;
+    all.resize(static_cast<size_t>(t.bytes) * stages);
+    comm::allGather(comm_, axis, t.local(), all.data(),
+                    t.bytes / dtypeSize(desc.dtype), desc.dtype, nullptr);
+    std::memcpy(t.local(), all.data() + int64_t(owner) * t.bytes, t.bytes);
+  };
   std::vector<int> ownerOfParam(model_.numParams);
   for (int i = 0; i < model_.numParams; ++i) {
     ownerOfParam[i] = pipeline_->ownerOf(i);
-    if (ownerOfParam[i] >= 0)
-      comm::broadcast(comm_, params_[i].host.get(), params_[i].bytes,
-                      ownerOfParam[i]);
+    share(params_[i], model_.params[i].tensor, ownerOfParam[i]);
   }
   for (int i = 0; i < model_.numState; ++i)
     for (int p = 0; p < model_.numParams; ++p)
-      if (std::strcmp(model_.state[i].param, model_.params[p].tensor.name) ==
-              0 &&
-          ownerOfParam[p] >= 0)
-        comm::broadcast(comm_, state_[i].host.get(), state_[i].bytes,
-                        ownerOfParam[p]);
+      if (std::strcmp(model_.state[i].param, model_.params[p].tensor.name) == 0)
+        share(state_[i], model_.state[i].tensor, ownerOfParam[p]);
 }
 
 void Trainer::gatherModelState() {
@@ -728,15 +738,15 @@ void Trainer::setUpBuffers() {
       }
   if (model_.pipeline) {
     const PipelineDesc &p = *model_.pipeline;
-    if (world_ != p.stages || mesh_.sizes().size() != 1)
+    if (p.axis < 0 || p.axis >= static_cast<int>(mesh_.sizes().size()) ||
+        mesh_.sizes()[p.axis] != p.stages)
       throw Error("model '" + std::string(model_.name) + "' runs " +
-                  std::to_string(p.stages) +
-                  " pipeline stages, one process each: launch it with "
-                  "mpirun -np " +
-                  std::to_string(p.stages) + " (this run has " +
-                  std::to_string(world_) + ")");
+                  std::to_string(p.stages) + " pipeline stages, but its mesh " +
+                  mesh_.describe() +
+                  " has no such axis: the executable contradicts itself");
     pipeline_ = std::make_unique<PipelineRunner>(
-        model_, comm::meshCoordinate(comm_, p.axis), comm_);
+        model_, comm::meshCoordinate(comm_, p.axis), comm_, mesh_.replica(),
+        mesh_.replicas());
   }
   // Positions are the same for every batch.
   if (positionsInput_ >= 0) {
@@ -913,19 +923,38 @@ void Trainer::fillInputs(bool train) {
     fillClassInputs(train ? trainClasses_->next() : valClasses_->next());
 }
 
+bool Trainer::drawTrainMicroBatch(int64_t m) {
+  // Every rank draws every micro-batch, so the loaders stay in step; data
+  // replica d computes micro-batches d, d + D, ...
+  if (m % mesh_.replicas() == mesh_.replica()) {
+    fillInputs(/*train=*/true);
+    return true;
+  }
+  if (trainTokens_)
+    trainTokens_->next();
+  else if (trainClasses_)
+    trainClasses_->next();
+  return false;
+}
+
 float Trainer::pipelineStep(int64_t step) {
   StepIO io = makeIO(step - skipped_);
-  // Every stage draws every micro-batch: the first reads the tokens, the
-  // last the targets.
-  for (int64_t m = 0; m < globalMicroBatches_; ++m) {
-    fillInputs(/*train=*/true);
-    pipeline_->stageInputs(static_cast<int>(m), inputPtrs_.data());
-  }
+  // The first stage reads the tokens, the last the targets.
+  for (int64_t m = 0, local = 0; m < globalMicroBatches_; ++m)
+    if (drawTrainMicroBatch(m))
+      pipeline_->stageInputs(static_cast<int>(local++), inputPtrs_.data());
+  // The W passes add each micro-batch's part: the sums start at zero.
+  for (Tensor &g : grads_)
+    std::memset(g.local(), 0, static_cast<size_t>(g.bytes));
   double lossSum = pipeline_->runStep(io);
-  // The last stage has the loss; the others pass zeros.
+  // The last stage has the loss of each micro-batch, reduced over the data
+  // axes already; one of its processes counts it, the others pass zeros.
+  bool counts = pipeline_->lastStage();
+  for (int a = 0; a < comm::meshAxes(comm_); ++a)
+    if (a != model_.pipeline->axis && comm::meshCoordinate(comm_, a) != 0)
+      counts = false;
   double mean =
-      comm::allReduceSum(comm_, pipeline_->lastStage() ? lossSum : 0.0) /
-      microBatches_;
+      comm::allReduceSum(comm_, counts ? lossSum : 0.0) / microBatches_;
   lastStepLr_ = io.lr;
   lastGradNorm_ = io.gradNorm;
   return static_cast<float>(mean);
@@ -938,18 +967,10 @@ float Trainer::trainStep(int64_t step) {
   StepIO io = makeIO(step - skipped_);
   int64_t local = 0;
   for (int64_t m = 0; m < globalMicroBatches_; ++m) {
-    // Every rank draws every micro-batch, so the loaders stay in step; data
-    // replica d computes micro-batches d, d + D, ...
-    if (m % mesh_.replicas() != mesh_.replica()) {
-      if (trainTokens_)
-        trainTokens_->next();
-      else if (trainClasses_)
-        trainClasses_->next();
+    if (!drawTrainMicroBatch(m))
       continue;
-    }
     io.microBatch = static_cast<int32_t>(local);
     io.randomStream = m;
-    fillInputs(/*train=*/true);
     if (++local < microBatches_)
       model_.accumulate(io);
     else

@@ -230,7 +230,9 @@ cl::opt<std::string> meshFlag(
     cl::desc("The device mesh the executable runs on, as named axes with "
              "sizes: data=2, data=2,tp=2 (default: the training table's "
              "mesh, else one process). The batch is split over the axes "
-             "named data or dp; a run starts exactly as many processes as "
+             "named data or dp; an axis pp holds pipeline stages "
+             "(--pipeline-stages), each a copy of the other axes; a run starts "
+             "exactly as many processes as "
              "the mesh has. data=auto (elastic data parallel): the data "
              "axis takes its size from the process count at launch (any "
              "multiple of the other axes' product), nothing but the batch "
@@ -307,11 +309,12 @@ cl::opt<bool> shardPerLayer(
 cl::opt<int64_t> pipelineStagesFlag(
     "pipeline-stages",
     cl::desc("run the step as P pipeline stages, the repeated layers "
-             "split into P consecutive groups (P processes: mpirun -np P); "
-             "--report=sharding, --auto-shard, --compare-plans price it so, "
-             "each stage a copy of the mesh. The executable is built for "
-             "the CPU without a mesh (pipelines with --mesh, and on CUDA, "
-             "are priced, not built yet; default 1)"),
+             "split into P consecutive groups, each stage a copy of the "
+             "--mesh (P x its processes: mpirun -np P with no mesh); the "
+             "same as a mesh axis pp=P (--mesh=pp=2,data=2). "
+             "--report=sharding, --auto-shard, --compare-plans price it so. "
+             "The executable is built for the CPU (on CUDA it is priced, "
+             "not built yet; default 1)"),
     cl::init(1), cl::value_desc("P"), cl::cat(planCategory));
 cl::opt<int64_t> virtualStagesFlag(
     "virtual-stages",
@@ -934,16 +937,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       report != "pipeline")
     return fail("unknown --report '" + report +
                 "'; expected memory, sharding or pipeline");
-  if (report == "pipeline" && pipelineStagesFlag < 2)
-    return fail("--report=pipeline plays a pipelined step: add "
-                "--pipeline-stages=P (P >= 2)");
   if (pipelineScheduleFlag != "auto" &&
       !pipeline::parseSchedule(pipelineScheduleFlag))
     return fail("unknown --pipeline-schedule '" + pipelineScheduleFlag +
                 "'; expected gpipe, 1f1b, interleaved, zb-h1 or auto");
-  if (pipelineScheduleFlag.getNumOccurrences() && pipelineStagesFlag < 2)
-    return fail("--pipeline-schedule picks the schedule of a pipelined "
-                "step: add --pipeline-stages=P (P >= 2)");
   if (!reportPlot.empty() && report.empty())
     return fail("--report-plot draws a report: add --report=memory or "
                 "--report=sharding");
@@ -977,12 +974,6 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (pipelineStagesFlag < 1 || virtualStagesFlag < 1)
     return fail("--pipeline-stages and --virtual-stages take counts of at "
                 "least 1");
-  if (virtualStagesFlag > 1 && pipelineStagesFlag == 1)
-    return fail("--virtual-stages splits each pipeline stage's layers: add "
-                "--pipeline-stages");
-  if (pipelineStagesFlag > 1 && report == "memory")
-    return fail("--report=memory does not plan pipeline stages yet: use "
-                "--report=pipeline or --report=sharding");
   if (shardTimeLimit <= 0)
     return fail("--shard-time-limit takes a positive number of seconds");
   if (fusionRules != "none" && fusionRules != "elementwise" &&
@@ -1125,8 +1116,32 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       loadInput(inputFile, context, sourceMgr, importOptions, from);
   if (!module)
     return failure();
-  if (pipelineStagesFlag > 1)
-    setPipelineStages(*module, {pipelineStagesFlag, virtualStagesFlag});
+  // The stages: --pipeline-stages, or the mesh's axis pp (--mesh=pp=2,
+  // data=2, or the training table's), or what tg IR says already.
+  PipelineStages planned = getPipelineStages(*module);
+  if (pipelineStagesFlag > 1 && planned.pipelined() &&
+      planned.stages != pipelineStagesFlag)
+    return fail("--pipeline-stages=" + std::to_string(pipelineStagesFlag) +
+                " but " + inputFile + " (or --mesh) has " +
+                std::to_string(planned.stages) + " stages on its axis pp");
+  if (pipelineStagesFlag > 1 ||
+      (planned.pipelined() && virtualStagesFlag.getNumOccurrences()))
+    setPipelineStages(*module,
+                      {std::max<int64_t>(pipelineStagesFlag, planned.stages),
+                       virtualStagesFlag});
+  int64_t stages = getPipelineStages(*module).stages;
+  if (report == "pipeline" && stages < 2)
+    return fail("--report=pipeline plays a pipelined step: add "
+                "--pipeline-stages=P (P >= 2) or a mesh axis pp");
+  if (pipelineScheduleFlag.getNumOccurrences() && stages < 2)
+    return fail("--pipeline-schedule picks the schedule of a pipelined "
+                "step: add --pipeline-stages=P (P >= 2) or a mesh axis pp");
+  if (virtualStagesFlag > 1 && stages < 2)
+    return fail("--virtual-stages splits each pipeline stage's layers: add "
+                "--pipeline-stages or a mesh axis pp");
+  if (stages > 1 && report == "memory")
+    return fail("--report=memory does not plan pipeline stages yet: use "
+                "--report=pipeline or --report=sharding");
   if (!compileFrom.empty()) {
     auto given = parsePhase(compileFrom);
     if (!given || *given > kLastIRPhase)
@@ -1457,11 +1472,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                             "compile it for the CPU or without them");
   if (getPipelineStages(*module).stages > 1 &&
       !(*module)->hasAttr(TgDialect::kPipelineActionsAttr))
-    return fail(inputFile + " is planned with pipeline stages on a mesh, "
-                            "which tgc prices (--report=sharding) but cannot "
-                            "build yet: a pipelined executable runs its "
-                            "stages alone (--pipeline-stages without --mesh, "
-                            "--auto-shard or --shard)");
+    return fail(inputFile +
+                " is planned with pipeline stages that its optimizer phase "
+                "did not see (no @apply_gradients): tgc prices it "
+                "(--report=sharding) but builds pipelines compiled with "
+                "their stages from the model file (--pipeline-stages or a "
+                "mesh axis pp)");
   std::string sourceName = llvm::sys::path::filename(inputFile).str();
   if (cuda) {
     TimingScope emitTiming =
@@ -1557,6 +1573,9 @@ int main(int argc, char **argv) {
   registry.insert<TgDialect, func::FuncDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // An error names its place in the model file or IR; the whole module
+  // printed after one on the module says nothing more.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   return failed(run(context, sourceMgr)) ? 1 : 0;

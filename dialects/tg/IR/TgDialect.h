@@ -49,7 +49,7 @@ std::string layerOfName(llvm::StringRef name);
 /// Pipeline stages a plan is priced with (the module's tg.pipeline): the
 /// repeated layers in `stages` consecutive groups, each device holding
 /// `virtualStages` chunks of its group (Megatron-LM's interleaved
-/// schedule). Planning only: no emitter builds a pipelined executable.
+/// schedule). tg-pipeline-split builds them (the CPU backend emits them).
 struct PipelineStages {
   int64_t stages = 1, virtualStages = 1;
   bool pipelined() const { return stages > 1; }

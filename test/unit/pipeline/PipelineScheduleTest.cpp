@@ -92,6 +92,20 @@ TEST(PipelineSchedule, ZeroBubbleH1PlaysOnUnevenCostsAndTransfers) {
   EXPECT_LT(zb.makespan, ofob.makespan);
 }
 
+TEST(PipelineSchedule, ZeroBubbleH1PlaysOnFreeBackwardsAndSlowSends) {
+  // A step whose backward sits on the first stage's W (the other stages'
+  // B and W cost nothing) behind sends slower than the forwards: the
+  // greedy placement must still finish.
+  Shape shape{4, 1, 16};
+  Costs costs;
+  costs.forward = {14.6e-3, 14.4e-3, 14.4e-3, 15.6e-3};
+  costs.backwardInput = {0, 0, 0, 0};
+  costs.backwardWeight = {112.8e-3, 0, 0, 0};
+  costs.transfer = 30.5e-3;
+  Timeline zb = play(Schedule::ZeroBubbleH1, shape, costs);
+  EXPECT_GT(zb.makespan, 0);
+}
+
 TEST(PipelineSchedule, InterleavingShrinksTheBubble) {
   for (int64_t p : {2, 4})
     for (int64_t v : {2, 3})
