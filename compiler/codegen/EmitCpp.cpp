@@ -14,6 +14,7 @@
 #include "compiler/codegen/StepWalk.h"
 
 #include "dialects/tg/IR/TgOps.h"
+#include "passes/pipeline/Chunks.h"
 #include "passes/pipeline/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1494,10 +1495,7 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
       backward(chunks, "nullptr"), weight(chunks, "nullptr"),
       update(stages.stages, "nullptr");
   std::map<int64_t, std::string> slotDescs;
-  std::map<int64_t, int64_t> slotStages;
   SmallVector<int64_t> paramStages(sig.fwdParams.size(), 0);
-  // Per chunk and role (F, B, W), the slots the function reads or writes.
-  SmallVector<SmallVector<int64_t>> functionSlots(chunks * 3);
   for (auto func : module.getOps<func::FuncOp>()) {
     auto role =
         func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
@@ -1544,7 +1542,6 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
       } else if (auto slot = func.getArgAttrOfType<IntegerAttr>(
                      i, TgDialect::kSlotAttr)) {
         bound = "io.slots[" + std::to_string(slot.getInt()) + "]";
-        slotStages[slot.getInt()] |= int64_t(1) << stage;
       } else if (auto scalar = attr(TgDialect::kScalarAttr)) {
         bound = scalar.getValue() == "step"      ? "&io.step"
                 : scalar.getValue() == "base_lr" ? "&io.baseLr"
@@ -1556,26 +1553,9 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
     }
     for (auto [r, type] : llvm::enumerate(func.getResultTypes()))
       if (auto slot =
-              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr)) {
-        slotStages[slot.getInt()] |= int64_t(1) << stage;
+              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
         slotDescs[slot.getInt()] =
             tensorDesc("slot" + std::to_string(slot.getInt()), type);
-      }
-    if (kind != "update") {
-      int64_t c = role.getAs<IntegerAttr>("chunk").getInt();
-      SmallVector<int64_t> &list =
-          functionSlots[3 * c + (kind == "forward"    ? 0
-                                 : kind == "backward" ? 1
-                                                      : 2)];
-      for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        if (auto slot =
-                func.getArgAttrOfType<IntegerAttr>(i, TgDialect::kSlotAttr))
-          list.push_back(slot.getInt());
-      for (unsigned r = 0; r < func.getNumResults(); ++r)
-        if (auto slot =
-                func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
-          list.push_back(slot.getInt());
-    }
     std::string name = func.getSymName().str();
     FunctionEmitter emitter(func, os, opsPerFunction);
     auto bindArg = [&](unsigned i) { return bindings[i]; };
@@ -1633,19 +1613,16 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
                             : weight)[c] = name;
     }
   }
-  // Transfers: both ends hold the slot.
-  for (auto [bd, a] : llvm::enumerate(boundaries)) {
-    auto dict = cast<DictionaryAttr>(a);
-    for (StringRef way : {"forward", "backward"})
-      for (int64_t slot : dict.getAs<DenseI64ArrayAttr>(way).asArrayRef())
-        slotStages[slot] |= (int64_t(1) << (bd % stages.stages)) |
-                            (int64_t(1) << ((bd + 1) % stages.stages));
-  }
   int64_t numSlots = slotDescs.empty() ? 0 : slotDescs.rbegin()->first + 1;
   for (int64_t k = 0; k < numSlots; ++k)
     if (!slotDescs.count(k))
       return module.emitError("cpu backend: pipeline slot ")
              << k << " is written by no function";
+  llvm::Expected<std::vector<pipeline::SlotPlan>> plans =
+      readSlotPlans(module, shape, numSlots);
+  if (!plans)
+    return module.emitError("cpu backend: ")
+           << llvm::toString(plans.takeError());
 
   auto list = [&](ArrayRef<std::string> names) {
     std::string text;
@@ -1662,10 +1639,7 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
     tables << "    " << desc << ",\n";
   if (slotDescs.empty())
     tables << "    {},\n";
-  tables << "};\nconst int64_t kPipelineSlotStages[] = {";
-  for (int64_t k = 0; k < numSlots; ++k)
-    tables << (k ? ", " : "") << slotStages[k];
-  tables << (numSlots ? "" : "0") << "};\n";
+  tables << "};\n";
   tables << "void (*const kPipelineForward[])(tgc::StepIO &) = {\n"
          << list(forward) << "};\n"
          << "void (*const kPipelineBackward[])(tgc::StepIO &) = {\n"
@@ -1680,13 +1654,6 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
              << "[] = " << (slots.empty() ? "{-1}" : intList(slots)) << ";\n";
     }
   }
-  for (auto [f, list] : llvm::enumerate(functionSlots))
-    tables << "const int32_t kFunction" << f
-           << "Slots[] = " << (list.empty() ? "{-1}" : intList(list)) << ";\n";
-  tables << "const tgc::PipelineSlotList kPipelineFunctionSlots[] = {\n";
-  for (auto [f, list] : llvm::enumerate(functionSlots))
-    tables << "    {" << list.size() << ", kFunction" << f << "Slots},\n";
-  tables << "};\n";
   tables << "const tgc::PipelineBoundary kPipelineBoundaries[] = {\n";
   for (auto [bd, a] : llvm::enumerate(boundaries)) {
     auto dict = cast<DictionaryAttr>(a);
@@ -1708,10 +1675,31 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
              << ", " << a.chunk << "},\n";
     tables << "};\n";
   }
+  // Each stage's slot buffers as tg-pipeline-schedule planned them.
+  auto ints = [](ArrayRef<int64_t> values) {
+    return values.empty() ? std::string("{-1}") : intList(values);
+  };
+  for (auto [st, plan] : llvm::enumerate(*plans)) {
+    SmallVector<int64_t> buffers, waits;
+    for (const std::vector<int64_t> &row : plan.buffer)
+      buffers.append(row.begin(), row.end());
+    for (bool wait : plan.waitSends)
+      waits.push_back(wait);
+    tables << "const int32_t kStage" << st
+           << "SlotBuffers[] = " << ints(buffers) << ";\n"
+           << "const int32_t kStage" << st
+           << "SlotCounts[] = " << ints(plan.count) << ";\n"
+           << "const int32_t kStage" << st
+           << "PostAfter[] = " << ints(plan.postAfter) << ";\n"
+           << "const uint8_t kStage" << st << "WaitSends[] = " << ints(waits)
+           << ";\n";
+  }
   tables << "const tgc::PipelineStage kPipelineStages[] = {\n";
   for (auto [st, list] : llvm::enumerate(actions))
     tables << "    {" << list.size() << ", kStage" << st << "Actions, "
-           << update[st] << "},\n";
+           << update[st] << ", kStage" << st << "SlotBuffers, kStage" << st
+           << "SlotCounts, kStage" << st << "PostAfter, kStage" << st
+           << "WaitSends},\n";
   tables << "};\nconst int64_t kPipelineParamStages[] = "
          << intList(paramStages) << ";\n";
   FailureOr<int> axis = meshAxisIndex(sig.trainStep, "pp", "cpu backend");
@@ -1721,10 +1709,9 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
       << "const tgc::PipelineDesc kPipeline = {\n    " << stages.stages << ", "
       << stages.virtualStages << ", " << shape.microBatches << ", " << *axis
       << ", \"" << scheduleAttr.getValue() << "\",\n    " << numSlots
-      << ", kPipelineSlots, kPipelineSlotStages,\n"
+      << ", kPipelineSlots,\n"
          "    kPipelineForward, kPipelineBackward, kPipelineWeight,\n"
-         "    kPipelineFunctionSlots, kPipelineBoundaries, kPipelineStages,\n"
-         "    kPipelineParamStages};\n";
+         "    kPipelineBoundaries, kPipelineStages, kPipelineParamStages};\n";
   return arena;
 }
 

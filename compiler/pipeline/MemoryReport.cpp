@@ -15,6 +15,9 @@
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
 #include "passes/memory/Liveness.h"
+#include "passes/pipeline/Chunks.h"
+
+#include "llvm/ADT/StringSet.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -123,6 +126,118 @@ void printRemat(DictionaryAttr remat, int64_t peak, llvm::raw_ostream &os) {
 
 } // namespace
 
+namespace {
+
+/// A pipelined step: each stage's parameters, state and gradient sums, the
+/// buffers of its slots under the schedule (tg-pipeline-schedule's plan),
+/// and the largest arena among its functions.
+LogicalResult printStageMemory(ModuleOp module, llvm::raw_ostream &os) {
+  PipelineStages stages = getPipelineStages(module);
+  auto dict = module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr);
+  auto micro = dict.getAs<IntegerAttr>("micro_batches");
+  auto schedule = dict.getAs<StringAttr>("schedule");
+  pipeline::Shape shape{stages.stages, stages.virtualStages,
+                        micro ? micro.getInt() : 1};
+  SmallVector<Type> slotTypes = slotTypesOf(module);
+  llvm::Expected<std::vector<pipeline::SlotPlan>> plans =
+      readSlotPlans(module, shape, slotTypes.size());
+  if (!plans)
+    return module.emitError("--report=memory: ")
+           << llvm::toString(plans.takeError());
+  os << llvm::formatv("pipelined: {0} stages x {1} chunks a stage, schedule "
+                      "{2}, {3} micro-batches; each stage's own (the CPU "
+                      "executable still allocates every stage's parameters, "
+                      "state and gradient sums in each process)\n",
+                      shape.stages, shape.virtualStages,
+                      schedule ? schedule.getValue() : "", shape.microBatches);
+  for (int64_t s = 0; s < shape.stages; ++s) {
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto role =
+          func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
+      if (!role)
+        continue;
+      auto stage = role.getAs<IntegerAttr>("stage");
+      auto chunk = role.getAs<IntegerAttr>("chunk");
+      if ((stage && stage.getInt() == s) ||
+          (chunk && shape.stageOf(chunk.getInt()) == s))
+        funcs.push_back(func);
+    }
+    // Arguments by role, each tensor once.
+    llvm::StringSet<> seen;
+    int64_t params = 0, state = 0, sums = 0, arena = 0, arenaBound = 0;
+    int64_t numParams = 0, numState = 0, numSums = 0;
+    StringRef largest;
+    for (func::FuncOp func : funcs) {
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned i = arg.getArgNumber();
+        int64_t bytes = tensorBytes(arg.getType());
+        if (auto name =
+                func.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr)) {
+          if (seen.insert(("p:" + name.getValue()).str()).second)
+            params += bytes, ++numParams;
+        } else if (auto name = func.getArgAttrOfType<StringAttr>(
+                       i, TgDialect::kStateAttr)) {
+          if (seen.insert(("s:" + name.getValue()).str()).second)
+            state += bytes, ++numState;
+        } else if (auto name = func.getArgAttrOfType<StringAttr>(
+                       i, TgDialect::kAccumAttr)) {
+          if (seen.insert(("g:" + name.getValue()).str()).second)
+            sums += bytes, ++numSums;
+        }
+      }
+      auto bytes = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+      if (!bytes)
+        return func.emitError("--report=memory: @")
+               << func.getSymName() << " has no memory plan (run "
+               << "tg-plan-memory)";
+      StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
+      if (bytes.getInt() > arena) {
+        arena = bytes.getInt();
+        largest = func.getSymName();
+      }
+      arenaBound = std::max(arenaBound, live.liveBound);
+    }
+    // The slots: a slot's buffers are the most of its micro-batches the
+    // list keeps at once, so they are their own lower bound.
+    const pipeline::SlotPlan &plan = (*plans)[s];
+    int64_t slotBytes = 0, buffers = 0, held = 0, used = 0;
+    for (auto [k, count] : llvm::enumerate(plan.count)) {
+      if (!count)
+        continue;
+      ++used;
+      buffers += count;
+      held = std::max(held, count);
+      slotBytes += count * tensorBytes(slotTypes[k]);
+    }
+    int64_t peak = params + state + sums + slotBytes + arena;
+    int64_t bound = params + state + sums + slotBytes + arenaBound;
+    os << llvm::formatv("\nstage {0}: planned peak {1}, lower bound {2}: "
+                        "{3:f3}x\n",
+                        s, formatBytes(peak), formatBytes(bound),
+                        bound ? (double)peak / bound : 1.0);
+    os << llvm::formatv("  {0,-28} {1,12}  ({2} tensors its functions "
+                        "read)\n",
+                        "parameters", formatBytes(params), numParams);
+    os << llvm::formatv("  {0,-28} {1,12}  ({2} tensors, its update's)\n",
+                        "optimizer state", formatBytes(state), numState);
+    os << llvm::formatv("  {0,-28} {1,12}  ({2} tensors, summed over the "
+                        "micro-batches)\n",
+                        "gradient sums", formatBytes(sums), numSums);
+    os << llvm::formatv("  {0,-28} {1,12}  ({2} buffers of {3} slots: the "
+                        "activations and transfers of at most {4} "
+                        "micro-batch{5} at once)\n",
+                        "slot buffers", formatBytes(slotBytes), buffers, used,
+                        held, held == 1 ? "" : "es");
+    os << llvm::formatv("  {0,-28} {1,12}  (the largest of its functions', "
+                        "@{2})\n",
+                        "arena", formatBytes(arena), largest);
+  }
+  return success();
+}
+
+} // namespace
+
 LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
                                           llvm::raw_ostream &os) {
   auto name = module->getAttrOfType<StringAttr>(TgDialect::kModelAttr);
@@ -138,7 +253,13 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
     os << "] (" << mesh.getNumProcesses()
        << " processes): local pieces of split tensors\n";
   }
+  bool pipelined = module->hasAttr(kPipelineBuffersAttr);
+  if (pipelined && failed(printStageMemory(module, os)))
+    return failure();
   for (StringRef fn : {"train_step", "forward_backward", "forward"}) {
+    // A pipelined step runs its stages' functions, not these two.
+    if (pipelined && fn != "forward")
+      continue;
     auto func = module.lookupSymbol<func::FuncOp>(fn);
     if (!func)
       continue;

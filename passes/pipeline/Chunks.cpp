@@ -263,3 +263,130 @@ pipeline::Costs mlir::tg::pipelineFunctionCosts(ModuleOp module,
   costs.transfer = cost.stageSendSeconds((double)largest, shape.stages);
   return costs;
 }
+
+pipeline::SlotUse mlir::tg::slotUseOf(ModuleOp module,
+                                      const pipeline::Shape &shape) {
+  pipeline::SlotUse use;
+  use.functionSlots.assign(3 * shape.chunks(), {});
+  auto note = [&](int64_t slot, std::vector<int64_t> &list) {
+    list.push_back(slot);
+    use.numSlots = std::max(use.numSlots, slot + 1);
+  };
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto role =
+        func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
+    auto chunk = role ? role.getAs<IntegerAttr>("chunk") : nullptr;
+    if (!chunk || chunk.getInt() >= shape.chunks())
+      continue;
+    StringRef kind = role.getAs<StringAttr>("kind").getValue();
+    std::vector<int64_t> &list =
+        use.functionSlots[3 * chunk.getInt() + (kind == "forward"    ? 0
+                                                : kind == "backward" ? 1
+                                                                     : 2)];
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto slot =
+              func.getArgAttrOfType<IntegerAttr>(i, TgDialect::kSlotAttr))
+        note(slot.getInt(), list);
+    for (unsigned r = 0; r < func.getNumResults(); ++r)
+      if (auto slot =
+              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
+        note(slot.getInt(), list);
+  }
+  if (auto boundaries =
+          module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineTransfersAttr))
+    for (Attribute a : boundaries) {
+      auto dict = cast<DictionaryAttr>(a);
+      for (StringRef way : {"forward", "backward"}) {
+        std::vector<int64_t> moves;
+        if (auto list = dict.getAs<DenseI64ArrayAttr>(way))
+          for (int64_t slot : list.asArrayRef())
+            note(slot, moves);
+        (way == "forward" ? use.forward : use.backward)
+            .push_back(std::move(moves));
+      }
+    }
+  return use;
+}
+
+SmallVector<Type> mlir::tg::slotTypesOf(ModuleOp module) {
+  SmallVector<Type> types;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (auto [r, type] : llvm::enumerate(func.getResultTypes()))
+      if (auto slot =
+              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr)) {
+        if ((int64_t)types.size() <= slot.getInt())
+          types.resize(slot.getInt() + 1);
+        types[slot.getInt()] = type;
+      }
+  return types;
+}
+
+ArrayAttr mlir::tg::slotPlansAttr(MLIRContext *context,
+                                  ArrayRef<pipeline::SlotPlan> plans) {
+  Builder b(context);
+  SmallVector<Attribute> stages;
+  for (const pipeline::SlotPlan &plan : plans) {
+    SmallVector<int64_t> buffers, waits;
+    for (const std::vector<int64_t> &row : plan.buffer)
+      buffers.append(row.begin(), row.end());
+    for (bool wait : plan.waitSends)
+      waits.push_back(wait);
+    stages.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("buffers", b.getDenseI64ArrayAttr(buffers)),
+         b.getNamedAttr("counts", b.getDenseI64ArrayAttr(plan.count)),
+         b.getNamedAttr("post_after", b.getDenseI64ArrayAttr(plan.postAfter)),
+         b.getNamedAttr("wait_sends", b.getDenseI64ArrayAttr(waits))}));
+  }
+  return b.getArrayAttr(stages);
+}
+
+llvm::Expected<std::vector<pipeline::SlotPlan>>
+mlir::tg::readSlotPlans(ModuleOp module, const pipeline::Shape &shape,
+                        int64_t numSlots) {
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   kPipelineBuffersAttr + ": " + why);
+  };
+  auto stages = module->getAttrOfType<ArrayAttr>(kPipelineBuffersAttr);
+  auto actions =
+      module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineActionsAttr);
+  if (!stages || !actions)
+    return fail("missing (run tg-pipeline-schedule)");
+  if ((int64_t)stages.size() != shape.stages || actions.size() != stages.size())
+    return fail(llvm::formatv("{0} stages' plans for {1} stages", stages.size(),
+                              shape.stages));
+  std::vector<pipeline::SlotPlan> plans;
+  for (auto [s, a] : llvm::enumerate(stages)) {
+    auto dict = dyn_cast<DictionaryAttr>(a);
+    auto get = [&](StringRef key) {
+      return dict ? dict.getAs<DenseI64ArrayAttr>(key) : DenseI64ArrayAttr();
+    };
+    DenseI64ArrayAttr buffers = get("buffers"), counts = get("counts"),
+                      post = get("post_after"), waits = get("wait_sends");
+    int64_t n = cast<ArrayAttr>(actions[s]).size();
+    if (!buffers || !counts || !post || !waits ||
+        buffers.size() != shape.microBatches * numSlots ||
+        counts.size() != numSlots || post.size() != n || waits.size() != n)
+      return fail(llvm::formatv(
+          "stage {0}'s plan must be {{buffers = [{1} x {2}], counts = [{2}], "
+          "post_after = [{3}], wait_sends = [{3}]}",
+          s, shape.microBatches, numSlots, n));
+    pipeline::SlotPlan plan;
+    for (int64_t m = 0; m < shape.microBatches; ++m)
+      plan.buffer.emplace_back(buffers.asArrayRef().begin() + m * numSlots,
+                               buffers.asArrayRef().begin() +
+                                   (m + 1) * numSlots);
+    plan.count.assign(counts.asArrayRef().begin(), counts.asArrayRef().end());
+    plan.postAfter.assign(post.asArrayRef().begin(), post.asArrayRef().end());
+    for (int64_t w : waits.asArrayRef())
+      plan.waitSends.push_back(w != 0);
+    for (int64_t k = 0; k < numSlots; ++k)
+      for (int64_t m = 0; m < shape.microBatches; ++m)
+        if (plan.buffer[m][k] < -1 || plan.buffer[m][k] >= plan.count[k])
+          return fail(llvm::formatv("stage {0} puts micro-batch {1}'s slot "
+                                    "{2} in buffer {3} of {4}",
+                                    s, m, k, plan.buffer[m][k], plan.count[k]));
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}

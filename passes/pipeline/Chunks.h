@@ -82,6 +82,26 @@ pipeline::Costs pipelineFunctionCosts(ModuleOp module,
                                       const pipeline::Shape &shape,
                                       const CostModel &cost);
 
+/// On a split module: how each stage keeps its slots (tg-pipeline-schedule
+/// writes it; the emitter's tables and --report=memory read it): per stage
+/// {buffers = [micro-batch x slot: buffer or -1], counts = [per slot],
+/// post_after = [per action], wait_sends = [per action, 0 or 1]}.
+constexpr llvm::StringLiteral kPipelineBuffersAttr = "tg.pipeline_buffers";
+
+/// The slots each chunk function of a split module reads or writes and
+/// each boundary moves (tg.slot, tg.pipeline_transfers).
+pipeline::SlotUse slotUseOf(ModuleOp module, const pipeline::Shape &shape);
+
+/// Each slot's type: what one buffer of it holds.
+SmallVector<Type> slotTypesOf(ModuleOp module);
+
+/// The plans as tg.pipeline_buffers holds them, and back; reading names
+/// what is malformed.
+ArrayAttr slotPlansAttr(MLIRContext *context,
+                        ArrayRef<pipeline::SlotPlan> plans);
+llvm::Expected<std::vector<pipeline::SlotPlan>>
+readSlotPlans(ModuleOp module, const pipeline::Shape &shape, int64_t numSlots);
+
 } // namespace mlir::tg
 
 #endif // TGC_PASSES_PIPELINE_CHUNKS_H

@@ -96,6 +96,15 @@ def PipelineSchedulePass : Pass<"tg-pipeline-schedule", "ModuleOp"> {
 
     Every list is checked by playing it: an order that deadlocks, or reads
     an activation or gradient before it exists, is an error.
+
+    With the list, how each stage keeps its slots (`tg.pipeline_buffers`:
+    per stage, each micro-batch's buffer of each slot, the buffers per
+    slot, after which action each receive can be posted and which actions
+    wait for the sends in flight): a slot's micro-batches share buffers
+    where their uses, first action to last, do not overlap, the fewest the
+    list allows. 1F1B's first stage thus holds P micro-batches'
+    activations, GPipe's all M. The executable allocates these buffers and
+    `tgc --report=memory` counts them.
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [

@@ -667,3 +667,116 @@ std::string mlir::tg::pipeline::drawSvg(const Shape &shape,
   os << "</svg>\n";
   return text;
 }
+
+std::vector<int64_t> mlir::tg::pipeline::slotsOf(const Action &action,
+                                                 const SlotUse &use) {
+  std::vector<int64_t> out;
+  auto function = [&](int role) {
+    const std::vector<int64_t> &list =
+        use.functionSlots[3 * action.chunk + role];
+    out.insert(out.end(), list.begin(), list.end());
+  };
+  auto boundary = [&](const std::vector<std::vector<int64_t>> &moves,
+                      int64_t b) {
+    out.insert(out.end(), moves[b].begin(), moves[b].end());
+  };
+  switch (action.kind) {
+  case ActionKind::F:
+    function(0);
+    break;
+  case ActionKind::B:
+    function(1);
+    break;
+  case ActionKind::W:
+    function(2);
+    break;
+  case ActionKind::BW:
+    function(1);
+    function(2);
+    break;
+  case ActionKind::SendF:
+    boundary(use.forward, action.chunk);
+    break;
+  case ActionKind::RecvF:
+    boundary(use.forward, action.chunk - 1);
+    break;
+  case ActionKind::SendB:
+    boundary(use.backward, action.chunk - 1);
+    break;
+  case ActionKind::RecvB:
+    boundary(use.backward, action.chunk);
+    break;
+  }
+  return out;
+}
+
+std::vector<SlotPlan> mlir::tg::pipeline::planSlots(const Shape &shape,
+                                                    const StageActions &actions,
+                                                    const SlotUse &use) {
+  int64_t m = shape.microBatches, slots = use.numSlots;
+  std::vector<SlotPlan> plans;
+  for (const std::vector<Action> &list : actions) {
+    int64_t n = list.size();
+    // Each (micro-batch, slot)'s first and last action, and whether a send
+    // reads it.
+    std::vector<std::vector<int64_t>> first(m, std::vector<int64_t>(slots, -1)),
+        last = first, previous = first;
+    std::vector<std::vector<char>> sent(m, std::vector<char>(slots, 0));
+    std::vector<std::vector<int64_t>> touched(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const Action &a = list[i];
+      touched[i] = slotsOf(a, use);
+      for (int64_t k : touched[i]) {
+        if (first[a.microBatch][k] < 0)
+          first[a.microBatch][k] = i;
+        last[a.microBatch][k] = i;
+        if (a.kind == ActionKind::SendF || a.kind == ActionKind::SendB)
+          sent[a.microBatch][k] = 1;
+      }
+    }
+    SlotPlan plan;
+    plan.buffer.assign(m, std::vector<int64_t>(slots, -1));
+    plan.count.assign(slots, 0);
+    for (int64_t k = 0; k < slots; ++k) {
+      std::vector<int64_t> order;
+      for (int64_t mb = 0; mb < m; ++mb)
+        if (first[mb][k] >= 0)
+          order.push_back(mb);
+      std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        return first[x][k] < first[y][k];
+      });
+      std::vector<int64_t> occupant; // per buffer, its latest micro-batch
+      for (int64_t mb : order) {
+        size_t b = 0;
+        while (b < occupant.size() && last[occupant[b]][k] >= first[mb][k])
+          ++b;
+        if (b == occupant.size())
+          occupant.push_back(-1);
+        previous[mb][k] = occupant[b];
+        occupant[b] = mb;
+        plan.buffer[mb][k] = b;
+      }
+      plan.count[k] = occupant.size();
+    }
+    plan.postAfter.assign(n, -2);
+    plan.waitSends.assign(n, false);
+    for (int64_t i = 0; i < n; ++i) {
+      const Action &a = list[i];
+      bool receives =
+          a.kind == ActionKind::RecvF || a.kind == ActionKind::RecvB;
+      if (receives)
+        plan.postAfter[i] = -1;
+      for (int64_t k : touched[i]) {
+        int64_t before = previous[a.microBatch][k];
+        if (first[a.microBatch][k] != i || before < 0)
+          continue; // not where it takes over a buffer another one used
+        if (sent[before][k])
+          plan.waitSends[i] = true;
+        if (receives)
+          plan.postAfter[i] = std::max(plan.postAfter[i], last[before][k]);
+      }
+    }
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}

@@ -115,6 +115,38 @@ llvm::Expected<Timeline> simulate(const Shape &shape,
                                   const StageActions &actions,
                                   const Costs &costs);
 
+/// What moves where: the slots (values crossing functions, numbered) each
+/// chunk's F, B and W read or write (`functionSlots[3 * c + role]`, role 0
+/// F, 1 B, 2 W), and those each boundary between chunks b and b + 1 moves
+/// forward (`forward[b]`, after F of chunk b) and backward (`backward[b]`,
+/// after B of chunk b + 1).
+struct SlotUse {
+  std::vector<std::vector<int64_t>> functionSlots;
+  std::vector<std::vector<int64_t>> forward, backward;
+  int64_t numSlots = 0;
+};
+
+/// How one stage keeps its slots under its action list: each micro-batch's
+/// buffer of each slot (its micro-batches share a slot's buffers where
+/// their uses, first action to last, do not overlap: the fewest buffers
+/// the list allows, as interval colouring gives), and for each action when
+/// its receives can be posted (after which action; -1 at the start of the
+/// step, -2 for an action that receives nothing) and whether the sends in
+/// flight must finish first (it reuses a buffer a send still reads).
+struct SlotPlan {
+  std::vector<std::vector<int64_t>> buffer; ///< [micro-batch][slot], -1 none
+  std::vector<int64_t> count;               ///< buffers per slot
+  std::vector<int64_t> postAfter;           ///< per action
+  std::vector<bool> waitSends;              ///< per action
+};
+
+/// The slots action `action` reads, writes, sends or receives.
+std::vector<int64_t> slotsOf(const Action &action, const SlotUse &use);
+
+/// Each stage's plan for `actions` (checked already).
+std::vector<SlotPlan> planSlots(const Shape &shape, const StageActions &actions,
+                                const SlotUse &use);
+
 /// "F3", "B3", "W3", "BW3", "send-F3", "recv-F3", ... with "@c" for the
 /// chunk when the stages hold more than one (V > 1).
 std::string describe(const Action &action, const Shape &shape);

@@ -35,9 +35,10 @@ struct PipelineSchedulePass
     PipelineStages stages = getPipelineStages(module);
     if (!stages.pipelined())
       return;
-    // tg-pipeline-split leaves a module with a mesh whole.
+    // Stages given after the optimizer phase: tg-pipeline-split leaves the
+    // module whole (priced, not built).
     if (!module->hasAttr(TgDialect::kPipelineTransfersAttr) &&
-        getModuleMesh(module.getOperation()))
+        !module.lookupSymbol("apply_gradients"))
       return;
     if (!module->hasAttr(TgDialect::kPipelineTransfersAttr)) {
       module.emitError("tg-pipeline-schedule: the module has no chunks; run "
@@ -116,6 +117,13 @@ struct PipelineSchedulePass
       perStage.push_back(b.getStrArrayAttr(names));
     }
     module->setAttr(TgDialect::kPipelineActionsAttr, b.getArrayAttr(perStage));
+    // How each stage keeps the values between its functions under the
+    // list: what the runtime allocates and --report=memory counts.
+    module->setAttr(
+        kPipelineBuffersAttr,
+        slotPlansAttr(
+            module.getContext(),
+            pipeline::planSlots(shape, bestActions, slotUseOf(module, shape))));
     NamedAttrList pipelineAttr(
         module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr));
     pipelineAttr.set("schedule",

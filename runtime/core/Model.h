@@ -232,12 +232,6 @@ struct PipelineBoundary {
   const int32_t *backward;
 };
 
-/// Slot numbers: those a function reads or writes.
-struct PipelineSlotList {
-  int32_t count;
-  const int32_t *slots;
-};
-
 struct PipelineStage {
   int32_t numActions;
   const PipelineAction *actions;
@@ -245,6 +239,16 @@ struct PipelineStage {
   /// gradients its W functions summed over the step's micro-batches
   /// (io.grads); it writes io.gradNorm and io.lr.
   void (*update)(StepIO &io);
+  /// How the stage keeps its slots (tg-pipeline-schedule's plan): micro-
+  /// batch m's buffer of slot k, slotBuffers[m * numSlots + k] (-1: none
+  /// on this stage); the buffers of each slot; per action, the action after
+  /// which its receives are posted (-1: at the step's start; -2: it
+  /// receives nothing) and whether it first waits for the sends in flight
+  /// (it reuses a buffer a send may still read).
+  const int32_t *slotBuffers;
+  const int32_t *slotCounts;
+  const int32_t *postAfter;
+  const uint8_t *waitSends;
 };
 
 /// A pipelined step (tg-pipeline-split): C = stages x virtualStages chunks,
@@ -260,15 +264,11 @@ struct PipelineDesc {
   int32_t axis;
   const char *schedule; ///< "1f1b", "zb-h1", ...
   int32_t numSlots;
-  /// Each slot's tensor (one micro-batch's) and the stages that hold it
-  /// (bit s: stage s).
+  /// Each slot's tensor (one micro-batch's).
   const TensorDesc *slots;
-  const int64_t *slotStages;
   void (*const *forward)(StepIO &io); ///< per chunk
   void (*const *backward)(StepIO &io);
   void (*const *weight)(StepIO &io);
-  /// Per chunk c, the slots of its F, B and W: functionSlots[3c + 0, 1, 2].
-  const PipelineSlotList *functionSlots;
   const PipelineBoundary *boundaries; ///< chunks - 1 of them
   const PipelineStage *stageDescs;    ///< per stage
   /// Per parameter, the stages that hold and update it (bit s); 0 for a

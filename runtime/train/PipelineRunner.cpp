@@ -64,132 +64,30 @@ PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
     char *p = storage_.back().get();
     return static_cast<void *>(p + (64 - reinterpret_cast<uintptr_t>(p) % 64));
   };
-  plan_ = planBuffers(stage_);
+  // The buffers tg-pipeline-schedule planned for this stage's list.
+  const PipelineStage &st = desc_.stageDescs[stage_];
   for (int k = 0; k < desc_.numSlots; ++k) {
     std::vector<void *> buffers;
-    for (int b = 0; b < plan_.count[k]; ++b)
+    for (int b = 0; b < st.slotCounts[k]; ++b)
       buffers.push_back(allocate(slotBytes_[k]));
     for (int mb = 0; mb < m; ++mb)
-      if (plan_.buffer[mb][k] >= 0)
-        slots_[mb][k] = buffers[plan_.buffer[mb][k]];
+      if (int b = st.slotBuffers[int64_t(mb) * desc_.numSlots + k]; b >= 0)
+        slots_[mb][k] = buffers[b];
   }
   for (int mb = 0; mb < m; ++mb)
     for (int i = 0; i < model.numInputs; ++i)
       inputs_[mb][i] = allocate(inputBytes_[i]);
 }
 
-static bool isSend(PipelineActionKind kind) {
-  return kind == PipelineActionKind::SendF || kind == PipelineActionKind::SendB;
-}
-
 static bool isRecv(PipelineActionKind kind) {
   return kind == PipelineActionKind::RecvF || kind == PipelineActionKind::RecvB;
 }
 
-void PipelineRunner::slotsOf(const PipelineAction &a,
-                             std::vector<int> &out) const {
-  out.clear();
-  auto function = [&](int role) {
-    const PipelineSlotList &list = desc_.functionSlots[3 * a.chunk + role];
-    out.insert(out.end(), list.slots, list.slots + list.count);
-  };
-  auto boundary = [&](int b, bool forward) {
-    const PipelineBoundary &bd = desc_.boundaries[b];
-    const int32_t *list = forward ? bd.forward : bd.backward;
-    out.insert(out.end(), list,
-               list + (forward ? bd.numForward : bd.numBackward));
-  };
-  switch (a.kind) {
-  case PipelineActionKind::F:
-    return function(0);
-  case PipelineActionKind::B:
-    return function(1);
-  case PipelineActionKind::W:
-    return function(2);
-  case PipelineActionKind::BW:
-    function(1);
-    return function(2);
-  case PipelineActionKind::SendF:
-    return boundary(a.chunk, true);
-  case PipelineActionKind::RecvF:
-    return boundary(a.chunk - 1, true);
-  case PipelineActionKind::SendB:
-    return boundary(a.chunk - 1, false);
-  case PipelineActionKind::RecvB:
-    return boundary(a.chunk, false);
-  }
-}
-
-PipelineRunner::BufferPlan PipelineRunner::planBuffers(int stage) const {
-  const PipelineStage &st = desc_.stageDescs[stage];
-  int m = desc_.microBatches, slots = desc_.numSlots, n = st.numActions;
-  // Each (micro-batch, slot)'s first and last action, and whether a send
-  // reads it.
-  std::vector<std::vector<int>> first(m, std::vector<int>(slots, -1)),
-      last = first, previous = first;
-  std::vector<std::vector<char>> sent(m, std::vector<char>(slots, 0));
-  std::vector<int> touched;
-  for (int i = 0; i < n; ++i) {
-    const PipelineAction &a = st.actions[i];
-    slotsOf(a, touched);
-    for (int k : touched) {
-      if (first[a.microBatch][k] < 0)
-        first[a.microBatch][k] = i;
-      last[a.microBatch][k] = i;
-      if (isSend(a.kind))
-        sent[a.microBatch][k] = 1;
-    }
-  }
-  BufferPlan plan;
-  plan.buffer.assign(m, std::vector<int>(slots, -1));
-  plan.count.assign(slots, 0);
-  for (int k = 0; k < slots; ++k) {
-    std::vector<int> order;
-    for (int mb = 0; mb < m; ++mb)
-      if (first[mb][k] >= 0)
-        order.push_back(mb);
-    std::sort(order.begin(), order.end(),
-              [&](int x, int y) { return first[x][k] < first[y][k]; });
-    std::vector<int> occupant; // per buffer, its latest micro-batch
-    for (int mb : order) {
-      int b = 0;
-      while (b < static_cast<int>(occupant.size()) &&
-             last[occupant[b]][k] >= first[mb][k])
-        ++b;
-      if (b == static_cast<int>(occupant.size()))
-        occupant.push_back(-1);
-      previous[mb][k] = occupant[b];
-      occupant[b] = mb;
-      plan.buffer[mb][k] = b;
-    }
-    plan.count[k] = static_cast<int>(occupant.size());
-  }
-  plan.postAfter.assign(n, -2);
-  plan.waitSends.assign(n, 0);
-  for (int i = 0; i < n; ++i) {
-    const PipelineAction &a = st.actions[i];
-    slotsOf(a, touched);
-    if (isRecv(a.kind))
-      plan.postAfter[i] = -1;
-    for (int k : touched) {
-      int before = previous[a.microBatch][k];
-      bool takesOver = first[a.microBatch][k] == i && before >= 0;
-      if (!takesOver)
-        continue;
-      if (sent[before][k])
-        plan.waitSends[i] = 1;
-      if (isRecv(a.kind))
-        plan.postAfter[i] = std::max(plan.postAfter[i], last[before][k]);
-    }
-  }
-  return plan;
-}
-
 int64_t PipelineRunner::slotBytes(int stage) const {
-  BufferPlan plan = stage == stage_ ? plan_ : planBuffers(stage);
+  const PipelineStage &st = desc_.stageDescs[stage];
   int64_t bytes = 0;
   for (int k = 0; k < desc_.numSlots; ++k)
-    bytes += plan.count[k] * slotBytes_[k];
+    bytes += st.slotCounts[k] * slotBytes_[k];
   return bytes;
 }
 
@@ -293,19 +191,19 @@ double PipelineRunner::runStep(StepIO &io) {
   int n = stage.numActions;
   std::vector<std::vector<int>> receives(n), postAfter(n);
   auto post = [&](int i) {
-    if (plan_.waitSends[i])
+    if (stage.waitSends[i])
       comm::waitSends(comm_);
     postReceives(stage.actions[i], receives[i]);
   };
   for (int i = 0; i < n; ++i) {
-    if (plan_.postAfter[i] == -1)
+    if (stage.postAfter[i] == -1)
       post(i);
-    else if (plan_.postAfter[i] >= 0)
-      postAfter[plan_.postAfter[i]].push_back(i);
+    else if (stage.postAfter[i] >= 0)
+      postAfter[stage.postAfter[i]].push_back(i);
   }
   for (int i = 0; i < n; ++i) {
     const PipelineAction &a = stage.actions[i];
-    if (!isRecv(a.kind) && plan_.waitSends[i])
+    if (!isRecv(a.kind) && stage.waitSends[i])
       comm::waitSends(comm_);
     run(a, io, lossSum, receives[i]);
     for (int later : postAfter[i])

@@ -6,9 +6,11 @@
 // axis and runs its list of actions for the step: the chunks' F, B and W
 // functions on each micro-batch, the sends and receives of the slots
 // between stages (MPI: non-blocking sends, receives posted as early as
-// their buffers allow), then its stage's update. A slot's buffers are
-// reused from one micro-batch to the next where the action list lets them
-// (1F1B's first stage holds P micro-batches' activations, GPipe's all M).
+// their buffers allow), then its stage's update. A slot's buffers, and
+// when each receive is posted, are tg-pipeline-schedule's plan
+// (tg.pipeline_buffers): reused from one micro-batch to the next where the
+// action list lets them (1F1B's first stage holds P micro-batches'
+// activations, GPipe's all M).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,20 +35,6 @@ public:
 
   int stage() const { return stage_; }
   bool lastStage() const { return stage_ == desc_.stages - 1; }
-  /// How a stage keeps its slots, from its action list: each micro-batch's
-  /// buffer of each slot (a slot's micro-batches share buffers where their
-  /// uses, first to last action, do not overlap), and for each action
-  /// when its receives can be posted (after which action; -1: at the start
-  /// of the step; -2: it receives nothing) and whether the sends in flight
-  /// must finish first (a buffer a send still reads is reused).
-  struct BufferPlan {
-    std::vector<std::vector<int>> buffer; ///< [micro-batch][slot], -1: none
-    std::vector<int> count;               ///< buffers per slot
-    std::vector<int> postAfter;           ///< per action
-    std::vector<char> waitSends;          ///< per action
-  };
-  BufferPlan planBuffers(int stage) const;
-
   /// The bytes of the buffers stage `stage` holds for the values that
   /// cross its functions and boundaries.
   int64_t slotBytes(int stage) const;
@@ -67,8 +55,6 @@ public:
 private:
   void run(const PipelineAction &action, StepIO &io, double &lossSum,
            const std::vector<int> &receives);
-  /// The slots action `a` reads, writes, sends or receives.
-  void slotsOf(const PipelineAction &a, std::vector<int> &out) const;
   /// Posts the receives of a RecvF or RecvB action.
   void postReceives(const PipelineAction &action, std::vector<int> &receives);
   /// Sends the slots a boundary moves, or posts their receives (whose
@@ -88,7 +74,6 @@ private:
   std::vector<std::vector<void *>> inputs_;
   std::vector<std::unique_ptr<char[]>> storage_;
   std::vector<int64_t> slotBytes_, inputBytes_;
-  BufferPlan plan_;
 };
 
 } // namespace tgc

@@ -99,7 +99,10 @@ cl::opt<std::string> report(
     "report",
     cl::desc("memory: compile to the memory phase and print the plan: the "
              "arena's peak beside its lower bound, and bytes by category "
-             "(as the --target's backend lays it out); sharding: the plan's "
+             "(as the --target's backend lays it out; pipelined, each "
+             "stage's: its parameters, state, gradient sums, the slot "
+             "buffers its schedule keeps and its largest arena); sharding: "
+             "the plan's "
              "modelled cost beside the standard plans; pipeline (with "
              "--pipeline-stages): each stage's actions under "
              "--pipeline-schedule, played on the cost model's per-chunk "
@@ -1139,9 +1142,6 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (virtualStagesFlag > 1 && stages < 2)
     return fail("--virtual-stages splits each pipeline stage's layers: add "
                 "--pipeline-stages or a mesh axis pp");
-  if (stages > 1 && report == "memory")
-    return fail("--report=memory does not plan pipeline stages yet: use "
-                "--report=pipeline or --report=sharding");
   if (!compileFrom.empty()) {
     auto given = parsePhase(compileFrom);
     if (!given || *given > kLastIRPhase)

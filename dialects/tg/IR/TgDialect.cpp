@@ -315,7 +315,10 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                 "chunk = N} or {kind = \"update\", stage = N} on a function";
     return success();
   }
-  if (name == kPipelineTransfersAttr || name == kPipelineActionsAttr) {
+  // tg.pipeline_buffers: tg-pipeline-schedule's plan of each stage's slot
+  // buffers (passes/pipeline/Chunks.h reads and checks its contents).
+  if (name == kPipelineTransfersAttr || name == kPipelineActionsAttr ||
+      name == "tg.pipeline_buffers") {
     if (!isa<ModuleOp>(op) || !isa<ArrayAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' must be an array on the module";

@@ -106,6 +106,48 @@ TEST(PipelineSchedule, ZeroBubbleH1PlaysOnFreeBackwardsAndSlowSends) {
   EXPECT_GT(zb.makespan, 0);
 }
 
+TEST(PipelineSchedule, SlotBuffersFollowTheSchedule) {
+  // Two chunks: chunk 0's F keeps slot 0 for its W and sends slot 1;
+  // chunk 1's B sends slot 2 back, which chunk 0's W reads; slot 3 stays
+  // on the last stage between its F and its B.
+  SlotUse use;
+  use.functionSlots = {{0, 1}, {}, {0, 2}, {1, 3}, {3, 2}, {3}};
+  use.forward = {{1}};
+  use.backward = {{2}};
+  use.numSlots = 4;
+  Shape shape{2, 1, 4};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  for (Schedule schedule :
+       {Schedule::GPipe, Schedule::OneFOneB, Schedule::ZeroBubbleH1}) {
+    auto actions = buildSchedule(schedule, shape, costs);
+    ASSERT_TRUE(static_cast<bool>(actions));
+    std::vector<SlotPlan> plans = planSlots(shape, *actions, use);
+    ASSERT_EQ(plans.size(), 2u);
+    // Stage 0 keeps each micro-batch's activation from its F to its W:
+    // GPipe all 4 at once, 1F1B and ZB-H1 P = 2.
+    EXPECT_EQ(plans[0].count[0], schedule == Schedule::GPipe ? 4 : 2)
+        << scheduleName(schedule).str();
+    EXPECT_EQ(plans[0].count[3], 0); // the last stage's alone
+    EXPECT_GE(plans[1].count[3], 1);
+    for (const SlotPlan &plan : plans) {
+      // No two micro-batches share a buffer while both use it.
+      for (int64_t k = 0; k < use.numSlots; ++k)
+        for (int64_t m = 0; m < shape.microBatches; ++m)
+          EXPECT_LT(plan.buffer[m][k], std::max<int64_t>(plan.count[k], 0));
+    }
+    // The first receives are posted at the step's start.
+    const std::vector<Action> &stage1 = (*actions)[1];
+    ASSERT_EQ(stage1.front().kind, ActionKind::RecvF);
+    EXPECT_EQ(plans[1].postAfter.front(), -1);
+    for (size_t i = 0; i < stage1.size(); ++i) {
+      if (stage1[i].kind != ActionKind::RecvF &&
+          stage1[i].kind != ActionKind::RecvB) {
+        EXPECT_EQ(plans[1].postAfter[i], -2);
+      }
+    }
+  }
+}
+
 TEST(PipelineSchedule, InterleavingShrinksTheBubble) {
   for (int64_t p : {2, 4})
     for (int64_t v : {2, 3})
