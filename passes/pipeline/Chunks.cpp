@@ -2,6 +2,7 @@
 
 #include "passes/pipeline/Chunks.h"
 
+#include "compiler/cost/ClusterSpec.h"
 #include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 
@@ -29,6 +30,13 @@ std::string mlir::tg::layerOfOp(Operation *op) {
                 arg.getArgNumber(), TgDialect::kParamAttr))
           return groupOfName(name.getValue());
   return groupOfName(nodeNameOf(op));
+}
+
+bool mlir::tg::isChunkless(Operation *op) {
+  if (isa<ConstantOp>(op))
+    return true;
+  return isa<CastOp, AllGatherOp, AllSliceOp>(op) &&
+         isa<BlockArgument>(op->getOperand(0));
 }
 
 StringAttr mlir::tg::parameterNameOf(func::FuncOp func, BlockArgument arg) {
@@ -172,6 +180,8 @@ llvm::Expected<StageMap> mlir::tg::stageMapOf(func::FuncOp step,
   SmallVector<std::string> layers;
   llvm::StringMap<bool> before; // other groups: before the first layer?
   for (Operation &op : step.getBody().front().without_terminator()) {
+    if (isChunkless(&op))
+      continue;
     std::string group = layerOfOp(&op);
     if (group.empty() || map.chunkOfGroup.count(group) || before.count(group))
       continue;
@@ -389,4 +399,19 @@ mlir::tg::readSlotPlans(ModuleOp module, const pipeline::Shape &shape,
     plans.push_back(std::move(plan));
   }
   return plans;
+}
+
+std::optional<PipelineCostModel> mlir::tg::pipelineCostModel(ModuleOp module,
+                                                             StringRef cluster,
+                                                             StringRef pass) {
+  llvm::Expected<ClusterSpec> spec = readClusterSpec(clusterSpecPath(cluster));
+  if (!spec) {
+    module.emitError(pass) << ": " << llvm::toString(spec.takeError());
+    return std::nullopt;
+  }
+  PipelineCostModel out;
+  out.spec = std::make_unique<ClusterSpec>(std::move(*spec));
+  out.model = std::make_unique<CostModel>(*out.spec,
+                                          getModuleMesh(module.getOperation()));
+  return out;
 }

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -31,6 +32,15 @@ std::string groupOfName(StringRef name);
 /// The group an op of a step works for: an optimizer update's (or a
 /// collective on its result's) is its parameter's, others' their location.
 std::string layerOfOp(Operation *op);
+
+/// Ops of no one chunk, which each function that reads them computes
+/// itself: constants, the bf16 copies of parameters (mixed precision; their
+/// locations name where they are used, a tied weight's copy both ends),
+/// the gathers of a parameter split over the data axes (zero3), which a
+/// chunk's backward repeats as ZeRO-3 does rather than keep the whole
+/// weight from its forward, and a process's slice of an argument (the
+/// targets where the loss is split over tp).
+bool isChunkless(Operation *op);
 
 /// The name of a step argument that is a parameter, its optimizer state or
 /// its gradient accumulator, or null for the batch.
@@ -64,6 +74,7 @@ struct StageMap {
 };
 
 class CostModel;
+struct ClusterSpec;
 
 /// The stage map of `step` under `pipeline`, or an error that says why the
 /// model cannot be split so. The cuts between chunks are the model file's
@@ -73,6 +84,17 @@ class CostModel;
 /// embeddings, the last the head and the loss), else equal layer counts.
 llvm::Expected<StageMap> stageMapOf(func::FuncOp step, PipelineStages pipeline,
                                     const CostModel *cost = nullptr);
+
+/// The cost model of `cluster` (a shipped name or a JSON file) on the
+/// module's mesh, for the pipeline passes, with the spec it refers to;
+/// null after an error on the module that names `pass` and the cluster's
+/// problem.
+struct PipelineCostModel {
+  std::unique_ptr<ClusterSpec> spec;
+  std::unique_ptr<CostModel> model;
+};
+std::optional<PipelineCostModel>
+pipelineCostModel(ModuleOp module, StringRef cluster, StringRef pass);
 
 /// Seconds per micro-batch of each chunk's F, B and W functions
 /// (tg-pipeline-split's, as the cost model times their ops) and of the

@@ -9,7 +9,6 @@
 
 #include "passes/pipeline/Passes.h"
 
-#include "compiler/cost/ClusterSpec.h"
 #include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
@@ -52,16 +51,11 @@ struct PipelineSchedulePass
     pipeline::Shape shape{stages.stages, stages.virtualStages,
                           micro ? micro.getInt() : 1};
 
-    llvm::Expected<ClusterSpec> spec =
-        readClusterSpec(clusterSpecPath(cluster));
-    if (!spec) {
-      module.emitError("tg-pipeline-schedule: ")
-          << llvm::toString(spec.takeError());
+    std::optional<PipelineCostModel> cost =
+        pipelineCostModel(module, cluster, "tg-pipeline-schedule");
+    if (!cost)
       return signalPassFailure();
-    }
-    CostModel cost(*spec, getModuleMesh(step ? step.getOperation()
-                                             : module.getOperation()));
-    pipeline::Costs costs = pipelineFunctionCosts(module, shape, cost);
+    pipeline::Costs costs = pipelineFunctionCosts(module, shape, *cost->model);
 
     SmallVector<pipeline::Schedule> candidates;
     if (schedule == "auto") {

@@ -11,7 +11,6 @@
 
 #include "passes/pipeline/Passes.h"
 
-#include "compiler/cost/ClusterSpec.h"
 #include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
@@ -74,6 +73,9 @@ struct Splitter {
   /// Per trainable parameter name: the chunks that hold a part of its
   /// gradient.
   llvm::MapVector<StringAttr, llvm::SmallSetVector<int64_t, 2>> gradChunks;
+  /// Per trainable parameter name: the type @forward_backward returns its
+  /// gradient in.
+  DenseMap<StringAttr, Type> gradTypes;
 
   int64_t stageOf(int64_t chunk) const { return chunk % stages.stages; }
 
@@ -91,20 +93,7 @@ struct Splitter {
   LogicalResult buildUpdates(OpBuilder &b);
 };
 
-/// Ops each function that reads them computes itself rather than receive:
-/// constants, the gathers of a parameter split over the data axes (zero3),
-/// which a chunk's backward repeats as ZeRO-3 does rather than keep the
-/// whole weight from its forward, and a process's slice of an argument
-/// (the targets where the loss is split over tp), which belongs to no
-/// chunk.
-bool isRecomputed(Operation *op) {
-  if (!op)
-    return false;
-  if (isa<ConstantOp>(op))
-    return true;
-  return isa<AllGatherOp, AllSliceOp>(op) &&
-         isa<BlockArgument>(op->getOperand(0));
-}
+bool isRecomputed(Operation *op) { return op && isChunkless(op); }
 
 LogicalResult Splitter::assign(const StageMap &map) {
   Block &block = fb.getBody().front();
@@ -187,9 +176,19 @@ LogicalResult Splitter::splitGradients(const StageMap &map) {
     auto name = fb.getResultAttrOfType<StringAttr>(r, TgDialect::kGradAttr);
     if (!name)
       continue;
+    gradTypes[name] = v.getType();
     SmallVector<Value> work{v}, leaves;
     while (!work.empty()) {
       Value g = work.pop_back_val();
+      // A gradient computed in bf16 and widened (mixed precision): its
+      // parts are widened where they are computed, and summed in the
+      // gradient's type.
+      if (auto cast = g.getDefiningOp<CastOp>();
+          cast && g.hasOneUse() && cast->getOperand(0).hasOneUse()) {
+        dropped.insert(cast);
+        work.push_back(cast->getOperand(0));
+        continue;
+      }
       auto add = g.getDefiningOp<AddOp>();
       if (add && g.hasOneUse() && add.getLhs().getType() == add.getType() &&
           add.getRhs().getType() == add.getType()) {
@@ -212,18 +211,8 @@ LogicalResult Splitter::splitGradients(const StageMap &map) {
       pieces[chunk][Weight].grads[name].push_back(leaf);
       gradChunks[name].insert(chunk);
     }
-    // A sum whose parts are all in one chunk stays whole.
-    if (gradChunks[name].size() == 1) {
-      pieces[gradChunks[name][0]][Weight].grads[name] = {v};
-      SmallVector<Value> undo{v};
-      while (!undo.empty()) {
-        auto add = undo.pop_back_val().getDefiningOp<AddOp>();
-        if (add && dropped.erase(add)) {
-          undo.push_back(add.getLhs());
-          undo.push_back(add.getRhs());
-        }
-      }
-    }
+    // Parts all in one chunk are summed (and widened) there, in the order
+    // the autodiff graph added them.
   }
   return success();
 }
@@ -378,9 +367,16 @@ void Splitter::buildPieces(OpBuilder &b) {
             b.getNamedAttr(TgDialect::kMetricAttr, b.getStringAttr("loss"))));
       }
       for (auto &[param, leaves] : piece.grads) {
-        Value sum = mapping.lookup(leaves.front());
+        Type type = gradTypes.lookup(param);
+        auto widened = [&](Value leaf) {
+          Value v = mapping.lookup(leaf);
+          return v.getType() == type
+                     ? v
+                     : CastOp::create(body, fb.getLoc(), type, v).getResult();
+        };
+        Value sum = widened(leaves.front());
         for (Value leaf : ArrayRef(leaves).drop_front())
-          sum = AddOp::create(body, fb.getLoc(), sum, mapping.lookup(leaf));
+          sum = AddOp::create(body, fb.getLoc(), sum, widened(leaf));
         results.push_back(sum);
         resultAttrs.push_back(
             b.getDictionaryAttr(b.getNamedAttr(TgDialect::kGradAttr, param)));
@@ -682,15 +678,11 @@ struct PipelineSplitPass
       MeshOp::create(b, module.getLoc(), meshName, b.getStrArrayAttr(axes),
                      b.getDenseI64ArrayAttr(sizes), elastic);
     }
-    llvm::Expected<ClusterSpec> spec =
-        readClusterSpec(clusterSpecPath(cluster));
-    if (!spec) {
-      module.emitError("tg-pipeline-split: ")
-          << llvm::toString(spec.takeError());
+    std::optional<PipelineCostModel> cost =
+        pipelineCostModel(module, cluster, "tg-pipeline-split");
+    if (!cost)
       return signalPassFailure();
-    }
-    CostModel costModel(*spec, getModuleMesh(module.getOperation()));
-    Splitter splitter(module, fb, apply, stages, &costModel);
+    Splitter splitter(module, fb, apply, stages, cost->model.get());
     if (failed(splitter.run()))
       return signalPassFailure();
     numChunks = splitter.chunks;
