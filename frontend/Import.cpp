@@ -1299,6 +1299,10 @@ FailureOr<ShardingAttr> ModelImporter::importSharding(
                               [&](auto &a) { diag << "'" << a.first << "'"; });
         return LogicalResult(diag);
       }
+      if (name == "pp")
+        return LogicalResult(error(dimWhere, place)
+                             << "mesh axis 'pp' holds the pipeline stages, "
+                                "which split the layers, not tensors");
       if (!used.insert(name).second)
         return LogicalResult(error(dimWhere, place)
                              << "mesh axis '" << name
