@@ -93,7 +93,6 @@ struct Splitter {
   LogicalResult buildUpdates(OpBuilder &b);
 };
 
-bool isRecomputed(Operation *op) { return op && isChunkless(op); }
 
 LogicalResult Splitter::assign(const StageMap &map) {
   Block &block = fb.getBody().front();
@@ -141,7 +140,7 @@ LogicalResult Splitter::assign(const StageMap &map) {
   for (auto [i, op] : llvm::enumerate(ops)) {
     bool forward = i <= forwardEnd || lossReductions.contains(op);
     roleOf[i] = forward ? Forward : Backward;
-    if (isRecomputed(op))
+    if (isChunkless(op))
       continue;
     std::string group = layerOfOp(op);
     if (std::optional<int64_t> chunk =
@@ -153,7 +152,7 @@ LogicalResult Splitter::assign(const StageMap &map) {
     for (Value v : op->getOperands()) {
       std::optional<int64_t> from = map.chunkOfArgument(fb, v);
       Operation *def = v.getDefiningOp();
-      if (def && !isRecomputed(def) && index.count(def))
+      if (def && !isChunkless(def) && index.count(def))
         from = chunkOf[index[def]];
       if (from)
         chosen = !chosen   ? *from
@@ -202,7 +201,7 @@ LogicalResult Splitter::splitGradients(const StageMap &map) {
     for (Value leaf : leaves) {
       Operation *def = leaf.getDefiningOp();
       int64_t chunk;
-      if (def && !isRecomputed(def))
+      if (def && !isChunkless(def))
         chunk = chunkOf[index[def]];
       else if (std::optional<int64_t> c = map.chunkOfArgument(fb, leaf))
         chunk = *c;
@@ -221,7 +220,7 @@ LogicalResult Splitter::connect() {
   // Backward ops that some earlier chunk (or a B op of their own chunk)
   // reads are B; the rest, which lead only to parameter gradients, are W.
   for (size_t i = ops.size(); i-- > 0;) {
-    if (roleOf[i] == Forward || isRecomputed(ops[i]) || dropped.count(ops[i]))
+    if (roleOf[i] == Forward || isChunkless(ops[i]) || dropped.count(ops[i]))
       continue;
     bool input = false;
     for (Operation *user : ops[i]->getUsers()) {
@@ -237,7 +236,7 @@ LogicalResult Splitter::connect() {
     roleOf[i] = input ? Backward : Weight;
   }
   for (auto [i, op] : llvm::enumerate(ops)) {
-    if (isRecomputed(op) || dropped.count(op))
+    if (isChunkless(op) || dropped.count(op))
       continue;
     pieces[chunkOf[i]][roleOf[i]].ops.push_back(op);
     for (Value v : op->getOperands())
@@ -264,7 +263,7 @@ LogicalResult Splitter::connectUse(Operation *user, Value v, int64_t chunk,
     return success();
   }
   Operation *def = v.getDefiningOp();
-  if (isRecomputed(def)) {
+  if (isChunkless(def)) {
     piece.constants.insert(def);
     for (Value operand : def->getOperands())
       piece.fbArgs.insert(cast<BlockArgument>(operand).getArgNumber());

@@ -8,7 +8,6 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Trace.h"
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 
