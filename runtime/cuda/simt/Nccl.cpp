@@ -3,10 +3,10 @@
 // The NCCL functions that runtime/comm/NcclComm.cpp calls (and a few more),
 // with nccl.h's exact signatures, for processes launched by `mpirun` on a
 // host without GPUs: each collective checks its arguments as NCCL does, then
-// enqueues an MPI exchange on the caller's stream (Runtime.h's enqueue), so
-// that it runs when the host synchronizes, in stream order, like the kernel
-// NCCL would launch. Device memory is host memory, so MPI reads and writes
-// the buffers directly.
+// enqueues an MPI exchange on the caller's stream (Runtime.h's enqueue, or
+// enqueueAsync for sends and receives), so that it runs when the host
+// synchronizes, in stream order, like the kernel NCCL would launch. Device
+// memory is host memory, so MPI reads and writes the buffers directly.
 //
 // What is emulated, and how:
 //  - A communicator is a pair of MPI communicators over its ranks: `data`
@@ -38,17 +38,32 @@
 //    ncclInProgress, and ncclCommGetAsyncError reports ncclSuccess unless an
 //    MPI call of a collective failed (then ncclSystemError; the
 //    communicator's later collectives do nothing).
+//  - Sends and receives complete asynchronously, as NCCL's kernels wait for
+//    a peer beside other streams' work: the stream work posts MPI_Isend and
+//    MPI_Irecv and leaves its stream busy (Runtime.h's enqueueAsync) until
+//    MPI_Testall says they completed, and meanwhile the host runs the other
+//    streams' work. So a send queued on one stream and a receive from the
+//    same peer on another complete whichever stream the host synchronizes
+//    first, on both ranks, as on GPUs. (Messages over MPI's eager limit,
+//    about 64 KiB on TCP, complete only once the peer receives.)
 //  - ncclGroupStart/End: the group's operations run as one unit of stream
 //    work on the first operation's stream (the others are joined to it with
 //    events), sends and receives posted non-blocking and waited for
-//    together, so an exchange in either order completes.
+//    together, so an exchange in either order completes. A group of sends
+//    and receives only completes asynchronously, as one of them alone does;
+//    a group with a collective blocks as a collective does.
+//  - Captured into a CUDA graph, a send or receive blocks its node until it
+//    completes: a replay runs its nodes one at a time.
 //
 // What is not:
-//  - No GPU-direct transport, no overlap and no timing: a collective runs
-//    on the host thread that synchronizes, and blocks it until every peer's
-//    host has synchronized past the same collective. A rank that blocks in
-//    something else before it synchronizes (a host-side MPI call) can thus
-//    deadlock where a GPU would have run the collective on its own.
+//  - No GPU-direct transport and no timing, and collectives do not overlap
+//    other work: a collective runs on the host thread that synchronizes,
+//    and blocks it until every peer's host has synchronized past the same
+//    collective. A rank that blocks in something else before it
+//    synchronizes (a host-side MPI call) can thus deadlock where a GPU
+//    would have run the collective on its own. Sends and receives overlap
+//    the other streams' work, but make progress only while the host
+//    synchronizes (cudaStreamQuery and cudaEventQuery poll nothing).
 //  - The collectives of one communicator execute in the order the host
 //    drains its streams, so a program must issue them in the same order on
 //    every rank, as NCCL requires.
@@ -59,13 +74,15 @@
 //    ncclCommShrink, buffer registration, and sends and receives on a
 //    one-rank communicator without MPI.
 //  - ncclCommAbort cannot interrupt a collective that waits in MPI for a
-//    dead peer; abortAll's MPI_Abort ends that. The host runtime runs work
-//    under its lock, so meanwhile other threads' CUDA calls wait too (a
-//    watchdog's cudaEventQuery): a dead peer is mpirun's to notice.
+//    dead peer, nor a send or receive in flight; abortAll's MPI_Abort ends
+//    that. The host runtime runs work (and polls work in flight) under its
+//    lock, so meanwhile other threads' CUDA calls wait too (a watchdog's
+//    cudaEventQuery): a dead peer is mpirun's to notice.
 //
 // MPI calls are made from the thread that synchronizes. The runtime
 // initialises MPI with MPI_THREAD_FUNNELED, so that must be the main thread:
-// a collective that a second thread drains is a fatal() error.
+// a collective that a second thread drains, or a send or receive that it
+// waits for, is a fatal() error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,8 +131,9 @@ struct ncclComm {
   std::atomic<bool> finalized{false};
   std::atomic<bool> aborted{false};
   std::atomic<bool> destroyed{false};
-  /// Enqueued and not yet run (a graph replays its work, so it may go below
-  /// zero): ncclCommFinalize drains the device only when this is positive.
+  /// Enqueued and not yet completed (a graph replays its work, so it may go
+  /// below zero): ncclCommFinalize drains the device only when this is
+  /// positive.
   std::atomic<int64_t> queued{0};
   std::mutex mutex; // guards asyncMessage
   std::string asyncMessage;
@@ -667,21 +685,28 @@ struct Op {
 thread_local int groupDepth = 0;
 thread_local std::vector<Op> groupOps;
 
-/// Runs one unit of stream work: one call, or one group.
-void runOps(const std::vector<Op> &ops) {
+/// A unit's sends and receives under way.
+struct InFlight {
   std::vector<MPI_Request> requests;
+  /// The operations that posted them, which leave their communicator's
+  /// `queued` count when the requests complete.
   std::vector<const Op *> posted;
+};
+
+/// Runs a unit's collectives and posts its sends and receives, in order.
+void startOps(const std::vector<Op> &ops, InFlight &flight) {
   for (const Op &op : ops) {
     ncclComm &comm = *op.comm;
-    --comm.queued;
     if (comm.destroyed)
       tgc::simt::fatal(op.what +
                        " ran after ncclCommDestroy of its communicator "
                        "(replayed from a CUDA graph?)");
     // Aborted: the work is dropped, as NCCL's kernels exit. Failed: nothing
     // more goes through the broken communicator.
-    if (comm.aborted || comm.asyncError != ncclSuccess)
+    if (comm.aborted || comm.asyncError != ncclSuccess) {
+      --comm.queued;
       continue;
+    }
     if (comm.nranks > 1 && !onMpiThread())
       tgc::simt::fatal(op.what +
                        " ran on a thread other than MPI's main thread, and "
@@ -689,25 +714,87 @@ void runOps(const std::vector<Op> &ops) {
                        "synchronize its stream on the main thread");
     try {
       if (op.post) {
-        size_t before = requests.size();
-        op.post(requests);
-        if (requests.size() != before)
-          posted.push_back(&op);
+        size_t before = flight.requests.size();
+        op.post(flight.requests);
+        if (flight.requests.size() != before) {
+          flight.posted.push_back(&op);
+          continue;
+        }
       } else {
         op.run();
       }
     } catch (const MpiFailure &failure) {
       failAsync(comm, ncclSystemError, op.what + ": " + failure.what);
     }
+    --comm.queued;
   }
-  if (requests.empty())
-    return;
-  int code = MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                         MPI_STATUSES_IGNORE);
-  if (code != MPI_SUCCESS)
-    for (const Op *op : posted)
+}
+
+/// The unit's requests completed, or `call` (MPI_Waitall, MPI_Testall)
+/// failed with `code`.
+void completeOps(const InFlight &flight, int code, const char *call) {
+  for (const Op *op : flight.posted) {
+    if (code != MPI_SUCCESS)
       failAsync(*op->comm, ncclSystemError,
-                op->what + ": MPI_Waitall failed: " + mpiErrorText(code));
+                op->what + ": " + call + " failed: " + mpiErrorText(code));
+    --op->comm->queued;
+  }
+}
+
+/// Runs one unit of stream work to completion: one call, or one group.
+void runOps(const std::vector<Op> &ops) {
+  InFlight flight;
+  startOps(ops, flight);
+  int code = MPI_SUCCESS;
+  if (!flight.requests.empty())
+    code = MPI_Waitall(static_cast<int>(flight.requests.size()),
+                       flight.requests.data(), MPI_STATUSES_IGNORE);
+  completeOps(flight, code, "MPI_Waitall");
+}
+
+/// Starts a unit of sends and receives only: posts its requests and returns
+/// the poll that tests them, so that its stream stays busy while the host
+/// runs other streams (a receive queued on another stream, which the peer's
+/// send may be waiting for).
+tgc::simt::Poll startPointToPoint(std::shared_ptr<const std::vector<Op>> ops) {
+  auto flight = std::make_shared<InFlight>();
+  startOps(*ops, *flight);
+  if (flight->requests.empty()) {
+    completeOps(*flight, MPI_SUCCESS, "MPI_Testall");
+    return nullptr;
+  }
+  // `ops` stays alive while `flight->posted` points into it.
+  return [ops, flight] {
+    if (!onMpiThread())
+      tgc::simt::fatal(flight->posted.front()->what +
+                       " was waited for on a thread other than MPI's main "
+                       "thread, and MPI was initialised without "
+                       "MPI_THREAD_SERIALIZED: synchronize its stream on the "
+                       "main thread");
+    int done = 0;
+    int code = MPI_Testall(static_cast<int>(flight->requests.size()),
+                           flight->requests.data(), &done, MPI_STATUSES_IGNORE);
+    if (code == MPI_SUCCESS && !done)
+      return false;
+    completeOps(*flight, code, "MPI_Testall");
+    return true;
+  };
+}
+
+/// Enqueues one unit of stream work on `stream`. Sends and receives alone
+/// complete asynchronously, as NCCL's kernels wait for a peer beside other
+/// streams' work; a unit with a collective runs to completion when the
+/// stream reaches it (every rank issues collectives in the same order).
+void enqueueOps(cudaStream_t stream, const std::string &what,
+                std::vector<Op> ops) {
+  bool pointToPointOnly = std::all_of(
+      ops.begin(), ops.end(), [](const Op &op) { return bool(op.post); });
+  auto shared = std::make_shared<const std::vector<Op>>(std::move(ops));
+  if (pointToPointOnly)
+    tgc::simt::enqueueAsync(stream, what,
+                            [shared] { return startPointToPoint(shared); });
+  else
+    tgc::simt::enqueue(stream, what, [shared] { runOps(*shared); });
 }
 
 /// Enqueues `op` on its stream, or keeps it for ncclGroupEnd.
@@ -719,7 +806,9 @@ ncclResult_t submit(Op op) {
   }
   cudaStream_t stream = op.stream;
   std::string what = op.what;
-  tgc::simt::enqueue(stream, what, [op = std::move(op)] { runOps({op}); });
+  std::vector<Op> ops;
+  ops.push_back(std::move(op));
+  enqueueOps(stream, what, std::move(ops));
   return ncclSuccess;
 }
 
@@ -1496,7 +1585,7 @@ ncclResult_t ncclGroupEnd() {
                          ? ops.front().what
                          : "NCCL group of " + std::to_string(ops.size()) +
                                " operations, " + ops.front().what + " first";
-  tgc::simt::enqueue(first, what, [ops = std::move(ops)] { runOps(ops); });
+  enqueueOps(first, what, std::move(ops));
   for (cudaStream_t other : others)
     if (cudaError_t error = joinStream(other, first))
       return fail(ncclUnhandledCudaError,

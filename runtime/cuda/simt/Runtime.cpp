@@ -6,7 +6,11 @@
 // properties and kernel attributes. See Runtime.h for the execution model:
 // work runs when the host synchronizes, and among the work that may run, the
 // most recently enqueued runs first, so that a missing cudaStreamWaitEvent
-// reorders work the way a busy GPU might.
+// reorders work the way a busy GPU might. Work enqueued with enqueueAsync
+// (NCCL's sends and receives) may complete after it returns: its stream is
+// busy until the work's poll says it completed, and meanwhile the host runs
+// other streams' work, so that a stream waiting for a peer does not hold up
+// the others, as on a GPU.
 //
 // Misuse that CUDA answers with an error code gets that code (an
 // out-of-range copy, a bad launch configuration, a synchronous call while a
@@ -31,6 +35,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -39,7 +44,9 @@ struct CUstream_st {
   struct Item {
     uint64_t seq;
     std::string what;
-    std::function<void()> work;
+    /// Runs the item, or starts it: returns null when it has completed, or
+    /// a poll that says when it has (enqueueAsync).
+    std::function<tgc::simt::Poll()> start;
     /// (stream, seq): that stream must have run everything up to seq.
     std::vector<std::pair<CUstream_st *, uint64_t>> after;
   };
@@ -47,6 +54,12 @@ struct CUstream_st {
   bool destroyed = false;
   std::deque<Item> pending;
   uint64_t lastEnqueued = 0, lastRun = 0;
+  /// The item that started and has not completed (its poll has not said
+  /// so yet): until it does, the stream is busy, later items wait for it,
+  /// and lastRun stays below its seq, so that events recorded after it do
+  /// too.
+  tgc::simt::Poll inFlight;
+  uint64_t inFlightSeq = 0;
   /// The graph this stream's work goes into while it is captured.
   struct CaptureState *capture = nullptr;
   /// While captured: the nodes the next node depends on.
@@ -197,11 +210,56 @@ bool refusedDuringCapture(const char *call) {
   return true;
 }
 
+/// Runs (or starts) the first item of a stream that is not busy.
 void runItem(CUstream_st *st) {
   CUstream_st::Item item = std::move(st->pending.front());
   st->pending.pop_front();
-  item.work();
+  Poll poll = item.start();
+  if (poll && !poll()) {
+    st->inFlight = std::move(poll);
+    st->inFlightSeq = item.seq;
+    return;
+  }
   st->lastRun = item.seq;
+}
+
+bool anyInFlight() {
+  State &s = state();
+  if (s.legacy.inFlight)
+    return true;
+  for (CUstream_st *st : s.streams)
+    if (st->inFlight)
+      return true;
+  return false;
+}
+
+/// Polls every busy stream's item once; true when one of them completed.
+bool pollInFlight() {
+  State &s = state();
+  bool completed = false;
+  auto poll = [&](CUstream_st *st) {
+    if (!st->inFlight || !st->inFlight())
+      return;
+    st->inFlight = nullptr;
+    st->lastRun = st->inFlightSeq;
+    completed = true;
+  };
+  poll(&s.legacy);
+  for (CUstream_st *st : s.streams)
+    poll(st);
+  return completed;
+}
+
+/// Runs an item to its completion, polling until it says so.
+void runToCompletion(const std::function<Poll()> &start) {
+  Poll poll = start();
+  while (poll && !poll())
+    std::this_thread::yield();
+}
+
+/// Nothing left to run on the stream, and nothing in flight.
+bool streamIdle(CUstream_st *st) {
+  return st->pending.empty() && !st->inFlight;
 }
 
 bool ready(const CUstream_st::Item &item) {
@@ -211,14 +269,16 @@ bool ready(const CUstream_st::Item &item) {
   return true;
 }
 
-/// Runs work until `done()` holds: among the streams whose first item may
-/// run, the most recently enqueued item first.
+/// Runs work until `done()` holds: among the streams that are not busy and
+/// whose first item may run, the most recently enqueued item first. When
+/// none may run, it waits for the busy streams' items (a peer's message)
+/// until one completes; some may still be in flight when it returns.
 template <typename Done> void runUntil(Done done, const char *call) {
   State &s = state();
   while (!done()) {
     CUstream_st *pick = nullptr;
     auto consider = [&](CUstream_st *st) {
-      if (st->pending.empty() || !ready(st->pending.front()))
+      if (st->inFlight || st->pending.empty() || !ready(st->pending.front()))
         return;
       if (!pick || st->pending.front().seq > pick->pending.front().seq)
         pick = st;
@@ -226,15 +286,20 @@ template <typename Done> void runUntil(Done done, const char *call) {
     consider(&s.legacy);
     for (CUstream_st *st : s.streams)
       consider(st);
-    if (!pick)
+    if (pick) {
+      runItem(pick);
+      continue;
+    }
+    if (!anyInFlight())
       fatal(std::string(call) +
             ": waits for work that can never run (a stream waits for an "
             "event whose work never completes)");
-    runItem(pick);
+    while (!pollInFlight())
+      std::this_thread::yield();
   }
   // Destroyed streams leave once drained.
   for (auto it = s.streams.begin(); it != s.streams.end();) {
-    if ((*it)->destroyed && (*it)->pending.empty()) {
+    if ((*it)->destroyed && streamIdle(*it)) {
       delete *it;
       it = s.streams.erase(it);
     } else {
@@ -243,28 +308,31 @@ template <typename Done> void runUntil(Done done, const char *call) {
   }
 }
 
-bool streamIdle(CUstream_st *st) { return st->pending.empty(); }
-
 bool deviceIdle() {
   State &s = state();
-  if (!s.legacy.pending.empty())
+  if (!streamIdle(&s.legacy))
     return false;
   for (CUstream_st *st : s.streams)
-    if (!st->pending.empty())
+    if (!streamIdle(st))
       return false;
   return true;
 }
 
 void synchronizeDevice(const char *call) { runUntil(deviceIdle, call); }
 
-/// Appends to a stream (or its capture): after its own earlier work, the
-/// legacy default stream's implicit ordering, and `extraAfter`.
-void append(CUstream_st *st, const std::string &what,
-            std::function<void()> work) {
+/// Appends to a stream (or its capture): after its own earlier work and the
+/// legacy default stream's implicit ordering. `start` runs the work, or
+/// starts it and returns a poll (enqueueAsync).
+void appendAsync(CUstream_st *st, const std::string &what,
+                 std::function<Poll()> start) {
   State &s = state();
   if (st->capture) {
+    // A graph replays its nodes one at a time (runGraphNodes): work that
+    // completes later is waited for in the node, blocking the replay.
     CaptureState *c = st->capture;
-    c->nodes.push_back({what, std::move(work), st->captureTail});
+    c->nodes.push_back({what,
+                        [start = std::move(start)] { runToCompletion(start); },
+                        st->captureTail});
     st->captureTail = {c->nodes.size() - 1};
     return;
   }
@@ -277,7 +345,7 @@ void append(CUstream_st *st, const std::string &what,
             "work on the legacy default stream (" + what + ")";
       }
   }
-  CUstream_st::Item item{++s.seq, what, std::move(work), {}};
+  CUstream_st::Item item{++s.seq, what, std::move(start), {}};
   if (st == &s.legacy) {
     for (CUstream_st *other : s.streams)
       if (other->blocking && other->lastEnqueued)
@@ -287,6 +355,15 @@ void append(CUstream_st *st, const std::string &what,
   }
   st->lastEnqueued = item.seq;
   st->pending.push_back(std::move(item));
+}
+
+/// Appends work that has completed when it returns.
+void append(CUstream_st *st, const std::string &what,
+            std::function<void()> work) {
+  appendAsync(st, what, [work = std::move(work)] {
+    work();
+    return Poll();
+  });
 }
 
 /// A dependency of stream `st` on what `event` recorded.
@@ -314,7 +391,8 @@ void waitFor(CUstream_st *st, CUevent_st *e) {
   }
   if (!e->recorded || !e->stream)
     return;
-  CUstream_st::Item item{++s.seq, "wait for an event", [] {}, {}};
+  CUstream_st::Item item{
+      ++s.seq, "wait for an event", [] { return Poll(); }, {}};
   item.after.push_back({e->stream, e->seq});
   if (st != &s.legacy && st->blocking && s.legacy.lastEnqueued)
     item.after.push_back({&s.legacy, s.legacy.lastEnqueued});
@@ -394,6 +472,12 @@ void enqueue(cudaStream_t stream, const std::string &what,
              std::function<void()> work) {
   Lock lock(state().mutex);
   append(resolve(stream, what.c_str()), what, std::move(work));
+}
+
+void enqueueAsync(cudaStream_t stream, const std::string &what,
+                  std::function<Poll()> start) {
+  Lock lock(state().mutex);
+  appendAsync(resolve(stream, what.c_str()), what, std::move(start));
 }
 
 void setLastError(cudaError_t error) {
@@ -886,7 +970,10 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   Lock lock(state().mutex);
   CUstream_st *st = resolve(stream, "cudaStreamQuery");
-  return st->pending.empty() ? cudaSuccess : cudaErrorNotReady;
+  // A query runs nothing and polls nothing (a watchdog thread may query,
+  // and a poll may call MPI): work in flight completes while the host
+  // synchronizes.
+  return streamIdle(st) ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,

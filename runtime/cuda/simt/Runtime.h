@@ -1,5 +1,4 @@
-//===- Runtime.h - The host CUDA runtime's internal interface -----*- C++
-//-*-===//
+//===- Runtime.h - The host CUDA runtime's internal interface ---*- C++ -*-===//
 //
 // What the host stand-ins of runtime/cuda/simt share: the CUDA runtime
 // (Runtime.cpp) owns device memory, streams, events and graphs; cuBLASLt
@@ -16,6 +15,13 @@
 // the most recently enqueued work. A host read without a synchronization, or
 // a second stream that reads before a missing cudaStreamWaitEvent, then sees
 // stale data here as it might on a GPU.
+//
+// Most work completes when it returns. Work that waits for something outside
+// the process (NCCL's sends and receives, for a peer) is enqueued with
+// enqueueAsync: it starts, and its stream stays busy until its poll says it
+// completed, while the host runs the other streams' work, as a GPU runs
+// other streams' kernels beside a kernel that waits for the network. So a
+// send queued on one stream does not keep a receive on another from running.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +57,23 @@ bool isStream(cudaStream_t stream);
 /// through fatal() on a stream that is not one.
 void enqueue(cudaStream_t stream, const std::string &what,
              std::function<void()> work);
+
+/// Says whether work that an item started has completed; asked again until
+/// it says so. A poll runs under the runtime's lock, on a thread that
+/// synchronizes: once when the work starts, then whenever no other work may
+/// run. It must not enqueue work or synchronize.
+using Poll = std::function<bool()>;
+
+/// Enqueues work that may complete after it returns: when the stream
+/// reaches it, `start` runs and returns a poll, or null when the work has
+/// completed already. Until the poll returns true the stream is busy: its
+/// later work, events recorded after it and streams that wait for those
+/// events wait, and cudaStreamQuery and cudaEventQuery say
+/// cudaErrorNotReady; the other streams run. Captured into a graph, the
+/// node polls until the work completes before the replay goes on (a graph
+/// replays its nodes one at a time).
+void enqueueAsync(cudaStream_t stream, const std::string &what,
+                  std::function<Poll()> start);
 
 /// Sets the error that the next cudaGetLastError/cudaPeekAtLastError
 /// returns (a bad launch configuration).

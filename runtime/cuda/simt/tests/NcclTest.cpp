@@ -4,11 +4,14 @@
 // collective, in fp32, bf16 and a few more types, in place and out of place,
 // against values computed here by folding every rank's inputs in rank order
 // (so a pass also shows that every rank got the same bits); sends and
-// receives in a group; split communicators (the axes of a 2x2 mesh on four
+// receives in a group, and each on its own stream, the sending stream
+// synchronized first; split communicators (the axes of a 2x2 mesh on four
 // ranks); and the argument errors NCCL reports. Scenarios:
 //
-//   all (default)  collectives, split and errors
+//   all (default)  collectives, streams, split and errors
 //   collectives    every collective over the world communicator
+//   streams        a send on one stream and a receive on another, between
+//                  pairs of ranks (0 and 1, 2 and 3, ...)
 //   split          ncclCommSplit, and collectives over the parts
 //   errors         argument errors and their ncclGetLastError messages
 //   needs-mpirun   run without mpirun: a two-rank init fails, naming mpirun
@@ -590,6 +593,70 @@ void collectives(const Group &world) {
 }
 
 //===----------------------------------------------------------------------===//
+// Sends and receives on two streams
+//===----------------------------------------------------------------------===//
+
+/// Each rank of a pair sends to the other on stream `a` and receives from it
+/// on stream `b`, each call its own unit of stream work (no group), then
+/// synchronizes `a` first. The messages (8 MiB) are far over MPI's eager
+/// limit, so a send completes only once the peer receives: hosts that each
+/// blocked in whichever call they ran first (both sends, or both receives)
+/// would wait for each other forever, where GPUs run both streams and
+/// complete the exchange.
+void sendRecvOnTwoStreams(const Group &world, bool receiveFirst, cudaStream_t a,
+                          cudaStream_t b) {
+  uint64_t salt = nextSalt++;
+  size_t count = size_t(2) << 20; // 8 MiB of f32
+  int peer = worldRank ^ 1;
+  std::string what = std::string("ncclSend on one stream and ncclRecv on "
+                                 "another, ") +
+                     (receiveFirst ? "the receive enqueued first"
+                                   : "the send enqueued first") +
+                     ", with rank " + std::to_string(peer);
+  Buffer send(count * 4), recv(count * 4);
+  send.upload(inputs<F32>(worldRank, count, salt));
+  auto enqueueSend = [&] {
+    checkNccl(ncclSend(send.data, count, ncclFloat32, peer, world.comm, a),
+              what);
+  };
+  auto enqueueRecv = [&] {
+    checkNccl(ncclRecv(recv.data, count, ncclFloat32, peer, world.comm, b),
+              what);
+  };
+  if (receiveFirst) {
+    enqueueRecv();
+    enqueueSend();
+  } else {
+    enqueueSend();
+    enqueueRecv();
+  }
+  recv.expectNotRunYet(what);
+  sync(a);
+  sync(b);
+  compare<F32>(recv.download<float>(count), inputs<F32>(peer, count, salt),
+               what);
+}
+
+void streams(const Group &world) {
+  // Pairs need an even number of ranks.
+  if (worldSize % 2 != 0)
+    return;
+  cudaStream_t a, b;
+  checkCuda(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags");
+  checkCuda(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags");
+  sendRecvOnTwoStreams(world, /*receiveFirst=*/false, a, b);
+  sendRecvOnTwoStreams(world, /*receiveFirst=*/true, a, b);
+  ncclResult_t state = ncclInProgress;
+  checkNccl(ncclCommGetAsyncError(world.comm, &state), "ncclCommGetAsyncError");
+  expect(state == ncclSuccess, "the async error after the sends is " +
+                                   std::string(ncclGetErrorString(state)));
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+}
+
+//===----------------------------------------------------------------------===//
 // Split communicators
 //===----------------------------------------------------------------------===//
 
@@ -812,11 +879,13 @@ void needsMpirun() {
 
 int main(int argc, char **argv) {
   std::string scenario = argc > 1 ? argv[1] : "all";
-  if (scenario != "all" && scenario != "collectives" && scenario != "split" &&
-      scenario != "errors" && scenario != "needs-mpirun") {
-    std::fprintf(stderr,
-                 "usage: %s [all|collectives|split|errors|needs-mpirun]\n",
-                 argv[0]);
+  if (scenario != "all" && scenario != "collectives" && scenario != "streams" &&
+      scenario != "split" && scenario != "errors" &&
+      scenario != "needs-mpirun") {
+    std::fprintf(
+        stderr,
+        "usage: %s [all|collectives|streams|split|errors|needs-mpirun]\n",
+        argv[0]);
     return 2;
   }
   underMpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
@@ -861,6 +930,8 @@ int main(int argc, char **argv) {
 
   if (scenario == "all" || scenario == "collectives")
     collectives(world);
+  if (scenario == "all" || scenario == "streams")
+    streams(world);
   if (scenario == "all" || scenario == "split")
     split(world);
   if (scenario == "all" || scenario == "errors")

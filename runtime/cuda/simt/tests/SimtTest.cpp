@@ -12,11 +12,13 @@
 //  - the runtime's execution model: work runs at synchronization, in
 //    stream order, across streams only where an event orders it (the
 //    latest-enqueued work first otherwise), the legacy default stream's
-//    implicit ordering, pageable copies, graph capture and replay, and the
-//    errors CUDA returns for each misuse.
+//    implicit ordering, pageable copies, work that completes after it
+//    starts (enqueueAsync), graph capture and replay, and the errors CUDA
+//    returns for each misuse.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cuda/simt/Runtime.h"
 #include "runtime/cuda/simt/tests/SimtKernels.h"
 
 #include <cuda_runtime_api.h>
@@ -27,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -684,6 +687,84 @@ TEST(SimtStreams, PageableAsyncCopiesAreStaged) {
             cudaSuccess);
   EXPECT_EQ(pageable[kN - 1], 4.0f);
   ASSERT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
+// Work that waits for something outside the stream (NCCL's receive waits for
+// a peer) keeps its stream busy while the others run.
+TEST(SimtStreams, AsyncWorkKeepsItsStreamBusyWhileOthersRun) {
+  DeviceArray<float> x(kN);
+  x.zero();
+  Stream s, t;
+  Event after(cudaEventDisableTiming);
+  bool released = false;
+  int polls = 0;
+  // The work on s completes once t's work has run, which is enqueued first
+  // and so runs after s's work has started.
+  enqueue(t, "release", [&] { released = true; });
+  enqueueAsync(s, "wait for the release", [&]() -> Poll {
+    return [&] {
+      ++polls;
+      return released;
+    };
+  });
+  ASSERT_EQ(cudaEventRecord(after, s), cudaSuccess);
+  launchFill(x.get(), 3.0f, kN, s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_TRUE(released);
+  EXPECT_EQ(polls, 2) << "polled when it started, and once t's work ran";
+  EXPECT_EQ(x.peek(0), 3.0f);
+  EXPECT_EQ(cudaEventQuery(after), cudaSuccess);
+}
+
+TEST(SimtStreams, AsyncWorkInFlightHoldsBackWhatComesAfterIt) {
+  DeviceArray<float> x(kN), y(kN);
+  x.zero(), y.zero();
+  Stream s, t;
+  Event after(cudaEventDisableTiming);
+  // Shared with the poll, which outlives the test if an assertion fails.
+  auto released = std::make_shared<bool>(false);
+  launchFill(y.get(), 2.0f, kN, t);
+  enqueueAsync(s, "wait for the release", [released]() -> Poll {
+    return [released] { return *released; };
+  });
+  ASSERT_EQ(cudaEventRecord(after, s), cudaSuccess);
+  launchFill(x.get(), 3.0f, kN, s);
+  // Synchronizing t starts s's work (the latest enqueued) too; t does not
+  // wait for it to complete.
+  ASSERT_EQ(cudaStreamSynchronize(t), cudaSuccess);
+  EXPECT_EQ(y.peek(0), 2.0f);
+  EXPECT_EQ(x.peek(0), 0.0f) << "work ran after an item still in flight";
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(cudaEventQuery(after), cudaErrorNotReady);
+  // Queries poll nothing: the work completes when the host synchronizes.
+  *released = true;
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  ASSERT_EQ(cudaEventSynchronize(after), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(x.peek(0), 3.0f);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+}
+
+TEST(SimtGraphs, CapturedAsyncWorkCompletesInItsNode) {
+  DeviceArray<float> x(kN);
+  x.zero();
+  Stream s;
+  int polls = 0;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal),
+            cudaSuccess);
+  enqueueAsync(s, "complete at the third poll",
+               [&]() -> Poll { return [&] { return ++polls % 3 == 0; }; });
+  launchFill(x.get(), 4.0f, kN, s);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(polls, 3);
+  EXPECT_EQ(x.peek(0), 4.0f);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
 }
 
 TEST(SimtMemory, CopyOutOfAnAllocationIsInvalidValue) {
