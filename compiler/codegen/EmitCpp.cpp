@@ -11,6 +11,7 @@
 #include "compiler/codegen/EmitCpp.h"
 #include "compiler/codegen/CSyntax.h"
 #include "compiler/codegen/ModelDescription.h"
+#include "compiler/codegen/PipelineTables.h"
 #include "compiler/codegen/StepWalk.h"
 
 #include "dialects/tg/IR/TgOps.h"
@@ -1427,138 +1428,18 @@ void FunctionEmitter::declareInPart(Value v) {
   declarePointer(v);
 }
 
-/// A pipelined step (tg-pipeline-split, tg-pipeline-schedule): each
-/// chunk's F, B and W functions and each stage's update, bound to the
-/// StepIO by their arguments' and results' attributes, then the
-/// PipelineDesc tables (kPipeline). Returns the largest arena of the
-/// functions it printed.
-FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
-                                llvm::raw_ostream &os,
-                                llvm::raw_ostream &tables,
-                                unsigned opsPerFunction) {
-  PipelineStages stages = getPipelineStages(module);
-  auto actionsAttr =
-      module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineActionsAttr);
-  auto boundaries =
-      module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineTransfersAttr);
-  auto pipelineDict =
-      module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr);
-  auto microAttr = pipelineDict.getAs<IntegerAttr>("micro_batches");
-  auto scheduleAttr = pipelineDict.getAs<StringAttr>("schedule");
-  if (!actionsAttr || !boundaries || !microAttr || !scheduleAttr)
-    return module.emitError("cpu backend: the pipelined module has no "
-                            "schedule (run tg-pipeline-split and "
-                            "tg-pipeline-schedule)");
-  int64_t chunks = stages.stages * stages.virtualStages;
-  pipeline::Shape shape{stages.stages, stages.virtualStages,
-                        microAttr.getInt()};
-  if ((int64_t)actionsAttr.size() != stages.stages ||
-      (int64_t)boundaries.size() != chunks - 1)
-    return module.emitError("cpu backend: tg.pipeline_actions has ")
-           << actionsAttr.size() << " stages and tg.pipeline_transfers "
-           << boundaries.size() << " boundaries, for " << stages.stages
-           << " stages of " << chunks << " chunks";
-  // The lists as written, checked by playing them: a hand-edited order
-  // that deadlocks or reads what does not exist yet fails here.
-  pipeline::StageActions actions(stages.stages);
-  for (auto [st, list] : llvm::enumerate(actionsAttr)) {
-    auto texts = dyn_cast<ArrayAttr>(list);
-    if (!texts)
-      return module.emitError("cpu backend: tg.pipeline_actions[")
-             << st << "] is not a list of actions";
-    for (Attribute a : texts) {
-      auto text = dyn_cast<StringAttr>(a);
-      llvm::Expected<pipeline::Action> action =
-          text ? pipeline::parseAction(text.getValue(), shape, st)
-               : llvm::Expected<pipeline::Action>(llvm::createStringError(
-                     llvm::inconvertibleErrorCode(), "an action is no string"));
-      if (!action)
-        return module.emitError("cpu backend: tg.pipeline_actions: ")
-               << llvm::toString(action.takeError());
-      actions[st].push_back(*action);
-    }
-  }
-  if (auto played = pipeline::simulate(
-          shape, actions, pipeline::Costs::uniform(shape, 1, 1, 1));
-      !played)
-    return module.emitError("cpu backend: tg.pipeline_actions: ")
-           << llvm::toString(played.takeError());
-
-  llvm::StringMap<unsigned> inputIndex;
-  for (auto [k, arg] : llvm::enumerate(sig.fwdInputs))
-    if (auto name = sig.forward.getArgAttrOfType<StringAttr>(
-            arg, TgDialect::kInputAttr))
-      inputIndex[name.getValue()] = k;
-
+/// A pipelined step's functions, each chunk's F, B and W and each stage's
+/// update (PipelineTables.h binds them), then the PipelineDesc tables
+/// (kPipeline). Returns the largest arena of the functions it printed.
+FailureOr<int64_t> emitPipelineFunctions(ModuleOp module,
+                                         const StepSignature &sig,
+                                         llvm::raw_ostream &os,
+                                         llvm::raw_ostream &tables,
+                                         unsigned opsPerFunction) {
   int64_t arena = 0;
-  SmallVector<std::string> forward(chunks, "nullptr"),
-      backward(chunks, "nullptr"), weight(chunks, "nullptr"),
-      update(stages.stages, "nullptr");
-  std::map<int64_t, std::string> slotDescs;
-  SmallVector<int64_t> paramStages(sig.fwdParams.size(), 0);
-  for (auto func : module.getOps<func::FuncOp>()) {
-    auto role =
-        func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
-    if (!role)
-      continue;
-    StringRef kind = role.getAs<StringAttr>("kind").getValue();
-    int64_t stage =
-        kind == "update"
-            ? role.getAs<IntegerAttr>("stage").getInt()
-            : role.getAs<IntegerAttr>("chunk").getInt() % stages.stages;
-    auto fail = [&](unsigned i, StringRef what) {
-      return func.emitError("cpu backend: @")
-             << func.getSymName() << " " << what << " " << i
-             << " is no parameter, input, state, gradient, slot or scalar "
-                "the pipeline knows";
-    };
-    auto lookup = [](const DenseMap<StringRef, unsigned> &map,
-                     StringAttr a) -> std::optional<unsigned> {
-      if (!a)
-        return std::nullopt;
-      auto it = map.find(a.getValue());
-      if (it == map.end())
-        return std::nullopt;
-      return it->second;
-    };
-    SmallVector<std::string> bindings;
-    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto attr = [&](StringRef name) {
-        return func.getArgAttrOfType<StringAttr>(i, name);
-      };
-      std::string bound;
-      if (auto k = lookup(sig.paramIndex, attr(TgDialect::kParamAttr))) {
-        bound = "io.params[" + std::to_string(*k) + "]";
-        if (kind == "update")
-          paramStages[*k] |= int64_t(1) << stage;
-      } else if (auto name = attr(TgDialect::kInputAttr);
-                 name && inputIndex.count(name.getValue())) {
-        bound =
-            "io.inputs[" + std::to_string(inputIndex[name.getValue()]) + "]";
-      } else if (auto k = lookup(sig.stateIndex, attr(TgDialect::kStateAttr))) {
-        bound = "io.state[" + std::to_string(*k) + "]";
-      } else if (auto k = lookup(sig.gradIndex, attr(TgDialect::kAccumAttr))) {
-        bound = "io.grads[" + std::to_string(*k) + "]";
-      } else if (auto slot = func.getArgAttrOfType<IntegerAttr>(
-                     i, TgDialect::kSlotAttr)) {
-        bound = "io.slots[" + std::to_string(slot.getInt()) + "]";
-      } else if (auto scalar = attr(TgDialect::kScalarAttr)) {
-        bound = scalar.getValue() == "step"      ? "&io.step"
-                : scalar.getValue() == "base_lr" ? "&io.baseLr"
-                                                 : "&io.microBatches";
-      } else {
-        return fail(i, "argument");
-      }
-      bindings.push_back(bound);
-    }
-    for (auto [r, type] : llvm::enumerate(func.getResultTypes()))
-      if (auto slot =
-              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
-        slotDescs[slot.getInt()] =
-            tensorDesc("slot" + std::to_string(slot.getInt()), type);
-    std::string name = func.getSymName().str();
-    FunctionEmitter emitter(func, os, opsPerFunction);
-    auto bindArg = [&](unsigned i) { return bindings[i]; };
+  auto emitFunction = [&](const PipelineFunction &f) -> LogicalResult {
+    FunctionEmitter emitter(f.func, os, opsPerFunction);
+    auto bindArg = [&](unsigned i) { return f.arguments[i]; };
     auto bindResult = [&](FunctionEmitter &e, unsigned r,
                           Value v) -> LogicalResult {
       std::string buf = e.buf(v);
@@ -1567,151 +1448,26 @@ FailureOr<int64_t> emitPipeline(ModuleOp module, const StepSignature &sig,
                 << "    std::memcpy(" << target << ", " << buf << ", "
                 << numel(v) << " * sizeof(*" << buf << "));\n";
       };
-      if (auto slot =
-              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr)) {
-        copyTo("io.slots[" + std::to_string(slot.getInt()) + "]");
-        return success();
-      }
-      if (auto metric =
-              func.getResultAttrOfType<StringAttr>(r, TgDialect::kMetricAttr)) {
-        StringRef field = metric.getValue() == "loss"        ? "loss"
-                          : metric.getValue() == "grad_norm" ? "gradNorm"
-                                                             : "lr";
-        e.out() << "  io." << field << " = " << buf << "[0];\n";
-        return success();
-      }
-      if (auto k = lookup(sig.gradIndex, func.getResultAttrOfType<StringAttr>(
-                                             r, TgDialect::kGradAttr))) {
+      const PipelineResult &result = f.results[r];
+      if (result.kind == PipelineResult::Metric)
+        e.out() << "  io." << result.field << " = " << buf << "[0];\n";
+      else if (result.kind == PipelineResult::Grad)
         // W adds its part: the runtime zeroes the sums once a step.
-        e.out() << "  {\n    float *g = (float *)io.grads[" << *k
-                << "];\n    for (int64_t i = 0; i < " << numel(v)
+        e.out() << "  {\n    float *g = (float *)" << result.target()
+                << ";\n    for (int64_t i = 0; i < " << numel(v)
                 << "; ++i)\n      g[i] += " << buf << "[i];\n  }\n";
-        return success();
-      }
-      if (auto update =
-              func.getResultAttrOfType<StringAttr>(r, TgDialect::kUpdateAttr)) {
-        if (auto k = lookup(sig.paramIndex, update)) {
-          copyTo("io.params[" + std::to_string(*k) + "]");
-          return success();
-        }
-        if (auto k = lookup(sig.stateIndex, update)) {
-          copyTo("io.state[" + std::to_string(*k) + "]");
-          return success();
-        }
-      }
-      return fail(r, "result");
+      else
+        copyTo(result.target());
+      return success();
     };
-    if (failed(emitter.emit(name, bindArg, bindResult)))
+    if (failed(emitter.emit(f.func.getSymName().str(), bindArg, bindResult)))
       return failure();
     arena = std::max(arena, emitter.arenaBytes());
-    if (kind == "update")
-      update[stage] = name;
-    else {
-      int64_t c = role.getAs<IntegerAttr>("chunk").getInt();
-      (kind == "forward"    ? forward
-       : kind == "backward" ? backward
-                            : weight)[c] = name;
-    }
-  }
-  int64_t numSlots = slotDescs.empty() ? 0 : slotDescs.rbegin()->first + 1;
-  for (int64_t k = 0; k < numSlots; ++k)
-    if (!slotDescs.count(k))
-      return module.emitError("cpu backend: pipeline slot ")
-             << k << " is written by no function";
-  llvm::Expected<std::vector<pipeline::SlotPlan>> plans =
-      readSlotPlans(module, shape, numSlots);
-  if (!plans)
-    return module.emitError("cpu backend: ")
-           << llvm::toString(plans.takeError());
-
-  auto list = [&](ArrayRef<std::string> names) {
-    std::string text;
-    for (const std::string &n : names)
-      text += "    " + n + ",\n";
-    return text;
+    return success();
   };
-  tables << "\n// The pipelined step: " << stages.stages << " stages x "
-         << stages.virtualStages << " chunks a stage, "
-         << scheduleAttr.getValue() << ", " << shape.microBatches
-         << " micro-batches.\n";
-  tables << "const tgc::TensorDesc kPipelineSlots[] = {\n";
-  for (auto &[k, desc] : slotDescs)
-    tables << "    " << desc << ",\n";
-  if (slotDescs.empty())
-    tables << "    {},\n";
-  tables << "};\n";
-  tables << "void (*const kPipelineForward[])(tgc::StepIO &) = {\n"
-         << list(forward) << "};\n"
-         << "void (*const kPipelineBackward[])(tgc::StepIO &) = {\n"
-         << list(backward) << "};\n"
-         << "void (*const kPipelineWeight[])(tgc::StepIO &) = {\n"
-         << list(weight) << "};\n";
-  for (auto [bd, a] : llvm::enumerate(boundaries)) {
-    auto dict = cast<DictionaryAttr>(a);
-    for (StringRef way : {"forward", "backward"}) {
-      ArrayRef<int64_t> slots = dict.getAs<DenseI64ArrayAttr>(way).asArrayRef();
-      tables << "const int32_t kBoundary" << bd << "_" << way
-             << "[] = " << (slots.empty() ? "{-1}" : intList(slots)) << ";\n";
-    }
-  }
-  tables << "const tgc::PipelineBoundary kPipelineBoundaries[] = {\n";
-  for (auto [bd, a] : llvm::enumerate(boundaries)) {
-    auto dict = cast<DictionaryAttr>(a);
-    tables << "    {" << dict.getAs<DenseI64ArrayAttr>("forward").size()
-           << ", kBoundary" << bd << "_forward, "
-           << dict.getAs<DenseI64ArrayAttr>("backward").size() << ", kBoundary"
-           << bd << "_backward},\n";
-  }
-  if (boundaries.empty())
-    tables << "    {},\n";
-  tables << "};\n";
-  static const char *kindNames[] = {"F",     "B",     "W",     "BW",
-                                    "SendF", "RecvF", "SendB", "RecvB"};
-  for (auto [st, list] : llvm::enumerate(actions)) {
-    tables << "const tgc::PipelineAction kStage" << st << "Actions[] = {\n";
-    for (const pipeline::Action &a : list)
-      tables << "    {tgc::PipelineActionKind::"
-             << kindNames[static_cast<int>(a.kind)] << ", " << a.microBatch
-             << ", " << a.chunk << "},\n";
-    tables << "};\n";
-  }
-  // Each stage's slot buffers as tg-pipeline-schedule planned them.
-  auto ints = [](ArrayRef<int64_t> values) {
-    return values.empty() ? std::string("{-1}") : intList(values);
-  };
-  for (auto [st, plan] : llvm::enumerate(*plans)) {
-    SmallVector<int64_t> buffers, waits;
-    for (const std::vector<int64_t> &row : plan.buffer)
-      buffers.append(row.begin(), row.end());
-    for (bool wait : plan.waitSends)
-      waits.push_back(wait);
-    tables << "const int32_t kStage" << st
-           << "SlotBuffers[] = " << ints(buffers) << ";\n"
-           << "const int32_t kStage" << st
-           << "SlotCounts[] = " << ints(plan.count) << ";\n"
-           << "const int32_t kStage" << st
-           << "PostAfter[] = " << ints(plan.postAfter) << ";\n"
-           << "const uint8_t kStage" << st << "WaitSends[] = " << ints(waits)
-           << ";\n";
-  }
-  tables << "const tgc::PipelineStage kPipelineStages[] = {\n";
-  for (auto [st, list] : llvm::enumerate(actions))
-    tables << "    {" << list.size() << ", kStage" << st << "Actions, "
-           << update[st] << ", kStage" << st << "SlotBuffers, kStage" << st
-           << "SlotCounts, kStage" << st << "PostAfter, kStage" << st
-           << "WaitSends},\n";
-  tables << "};\nconst int64_t kPipelineParamStages[] = "
-         << intList(paramStages) << ";\n";
-  FailureOr<int> axis = meshAxisIndex(sig.trainStep, "pp", "cpu backend");
-  if (failed(axis))
+  if (failed(mlir::tg::emitPipeline(module, sig, "cpu backend", "&io.",
+                                    emitFunction, tables)))
     return failure();
-  tables
-      << "const tgc::PipelineDesc kPipeline = {\n    " << stages.stages << ", "
-      << stages.virtualStages << ", " << shape.microBatches << ", " << *axis
-      << ", \"" << scheduleAttr.getValue() << "\",\n    " << numSlots
-      << ", kPipelineSlots,\n"
-         "    kPipelineForward, kPipelineBackward, kPipelineWeight,\n"
-         "    kPipelineBoundaries, kPipelineStages, kPipelineParamStages};\n";
   return arena;
 }
 
@@ -1817,8 +1573,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   int64_t pipelineArena = 0;
   bool pipelined = module->hasAttr(TgDialect::kPipelineActionsAttr);
   if (pipelined) {
-    FailureOr<int64_t> planned =
-        emitPipeline(module, sig, bodyOs, pipelineOs, options.opsPerFunction);
+    FailureOr<int64_t> planned = emitPipelineFunctions(
+        module, sig, bodyOs, pipelineOs, options.opsPerFunction);
     if (failed(planned))
       return failure();
     pipelineArena = *planned;

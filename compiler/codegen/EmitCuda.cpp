@@ -28,6 +28,7 @@
 
 #include "compiler/codegen/EmitCuda.h"
 #include "compiler/codegen/ModelDescription.h"
+#include "compiler/codegen/PipelineTables.h"
 #include "compiler/codegen/cuda/StepEmitter.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -390,6 +391,60 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
                               "gradients into io.grads")))
     return failure();
 
+  // A pipelined step: each chunk's F, B and W and each stage's update, a
+  // step program each (one synchronisation per action: the runner sends
+  // and receives between them), and the PipelineDesc tables.
+  std::string pipelineTables;
+  llvm::raw_string_ostream pipelineOs(pipelineTables);
+  SmallVector<std::unique_ptr<StepEmitter>> pipelineEmitters;
+  SmallVector<bool> pipelineUpdates; // they report gradNorm and lr
+  bool pipelined = module->hasAttr(TgDialect::kPipelineActionsAttr);
+  if (pipelined) {
+    auto emitFunction = [&](const PipelineFunction &f) -> LogicalResult {
+      std::string name = f.func.getSymName().str();
+      pipelineEmitters.push_back(
+          std::make_unique<StepEmitter>(state, options, f.func, name, bodyOs));
+      pipelineUpdates.push_back(f.kind == "update");
+      auto bindArg = [&](unsigned i) { return f.arguments[i]; };
+      auto bindResults = [&](StepEmitter &e,
+                             func::ReturnOp ret) -> LogicalResult {
+        e.out() << "  // Results: slots, gradients (added), updates, "
+                   "metrics.\n";
+        std::string metrics;
+        for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
+          const PipelineResult &result = f.results[r];
+          if (result.kind == PipelineResult::Metric) {
+            metrics += metricCopy(e, v, result.field);
+          } else if (result.kind == PipelineResult::Grad) {
+            // W adds its part: the runtime zeroes the sums once a step.
+            e.out() << llvm::formatv(
+                "  tgc::cuda::storeOrAddGrad((float *){0}, {1}, {2}, "
+                "/*microBatch=*/nullptr, stream);\n",
+                result.target(), e.ptr(v), numel(v));
+          } else {
+            std::string target = result.target();
+            e.out() << "  if ((void *)" << e.ptr(v) << " != " << target
+                    << ")\n    TGC_CUDA_CHECK(cudaMemcpyAsync(" << target
+                    << ", " << e.ptr(v) << ", " << bytesOf(v)
+                    << ", cudaMemcpyDeviceToDevice, stream));\n";
+          }
+        }
+        e.out() << metrics;
+        return success();
+      };
+      StringRef summary = f.kind == "forward"    ? "a chunk's forward (F)"
+                          : f.kind == "backward" ? "a chunk's backward for its "
+                                                   "inputs (B)"
+                          : f.kind == "weight"   ? "a chunk's backward for its "
+                                                   "weights (W)"
+                                                 : "a stage's optimizer update";
+      return pipelineEmitters.back()->emit(bindArg, bindResults, summary);
+    };
+    if (failed(emitPipeline(module, sig, kBackend, "&d.scalars->", emitFunction,
+                            pipelineOs)))
+      return failure();
+  }
+
   // The layout of the arena.
   int64_t constantsOffset = 256;
   int64_t workOffset = constantsOffset + state.constantBytes;
@@ -532,6 +587,9 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
   emitProgram(os, trainEmitter, "train_step", true);
   emitProgram(os, evalEmitter, "eval_step", false);
   emitProgram(os, gradEmitter, "grad_step", false);
+  for (auto [e, update] : llvm::zip(pipelineEmitters, pipelineUpdates))
+    emitProgram(os, *e, e->functionName(), update);
+  os << pipelineTables;
 
   // The model description.
   emitModelTables(sig, os);
@@ -542,7 +600,8 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
                               precision == "bf16" ? "BF16" : "FP32")
                     .str(),
                 /*flopsPerStep=*/"kFlopsPerStep",
-                /*arenaBytes=*/"kPlannedBytes", os);
+                /*arenaBytes=*/"kPlannedBytes", os,
+                pipelined ? "&kPipeline" : "nullptr");
 
   if (summary) {
     summary->modelName = model;

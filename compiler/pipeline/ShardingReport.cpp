@@ -712,8 +712,8 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
   std::string pipelineTerms;
   if (chosen.stages > 1) {
     os << llvm::formatv(
-        "\npipeline: {0} stages x {1} virtual (built for the CPU; on CUDA "
-        "priced only, yet); the slowest stage, {2}, sets the pace; it sends "
+        "\npipeline: {0} stages x {1} virtual; the slowest stage, {2}, "
+        "sets the pace; it sends "
         "{3} per micro-batch to the next stage",
         chosen.stages, chosen.virtualStages, chosen.slowestStage,
         formatBytes(chosen.sendBytes));

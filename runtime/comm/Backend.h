@@ -66,6 +66,10 @@ struct Communicator {
                              DType dtype, comm::ReduceOp op, void *stream,
                              int64_t blocks) = 0;
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Makes ready what point-to-point along mesh axis `axis` needs (NCCL: a
+  /// communicator and stream per direction and neighbour); collective over
+  /// every rank. Nothing for MPI.
+  virtual void openPointToPoint(int axis);
   /// Point-to-point along mesh axis `axis` (a pipeline's stages), the peer
   /// by its coordinate on it; arguments checked. A send starts and returns
   /// (its buffer must stay until waitSends); a receive returns with the

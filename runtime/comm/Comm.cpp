@@ -272,6 +272,11 @@ static void checkPeer(Communicator *comm, int axis, int peer, int64_t bytes,
                 " bytes with tag " + std::to_string(tag));
 }
 
+void openPointToPoint(Communicator *comm, int axis) {
+  if (comm)
+    comm->openPointToPoint(axis);
+}
+
 void send(Communicator *comm, int axis, int peer, const void *data,
           int64_t bytes, int tag) {
   checkPeer(comm, axis, peer, bytes, tag, "send");
@@ -362,14 +367,16 @@ void finalize(Communicator *comm) {
 void tgc::Communicator::send(int, int, const void *, int64_t, int) {
   throw tgc::Error(
       "this communicator has no point-to-point transfers (pipeline "
-      "stages need the MPI one)");
+      "stages need the MPI or the NCCL one)");
 }
 
 int tgc::Communicator::postRecv(int, int, void *, int64_t, int) {
   throw tgc::Error(
       "this communicator has no point-to-point transfers (pipeline "
-      "stages need the MPI one)");
+      "stages need the MPI or the NCCL one)");
 }
+
+void tgc::Communicator::openPointToPoint(int) {}
 
 void tgc::Communicator::waitRecv(int) {}
 

@@ -161,11 +161,18 @@ void slice(const Communicator *comm, int axis, const void *in, void *out,
 void broadcast(Communicator *comm, void *data, int64_t bytes, int root);
 
 /// Point-to-point between the processes along mesh axis `axis` that differ
-/// only there (a pipeline's stages): `peer` is the other's coordinate on
-/// the axis, `tag` pairs a send with its receive (sends and receives of one
-/// tag between two processes match in order). send starts the transfer and
-/// returns: `data` must stay valid and unchanged until waitSends. recv
-/// returns once the bytes are in `data`. Host memory (MPI) only.
+/// only there (a pipeline's stages). openPointToPoint comes first, on
+/// every rank at once (NCCL makes a two-rank communicator and a stream per
+/// direction and neighbour on the ring of the axis there, and then reaches
+/// those neighbours only). `peer` is the other's coordinate on the axis.
+/// MPI pairs a send with its receive by `tag` (and in order within a tag);
+/// NCCL ignores the tag and pairs them in the order they are made, per
+/// direction between two processes, so a receiver posts in its sender's
+/// order. send starts the transfer and returns: `data` must be complete
+/// (on a device, no queued work still writing it) and stay unchanged until
+/// waitSends. recv returns once the bytes are in `data`. Host memory for
+/// MPI, device memory for NCCL.
+void openPointToPoint(Communicator *comm, int axis);
 void send(Communicator *comm, int axis, int peer, const void *data,
           int64_t bytes, int tag);
 void recv(Communicator *comm, int axis, int peer, void *data, int64_t bytes,

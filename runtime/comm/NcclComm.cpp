@@ -5,7 +5,11 @@
 // the runtime has it, only carries the unique id (through Backend.h).
 //
 // One CUDA device per process, chosen by the local rank. Gradient
-// all-reduces are enqueued on the caller's stream and return at once. The
+// all-reduces are enqueued on the caller's stream and return at once.
+// Pipeline stages send and receive along their mesh axis
+// (openPointToPoint): a two-rank communicator and a stream per direction
+// between ring neighbours, so a send that waits for its receiver holds up
+// nothing else; NCCL pairs each channel's sends and receives in order. The
 // communicator is non-blocking (ncclConfig_t::blocking = 0), so no NCCL call
 // can block the host for ever: a call that reports ncclInProgress is polled
 // to completion against a deadline. A watchdog thread, every 100 ms:
@@ -94,6 +98,12 @@ public:
                      DType dtype, ReduceOp op, void *stream,
                      int64_t blocks) override;
   void broadcast(void *data, int64_t bytes, int root) override;
+  void openPointToPoint(int axis) override;
+  void send(int axis, int peer, const void *data, int64_t bytes,
+            int tag) override;
+  int postRecv(int axis, int peer, void *data, int64_t bytes, int tag) override;
+  void waitRecv(int handle) override;
+  void waitSends() override;
   void barrier() override;
   void abortPeers(const std::string &why) noexcept override;
   void finalize() override;
@@ -148,6 +158,25 @@ private:
   size_t stagingBytes_ = 0;
   double timeout_ = 300;
   std::unique_ptr<Rendezvous> rendezvous_;
+
+  /// Point-to-point along a mesh axis (openPointToPoint): one two-rank
+  /// communicator and stream per direction and neighbour, so that a send
+  /// waiting for its receiver never holds up a transfer the other way
+  /// (NCCL runs one communicator's operations in order).
+  struct Channel {
+    int peer = -1; ///< the neighbour's coordinate on the axis
+    bool sending = false;
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+  int pointAxis_ = -1;
+  std::vector<Channel> channels_;
+  std::vector<cudaEvent_t> receives_; ///< by handle
+  Channel &channel(int axis, int peer, bool sending, const char *what);
+  /// Enqueues a send or receive on its channel; returns the channel's
+  /// stream.
+  cudaStream_t transfer(int axis, int peer, void *data, int64_t bytes,
+                        bool sending);
 
   struct Pending {
     cudaEvent_t event;
@@ -609,6 +638,131 @@ void NcclCommunicator::reduceScatter(int axis, const void *in, void *out,
   track(cudaStream, what);
 }
 
+//===----------------------------------------------------------------------===//
+// Point to point
+//===----------------------------------------------------------------------===//
+
+void NcclCommunicator::openPointToPoint(int axis) {
+  if (axis < 0 || axis >= static_cast<int>(meshSizes.size()))
+    throw Error("point-to-point over mesh axis " + std::to_string(axis) +
+                " of a mesh of " + std::to_string(meshSizes.size()) + " axes");
+  if (pointAxis_ == axis)
+    return;
+  if (pointAxis_ >= 0)
+    throw Error("NCCL point-to-point is open on mesh axis " +
+                std::to_string(pointAxis_) + " already, not on " +
+                std::to_string(axis));
+  pointAxis_ = axis;
+  int size = static_cast<int>(meshSizes[axis]);
+  int self = static_cast<int>(meshCoords[axis]);
+  if (size < 2)
+    return;
+  // The directed edges between neighbours on the ring of the axis: edge e
+  // joins coordinates e and e + 1 (mod size), forward from e, backward to
+  // it (with two coordinates, forward covers both ways). A split gives each
+  // rank one communicator at most, so the edges of one direction go in
+  // three splits: by the parity of e, and one for the edge that closes an
+  // odd ring. In each two-rank communicator the sender is rank 0.
+  for (int backward = 0; backward < (size > 2 ? 2 : 1); ++backward)
+    for (int split = 0; split < 3; ++split) {
+      int color = NCCL_SPLIT_NOCOLOR, key = 0;
+      Channel made;
+      for (int e = 0; e < size; ++e) {
+        int edgeSplit = size % 2 == 1 && e == size - 1 ? 2 : e % 2;
+        int from = backward ? (e + 1) % size : e;
+        int to = backward ? e : (e + 1) % size;
+        if (edgeSplit != split || (self != from && self != to))
+          continue;
+        color = e;
+        made.sending = self == from;
+        made.peer = made.sending ? to : from;
+        key = made.sending ? 0 : 1;
+      }
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;
+      std::string what =
+          "split for point-to-point on mesh axis " + std::to_string(axis);
+      ncclResult_t result =
+          ncclCommSplit(axisComm(axis), color, key, &made.comm, &config);
+      settleOn(made.comm ? made.comm : axisComm(axis), result, what);
+      if (color == NCCL_SPLIT_NOCOLOR)
+        continue;
+      checkCuda(cudaStreamCreateWithFlags(&made.stream, cudaStreamNonBlocking),
+                "cudaStreamCreateWithFlags");
+      std::lock_guard<std::mutex> lock(mutex_); // abortPeers reads the list
+      channels_.push_back(made);
+    }
+}
+
+NcclCommunicator::Channel &
+NcclCommunicator::channel(int axis, int peer, bool sending, const char *what) {
+  if (axis == pointAxis_)
+    for (Channel &c : channels_)
+      if (c.peer == peer && c.sending == sending)
+        return c;
+  throw Error(std::string("NCCL ") + what + " to coordinate " +
+              std::to_string(peer) + " on mesh axis " + std::to_string(axis) +
+              ": only neighbours on the axis that openPointToPoint opened (" +
+              std::to_string(pointAxis_) + ") are reached");
+}
+
+cudaStream_t NcclCommunicator::transfer(int axis, int peer, void *data,
+                                        int64_t bytes, bool sending) {
+  Channel &c = channel(axis, peer, sending, sending ? "send" : "receive");
+  std::string what = std::string(sending ? "send" : "receive") + " of " +
+                     std::to_string(bytes) + " bytes " +
+                     (sending ? "to" : "from") + " coordinate " +
+                     std::to_string(peer) + " on mesh axis " +
+                     std::to_string(axis);
+  // In the channel's communicator the sender is rank 0.
+  size_t count = static_cast<size_t>(bytes);
+  settleOn(c.comm,
+           sending ? ncclSend(data, count, ncclUint8, 1, c.comm, c.stream)
+                   : ncclRecv(data, count, ncclUint8, 0, c.comm, c.stream),
+           what);
+  track(c.stream, what);
+  return c.stream;
+}
+
+void NcclCommunicator::send(int axis, int peer, const void *data, int64_t bytes,
+                            int /*tag*/) {
+  transfer(axis, peer, const_cast<void *>(data), bytes, /*sending=*/true);
+}
+
+int NcclCommunicator::postRecv(int axis, int peer, void *data, int64_t bytes,
+                               int /*tag*/) {
+  cudaStream_t stream = transfer(axis, peer, data, bytes, /*sending=*/false);
+  cudaEvent_t done = nullptr;
+  checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+            "cudaEventCreateWithFlags");
+  checkCuda(cudaEventRecord(done, stream), "cudaEventRecord after a receive");
+  receives_.push_back(done);
+  return static_cast<int>(receives_.size()) - 1;
+}
+
+void NcclCommunicator::waitRecv(int handle) {
+  if (handle < 0 || handle >= static_cast<int>(receives_.size()) ||
+      !receives_[handle])
+    throw Error("NCCL receive handle " + std::to_string(handle) +
+                " is not one in flight");
+  // The watchdog bounds the wait (track).
+  checkCuda(cudaEventSynchronize(receives_[handle]), "waiting for a receive");
+  cudaEventDestroy(receives_[handle]);
+  receives_[handle] = nullptr;
+}
+
+void NcclCommunicator::waitSends() {
+  for (Channel &c : channels_)
+    if (c.sending)
+      checkCuda(cudaStreamSynchronize(c.stream), "waiting for NCCL sends");
+  // Handles are numbered afresh once every receive has been waited for.
+  bool open = false;
+  for (cudaEvent_t e : receives_)
+    open = open || e;
+  if (!open)
+    receives_.clear();
+}
+
 void NcclCommunicator::broadcast(void *data, int64_t bytes, int root) {
   size_t size = static_cast<size_t>(bytes);
   void *buffer = staging(size);
@@ -714,6 +868,9 @@ void NcclCommunicator::watch() {
 void NcclCommunicator::abortPeers(const std::string &why) noexcept {
   if (rendezvous_ && !peerAborted_)
     rendezvous_->postAbort(launch.rank, why);
+  for (Channel &c : channels_)
+    if (c.comm)
+      ncclCommAbort(c.comm);
   for (ncclComm_t axis : axisNccl_)
     if (axis)
       ncclCommAbort(axis);
@@ -743,11 +900,20 @@ void NcclCommunicator::finalize() {
   if (!nccl_)
     return;
   // Flushes every queued collective; settles once all ranks have finished.
+  for (Channel &c : channels_)
+    settleOn(c.comm, ncclCommFinalize(c.comm),
+             "finalize of a point-to-point "
+             "channel");
   for (ncclComm_t axis : axisNccl_)
     if (axis)
       settleOn(axis, ncclCommFinalize(axis), "finalize of a mesh axis");
   settle(ncclCommFinalize(nccl_), "finalize");
   stopWatchdog();
+  for (Channel &c : channels_) {
+    ncclCommDestroy(c.comm);
+    cudaStreamDestroy(c.stream);
+  }
+  channels_.clear();
   for (ncclComm_t &axis : axisNccl_)
     if (axis) {
       ncclCommDestroy(axis);
@@ -759,6 +925,12 @@ void NcclCommunicator::finalize() {
 
 NcclCommunicator::~NcclCommunicator() {
   stopWatchdog();
+  for (Channel &c : channels_)
+    if (c.comm)
+      ncclCommAbort(c.comm);
+  for (cudaEvent_t e : receives_)
+    if (e)
+      cudaEventDestroy(e);
   for (ncclComm_t axis : axisNccl_)
     if (axis)
       ncclCommAbort(axis);

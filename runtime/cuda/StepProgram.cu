@@ -182,7 +182,7 @@ template <typename T>
 __global__ void storeOrAddGradKernel(float *__restrict__ dst,
                                      const T *__restrict__ g, int64_t n,
                                      const int32_t *microBatch) {
-  bool first = *microBatch == 0;
+  bool first = microBatch && *microBatch == 0;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     dst[i] = first ? toFloat(g[i]) : dst[i] + toFloat(g[i]);

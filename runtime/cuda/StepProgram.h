@@ -172,7 +172,9 @@ void runStep(StepProgram &p, StepIO &io);
 
 /// dst[i] = g[i] on a step's first micro-batch (*microBatch == 0, device
 /// memory), dst[i] += g[i] after: the device reads which micro-batch this
-/// is, so one captured graph serves all. `n` elements, queued on `stream`.
+/// is, so one captured graph serves all. A null `microBatch` always adds (a
+/// pipeline's W passes, whose sums the runtime zeroes). `n` elements,
+/// queued on `stream`.
 void storeOrAddGrad(float *dst, const float *g, int64_t n,
                     const int32_t *microBatch, cudaStream_t stream);
 /// The same with a bf16 gradient (added in fp32).

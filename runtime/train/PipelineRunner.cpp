@@ -8,7 +8,9 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Trace.h"
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <string>
 
 namespace tgc {
@@ -57,7 +59,11 @@ PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
   for (int i = 0; i < model.numInputs; ++i)
     inputBytes_.push_back(numElements(model.inputs[i].tensor) *
                           dtypeSize(model.inputs[i].tensor.dtype));
-  auto allocate = [&](int64_t bytes) {
+  auto allocate = [&](int64_t bytes) -> void * {
+    if (model.device) {
+      device_.push_back(model.device->alloc(std::max<int64_t>(bytes, 1)));
+      return device_.back();
+    }
     // 64-byte aligned, as the arena: the kernels vectorise.
     storage_.emplace_back(new char[bytes + 64]());
     char *p = storage_.back().get();
@@ -76,6 +82,72 @@ PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
   for (int mb = 0; mb < m; ++mb)
     for (int i = 0; i < model.numInputs; ++i)
       inputs_[mb][i] = allocate(inputBytes_[i]);
+  checkReceiveOrder();
+  comm::openPointToPoint(comm_, desc_.axis);
+}
+
+PipelineRunner::~PipelineRunner() {
+  for (void *p : device_)
+    model_.device->release(p);
+}
+
+std::vector<PipelineRunner::Message>
+PipelineRunner::messages(int stage, bool sent, int peer) const {
+  const PipelineStage &st = desc_.stageDescs[stage];
+  int n = st.numActions;
+  std::vector<Message> list;
+  for (int i = 0; i < n; ++i) {
+    const PipelineAction &a = st.actions[i];
+    bool forward = a.kind == PipelineActionKind::SendF ||
+                   a.kind == PipelineActionKind::RecvF;
+    bool sending = a.kind == PipelineActionKind::SendF ||
+                   a.kind == PipelineActionKind::SendB;
+    if ((!forward && a.kind != PipelineActionKind::SendB &&
+         a.kind != PipelineActionKind::RecvB) ||
+        sending != sent)
+      continue;
+    // The chunk on the far side, and the boundary between the two.
+    int64_t other = sending == forward ? a.chunk + 1 : a.chunk - 1;
+    if (other % desc_.stages != peer)
+      continue;
+    const PipelineBoundary &b =
+        desc_.boundaries[std::min<int64_t>(a.chunk, other)];
+    int count = forward ? b.numForward : b.numBackward;
+    const int32_t *slots = forward ? b.forward : b.backward;
+    for (int j = 0; j < count; ++j)
+      list.push_back({a.microBatch, slots[j]});
+  }
+  return list;
+}
+
+void PipelineRunner::checkReceiveOrder() const {
+  // NCCL pairs a send with a receive by their order; this stage waits for
+  // the receives from each peer in the order the peer sends (and runStep
+  // posts them in that order).
+  for (int peer = 0; peer < desc_.stages; ++peer) {
+    if (peer == stage_)
+      continue;
+    std::vector<Message> sent = messages(peer, true, stage_);
+    std::vector<Message> received = messages(stage_, false, peer);
+    for (size_t i = 0; i < std::max(sent.size(), received.size()); ++i) {
+      auto text = [](const std::vector<Message> &list, size_t i) {
+        return i < list.size()
+                   ? "slot " + std::to_string(list[i].slot) +
+                         " of micro-batch " + std::to_string(list[i].microBatch)
+                   : std::string("nothing");
+      };
+      if (i >= sent.size() || i >= received.size() ||
+          sent[i].microBatch != received[i].microBatch ||
+          sent[i].slot != received[i].slot)
+        throw Error("pipeline schedule '" + std::string(desc_.schedule) +
+                    "': transfer " + std::to_string(i) + " from stage " +
+                    std::to_string(peer) + " to stage " +
+                    std::to_string(stage_) + " is " + text(sent, i) +
+                    " where it is sent, " + text(received, i) +
+                    " where it is received (a stage must wait for a peer's "
+                    "transfers in the order they are sent)");
+    }
+  }
 }
 
 static bool isRecv(PipelineActionKind kind) {
@@ -100,7 +172,10 @@ int PipelineRunner::ownerOf(int param) const {
 
 void PipelineRunner::stageInputs(int m, const void *const *inputs) {
   for (int i = 0; i < model_.numInputs; ++i)
-    std::memcpy(inputs_[m][i], inputs[i], inputBytes_[i]);
+    if (model_.device)
+      model_.device->upload(inputs_[m][i], inputs[i], inputBytes_[i]);
+    else
+      std::memcpy(inputs_[m][i], inputs[i], inputBytes_[i]);
 }
 
 void PipelineRunner::transfer(const PipelineBoundary &boundary, bool forward,
@@ -189,24 +264,50 @@ double PipelineRunner::runStep(StepIO &io) {
   // stage computes; a buffer a send still reads waits for the sends.
   int n = stage.numActions;
   std::vector<std::vector<int>> receives(n), postAfter(n);
-  auto post = [&](int i) {
-    if (stage.waitSends[i])
-      comm::waitSends(comm_);
-    postReceives(stage.actions[i], receives[i]);
+  // Receives from one peer are posted in the order it sends (the order
+  // this stage waits for them, checkReceiveOrder), as NCCL pairs them: one
+  // whose buffers are free waits for those before it.
+  std::vector<std::deque<int>> queue(desc_.stages);
+  std::vector<bool> free(n, false), posted(n, false);
+  auto peerOf = [&](const PipelineAction &a) {
+    int64_t other =
+        a.kind == PipelineActionKind::RecvF ? a.chunk - 1 : a.chunk + 1;
+    return static_cast<int>(other % desc_.stages);
+  };
+  for (int i = 0; i < n; ++i)
+    if (isRecv(stage.actions[i].kind))
+      queue[peerOf(stage.actions[i])].push_back(i);
+  auto release = [&](int i) {
+    free[i] = true;
+    std::deque<int> &list = queue[peerOf(stage.actions[i])];
+    while (!list.empty() && free[list.front()]) {
+      int next = list.front();
+      list.pop_front();
+      if (stage.waitSends[next])
+        comm::waitSends(comm_);
+      postReceives(stage.actions[next], receives[next]);
+      posted[next] = true;
+    }
   };
   for (int i = 0; i < n; ++i) {
     if (stage.postAfter[i] == -1)
-      post(i);
+      release(i);
     else if (stage.postAfter[i] >= 0)
       postAfter[stage.postAfter[i]].push_back(i);
   }
   for (int i = 0; i < n; ++i) {
     const PipelineAction &a = stage.actions[i];
+    if (isRecv(a.kind) && !posted[i])
+      throw Error("pipeline stage " + std::to_string(stage_) + " waits for " +
+                  actionName(a.kind) + std::to_string(a.microBatch) + "@" +
+                  std::to_string(a.chunk) +
+                  " before its buffers are free: the schedule's slot plan "
+                  "contradicts its actions");
     if (!isRecv(a.kind) && stage.waitSends[i])
       comm::waitSends(comm_);
     run(a, io, lossSum, receives[i]);
     for (int later : postAfter[i])
-      post(later);
+      release(later);
   }
   comm::waitSends(comm_);
   io.microBatches = desc_.microBatches;

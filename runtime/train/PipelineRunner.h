@@ -32,6 +32,9 @@ public:
   /// stream it draws).
   PipelineRunner(const ModelDesc &model, int stage, Communicator *comm,
                  int64_t replica = 0, int64_t replicas = 1);
+  ~PipelineRunner();
+  PipelineRunner(const PipelineRunner &) = delete;
+  PipelineRunner &operator=(const PipelineRunner &) = delete;
 
   int stage() const { return stage_; }
   bool lastStage() const { return stage_ == desc_.stages - 1; }
@@ -42,8 +45,9 @@ public:
   /// for a frozen one, which every stage holds unchanged.
   int ownerOf(int param) const;
 
-  /// Keeps a copy of the batch inputs (`inputs`, the model's buffers as the
-  /// loader filled them) for micro-batch `m`.
+  /// Keeps a copy of the batch inputs (`inputs`, host memory, the model's
+  /// buffers as the loader filled them) for micro-batch `m` (on the device
+  /// where the model runs on one).
   void stageInputs(int m, const void *const *inputs);
 
   /// Runs this stage's actions and its update with `io` (params, state,
@@ -53,6 +57,15 @@ public:
   double runStep(StepIO &io);
 
 private:
+  struct Message {
+    int32_t microBatch, slot;
+  };
+  /// What stage `stage` sends to (`sent`) or receives from stage `peer`,
+  /// in the order of its actions.
+  std::vector<Message> messages(int stage, bool sent, int peer) const;
+  /// Throws tgc::Error unless every peer's sends to this stage come in the
+  /// order this stage waits for them (NCCL pairs them in order).
+  void checkReceiveOrder() const;
   void run(const PipelineAction &action, StepIO &io, double &lossSum,
            const std::vector<int> &receives);
   /// Posts the receives of a RecvF or RecvB action.
@@ -73,6 +86,7 @@ private:
   std::vector<std::vector<void *>> slots_;
   std::vector<std::vector<void *>> inputs_;
   std::vector<std::unique_ptr<char[]>> storage_;
+  std::vector<void *> device_; ///< device buffers (model.device)
   std::vector<int64_t> slotBytes_, inputBytes_;
 };
 

@@ -422,9 +422,24 @@ void Trainer::syncPipelineState() {
   auto share = [&](Tensor &t, const TensorDesc &desc, int owner) {
     if (owner < 0 || !t.bytes)
       return;
+    int64_t count = t.bytes / dtypeSize(desc.dtype);
+    if (device_) {
+      // NCCL gathers device memory; the host copy and the device's become
+      // the owner's.
+      void *gathered = device_->alloc(t.bytes * stages);
+      comm::allGather(comm_, axis, t.device, gathered, count, desc.dtype,
+                      nullptr);
+      device_->synchronize();
+      device_->download(
+          t.local(), static_cast<char *>(gathered) + int64_t(owner) * t.bytes,
+          t.bytes);
+      device_->release(gathered);
+      device_->upload(t.device, t.local(), t.bytes);
+      return;
+    }
     all.resize(static_cast<size_t>(t.bytes) * stages);
-    comm::allGather(comm_, axis, t.local(), all.data(),
-                    t.bytes / dtypeSize(desc.dtype), desc.dtype, nullptr);
+    comm::allGather(comm_, axis, t.local(), all.data(), count, desc.dtype,
+                    nullptr);
     std::memcpy(t.local(), all.data() + int64_t(owner) * t.bytes, t.bytes);
   };
   std::vector<int> ownerOfParam(model_.numParams);
@@ -615,14 +630,14 @@ void Trainer::checkModel() {
                 " or compile with grad_accum (tgc --grad-accum N)");
 
   if (model_.pipeline && microBatches_ != model_.pipeline->microBatches)
-    throw Error("--batch-size " + std::to_string(opt_.batchSize) + " is " +
-                std::to_string(microBatches_) + " micro-batches of " +
-                std::to_string(micro_) + ", but model '" + model_.name +
-                "' was compiled for a pipeline schedule of " +
-                std::to_string(model_.pipeline->microBatches) +
-                " (--batch-size " +
-                std::to_string(micro_ * model_.pipeline->microBatches) +
-                ", or recompile with tgc --grad-accum N)");
+    throw Error(
+        "--batch-size " + std::to_string(opt_.batchSize) + " is " +
+        std::to_string(microBatches_) + " micro-batches of " +
+        std::to_string(micro_) + " per data replica, but model '" +
+        model_.name + "' was compiled for a pipeline schedule of " +
+        std::to_string(model_.pipeline->microBatches) + " (--batch-size " +
+        std::to_string(micro_ * model_.pipeline->microBatches * replicas) +
+        ", or recompile with tgc --grad-accum N)");
   // What the data must fit: the vocabulary (tokens feed embeddings and
   // label the loss), the classes. The compiler read each input's bound from
   // the graph: the rows of the tables it indexes, the logits it labels.
@@ -939,13 +954,19 @@ bool Trainer::drawTrainMicroBatch(int64_t m) {
 
 float Trainer::pipelineStep(int64_t step) {
   StepIO io = makeIO(step - skipped_);
-  // The first stage reads the tokens, the last the targets.
+  // The first stage reads the tokens, the last the targets (from the host
+  // copies the loader filled).
+  std::vector<const void *> hostInputs;
+  for (const Tensor &t : inputs_)
+    hostInputs.push_back(t.local());
   for (int64_t m = 0, local = 0; m < globalMicroBatches_; ++m)
     if (drawTrainMicroBatch(m))
-      pipeline_->stageInputs(static_cast<int>(local++), inputPtrs_.data());
+      pipeline_->stageInputs(static_cast<int>(local++), hostInputs.data());
   // The W passes add each micro-batch's part: the sums start at zero.
-  for (Tensor &g : grads_)
+  for (Tensor &g : grads_) {
     std::memset(g.local(), 0, static_cast<size_t>(g.bytes));
+    upload(g);
+  }
   double lossSum = pipeline_->runStep(io);
   // The last stage has the loss of each micro-batch, reduced over the data
   // axes already; one of its processes counts it, the others pass zeros.

@@ -315,9 +315,8 @@ cl::opt<int64_t> pipelineStagesFlag(
              "split into P consecutive groups, each stage a copy of the "
              "--mesh (P x its processes: mpirun -np P with no mesh); the "
              "same as a mesh axis pp=P (--mesh=pp=2,data=2). "
-             "--report=sharding, --auto-shard, --compare-plans price it so. "
-             "The executable is built for the CPU (on CUDA it is priced, "
-             "not built yet; default 1)"),
+             "--report=sharding, --auto-shard, --compare-plans price it so, "
+             "and both targets build it (default 1)"),
     cl::init(1), cl::value_desc("P"), cl::cat(planCategory));
 cl::opt<int64_t> virtualStagesFlag(
     "virtual-stages",
@@ -1466,10 +1465,6 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return success();
     });
 
-  if (getPipelineStages(*module).stages > 1 && cuda)
-    return fail(inputFile + " is planned with pipeline stages (tg.pipeline), "
-                            "which the CUDA backend cannot build yet; "
-                            "compile it for the CPU or without them");
   if (getPipelineStages(*module).stages > 1 &&
       !(*module)->hasAttr(TgDialect::kPipelineActionsAttr))
     return fail(inputFile +

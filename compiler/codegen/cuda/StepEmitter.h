@@ -230,6 +230,7 @@ public:
     return it != names.end() ? it->second : ptr(v);
   }
   llvm::raw_ostream &out() { return os; }
+  StringRef functionName() const { return name; }
   int64_t arenaBytes() const { return plannedBytes; }
   int64_t numTimed() const { return timers; }
   double flops() const { return totalFlops; }
