@@ -1494,6 +1494,10 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   std::string body;
   llvm::raw_string_ostream bodyOs(body);
 
+  // A pipelined module runs its chunks' functions (evaluation included):
+  // the whole step's functions are left out.
+  bool pipelined = module->hasAttr(TgDialect::kPipelineActionsAttr);
+
   // @train_step: params, state, inputs, step, base_lr.
   FunctionEmitter trainEmitter(step, bodyOs, options.opsPerFunction);
   auto bindTrainArg = [&](unsigned i) {
@@ -1517,7 +1521,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   };
   // `io.step` is an int64_t, `io.baseLr` a float and `io.microBatches` an
   // int32_t, exactly the scalar tensors' element types.
-  if (failed(trainEmitter.emit("train_step", bindTrainArg, bindTrainResult)))
+  if (!pipelined &&
+      failed(trainEmitter.emit("train_step", bindTrainArg, bindTrainResult)))
     return failure();
 
   // @forward: params and inputs in order.
@@ -1535,7 +1540,8 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
               << e.buf(v) << "));\n";
     return success();
   };
-  if (failed(evalEmitter.emit("eval_step", bindEvalArg, bindEvalResult)))
+  if (!pipelined &&
+      failed(evalEmitter.emit("eval_step", bindEvalArg, bindEvalResult)))
     return failure();
 
   // @forward_backward: params and inputs in order; gradients to io.grads,
@@ -1564,14 +1570,14 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
             << "        g[i] += " << e.buf(v) << "[i];\n  }\n";
     return success();
   };
-  if (failed(gradEmitter.emit("grad_step", bindEvalArg, bindGradResult)))
+  if (!pipelined &&
+      failed(gradEmitter.emit("grad_step", bindEvalArg, bindGradResult)))
     return failure();
 
   // A pipelined step's functions and tables.
   std::string pipelineTables;
   llvm::raw_string_ostream pipelineOs(pipelineTables);
   int64_t pipelineArena = 0;
-  bool pipelined = module->hasAttr(TgDialect::kPipelineActionsAttr);
   if (pipelined) {
     FailureOr<int64_t> planned = emitPipelineFunctions(
         module, sig, bodyOs, pipelineOs, options.opsPerFunction);
@@ -1625,7 +1631,6 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   os << "\n} // namespace\n\n";
 
   emitModelDesc(sig, module, /*deviceOps=*/"nullptr", /*flopsPerStep=*/"0",
-                /*arenaBytes=*/"kArenaBytes", os,
-                pipelined ? "&kPipeline" : "nullptr");
+                /*arenaBytes=*/"kArenaBytes", os, pipelined);
   return success();
 }

@@ -637,7 +637,7 @@ std::string mlir::tg::trainingDefaults(const StepSignature &sig,
 void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
                              StringRef deviceOps, StringRef flopsPerStep,
                              StringRef arenaBytes, llvm::raw_ostream &os,
-                             StringRef pipeline) {
+                             bool pipelined) {
   os << "const tgc::ModelDesc kModel = {\n"
      << "    \"" << sig.modelName << "\",\n"
      << "    " << sig.fwdParams.size() << ", kParams,\n"
@@ -646,9 +646,11 @@ void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
      << "    " << (sig.forward.getFunctionType().getNumResults() - 1)
      << ", kOutputs,\n"
      << "    " << trainingDefaults(sig, module) << ",\n"
-     << "    train_step,\n    /*accumulate=*/"
-     << (sig.accumArgs.empty() ? "nullptr" : "grad_step")
-     << ",\n    eval_step,\n    grad_step,\n"
+     << (pipelined ? "    /*trainStep=*/nullptr" : "    train_step")
+     << ",\n    /*accumulate=*/"
+     << (sig.accumArgs.empty() || pipelined ? "nullptr" : "grad_step")
+     << ",\n    " << (pipelined ? "/*evalStep=*/nullptr" : "eval_step")
+     << ",\n    " << (pipelined ? "/*gradStep=*/nullptr" : "grad_step") << ",\n"
      << "    /*device=*/" << deviceOps << ",\n"
      << "    /*flopsPerStep=*/" << flopsPerStep << ",\n"
      << "    /*arenaBytes=*/" << arenaBytes << ",\n";
@@ -658,7 +660,7 @@ void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
   else
     os << "    /*numMeshAxes=*/0, /*mesh=*/nullptr,\n";
   os << "    /*grads=*/kGrads,\n";
-  os << "    /*pipeline=*/" << pipeline << ",\n";
+  os << "    /*pipeline=*/" << (pipelined ? "&kPipeline" : "nullptr") << ",\n";
   os << "};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";

@@ -142,13 +142,14 @@ std::string trainingDefaults(const StepSignature &signature, ModuleOp module);
 
 /// The definition of kModel, the ModelDesc of runtime/core/Model.h, and
 /// main(), which trains it: the tables of emitModelTables, the step
-/// functions train_step, grad_step and eval_step, and what each target says
-/// for itself, the expressions of `deviceOps` ("nullptr" for none),
-/// `flopsPerStep` and `arenaBytes`.
+/// functions train_step, grad_step and eval_step (`pipelined`: none of
+/// them, and the tables of PipelineTables.h, kPipeline, instead), and what
+/// each target says for itself, the expressions of `deviceOps` ("nullptr"
+/// for none), `flopsPerStep` and `arenaBytes`.
 void emitModelDesc(const StepSignature &signature, ModuleOp module,
                    StringRef deviceOps, StringRef flopsPerStep,
                    StringRef arenaBytes, llvm::raw_ostream &os,
-                   StringRef pipeline = "nullptr");
+                   bool pipelined = false);
 
 /// One number of the module's training table (tg.training), or `fallback`.
 double trainingNumber(ModuleOp module, ArrayRef<StringRef> path,

@@ -145,9 +145,11 @@ LogicalResult printStageMemory(ModuleOp module, llvm::raw_ostream &os) {
     return module.emitError("--report=memory: ")
            << llvm::toString(plans.takeError());
   os << llvm::formatv("pipelined: {0} stages x {1} chunks a stage, schedule "
-                      "{2}, {3} micro-batches; each stage's own (the CPU "
-                      "executable still allocates every stage's parameters, "
-                      "state and gradient sums in each process)\n",
+                      "{2}, {3} micro-batches; each stage's own (on CUDA a "
+                      "stage's device holds just these; the CPU executable "
+                      "still allocates every stage's parameters, state and "
+                      "gradient sums in each process, and either keeps a "
+                      "host copy of the whole model for checkpoints)\n",
                       shape.stages, shape.virtualStages,
                       schedule ? schedule.getValue() : "", shape.microBatches);
   for (int64_t s = 0; s < shape.stages; ++s) {

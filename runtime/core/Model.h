@@ -322,8 +322,9 @@ struct ModelDesc {
   /// the data axes, whole-shaped, where its parameter may be split (ZeRO-3);
   /// null: the parameters' shapes.
   const TensorDesc *grads;
-  /// Null unless the step is pipelined; then trainStep, accumulate and
-  /// gradStep are the whole step's, for one process.
+  /// Null unless the step is pipelined; then trainStep, accumulate,
+  /// evalStep and gradStep are null: the runtime runs the pipeline's
+  /// functions, for training and for evaluation.
   const PipelineDesc *pipeline;
 };
 

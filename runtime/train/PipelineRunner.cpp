@@ -256,6 +256,34 @@ void PipelineRunner::postReceives(const PipelineAction &a,
              &receives);
 }
 
+double PipelineRunner::evaluate(StepIO &io, const void *const *inputs) {
+  stageInputs(0, inputs);
+  io.microBatch = 0;
+  io.randomStream = replica_;
+  io.inputs = const_cast<const void **>(inputs_[0].data());
+  io.slots = slots_[0].data();
+  double loss = 0;
+  for (int64_t c = stage_; c < chunks_; c += desc_.stages) {
+    if (c > 0) {
+      std::vector<int> receives;
+      transfer(desc_.boundaries[c - 1], /*forward=*/true, /*send=*/false, 0,
+               static_cast<int>(c - 1), &receives);
+      for (int handle : receives)
+        comm::waitRecv(comm_, handle);
+    }
+    desc_.forward[c](io);
+    if (c == chunks_ - 1)
+      loss = io.loss;
+    else
+      transfer(desc_.boundaries[c], /*forward=*/true, /*send=*/true, 0,
+               static_cast<int>(c + 1), nullptr);
+  }
+  // The buffers are the next batch's.
+  comm::waitSends(comm_);
+  io.slots = nullptr;
+  return loss;
+}
+
 double PipelineRunner::runStep(StepIO &io) {
   double lossSum = 0;
   const PipelineStage &stage = desc_.stageDescs[stage_];

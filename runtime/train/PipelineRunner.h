@@ -10,7 +10,8 @@
 // when each receive is posted, are tg-pipeline-schedule's plan
 // (tg.pipeline_buffers): reused from one micro-batch to the next where the
 // action list lets them (1F1B's first stage holds P micro-batches'
-// activations, GPipe's all M).
+// activations, GPipe's all M). Evaluation runs the chunks' forwards alone,
+// through the stages (evaluate).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +56,13 @@ public:
   /// zeroes: it knows the pieces' sizes on a mesh). Returns the sum of the
   /// micro-batches' losses on the last stage, 0 elsewhere.
   double runStep(StepIO &io);
+
+  /// The forward alone on one batch (`inputs`, host memory, as for
+  /// stageInputs), for evaluation: each of this stage's chunks in order,
+  /// its slots received from the stage before and sent to the one after
+  /// (micro-batch 0's buffers). Returns the loss on the last stage, 0
+  /// elsewhere. Every process of the run calls it.
+  double evaluate(StepIO &io, const void *const *inputs);
 
 private:
   struct Message {

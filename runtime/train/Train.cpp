@@ -201,10 +201,17 @@ public:
   int run();
 
 private:
-  Tensor makeTensor(const TensorDesc &desc);
+  /// A host tensor, with its device copy where the model runs on a device
+  /// and `onDevice`.
+  Tensor makeTensor(const TensorDesc &desc, bool onDevice = true);
   /// A parameter or state tensor: whole on the host, this process's piece
   /// for the step when the mesh splits it.
-  Tensor makeModelTensor(const TensorDesc &desc);
+  Tensor makeModelTensor(const TensorDesc &desc, bool onDevice = true);
+  /// Whether this process's pipeline stage holds parameter `param` (every
+  /// process without a pipeline; every stage a frozen one).
+  bool stageHolds(int param) const;
+  /// The parameter optimizer state `state` belongs to, -1 for none.
+  int paramOfState(int state) const;
   /// Puts the pieces of the split tensors together in every process's host
   /// copy (after download); every rank calls it.
   void gatherModelState();
@@ -212,6 +219,12 @@ private:
   /// updates it to every stage, so that any process holds the whole model
   /// (evaluation, checkpoints).
   void syncPipelineState();
+  /// Whether this process adds a pipelined loss into the sums: on the last
+  /// stage, the first of the processes that share its batch (`perReplica`)
+  /// or of all (a step's loss, reduced over the data axes already).
+  bool countsPipelineLoss(bool perReplica) const;
+  /// The batch inputs' host copies, as the loader filled them.
+  std::vector<const void *> hostInputs() const;
   float pipelineStep(int64_t step);
   void upload(Tensor &t);
   void download(Tensor &t);
@@ -373,23 +386,23 @@ Trainer::~Trainer() {
         device_->release(t.device);
 }
 
-Tensor Trainer::makeTensor(const TensorDesc &desc) {
+Tensor Trainer::makeTensor(const TensorDesc &desc, bool onDevice) {
   Tensor t;
   t.host = allocate(desc);
   t.bytes = numElements(desc) * dtypeSize(desc.dtype);
-  if (device_)
+  if (device_ && onDevice)
     t.device = device_->alloc(std::max<int64_t>(t.bytes, 1));
   return t;
 }
 
-Tensor Trainer::makeModelTensor(const TensorDesc &desc) {
+Tensor Trainer::makeModelTensor(const TensorDesc &desc, bool onDevice) {
   // A file shape that is no view of the shape (generated code that
   // contradicts itself) fails now, not at the first checkpoint.
   fileShapeOf(desc);
   if (!MeshLayout::isSplit(desc))
-    return makeTensor(desc);
+    return makeTensor(desc, onDevice);
   TensorDesc local = mesh_.local(desc);
-  Tensor t = makeTensor(local);
+  Tensor t = makeTensor(local, onDevice);
   t.piece = std::move(t.host);
   t.host = allocate(desc);
   t.desc = &desc;
@@ -401,13 +414,21 @@ void Trainer::upload(Tensor &t) {
   // --resume loaded the pieces themselves.
   if (t.desc && !piecesLoaded_)
     mesh_.cut(*t.desc, t.host.get(), t.piece.get(), rank_);
-  if (device_ && t.bytes)
+  if (t.device && t.bytes)
     device_->upload(t.device, t.local(), t.bytes);
 }
 
 void Trainer::download(Tensor &t) {
-  if (device_ && t.bytes)
+  if (t.device && t.bytes)
     device_->download(t.local(), t.device, t.bytes);
+}
+
+bool Trainer::stageHolds(int param) const {
+  if (!model_.pipeline)
+    return true;
+  int64_t mask = model_.pipeline->paramStages[param];
+  int stage = comm::meshCoordinate(comm_, model_.pipeline->axis);
+  return mask == 0 || (mask & (int64_t(1) << stage));
 }
 
 void Trainer::syncPipelineState() {
@@ -424,17 +445,21 @@ void Trainer::syncPipelineState() {
       return;
     int64_t count = t.bytes / dtypeSize(desc.dtype);
     if (device_) {
-      // NCCL gathers device memory; the host copy and the device's become
-      // the owner's.
-      void *gathered = device_->alloc(t.bytes * stages);
-      comm::allGather(comm_, axis, t.device, gathered, count, desc.dtype,
-                      nullptr);
+      // NCCL gathers device memory; the host copy (and the device's, on a
+      // stage that holds the tensor) becomes the owner's. A stage without
+      // it sends its part of the gathered buffer, in place.
+      char *gathered = static_cast<char *>(device_->alloc(t.bytes * stages));
+      int coordinate = comm::meshCoordinate(comm_, axis);
+      comm::allGather(comm_, axis,
+                      t.device ? t.device
+                               : gathered + int64_t(coordinate) * t.bytes,
+                      gathered, count, desc.dtype, nullptr);
       device_->synchronize();
-      device_->download(
-          t.local(), static_cast<char *>(gathered) + int64_t(owner) * t.bytes,
-          t.bytes);
+      device_->download(t.local(), gathered + int64_t(owner) * t.bytes,
+                        t.bytes);
       device_->release(gathered);
-      device_->upload(t.device, t.local(), t.bytes);
+      if (t.device)
+        device_->upload(t.device, t.local(), t.bytes);
       return;
     }
     all.resize(static_cast<size_t>(t.bytes) * stages);
@@ -448,9 +473,16 @@ void Trainer::syncPipelineState() {
     share(params_[i], model_.params[i].tensor, ownerOfParam[i]);
   }
   for (int i = 0; i < model_.numState; ++i)
-    for (int p = 0; p < model_.numParams; ++p)
-      if (std::strcmp(model_.state[i].param, model_.params[p].tensor.name) == 0)
-        share(state_[i], model_.state[i].tensor, ownerOfParam[p]);
+    if (int p = paramOfState(i); p >= 0)
+      share(state_[i], model_.state[i].tensor, ownerOfParam[p]);
+}
+
+int Trainer::paramOfState(int state) const {
+  for (int p = 0; p < model_.numParams; ++p)
+    if (std::strcmp(model_.state[state].param, model_.params[p].tensor.name) ==
+        0)
+      return p;
+  return -1;
 }
 
 void Trainer::gatherModelState() {
@@ -617,7 +649,7 @@ void Trainer::checkModel() {
                 sharers + " cannot share evenly; use a multiple of " +
                 std::to_string(micro_ * replicas));
   microBatches_ = globalMicroBatches_ / replicas;
-  if (microBatches_ > 1 && !model_.accumulate)
+  if (microBatches_ > 1 && !model_.accumulate && !model_.pipeline)
     throw Error("--batch-size " + std::to_string(opt_.batchSize) + " needs " +
                 std::to_string(microBatches_) + " micro-batches of " +
                 std::to_string(micro_) + " per step on each of " +
@@ -722,14 +754,22 @@ void Trainer::setUpData() {
 }
 
 void Trainer::setUpBuffers() {
+  // A pipeline stage's device holds the parameters, state and gradients of
+  // its own layers (the host keeps every tensor, for checkpoints); the
+  // others' pointers are null.
+  auto stepPointer = [&](const Tensor &t) -> void * {
+    return device_ && !t.device ? nullptr : t.step();
+  };
   for (int i = 0; i < model_.numParams; ++i) {
-    params_.push_back(makeModelTensor(model_.params[i].tensor));
-    paramPtrs_.push_back(params_.back().step());
+    params_.push_back(makeModelTensor(model_.params[i].tensor, stageHolds(i)));
+    paramPtrs_.push_back(stepPointer(params_.back()));
     hostParams_.push_back(params_.back().host.get());
   }
   for (int i = 0; i < model_.numState; ++i) {
-    state_.push_back(makeModelTensor(model_.state[i].tensor));
-    statePtrs_.push_back(state_.back().step());
+    int param = paramOfState(i);
+    state_.push_back(makeModelTensor(model_.state[i].tensor,
+                                     param < 0 || stageHolds(param)));
+    statePtrs_.push_back(stepPointer(state_.back()));
     hostState_.push_back(state_.back().host.get());
   }
   for (int i = 0; i < model_.numInputs; ++i) {
@@ -747,8 +787,8 @@ void Trainer::setUpBuffers() {
       if (model_.params[i].trainable) {
         const TensorDesc &grad =
             model_.grads ? model_.grads[k] : model_.params[i].tensor;
-        grads_.push_back(makeTensor(mesh_.local(grad)));
-        gradPtrs_.push_back(grads_.back().step());
+        grads_.push_back(makeTensor(mesh_.local(grad), stageHolds(i)));
+        gradPtrs_.push_back(stepPointer(grads_.back()));
         ++k;
       }
   if (model_.pipeline) {
@@ -956,12 +996,10 @@ float Trainer::pipelineStep(int64_t step) {
   StepIO io = makeIO(step - skipped_);
   // The first stage reads the tokens, the last the targets (from the host
   // copies the loader filled).
-  std::vector<const void *> hostInputs;
-  for (const Tensor &t : inputs_)
-    hostInputs.push_back(t.local());
+  std::vector<const void *> inputs = hostInputs();
   for (int64_t m = 0, local = 0; m < globalMicroBatches_; ++m)
     if (drawTrainMicroBatch(m))
-      pipeline_->stageInputs(static_cast<int>(local++), hostInputs.data());
+      pipeline_->stageInputs(static_cast<int>(local++), inputs.data());
   // The W passes add each micro-batch's part: the sums start at zero.
   for (Tensor &g : grads_) {
     std::memset(g.local(), 0, static_cast<size_t>(g.bytes));
@@ -970,10 +1008,7 @@ float Trainer::pipelineStep(int64_t step) {
   double lossSum = pipeline_->runStep(io);
   // The last stage has the loss of each micro-batch, reduced over the data
   // axes already; one of its processes counts it, the others pass zeros.
-  bool counts = pipeline_->lastStage();
-  for (int a = 0; a < comm::meshAxes(comm_); ++a)
-    if (a != model_.pipeline->axis && comm::meshCoordinate(comm_, a) != 0)
-      counts = false;
+  bool counts = countsPipelineLoss(/*perReplica=*/false);
   double mean =
       comm::allReduceSum(comm_, counts ? lossSum : 0.0) / microBatches_;
   lastStepLr_ = io.lr;
@@ -1010,8 +1045,25 @@ float Trainer::trainStep(int64_t step) {
   return loss;
 }
 
+bool Trainer::countsPipelineLoss(bool perReplica) const {
+  if (!pipeline_->lastStage())
+    return false;
+  for (int a = 0; a < model_.numMeshAxes; ++a)
+    if (a != model_.pipeline->axis &&
+        !(perReplica && model_.mesh[a].splitsBatch) &&
+        comm::meshCoordinate(comm_, a) != 0)
+      return false;
+  return true;
+}
+
+std::vector<const void *> Trainer::hostInputs() const {
+  std::vector<const void *> pointers;
+  for (const Tensor &t : inputs_)
+    pointers.push_back(t.local());
+  return pointers;
+}
+
 EvalResult Trainer::evaluate() {
-  syncPipelineState();
   EvalResult result;
   int64_t batches = kind_ == DataKind::Tokens ? valTokens_->batchesPerPass()
                                               : valClasses_->batchesPerPass();
@@ -1021,10 +1073,11 @@ EvalResult Trainer::evaluate() {
     valTokens_->rewind();
   if (valClasses_)
     valClasses_->rewind();
-  bool accuracy = kind_ == DataKind::Classes && model_.numOutputs > 0 &&
-                  model_.outputs[0].dtype == DType::F32 &&
-                  model_.outputs[0].rank == 2 &&
-                  model_.outputs[0].shape[0] == micro_;
+  // A pipeline's chunks give the loss alone.
+  bool accuracy =
+      !pipeline_ && kind_ == DataKind::Classes && model_.numOutputs > 0 &&
+      model_.outputs[0].dtype == DType::F32 && model_.outputs[0].rank == 2 &&
+      model_.outputs[0].shape[0] == micro_;
   TraceScope scope(trace_.get(), "evaluation", "eval");
   double lossSum = 0;
   int64_t rows = 0, correct = 0;
@@ -1054,7 +1107,11 @@ EvalResult Trainer::evaluate() {
       fillClassInputs(*classBatch);
       valid = classBatch->validRows;
     }
-    model_.evalStep(io);
+    if (pipeline_)
+      io.loss =
+          static_cast<float>(pipeline_->evaluate(io, hostInputs().data()));
+    else
+      model_.evalStep(io);
     lossSum += static_cast<double>(io.loss) * valid;
     rows += valid;
     if (accuracy) {
@@ -1069,8 +1126,10 @@ EvalResult Trainer::evaluate() {
     }
   }
   if (comm_) {
-    // The first process of each replica counts it.
-    bool counts = mesh_.leadsReplica();
+    // The first process of each replica counts it (a pipeline's, on the
+    // last stage).
+    bool counts = pipeline_ ? countsPipelineLoss(/*perReplica=*/true)
+                            : mesh_.leadsReplica();
     lossSum = comm::allReduceSum(comm_, counts ? lossSum : 0.0);
     rows = static_cast<int64_t>(
         comm::allReduceSum(comm_, counts ? double(rows) : 0.0));
@@ -1082,7 +1141,6 @@ EvalResult Trainer::evaluate() {
     result.accuracy = static_cast<double>(correct) / rows;
   return result;
 }
-
 
 //===----------------------------------------------------------------------===//
 // Bad steps (--on-nonfinite, --loss-spike)
@@ -1126,7 +1184,7 @@ void Trainer::restoreSnapshot() {
   for (auto *list : {&params_, &state_})
     for (Tensor &t : *list) {
       std::memcpy(t.local(), snapshot_[i++].data(), t.bytes);
-      if (device_ && t.bytes)
+      if (t.device && t.bytes)
         device_->upload(t.device, t.local(), t.bytes);
     }
 }
@@ -1150,7 +1208,7 @@ void Trainer::injectBadStep() {
     for (int64_t k = 0; k < t.bytes / 4; ++k)
       values[k] = k % 2 ? -30.0f : 30.0f;
   }
-  if (device_)
+  if (t.device)
     device_->upload(t.device, t.local(), t.bytes);
 }
 
@@ -1504,6 +1562,10 @@ void Trainer::pruneCheckpoints() {
 /// --dump-grads: the loss and every trainable parameter's gradient on the
 /// first training batch, as safetensors ("loss" and the parameter names).
 void Trainer::dumpGrads() {
+  if (model_.pipeline)
+    throw Error("--dump-grads computes one process's gradients of the whole "
+                "step, which a pipelined executable runs as stages; compile "
+                "the model without pipeline stages for it");
   if (world_ > 1)
     throw Error("--dump-grads computes one process's gradients; run it "
                 "without a launcher");
@@ -1615,6 +1677,34 @@ int Trainer::run() {
                 "micro-batches; slots per stage %s\n",
                 p.stages, p.virtualStages, p.schedule, p.microBatches,
                 held.c_str());
+    if (device_) {
+      // This process's pieces of what each stage's device holds.
+      std::vector<int64_t> bytes(p.stages, 0);
+      auto add = [&](int param, const Tensor &t) {
+        for (int s = 0; s < p.stages; ++s)
+          if (p.paramStages[param] == 0 ||
+              (p.paramStages[param] & (int64_t(1) << s)))
+            bytes[s] += t.bytes;
+      };
+      for (int i = 0, k = 0; i < model_.numParams; ++i) {
+        add(i, params_[i]);
+        if (model_.params[i].trainable && k < (int)grads_.size())
+          add(i, grads_[k++]);
+      }
+      for (int i = 0; i < model_.numState; ++i)
+        if (int param = paramOfState(i); param >= 0)
+          add(param, state_[i]);
+      int64_t whole = 0;
+      for (auto *list : {&params_, &state_, &grads_})
+        for (const Tensor &t : *list)
+          whole += t.bytes;
+      std::string text;
+      for (int s = 0; s < p.stages; ++s)
+        text += (s ? ", " : "") + std::to_string(bytes[s] / 1000) + " kB";
+      std::printf("pipeline: each stage's device holds its parameters, "
+                  "optimizer state and gradient sums: %s (of %lld kB)\n",
+                  text.c_str(), (long long)(whole / 1000));
+    }
   }
   if (isRoot() && !opt_.quiet && mesh_.hasMesh())
     std::printf("batch: micro-batch %lld x %lld accumulated x %lld data "
