@@ -59,7 +59,7 @@ for entry in "${plans[@]}"; do
   echo
   echo "$model, per stage (tgc --report=memory):"
   echo '```'
-  grep -E "^pipelined|^stage [0-9]+:|^  (parameters|optimizer state|gradient sums)" \
+  grep -E "^pipelined|^stage [0-9]+:|its functions read|its update's|summed over the micro-batches|^  slot buffers|the largest of its functions" \
     "$work/$model.memory" || cat "$work/$model.memory"
   echo '```'
 done
