@@ -140,6 +140,8 @@ private:
   void interleave(const void *from, void *to, int64_t pieces, int64_t blocks,
                   int64_t run, bool toRunMajor, cudaStream_t stream);
   void checkCuda(cudaError_t error, const std::string &what);
+  /// An event from the spare ones (the watchdog's, done), else a new one.
+  cudaEvent_t spareEvent();
   /// Records an event after `what` on `stream` for the watchdog's deadline.
   void track(cudaStream_t stream, const std::string &what);
   /// Waits for the internal stream; the watchdog bounds the wait.
@@ -411,20 +413,25 @@ void NcclCommunicator::track(cudaStream_t stream, const std::string &what) {
   if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
       capture != cudaStreamCaptureStatusNone)
     return;
-  cudaEvent_t event = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!spareEvents_.empty()) {
-      event = spareEvents_.back();
-      spareEvents_.pop_back();
-    }
-  }
-  if (!event)
-    checkCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
-              "cudaEventCreateWithFlags");
+  cudaEvent_t event = spareEvent();
   checkCuda(cudaEventRecord(event, stream), "cudaEventRecord after " + what);
   std::lock_guard<std::mutex> lock(mutex_);
   pending_.push_back({event, nowSeconds() + timeout_, what});
+}
+
+cudaEvent_t NcclCommunicator::spareEvent() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!spareEvents_.empty()) {
+      cudaEvent_t event = spareEvents_.back();
+      spareEvents_.pop_back();
+      return event;
+    }
+  }
+  cudaEvent_t event = nullptr;
+  checkCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+            "cudaEventCreateWithFlags");
+  return event;
 }
 
 void NcclCommunicator::waitInternal(const std::string &what) {
@@ -732,9 +739,7 @@ void NcclCommunicator::send(int axis, int peer, const void *data, int64_t bytes,
 int NcclCommunicator::postRecv(int axis, int peer, void *data, int64_t bytes,
                                int /*tag*/) {
   cudaStream_t stream = transfer(axis, peer, data, bytes, /*sending=*/false);
-  cudaEvent_t done = nullptr;
-  checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
-            "cudaEventCreateWithFlags");
+  cudaEvent_t done = spareEvent();
   checkCuda(cudaEventRecord(done, stream), "cudaEventRecord after a receive");
   receives_.push_back(done);
   return static_cast<int>(receives_.size()) - 1;
@@ -747,7 +752,8 @@ void NcclCommunicator::waitRecv(int handle) {
                 " is not one in flight");
   // The watchdog bounds the wait (track).
   checkCuda(cudaEventSynchronize(receives_[handle]), "waiting for a receive");
-  cudaEventDestroy(receives_[handle]);
+  std::lock_guard<std::mutex> lock(mutex_);
+  spareEvents_.push_back(receives_[handle]);
   receives_[handle] = nullptr;
 }
 

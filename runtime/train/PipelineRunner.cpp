@@ -39,6 +39,22 @@ const char *actionName(PipelineActionKind kind) {
   return "?";
 }
 
+bool isRecv(PipelineActionKind kind) {
+  return kind == PipelineActionKind::RecvF || kind == PipelineActionKind::RecvB;
+}
+
+bool isSend(PipelineActionKind kind) {
+  return kind == PipelineActionKind::SendF || kind == PipelineActionKind::SendB;
+}
+
+/// The chunk on the far side of a send or receive: the next chunk for
+/// forward sends and backward receives, the one before for the others.
+int64_t farChunk(const PipelineAction &a) {
+  bool towardsNext = a.kind == PipelineActionKind::SendF ||
+                     a.kind == PipelineActionKind::RecvB;
+  return towardsNext ? a.chunk + 1 : a.chunk - 1;
+}
+
 } // namespace
 
 PipelineRunner::PipelineRunner(const ModelDesc &model, int stage,
@@ -98,18 +114,14 @@ PipelineRunner::messages(int stage, bool sent, int peer) const {
   std::vector<Message> list;
   for (int i = 0; i < n; ++i) {
     const PipelineAction &a = st.actions[i];
-    bool forward = a.kind == PipelineActionKind::SendF ||
-                   a.kind == PipelineActionKind::RecvF;
-    bool sending = a.kind == PipelineActionKind::SendF ||
-                   a.kind == PipelineActionKind::SendB;
-    if ((!forward && a.kind != PipelineActionKind::SendB &&
-         a.kind != PipelineActionKind::RecvB) ||
-        sending != sent)
+    if (!(sent ? isSend(a.kind) : isRecv(a.kind)))
       continue;
-    // The chunk on the far side, and the boundary between the two.
-    int64_t other = sending == forward ? a.chunk + 1 : a.chunk - 1;
+    int64_t other = farChunk(a);
     if (other % desc_.stages != peer)
       continue;
+    // The slots of the boundary between the two chunks.
+    bool forward = a.kind == PipelineActionKind::SendF ||
+                   a.kind == PipelineActionKind::RecvF;
     const PipelineBoundary &b =
         desc_.boundaries[std::min<int64_t>(a.chunk, other)];
     int count = forward ? b.numForward : b.numBackward;
@@ -148,10 +160,6 @@ void PipelineRunner::checkReceiveOrder() const {
                     "transfers in the order they are sent)");
     }
   }
-}
-
-static bool isRecv(PipelineActionKind kind) {
-  return kind == PipelineActionKind::RecvF || kind == PipelineActionKind::RecvB;
 }
 
 int64_t PipelineRunner::slotBytes(int stage) const {
@@ -298,9 +306,7 @@ double PipelineRunner::runStep(StepIO &io) {
   std::vector<std::deque<int>> queue(desc_.stages);
   std::vector<bool> free(n, false), posted(n, false);
   auto peerOf = [&](const PipelineAction &a) {
-    int64_t other =
-        a.kind == PipelineActionKind::RecvF ? a.chunk - 1 : a.chunk + 1;
-    return static_cast<int>(other % desc_.stages);
+    return static_cast<int>(farChunk(a) % desc_.stages);
   };
   for (int i = 0; i < n; ++i)
     if (isRecv(stage.actions[i].kind))

@@ -207,9 +207,9 @@ private:
   /// A parameter or state tensor: whole on the host, this process's piece
   /// for the step when the mesh splits it.
   Tensor makeModelTensor(const TensorDesc &desc, bool onDevice = true);
-  /// Whether this process's pipeline stage holds parameter `param` (every
-  /// process without a pipeline; every stage a frozen one).
-  bool stageHolds(int param) const;
+  /// Whether pipeline stage `stage` (-1: this process's) holds parameter
+  /// `param` (every process without a pipeline; every stage a frozen one).
+  bool stageHolds(int param, int stage = -1) const;
   /// The parameter optimizer state `state` belongs to, -1 for none.
   int paramOfState(int state) const;
   /// Puts the pieces of the split tensors together in every process's host
@@ -223,8 +223,6 @@ private:
   /// stage, the first of the processes that share its batch (`perReplica`)
   /// or of all (a step's loss, reduced over the data axes already).
   bool countsPipelineLoss(bool perReplica) const;
-  /// The batch inputs' host copies, as the loader filled them.
-  std::vector<const void *> hostInputs() const;
   float pipelineStep(int64_t step);
   void upload(Tensor &t);
   void download(Tensor &t);
@@ -331,6 +329,9 @@ private:
   // What StepIO points at: device memory on a device, else host memory.
   std::vector<void *> paramPtrs_, statePtrs_, outputPtrs_, gradPtrs_;
   std::vector<const void *> inputPtrs_;
+  /// The inputs' host copies, as the loader fills them (a pipeline stages
+  /// them per micro-batch).
+  std::vector<const void *> hostInputPtrs_;
   // Host copies of the parameters and state, for init and checkpoints.
   std::vector<void *> hostParams_, hostState_;
   /// --resume filled the pieces of split tensors directly: their whole host
@@ -423,11 +424,12 @@ void Trainer::download(Tensor &t) {
     device_->download(t.local(), t.device, t.bytes);
 }
 
-bool Trainer::stageHolds(int param) const {
+bool Trainer::stageHolds(int param, int stage) const {
   if (!model_.pipeline)
     return true;
+  if (stage < 0)
+    stage = comm::meshCoordinate(comm_, model_.pipeline->axis);
   int64_t mask = model_.pipeline->paramStages[param];
-  int stage = comm::meshCoordinate(comm_, model_.pipeline->axis);
   return mask == 0 || (mask & (int64_t(1) << stage));
 }
 
@@ -775,6 +777,7 @@ void Trainer::setUpBuffers() {
   for (int i = 0; i < model_.numInputs; ++i) {
     inputs_.push_back(makeTensor(model_.inputs[i].tensor));
     inputPtrs_.push_back(inputs_.back().step());
+    hostInputPtrs_.push_back(inputs_.back().local());
   }
   for (int i = 0; i < model_.numOutputs; ++i) {
     outputs_.push_back(makeTensor(model_.outputs[i]));
@@ -996,10 +999,9 @@ float Trainer::pipelineStep(int64_t step) {
   StepIO io = makeIO(step - skipped_);
   // The first stage reads the tokens, the last the targets (from the host
   // copies the loader filled).
-  std::vector<const void *> inputs = hostInputs();
   for (int64_t m = 0, local = 0; m < globalMicroBatches_; ++m)
     if (drawTrainMicroBatch(m))
-      pipeline_->stageInputs(static_cast<int>(local++), inputs.data());
+      pipeline_->stageInputs(static_cast<int>(local++), hostInputPtrs_.data());
   // The W passes add each micro-batch's part: the sums start at zero.
   for (Tensor &g : grads_) {
     std::memset(g.local(), 0, static_cast<size_t>(g.bytes));
@@ -1056,13 +1058,6 @@ bool Trainer::countsPipelineLoss(bool perReplica) const {
   return true;
 }
 
-std::vector<const void *> Trainer::hostInputs() const {
-  std::vector<const void *> pointers;
-  for (const Tensor &t : inputs_)
-    pointers.push_back(t.local());
-  return pointers;
-}
-
 EvalResult Trainer::evaluate() {
   EvalResult result;
   int64_t batches = kind_ == DataKind::Tokens ? valTokens_->batchesPerPass()
@@ -1109,7 +1104,7 @@ EvalResult Trainer::evaluate() {
     }
     if (pipeline_)
       io.loss =
-          static_cast<float>(pipeline_->evaluate(io, hostInputs().data()));
+          static_cast<float>(pipeline_->evaluate(io, hostInputPtrs_.data()));
     else
       model_.evalStep(io);
     lossSum += static_cast<double>(io.loss) * valid;
@@ -1682,8 +1677,7 @@ int Trainer::run() {
       std::vector<int64_t> bytes(p.stages, 0);
       auto add = [&](int param, const Tensor &t) {
         for (int s = 0; s < p.stages; ++s)
-          if (p.paramStages[param] == 0 ||
-              (p.paramStages[param] & (int64_t(1) << s)))
+          if (stageHolds(param, s))
             bytes[s] += t.bytes;
       };
       for (int i = 0, k = 0; i < model_.numParams; ++i) {
