@@ -12,6 +12,8 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
+#include <tuple>
 
 using namespace mlir::tg::pipeline;
 using llvm::formatv;
@@ -417,6 +419,56 @@ mlir::tg::pipeline::simulate(const Shape &shape, const StageActions &actions,
   auto where = [&](int64_t s, const Action &a) {
     return formatv("stage {0}: {1}", s, describe(a, shape)).str();
   };
+
+  // Between two stages, transfers pair up in order (NCCL matches a send
+  // with a receive by its place in each side's sequence, not by a tag):
+  // a stage receives a peer's transfers in the order the peer sends them.
+  // A transfer is named by its direction, micro-batch and the lower chunk
+  // of its boundary.
+  using Transfer = std::tuple<bool, int64_t, int64_t>;
+  auto farChunk = [](const Action &a) {
+    bool up = a.kind == ActionKind::SendF || a.kind == ActionKind::RecvB;
+    return up ? a.chunk + 1 : a.chunk - 1;
+  };
+  std::map<std::pair<int64_t, int64_t>, std::vector<Transfer>> sent, received;
+  for (int64_t s = 0; s < p; ++s)
+    for (const Action &a : actions[s]) {
+      bool send = a.kind == ActionKind::SendF || a.kind == ActionKind::SendB;
+      bool recv = a.kind == ActionKind::RecvF || a.kind == ActionKind::RecvB;
+      if (!send && !recv)
+        continue;
+      int64_t far = farChunk(a);
+      if (far < 0 || far >= chunks)
+        continue; // the play says so
+      int64_t peer = shape.stageOf(far);
+      bool forward = a.kind == ActionKind::SendF || a.kind == ActionKind::RecvF;
+      Transfer t{forward, a.microBatch, std::min(a.chunk, far)};
+      if (send)
+        sent[{s, peer}].push_back(t);
+      else
+        received[{peer, s}].push_back(t);
+    }
+  for (auto &[link, receives] : received) {
+    const std::vector<Transfer> &sends = sent[link];
+    for (size_t i = 0; i < std::min(sends.size(), receives.size()); ++i) {
+      if (sends[i] == receives[i])
+        continue;
+      auto text = [&](const Transfer &t, bool send) {
+        auto [forward, m, low] = t;
+        ActionKind kind =
+            send ? (forward ? ActionKind::SendF : ActionKind::SendB)
+                 : (forward ? ActionKind::RecvF : ActionKind::RecvB);
+        int64_t chunk = send == forward ? low : low + 1;
+        return describe({kind, m, chunk}, shape);
+      };
+      return fail(formatv(
+          "stage {0} receives {1} as its transfer {2} from stage {3}, which "
+          "sends {4} there: a stage must receive a peer's transfers in the "
+          "order the peer sends them",
+          link.second, text(receives[i], false), i, link.first,
+          text(sends[i], true)));
+    }
+  }
 
   // Runs stage s's next action if it can: 1 ran, 0 waits, an error when the
   // action is wrong whatever the other stages do.

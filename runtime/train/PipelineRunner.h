@@ -65,15 +65,6 @@ public:
   double evaluate(StepIO &io, const void *const *inputs);
 
 private:
-  struct Message {
-    int32_t microBatch, slot;
-  };
-  /// What stage `stage` sends to (`sent`) or receives from stage `peer`,
-  /// in the order of its actions.
-  std::vector<Message> messages(int stage, bool sent, int peer) const;
-  /// Throws tgc::Error unless every peer's sends to this stage come in the
-  /// order this stage waits for them (NCCL pairs them in order).
-  void checkReceiveOrder() const;
   void run(const PipelineAction &action, StepIO &io, double &lossSum,
            const std::vector<int> &receives);
   /// Posts the receives of a RecvF or RecvB action.

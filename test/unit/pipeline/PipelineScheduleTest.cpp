@@ -247,6 +247,26 @@ TEST(PipelineSchedule, WaitingInACycleIsADeadlock) {
             "stage 1; stage 1: recv-F0 waits for send-F0 on stage 0");
 }
 
+TEST(PipelineSchedule, ReceivesOutOfTheSendersOrderAreRefused) {
+  // Stage 1 takes micro-batch 1 first: the play alone would run it, but
+  // NCCL pairs a peer's sends with this stage's receives in order, so the
+  // first receive would get micro-batch 0's activation.
+  Shape shape{2, 1, 2};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  StageActions actions = listOf(Schedule::GPipe, shape, costs);
+  std::vector<Action> &last = actions[1];
+  auto f0 =
+      std::find(last.begin(), last.end(), Action{ActionKind::RecvF, 0, 1});
+  auto f1 =
+      std::find(last.begin(), last.end(), Action{ActionKind::RecvF, 1, 1});
+  ASSERT_TRUE(f0 + 2 == f1);
+  std::rotate(f0, f1, f1 + 2);
+  EXPECT_EQ(errorOf(shape, actions, costs),
+            "stage 1 receives recv-F1 as its transfer 0 from stage 0, which "
+            "sends send-F0 there: a stage must receive a peer's transfers in "
+            "the order the peer sends them");
+}
+
 TEST(PipelineSchedule, AMissingSendIsADeadlockAndAMissingActionAnError) {
   Shape shape{2, 1, 2};
   Costs costs = Costs::uniform(shape, 1, 1, 1);
