@@ -3,8 +3,9 @@
 # compares each plan with Megatron-LM's published configuration of that size,
 # as tgc's cost model prices both (compute roofline + ring alpha-beta
 # collectives from compiler/cost/clusters/h100-sxm-8.json, gradient
-# buckets overlapped with compute, pipeline stages as tgc --pipeline-stages
-# prices them: modelled, not executable).
+# buckets overlapped with compute, pipeline stages as tgc builds them: the
+# split's chunk functions under the schedule's action lists, each stage's
+# memory as --report=memory plans it).
 #
 #   bench/sharding/scale.sh [--out DIR] [--cases "gpt2-124m gpt3-6.7b ..."]
 #                           [--tp "1 2 4 8"] [--pp "1 2 4 8"]
@@ -385,8 +386,8 @@ for name, e in results.items():
               "%.2f" % (b["step"] / mrow["step"]) if mrow else "-"))
 print()
 print("step: the global batch's step (@forward_backward x (accum - 1) + "
-      "@train_step; with pp stages the slowest stage's, plus the bubble and "
-      "the sends between stages: modelled, not executable); search: wall "
+      "@train_step; with pp stages as built: the stage that finishes last, "
+      "its chunks, its idle time and its update); search: wall "
       "seconds of the chosen mesh's tgc run (solver + the 6 plans compiled "
       "and priced), solver: AutoShardPass in its --mlir-timing, all tries: "
       "every tgc run of the case. Logs and commands: %s/logs, numbers: %s/scale.json"

@@ -27,51 +27,34 @@ LogicalResult mlir::tg::emitPipeline(
     llvm::function_ref<LogicalResult(const PipelineFunction &)> emitFunction,
     llvm::raw_ostream &tables) {
   PipelineStages stages = getPipelineStages(module);
-  auto actionsAttr =
-      module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineActionsAttr);
   auto boundaries =
       module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineTransfersAttr);
   auto pipelineDict =
       module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr);
-  auto microAttr = pipelineDict.getAs<IntegerAttr>("micro_batches");
-  auto scheduleAttr = pipelineDict.getAs<StringAttr>("schedule");
-  if (!actionsAttr || !boundaries || !microAttr || !scheduleAttr)
+  auto scheduleAttr =
+      pipelineDict ? pipelineDict.getAs<StringAttr>("schedule") : nullptr;
+  if (!boundaries || !scheduleAttr)
     return module.emitError(backend)
            << ": the pipelined module has no schedule "
               "(run tg-pipeline-split and "
               "tg-pipeline-schedule)";
   int64_t chunks = stages.stages * stages.virtualStages;
-  pipeline::Shape shape{stages.stages, stages.virtualStages,
-                        microAttr.getInt()};
-  if ((int64_t)actionsAttr.size() != stages.stages ||
-      (int64_t)boundaries.size() != chunks - 1)
+  if ((int64_t)boundaries.size() != chunks - 1)
     return module.emitError(backend)
-           << ": tg.pipeline_actions has " << actionsAttr.size()
-           << " stages and tg.pipeline_transfers " << boundaries.size()
+           << ": tg.pipeline_transfers has " << boundaries.size()
            << " boundaries, for " << stages.stages << " stages of " << chunks
            << " chunks";
   // The lists as written, checked by playing them: a hand-edited order
-  // that deadlocks or reads what does not exist yet fails here.
-  pipeline::StageActions actions(stages.stages);
-  for (auto [st, list] : llvm::enumerate(actionsAttr)) {
-    auto texts = dyn_cast<ArrayAttr>(list);
-    if (!texts)
-      return module.emitError(backend)
-             << ": tg.pipeline_actions[" << st << "] is not a list of actions";
-    for (Attribute a : texts) {
-      auto text = dyn_cast<StringAttr>(a);
-      llvm::Expected<pipeline::Action> action =
-          text ? pipeline::parseAction(text.getValue(), shape, st)
-               : llvm::Expected<pipeline::Action>(llvm::createStringError(
-                     llvm::inconvertibleErrorCode(), "an action is no string"));
-      if (!action)
-        return module.emitError(backend) << ": tg.pipeline_actions: "
-                                         << llvm::toString(action.takeError());
-      actions[st].push_back(*action);
-    }
-  }
+  // that deadlocks, reads what does not exist yet or receives out of the
+  // sender's order fails here.
+  pipeline::Shape shape;
+  llvm::Expected<pipeline::StageActions> actions =
+      readPipelineActions(module, shape);
+  if (!actions)
+    return module.emitError(backend)
+           << ": " << llvm::toString(actions.takeError());
   if (auto played = pipeline::simulate(
-          shape, actions, pipeline::Costs::uniform(shape, 1, 1, 1));
+          shape, *actions, pipeline::Costs::uniform(shape, 1, 1, 1));
       !played)
     return module.emitError(backend)
            << ": tg.pipeline_actions: " << llvm::toString(played.takeError());
@@ -240,7 +223,7 @@ LogicalResult mlir::tg::emitPipeline(
   tables << "};\n";
   static const char *kindNames[] = {"F",     "B",     "W",     "BW",
                                     "SendF", "RecvF", "SendB", "RecvB"};
-  for (auto [st, list] : llvm::enumerate(actions)) {
+  for (auto [st, list] : llvm::enumerate(*actions)) {
     tables << "const tgc::PipelineAction kStage" << st << "Actions[] = {\n";
     for (const pipeline::Action &a : list)
       tables << "    {tgc::PipelineActionKind::"
@@ -268,7 +251,7 @@ LogicalResult mlir::tg::emitPipeline(
            << ";\n";
   }
   tables << "const tgc::PipelineStage kPipelineStages[] = {\n";
-  for (auto [st, list] : llvm::enumerate(actions))
+  for (auto [st, list] : llvm::enumerate(*actions))
     tables << "    {" << list.size() << ", kStage" << st << "Actions, "
            << update[st] << ", kStage" << st << "SlotBuffers, kStage" << st
            << "SlotCounts, kStage" << st << "PostAfter, kStage" << st

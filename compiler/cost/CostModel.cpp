@@ -111,10 +111,11 @@ std::optional<double> CostModel::collectiveOpSeconds(Operation *op) const {
 double CostModel::stageSendSeconds(double bytes, int64_t stages) const {
   if (stages <= 1)
     return 0;
-  const LinkSpec &link =
-      meshDevices * stages > cluster.devicesPerNode && cluster.network
-          ? *cluster.network
-          : cluster.node;
+  // On a split module's mesh the stages are its axis pp, already counted.
+  int64_t devices = axes.count("pp") ? meshDevices : meshDevices * stages;
+  const LinkSpec &link = devices > cluster.devicesPerNode && cluster.network
+                             ? *cluster.network
+                             : cluster.node;
   return link.latency + bytes / link.bandwidth;
 }
 

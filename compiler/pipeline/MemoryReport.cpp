@@ -126,33 +126,24 @@ void printRemat(DictionaryAttr remat, int64_t peak, llvm::raw_ostream &os) {
 
 } // namespace
 
-namespace {
-
-/// A pipelined step: each stage's parameters, state and gradient sums, the
-/// buffers of its slots under the schedule (tg-pipeline-schedule's plan),
-/// and the largest arena among its functions.
-LogicalResult printStageMemory(ModuleOp module, llvm::raw_ostream &os) {
+llvm::Expected<std::vector<StageMemory>>
+mlir::tg::stageMemoryOf(ModuleOp module) {
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
   PipelineStages stages = getPipelineStages(module);
   auto dict = module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr);
-  auto micro = dict.getAs<IntegerAttr>("micro_batches");
-  auto schedule = dict.getAs<StringAttr>("schedule");
+  auto micro = dict ? dict.getAs<IntegerAttr>("micro_batches") : nullptr;
   pipeline::Shape shape{stages.stages, stages.virtualStages,
                         micro ? micro.getInt() : 1};
   SmallVector<Type> slotTypes = slotTypesOf(module);
   llvm::Expected<std::vector<pipeline::SlotPlan>> plans =
       readSlotPlans(module, shape, slotTypes.size());
   if (!plans)
-    return module.emitError("--report=memory: ")
-           << llvm::toString(plans.takeError());
-  os << llvm::formatv("pipelined: {0} stages x {1} chunks a stage, schedule "
-                      "{2}, {3} micro-batches; each stage's own (on CUDA a "
-                      "stage's device holds just these; the CPU executable "
-                      "still allocates every stage's parameters, state and "
-                      "gradient sums in each process, and either keeps a "
-                      "host copy of the whole model for checkpoints)\n",
-                      shape.stages, shape.virtualStages,
-                      schedule ? schedule.getValue() : "", shape.microBatches);
+    return plans.takeError();
+  std::vector<StageMemory> out(shape.stages);
   for (int64_t s = 0; s < shape.stages; ++s) {
+    StageMemory &m = out[s];
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>()) {
       auto role =
@@ -167,9 +158,6 @@ LogicalResult printStageMemory(ModuleOp module, llvm::raw_ostream &os) {
     }
     // Arguments by role, each tensor once.
     llvm::StringSet<> seen;
-    int64_t params = 0, state = 0, sums = 0, arena = 0, arenaBound = 0;
-    int64_t numParams = 0, numState = 0, numSums = 0;
-    StringRef largest;
     for (func::FuncOp func : funcs) {
       for (BlockArgument arg : func.getArguments()) {
         unsigned i = arg.getArgNumber();
@@ -177,63 +165,88 @@ LogicalResult printStageMemory(ModuleOp module, llvm::raw_ostream &os) {
         if (auto name =
                 func.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr)) {
           if (seen.insert(("p:" + name.getValue()).str()).second)
-            params += bytes, ++numParams;
+            m.params += bytes, ++m.numParams;
         } else if (auto name = func.getArgAttrOfType<StringAttr>(
                        i, TgDialect::kStateAttr)) {
           if (seen.insert(("s:" + name.getValue()).str()).second)
-            state += bytes, ++numState;
+            m.state += bytes, ++m.numState;
         } else if (auto name = func.getArgAttrOfType<StringAttr>(
                        i, TgDialect::kAccumAttr)) {
           if (seen.insert(("g:" + name.getValue()).str()).second)
-            sums += bytes, ++numSums;
+            m.sums += bytes, ++m.numSums;
         }
       }
       auto bytes = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
       if (!bytes)
-        return func.emitError("--report=memory: @")
-               << func.getSymName() << " has no memory plan (run "
-               << "tg-plan-memory)";
+        return fail("@" + func.getSymName() +
+                    " has no memory plan (run tg-plan-memory)");
       StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
-      if (bytes.getInt() > arena) {
-        arena = bytes.getInt();
-        largest = func.getSymName();
+      if (bytes.getInt() > m.arena) {
+        m.arena = bytes.getInt();
+        m.largest = func.getSymName();
       }
-      arenaBound = std::max(arenaBound, live.liveBound);
+      m.arenaBound = std::max(m.arenaBound, live.liveBound);
     }
     // The slots: a slot's buffers are the most of its micro-batches the
     // list keeps at once, so they are their own lower bound.
     const pipeline::SlotPlan &plan = (*plans)[s];
-    int64_t slotBytes = 0, buffers = 0, held = 0, used = 0;
     for (auto [k, count] : llvm::enumerate(plan.count)) {
       if (!count)
         continue;
-      ++used;
-      buffers += count;
-      held = std::max(held, count);
-      slotBytes += count * tensorBytes(slotTypes[k]);
+      ++m.usedSlots;
+      m.buffers += count;
+      m.held = std::max(m.held, count);
+      m.slots += count * tensorBytes(slotTypes[k]);
     }
-    int64_t peak = params + state + sums + slotBytes + arena;
-    int64_t bound = params + state + sums + slotBytes + arenaBound;
+  }
+  return out;
+}
+
+namespace {
+
+/// A pipelined step: each stage's parameters, state and gradient sums, the
+/// buffers of its slots under the schedule (tg-pipeline-schedule's plan),
+/// and the largest arena among its functions.
+LogicalResult printStageMemory(ModuleOp module, llvm::raw_ostream &os) {
+  PipelineStages stages = getPipelineStages(module);
+  auto dict = module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr);
+  auto micro = dict.getAs<IntegerAttr>("micro_batches");
+  auto schedule = dict.getAs<StringAttr>("schedule");
+  llvm::Expected<std::vector<StageMemory>> memory = stageMemoryOf(module);
+  if (!memory)
+    return module.emitError("--report=memory: ")
+           << llvm::toString(memory.takeError());
+  os << llvm::formatv("pipelined: {0} stages x {1} chunks a stage, schedule "
+                      "{2}, {3} micro-batches; each stage's own (on CUDA a "
+                      "stage's device holds just these; the CPU executable "
+                      "still allocates every stage's parameters, state and "
+                      "gradient sums in each process, and either keeps a "
+                      "host copy of the whole model for checkpoints)\n",
+                      stages.stages, stages.virtualStages,
+                      schedule ? schedule.getValue() : "",
+                      micro ? micro.getInt() : 1);
+  for (auto [s, m] : llvm::enumerate(*memory)) {
     os << llvm::formatv("\nstage {0}: planned peak {1}, lower bound {2}: "
                         "{3:f3}x\n",
-                        s, formatBytes(peak), formatBytes(bound),
-                        bound ? (double)peak / bound : 1.0);
+                        s, formatBytes(m.peak()), formatBytes(m.lowerBound()),
+                        m.lowerBound() ? (double)m.peak() / m.lowerBound()
+                                       : 1.0);
     os << llvm::formatv("  {0,-28} {1,12}  ({2} tensors its functions "
                         "read)\n",
-                        "parameters", formatBytes(params), numParams);
+                        "parameters", formatBytes(m.params), m.numParams);
     os << llvm::formatv("  {0,-28} {1,12}  ({2} tensors, its update's)\n",
-                        "optimizer state", formatBytes(state), numState);
+                        "optimizer state", formatBytes(m.state), m.numState);
     os << llvm::formatv("  {0,-28} {1,12}  ({2} tensors, summed over the "
                         "micro-batches)\n",
-                        "gradient sums", formatBytes(sums), numSums);
+                        "gradient sums", formatBytes(m.sums), m.numSums);
     os << llvm::formatv("  {0,-28} {1,12}  ({2} buffers of {3} slots: the "
                         "activations and transfers of at most {4} "
                         "micro-batch{5} at once)\n",
-                        "slot buffers", formatBytes(slotBytes), buffers, used,
-                        held, held == 1 ? "" : "es");
+                        "slot buffers", formatBytes(m.slots), m.buffers,
+                        m.usedSlots, m.held, m.held == 1 ? "" : "es");
     os << llvm::formatv("  {0,-28} {1,12}  (the largest of its functions', "
                         "@{2})\n",
-                        "arena", formatBytes(arena), largest);
+                        "arena", formatBytes(m.arena), m.largest);
   }
   return success();
 }

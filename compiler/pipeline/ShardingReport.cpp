@@ -447,7 +447,111 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
   plan.arenaBytes = arena[full];
 }
 
+/// Prices a pipelined module as it is built: tg-pipeline-schedule's
+/// action lists played (pipeline::simulate) on the modelled time of each
+/// of tg-pipeline-split's chunk functions (pipelineFunctionCosts, the
+/// times the schedule pass chose and placed by), then each stage's update
+/// once; the stage that finishes last sets the step. Its figures are that
+/// stage's: its chunk functions on every micro-batch and its update, the
+/// rest of the played step its idle time (the schedule's bubble and its
+/// waits for transfers). The memory is the fullest stage's as
+/// --report=memory counts it (stageMemoryOf: parameters, state, gradient
+/// sums, the slots' buffers under the schedule, the largest arena).
+void estimateBuiltPipeline(PlanEstimate &plan, ModuleOp module,
+                           const CostModel &stepCost) {
+  // The split module's mesh, its stages the axis pp: the sum of a tied
+  // weight's gradient over pp is priced as the schedule pass prices it.
+  CostModel cost(stepCost.spec(), getModuleMesh(module));
+  llvm::Expected<BuiltPipeline> played = playBuiltPipeline(module, stepCost);
+  if (!played) {
+    plan.error = llvm::toString(played.takeError());
+    return;
+  }
+  const pipeline::Shape &shape = played->shape;
+  const pipeline::Timeline *timeline = &played->timeline;
+  int64_t p = shape.stages;
+  plan.built = true;
+  plan.stages = p;
+  plan.virtualStages = shape.virtualStages;
+  plan.microBatches = shape.microBatches;
+  plan.schedule = played->schedule;
+  SmallVector<SmallVector<func::FuncOp>> chunkFuncs(p);
+  SmallVector<func::FuncOp> updates(p);
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto role =
+        func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
+    if (!role)
+      continue;
+    if (auto chunk = role.getAs<IntegerAttr>("chunk"))
+      chunkFuncs[shape.stageOf(chunk.getInt())].push_back(func);
+    else if (auto stage = role.getAs<IntegerAttr>("stage");
+             stage && stage.getInt() < p)
+      updates[stage.getInt()] = func;
+  }
+  // Each stage's end: its last action, then its update.
+  SmallVector<double> ends(p, 0);
+  for (int64_t s = 0; s < p; ++s) {
+    for (const pipeline::Timeline::Slot &slot : timeline->stages[s])
+      ends[s] = std::max(ends[s], slot.end);
+    PlanEstimate scratch;
+    if (updates[s])
+      ends[s] += addFunction(scratch, updates[s], cost, 1,
+                             /*listCollectives=*/false)[0]
+                     .seconds();
+  }
+  int64_t slow = std::max_element(ends.begin(), ends.end()) - ends.begin();
+  plan.slowestStage = slow;
+  for (func::FuncOp func : chunkFuncs[slow])
+    addFunction(plan, func, cost, (double)shape.microBatches,
+                /*listCollectives=*/true);
+  if (updates[slow])
+    plan.trainStepSeconds = addFunction(plan, updates[slow], cost, 1,
+                                        /*listCollectives=*/true)[0]
+                                .seconds();
+  double working = plan.computeSeconds + plan.commSeconds - plan.hiddenSeconds;
+  plan.bubbleSeconds = std::max(0.0, ends[slow] - working);
+  plan.sendSeconds = 0;
+  plan.sendBytes = largestTransferBytes(module);
+
+  llvm::Expected<std::vector<StageMemory>> memory = stageMemoryOf(module);
+  if (!memory) {
+    plan.error = llvm::toString(memory.takeError());
+    return;
+  }
+  int64_t full = 0;
+  for (int64_t s = 1; s < p; ++s)
+    if ((*memory)[s].peak() > (*memory)[full].peak())
+      full = s;
+  plan.fullestStage = full;
+  plan.argumentBytes = (*memory)[full].arguments();
+  plan.arenaBytes = (*memory)[full].slots + (*memory)[full].arena;
+}
+
 } // namespace
+
+llvm::Expected<BuiltPipeline>
+mlir::tg::playBuiltPipeline(ModuleOp module, const CostModel &stepCost) {
+  CostModel cost(stepCost.spec(), getModuleMesh(module));
+  BuiltPipeline out;
+  llvm::Expected<pipeline::StageActions> actions =
+      readPipelineActions(module, out.shape);
+  if (!actions)
+    return actions.takeError();
+  out.actions = std::move(*actions);
+  if (auto dict =
+          module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr))
+    if (auto schedule = dict.getAs<StringAttr>("schedule"))
+      out.schedule = schedule.getValue().str();
+  out.costs = pipelineFunctionCosts(module, out.shape, cost);
+  llvm::Expected<pipeline::Timeline> timeline =
+      pipeline::simulate(out.shape, out.actions, out.costs);
+  if (!timeline)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "tg.pipeline_actions: " +
+                                       llvm::toString(timeline.takeError()));
+  out.timeline = std::move(*timeline);
+  return out;
+}
 
 llvm::Expected<pipeline::Costs>
 mlir::tg::pipelineChunkCosts(ModuleOp module, const CostModel &cost) {
@@ -528,6 +632,10 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
   }
   plan.microBatches = microBatchesOf(module);
   PipelineStages pipeline = getPipelineStages(module);
+  if (module->hasAttr(TgDialect::kPipelineActionsAttr)) {
+    estimateBuiltPipeline(plan, module, cost);
+    return plan;
+  }
   if (pipeline.stages > 1 || pipeline.virtualStages > 1) {
     llvm::Expected<StageMap> map = stageMapOf(step, pipeline, &cost);
     if (!map) {
@@ -593,7 +701,9 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
     os << "]";
   }
   if (chosen.stages > 1)
-    os << " x " << chosen.stages << " pipeline stages (modelled)";
+    os << " x " << chosen.stages << " pipeline stages"
+       << (chosen.built ? " (as built: schedule " + chosen.schedule + ")"
+                        : std::string(" (modelled)"));
   os << ", cluster " << spec.name << " (" << spec.deviceName << ", "
      << spec.devicesPerNode << " per node)\n";
   os << "plan: " << chosen.label << "\n";
@@ -662,7 +772,12 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
     }
   }
 
-  if (chosen.microBatches > 1)
+  if (chosen.built)
+    os << "\ncollectives of stage " << chosen.slowestStage
+       << "'s functions (its chunks' on each of " << chosen.microBatches
+       << " micro-batches, its update's once): kind, axis, bytes, modelled "
+          "time, cause\n";
+  else if (chosen.microBatches > 1)
     os << "\ncollectives of @train_step (the last of " << chosen.microBatches
        << " micro-batches; the others run @forward_backward): kind, axis, "
           "bytes, modelled time, cause\n";
@@ -704,13 +819,25 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
       cost.spec().overlapsCommunication
           ? "- hidden behind compute " + formatSeconds(chosen.hiddenSeconds)
           : "- hidden 0 (the cluster runs no collective beside compute)";
-  if (chosen.microBatches > 1)
+  if (chosen.microBatches > 1 && !chosen.built)
     os << llvm::formatv("\nstep of {0} micro-batches: @forward_backward {1} "
                         "times and @train_step ({2}) once",
                         chosen.microBatches, chosen.microBatches - 1,
                         formatSeconds(chosen.trainStepSeconds));
   std::string pipelineTerms;
-  if (chosen.stages > 1) {
+  if (chosen.built) {
+    os << llvm::formatv(
+        "\npipeline as built: {0} stages x {1} chunks a stage, schedule {2} "
+        "on {3} micro-batches, its action lists played on each chunk "
+        "function's modelled time; stage {4} finishes last and sets the "
+        "step (its update {5}); a boundary moves at most {6} per "
+        "micro-batch",
+        chosen.stages, chosen.virtualStages, chosen.schedule,
+        chosen.microBatches, chosen.slowestStage,
+        formatSeconds(chosen.trainStepSeconds), formatBytes(chosen.sendBytes));
+    pipelineTerms = " + idle " + formatSeconds(chosen.bubbleSeconds) +
+                    " (the bubble and waits for transfers)";
+  } else if (chosen.stages > 1) {
     os << llvm::formatv(
         "\npipeline: {0} stages x {1} virtual; the slowest stage, {2}, "
         "sets the pace; it sends "
@@ -726,7 +853,11 @@ void mlir::tg::printShardingReport(ModuleOp module, const PlanEstimate &chosen,
       formatSeconds(chosen.computeSeconds), formatSeconds(chosen.commSeconds),
       overlap, pipelineTerms, formatSeconds(chosen.stepSeconds()), chosen.flops,
       100.0 * chosen.flops / chosen.stepSeconds() / peak, peak);
-  if (chosen.stages > 1)
+  if (chosen.built)
+    os << "memory of the fullest stage (" << chosen.fullestStage
+       << ", as --report=memory counts it: parameters, state and gradient "
+          "sums, then its slot buffers and largest arena): ";
+  else if (chosen.stages > 1)
     os << "memory of the fullest stage (" << chosen.fullestStage
        << ", its in-flight micro-batches' activations counted): ";
   else
@@ -771,7 +902,8 @@ llvm::json::Value mlir::tg::shardingReportJson(ModuleOp module,
     if (plan.stages > 1)
       o["pipeline"] = llvm::json::Object{{"stages", plan.stages},
                                          {"virtual_stages", plan.virtualStages},
-                                         {"executable", false},
+                                         {"built", plan.built},
+                                         {"schedule", plan.schedule},
                                          {"bubble_seconds", plan.bubbleSeconds},
                                          {"send_seconds", plan.sendSeconds},
                                          {"send_bytes", plan.sendBytes},

@@ -56,11 +56,18 @@ struct PlanEstimate {
   /// and the update).
   double trainStepSeconds = 0;
 
-  /// With pipeline stages (the module's tg.pipeline; modelled, not
-  /// executable): the times above are the slowest stage's, the memory the
-  /// fullest stage's, and the step adds the schedule's bubble and the
-  /// stages' point-to-point transfers.
+  /// With pipeline stages (the module's tg.pipeline): the times above are
+  /// the slowest stage's, the memory the fullest stage's, and the step adds
+  /// the schedule's bubble and the stages' point-to-point transfers.
+  /// `built`: the module is split and scheduled (tg-pipeline-split,
+  /// tg-pipeline-schedule) and priced as built, its `schedule`'s lists
+  /// played on its chunk functions (bubbleSeconds is then all the slowest
+  /// stage's idle time, its waits for transfers included, and
+  /// sendSeconds 0); else the step's ops are placed on stages by the stage
+  /// map and the bubble is the generic schedule's (playPipeline).
   int64_t stages = 1, virtualStages = 1;
+  bool built = false;
+  std::string schedule;
   double bubbleSeconds = 0, sendSeconds = 0;
   /// The largest activation one stage sends the next per micro-batch.
   int64_t sendBytes = 0;
@@ -95,6 +102,21 @@ PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
 /// empty.
 llvm::Expected<pipeline::Costs> pipelineChunkCosts(ModuleOp module,
                                                    const CostModel &cost);
+
+/// A split and scheduled module's pipeline as built: tg-pipeline-schedule's
+/// action lists (its `schedule`) played on the modelled time of each of
+/// tg-pipeline-split's chunk functions (pipelineFunctionCosts, on the
+/// module's mesh with its axis pp): what --report=pipeline draws and the
+/// pipelined estimate prices.
+struct BuiltPipeline {
+  pipeline::Shape shape;
+  std::string schedule;
+  pipeline::StageActions actions;
+  pipeline::Costs costs;
+  pipeline::Timeline timeline;
+};
+llvm::Expected<BuiltPipeline> playBuiltPipeline(ModuleOp module,
+                                                const CostModel &cost);
 
 /// The report as text, and as JSON (`--report-json`): `module` is the
 /// chosen plan compiled through the memory phase, `others` the standard

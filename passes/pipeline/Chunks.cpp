@@ -237,7 +237,6 @@ pipeline::Costs mlir::tg::pipelineFunctionCosts(ModuleOp module,
                                                 const CostModel &cost) {
   pipeline::Costs costs =
       pipeline::Costs::uniform(shape, 0, 0, 0, /*transfer=*/0);
-  DenseMap<int64_t, int64_t> slotBytes;
   for (auto func : module.getOps<func::FuncOp>()) {
     auto role =
         func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
@@ -245,18 +244,23 @@ pipeline::Costs mlir::tg::pipelineFunctionCosts(ModuleOp module,
     if (!chunk)
       continue;
     double seconds = 0;
-    for (Operation &op : func.getBody().front().without_terminator())
-      seconds += cost.opSeconds(&op);
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      std::optional<double> comm = cost.collectiveOpSeconds(&op);
+      seconds += comm ? *comm : cost.opSeconds(&op);
+    }
     StringRef kind = role.getAs<StringAttr>("kind").getValue();
     std::vector<double> &list = kind == "forward"    ? costs.forward
                                 : kind == "backward" ? costs.backwardInput
                                                      : costs.backwardWeight;
     list[chunk.getInt()] = seconds;
-    for (auto [r, type] : llvm::enumerate(func.getResultTypes()))
-      if (auto slot =
-              func.getResultAttrOfType<IntegerAttr>(r, TgDialect::kSlotAttr))
-        slotBytes[slot.getInt()] = tensorBytes(type);
   }
+  costs.transfer =
+      cost.stageSendSeconds((double)largestTransferBytes(module), shape.stages);
+  return costs;
+}
+
+int64_t mlir::tg::largestTransferBytes(ModuleOp module) {
+  SmallVector<Type> types = slotTypesOf(module);
   int64_t largest = 0;
   if (auto boundaries =
           module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineTransfersAttr))
@@ -266,12 +270,12 @@ pipeline::Costs mlir::tg::pipelineFunctionCosts(ModuleOp module,
         int64_t bytes = 0;
         if (auto list = dict.getAs<DenseI64ArrayAttr>(way))
           for (int64_t slot : list.asArrayRef())
-            bytes += slotBytes.lookup(slot);
+            if (slot >= 0 && slot < (int64_t)types.size() && types[slot])
+              bytes += tensorBytes(types[slot]);
         largest = std::max(largest, bytes);
       }
     }
-  costs.transfer = cost.stageSendSeconds((double)largest, shape.stages);
-  return costs;
+  return largest;
 }
 
 pipeline::SlotUse mlir::tg::slotUseOf(ModuleOp module,
@@ -414,4 +418,43 @@ std::optional<PipelineCostModel> mlir::tg::pipelineCostModel(ModuleOp module,
   out.model = std::make_unique<CostModel>(*out.spec,
                                           getModuleMesh(module.getOperation()));
   return out;
+}
+
+llvm::Expected<pipeline::StageActions>
+mlir::tg::readPipelineActions(ModuleOp module, pipeline::Shape &shape) {
+  auto fail = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
+  PipelineStages stages = getPipelineStages(module);
+  auto actionsAttr =
+      module->getAttrOfType<ArrayAttr>(TgDialect::kPipelineActionsAttr);
+  auto dict = module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr);
+  auto micro = dict ? dict.getAs<IntegerAttr>("micro_batches") : nullptr;
+  if (!actionsAttr || !micro)
+    return fail("the pipelined module has no schedule (run "
+                "tg-pipeline-split and tg-pipeline-schedule)");
+  shape = pipeline::Shape{stages.stages, stages.virtualStages, micro.getInt()};
+  if ((int64_t)actionsAttr.size() != stages.stages)
+    return fail("tg.pipeline_actions has " + llvm::Twine(actionsAttr.size()) +
+                " stages, the pipeline " + llvm::Twine(stages.stages));
+  pipeline::StageActions actions(stages.stages);
+  for (auto [st, list] : llvm::enumerate(actionsAttr)) {
+    auto texts = dyn_cast<ArrayAttr>(list);
+    if (!texts)
+      return fail("tg.pipeline_actions[" + llvm::Twine(st) +
+                  "] is not a list of actions");
+    for (Attribute a : texts) {
+      auto text = dyn_cast<StringAttr>(a);
+      if (!text)
+        return fail("tg.pipeline_actions[" + llvm::Twine(st) +
+                    "]: an action is no string");
+      llvm::Expected<pipeline::Action> action =
+          pipeline::parseAction(text.getValue(), shape, st);
+      if (!action)
+        return fail("tg.pipeline_actions: " +
+                    llvm::toString(action.takeError()));
+      actions[st].push_back(*action);
+    }
+  }
+  return actions;
 }

@@ -104,6 +104,17 @@ pipeline::Costs pipelineFunctionCosts(ModuleOp module,
                                       const pipeline::Shape &shape,
                                       const CostModel &cost);
 
+/// The action lists tg-pipeline-schedule wrote on `module`
+/// (tg.pipeline_actions), parsed, with the `shape` they are for (its
+/// micro-batches from tg.pipeline); an error names what is missing or
+/// malformed. Not played: pipeline::simulate checks the order.
+llvm::Expected<pipeline::StageActions>
+readPipelineActions(ModuleOp module, pipeline::Shape &shape);
+
+/// The most bytes one boundary of a split module moves in one direction
+/// per micro-batch (its slots' tensors).
+int64_t largestTransferBytes(ModuleOp module);
+
 /// On a split module: how each stage keeps its slots (tg-pipeline-schedule
 /// writes it; the emitter's tables and --report=memory read it): per stage
 /// {buffers = [micro-batch x slot: buffer or -1], counts = [per slot],

@@ -266,7 +266,8 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     policies are not priced (an error names them).
 
     On a module with `tg.pipeline = {stages = P, virtual_stages = V}`
-    (tgc --pipeline-stages; modelled, not executable) it plans one
+    (tgc --pipeline-stages), before tg-pipeline-split cuts the step, it
+    plans one
     pipeline stage's device: every cost is a P-th (the stage runs a P-th
     of the layers), the forward and backward ops weigh K + (P - 1) / V
     micro-batches (the schedule's bubble), and the activations that cross
@@ -281,7 +282,11 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     flight (playPipeline), and what the weights alone give (their bf16
     casts) once. Without named layers, a P-th of every parameter and of
     everything kept for the backward (times the micro-batches in flight
-    for activations).
+    for activations). This is the solver's proxy: tgc prices each
+    compiled plan as built (the split's chunk functions under the
+    schedule's action lists, each stage's memory as --report=memory
+    plans it), which also counts the gradient sums, the slots' transfer
+    buffers and the update's arena that this count leaves out.
 
     To see why the solver prefers its plan to another, `price-current`
     prices the shardings a module already has (a preset's, after

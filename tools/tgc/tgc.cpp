@@ -789,39 +789,61 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
 /// and each stage's bubble and peak of micro-batches held, and with
 /// --report-plot the timeline as an SVG picture.
 LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
-  llvm::Expected<pipeline::Costs> costs = pipelineChunkCosts(module, cost);
-  if (!costs)
-    return fail("--report=pipeline: " + llvm::toString(costs.takeError()));
-  PipelineStages stages = getPipelineStages(module);
-  int64_t micro = std::max<int64_t>(1, tableInteger(module, "grad_accum"));
-  pipeline::Shape shape{stages.stages, stages.virtualStages, micro};
-  SmallVector<pipeline::Schedule> candidates;
-  if (auto chosen = pipeline::parseSchedule(pipelineScheduleFlag))
-    candidates.push_back(*chosen);
-  else if (stages.virtualStages > 1)
-    candidates.push_back(pipeline::Schedule::Interleaved);
-  else if (micro < stages.stages)
-    candidates = {pipeline::Schedule::OneFOneB};
-  else
-    candidates = {pipeline::Schedule::OneFOneB,
-                  pipeline::Schedule::ZeroBubbleH1};
-  std::optional<pipeline::Schedule> best;
+  pipeline::Shape shape;
+  pipeline::Costs costs;
   pipeline::StageActions bestActions;
   pipeline::Timeline bestTimeline;
-  for (pipeline::Schedule schedule : candidates) {
-    auto actions = pipeline::buildSchedule(schedule, shape, *costs);
-    if (!actions)
-      return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
-                  ": " + llvm::toString(actions.takeError()));
-    auto timeline = pipeline::simulate(shape, *actions, *costs);
-    if (!timeline)
-      return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
-                  ": " + llvm::toString(timeline.takeError()));
-    if (!best || timeline->makespan < bestTimeline.makespan) {
-      best = schedule;
-      bestActions = std::move(*actions);
-      bestTimeline = std::move(*timeline);
+  std::string scheduleText;
+  if (module->hasAttr(TgDialect::kPipelineActionsAttr)) {
+    // Built: the lists tg-pipeline-schedule chose, as the executable runs
+    // them.
+    llvm::Expected<BuiltPipeline> played = playBuiltPipeline(module, cost);
+    if (!played)
+      return fail("--report=pipeline: " + llvm::toString(played.takeError()));
+    shape = played->shape;
+    costs = std::move(played->costs);
+    bestActions = std::move(played->actions);
+    bestTimeline = std::move(played->timeline);
+    scheduleText = played->schedule;
+  } else {
+    // Priced, not split (stages given after the optimizer phase): the
+    // schedules played on the step's ops placed on chunks.
+    llvm::Expected<pipeline::Costs> chunkCosts =
+        pipelineChunkCosts(module, cost);
+    if (!chunkCosts)
+      return fail("--report=pipeline: " +
+                  llvm::toString(chunkCosts.takeError()));
+    costs = std::move(*chunkCosts);
+    PipelineStages stages = getPipelineStages(module);
+    int64_t micro = std::max<int64_t>(1, tableInteger(module, "grad_accum"));
+    shape = pipeline::Shape{stages.stages, stages.virtualStages, micro};
+    SmallVector<pipeline::Schedule> candidates;
+    if (auto chosen = pipeline::parseSchedule(pipelineScheduleFlag))
+      candidates.push_back(*chosen);
+    else if (stages.virtualStages > 1)
+      candidates.push_back(pipeline::Schedule::Interleaved);
+    else if (micro < stages.stages)
+      candidates = {pipeline::Schedule::OneFOneB};
+    else
+      candidates = {pipeline::Schedule::OneFOneB,
+                    pipeline::Schedule::ZeroBubbleH1};
+    std::optional<pipeline::Schedule> best;
+    for (pipeline::Schedule schedule : candidates) {
+      auto actions = pipeline::buildSchedule(schedule, shape, costs);
+      if (!actions)
+        return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
+                    ": " + llvm::toString(actions.takeError()));
+      auto timeline = pipeline::simulate(shape, *actions, costs);
+      if (!timeline)
+        return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
+                    ": " + llvm::toString(timeline.takeError()));
+      if (!best || timeline->makespan < bestTimeline.makespan) {
+        best = schedule;
+        bestActions = std::move(*actions);
+        bestTimeline = std::move(*timeline);
+      }
     }
+    scheduleText = scheduleName(*best).str();
   }
   llvm::raw_ostream &os = llvm::outs();
   auto ms = [](double seconds) {
@@ -830,15 +852,15 @@ LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
   os << llvm::formatv("pipeline: {0} stages x {1} chunks a stage, {2} "
                       "micro-batches, schedule {3}{4} (modelled)\n",
                       shape.stages, shape.virtualStages, shape.microBatches,
-                      scheduleName(*best),
+                      scheduleText,
                       pipelineScheduleFlag == "auto" ? " (auto)" : "");
   os << "per micro-batch (forward F, input backward B, weight backward W):\n";
   for (int64_t c = 0; c < shape.chunks(); ++c)
     os << llvm::formatv("  chunk {0} on stage {1}: F {2}, B {3}, W {4}\n", c,
-                        shape.stageOf(c), ms(costs->forward[c]),
-                        ms(costs->backwardInput[c]),
-                        ms(costs->backwardWeight[c]));
-  os << "  a transfer between stages: " << ms(costs->transfer) << "\n";
+                        shape.stageOf(c), ms(costs.forward[c]),
+                        ms(costs.backwardInput[c]),
+                        ms(costs.backwardWeight[c]));
+  os << "  a transfer between stages: " << ms(costs.transfer) << "\n";
   os << pipeline::printActions(bestActions, shape);
   os << "step (the micro-batches through the pipeline, before the update): "
      << ms(bestTimeline.makespan) << "\n";
@@ -855,8 +877,8 @@ LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
       svg << pipeline::drawSvg(
           shape, bestTimeline,
           llvm::formatv("{0}: {1} stages, {2} micro-batches, step {3}",
-                        scheduleName(*best), shape.stages,
-                        shape.microBatches, ms(bestTimeline.makespan))
+                        scheduleText, shape.stages, shape.microBatches,
+                        ms(bestTimeline.makespan))
               .str());
       return success();
     });
