@@ -12,6 +12,7 @@
 #include "compiler/pipeline/Pipeline.h"
 
 #include "compiler/pipeline/MemoryReport.h"
+#include "passes/pipeline/Chunks.h"
 
 #include "dialects/tg/IR/TgDialect.h"
 
@@ -55,7 +56,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
     return pm.run(m);
   };
   if (!(options.remat == "auto" && options.memoryBudget > 0 &&
-        from < Phase::Fusion && to >= Phase::Fusion))
+        from < Phase::Pipeline && to >= Phase::Pipeline))
     return run(module, options, from, to);
 
   // The budget is for one process's pieces: partitioned first.
@@ -79,8 +80,21 @@ LogicalResult mlir::tg::runTrainingPipeline(
     if (!peak)
       return emitError(module.getLoc(),
                        "--memory-budget needs @train_step and its plan");
-    return Try{peak.getInt(),
-               step->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr)};
+    auto remat = step->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr);
+    // A pipeline: the budget is each stage's, its slots and arenas as
+    // built (the fullest stage's peak, less what its arguments hold, as
+    // @train_step's arena leaves its arguments out).
+    if (copy->getOperation()->hasAttr(kPipelineBuffersAttr)) {
+      llvm::Expected<std::vector<StageMemory>> stages = stageMemoryOf(*copy);
+      if (!stages)
+        return emitError(module.getLoc(), "--memory-budget: ")
+               << llvm::toString(stages.takeError());
+      int64_t fullest = 0;
+      for (const StageMemory &m : *stages)
+        fullest = std::max(fullest, m.slots + m.arena);
+      return Try{fullest, remat};
+    }
+    return Try{peak.getInt(), remat};
   };
 
   // Nothing recomputed: the activation budget of everything the backward

@@ -160,6 +160,19 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // Pieces sliced twice from one value are one.
     pm.addPass(createCSEPass());
   }
+  if (from < Phase::Pipeline && to >= Phase::Pipeline &&
+      options.remat != "none") {
+    // After tg-partition: the activations kept are the local pieces.
+    // Before tg-pipeline-split: a pipeline's chunks inherit the choice, so
+    // what a chunk's backward recomputes is not kept in its stage's slots
+    // between F and B. Before tg-fuse: the copies it makes are fused where
+    // they stand.
+    RematPassOptions opt;
+    opt.policy = options.remat;
+    opt.activationBudget = options.activationBudget;
+    opt.solver = options.rematSolver;
+    pm.addNestedPass<func::FuncOp>(createRematPass(opt));
+  }
   if (from < Phase::Pipeline && to >= Phase::Pipeline) {
     // After tg-partition: chunks of the per-process step. Both do nothing
     // without tg.pipeline.
@@ -170,15 +183,6 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     opt.schedule = options.pipelineSchedule;
     opt.cluster = options.cluster;
     pm.addPass(createPipelineSchedulePass(opt));
-  }
-  if (from < Phase::Fusion && to >= Phase::Fusion && options.remat != "none") {
-    // After tg-partition: the activations kept are the local pieces.
-    // Before tg-fuse: the copies it makes are fused where they stand.
-    RematPassOptions opt;
-    opt.policy = options.remat;
-    opt.activationBudget = options.activationBudget;
-    opt.solver = options.rematSolver;
-    pm.addNestedPass<func::FuncOp>(createRematPass(opt));
   }
   if (from < Phase::Fusion && to >= Phase::Fusion) {
     // After tg-optimizer and its clean-up: groups the ops of @train_step,

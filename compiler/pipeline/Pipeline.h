@@ -25,8 +25,9 @@ enum class Phase {
   Optimizer, ///< + @train_step
   Sharding,  ///< every value sharded over the mesh (tg-propagate-sharding)
   Partition, ///< per-process shapes and collectives (tg-partition)
-  Pipeline,  ///< with pipeline stages: chunks and each stage's actions
-             ///< (tg-pipeline-split, tg-pipeline-schedule)
+  Pipeline,  ///< what the backward recomputes (tg-remat, with --remat),
+             ///< then with pipeline stages: chunks and each stage's
+             ///< actions (tg-pipeline-split, tg-pipeline-schedule)
   Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
   Schedule,  ///< kernels in order, gradient all-reduce in buckets (tg-schedule)
   Memory,    ///< every buffer at an arena offset (tg-plan-memory)

@@ -11,7 +11,11 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
     Activations the backward pass reads are kept from the forward pass to
     the backward, and dominate training memory; recomputing some of them
     where the backward reads them trades FLOPs for memory. Runs on each
-    step function after the optimizer phase, before tg-fuse.
+    step function after the optimizer phase (tgc: after tg-partition),
+    before tg-pipeline-split, whose chunks inherit the choice (a chunk's
+    backward recomputes, its stage does not keep), and before tg-fuse.
+    Functions without a forward and a backward (a pipeline's chunk
+    functions) are left as they are.
 
     The forward pass is everything up to the last op whose result the
     function returns as a model output (`tg.output`) or as the loss

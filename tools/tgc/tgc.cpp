@@ -22,6 +22,7 @@
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
 #include "frontend/ModelFile.h"
+#include "passes/pipeline/Chunks.h"
 #include "passes/precision/Passes.h"
 #include "passes/sharding/Sharding.h"
 
@@ -437,12 +438,28 @@ chooseMicroBatch(MLIRContext &context, StringRef path, ModuleOp first,
       if (o.remat == "auto" && o.memoryBudget <= 0)
         o.memoryBudget = std::max<int64_t>(1, deviceBytes - args);
       if (succeeded(runTrainingPipeline(*m, o, Phase::Partition, Phase::Memory,
-                                        configure)))
-        // The executable's one arena serves every step function.
-        for (auto fn : m->getOps<func::FuncOp>())
-          if (auto arena =
-                  fn->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
-            result = std::max(result.value_or(0), arena.getInt() + args);
+                                        configure))) {
+        if (m->getOperation()->hasAttr(kPipelineBuffersAttr)) {
+          // A pipeline: each stage's device holds its own (--report=memory's
+          // plan); the fullest sets the need.
+          if (auto stages = stageMemoryOf(*m)) {
+            int64_t fullest = 0;
+            for (const StageMemory &stage : *stages) {
+              fullest = std::max(fullest, stage.peak());
+              argsAt[micro] = std::max(argsAt[micro], stage.arguments());
+            }
+            result = fullest;
+          } else {
+            llvm::consumeError(stages.takeError());
+          }
+        } else {
+          // The executable's one arena serves every step function.
+          for (auto fn : m->getOps<func::FuncOp>())
+            if (auto arena =
+                    fn->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
+              result = std::max(result.value_or(0), arena.getInt() + args);
+        }
+      }
     }
     needs[micro] = result;
     return result;
@@ -474,11 +491,16 @@ chooseMicroBatch(MLIRContext &context, StringRef path, ModuleOp first,
   }
   int64_t micro = divisors[lo];
   chosenArgs = argsAt.lookup(micro);
+  bool pipelined = getPipelineStages(first).pipelined();
   why = llvm::formatv("micro-batch {0} with gradient accumulation {1} "
-                      "(global batch {2}): the step needs {3} of {4} "
-                      "(planned arena, parameters, optimizer state, inputs)",
-                      micro, global / micro, global, formatBytes(*need(micro)),
-                      formatBytes(deviceBytes))
+                      "(global batch {2}): {3} needs {4} of {5} ({6})",
+                      micro, global / micro, global,
+                      pipelined ? "the fullest pipeline stage" : "the step",
+                      formatBytes(*need(micro)), formatBytes(deviceBytes),
+                      pipelined ? "its parameters, state, gradient sums, "
+                                  "slot buffers and largest arena"
+                                : "planned arena, parameters, optimizer "
+                                  "state, inputs")
             .str();
   if (hi < divisors.size()) {
     std::optional<int64_t> next = need(divisors[hi]);
