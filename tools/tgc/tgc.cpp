@@ -310,15 +310,23 @@ cl::opt<bool> shardPerLayer(
              "the solver plans one layer for the stack and its time does not "
              "grow with depth"),
     cl::init(false), cl::cat(planCategory));
-cl::opt<int64_t> pipelineStagesFlag(
+cl::opt<std::string> pipelineStagesText(
     "pipeline-stages",
     cl::desc("run the step as P pipeline stages, the repeated layers "
              "split into P consecutive groups, each stage a copy of the "
              "--mesh (P x its processes: mpirun -np P with no mesh); the "
              "same as a mesh axis pp=P (--mesh=pp=2,data=2). "
-             "--report=sharding, --auto-shard, --compare-plans price it so, "
-             "and both targets build it (default 1)"),
-    cl::init(1), cl::value_desc("P"), cl::cat(planCategory));
+             "--report=sharding, --auto-shard, --compare-plans price it as "
+             "built, and both targets build it (default 1). auto, with "
+             "--auto-shard: the stages come out of the mesh's data axis "
+             "(P dividing it, the accumulation P times as long, so the "
+             "global batch stays), each P with 1, 2 and 4 chunks a stage "
+             "(or --virtual-stages), every candidate planned and priced as "
+             "built; the fastest that fits is built"),
+    cl::init("1"), cl::value_desc("P|auto"), cl::cat(planCategory));
+/// --pipeline-stages as a count (1 for auto), and whether it was auto.
+int64_t pipelineStagesFlag = 1;
+bool autoStages = false;
 cl::opt<int64_t> virtualStagesFlag(
     "virtual-stages",
     cl::desc("with --pipeline-stages: chunks of layers per device, as "
@@ -806,6 +814,146 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   return plans;
 }
 
+/// One stage count --pipeline-stages=auto tries: the model imported on its
+/// mesh, the options it compiles with, and its plans, compiled and priced.
+struct StageCandidate {
+  int64_t stages = 1, virtualStages = 1;
+  std::string mesh;
+  OwningOpRef<ModuleOp> module;
+  PipelineOptions options;
+  std::vector<CompiledPlan> plans;
+  /// The fastest plan that fits, or none.
+  const CompiledPlan *best = nullptr;
+};
+
+/// --pipeline-stages=auto: for each P dividing the mesh's data axis (D),
+/// the model imported on the mesh with data D / P and P stages, its
+/// accumulation P times as long (the same global batch), with 1, 2 and 4
+/// chunks a stage (or --virtual-stages), each planned by compilePlans and
+/// priced as built; the fastest plan that fits `limit` wins. Prints a line
+/// per candidate; fails when no candidate has a plan that fits.
+FailureOr<StageCandidate>
+choosePipelineStages(MLIRContext &context, StringRef path,
+                     const ImportOptions &importOptions, ModuleOp imported,
+                     const PipelineOptions &options, const CostModel &cost,
+                     int64_t limit, Phase to,
+                     std::function<LogicalResult(PassManager &)> configure) {
+  MeshOp mesh = getModuleMesh(imported);
+  StringRef dataAxis;
+  for (StringRef name : {"data", "dp"})
+    if (mesh && mesh.axisSize(name) > 1)
+      dataAxis = name;
+  if (dataAxis.empty() || getPipelineStages(imported).pipelined()) {
+    emitError(imported.getLoc(),
+              "--pipeline-stages=auto takes the stages from the mesh's data "
+              "axis: the mesh needs data (or dp) of size 2 or more and no "
+              "axis pp");
+    return failure();
+  }
+  if (!importOptions.elasticAxis.empty()) {
+    emitError(imported.getLoc(), "--pipeline-stages=auto needs a data axis "
+                                 "of fixed size, not --mesh=data=auto");
+    return failure();
+  }
+  int64_t data = mesh.axisSize(dataAxis);
+  int64_t accum =
+      options.gradAccum > 0
+          ? options.gradAccum
+          : std::max<int64_t>(1, tableInteger(imported, "grad_accum"));
+  SmallVector<int64_t> chunkCounts =
+      virtualStagesFlag.getNumOccurrences()
+          ? SmallVector<int64_t>{virtualStagesFlag}
+          : SmallVector<int64_t>{1, 2, 4};
+  std::vector<StageCandidate> candidates;
+  for (int64_t p = 1; p <= data; ++p) {
+    if (data % p)
+      continue;
+    for (int64_t v : chunkCounts) {
+      if (p == 1 && v > 1)
+        continue;
+      StageCandidate c;
+      c.stages = p;
+      c.virtualStages = v;
+      ImportOptions at = importOptions;
+      SmallVector<std::pair<std::string, int64_t>> axes;
+      for (StringRef name : mesh.getAxisNames())
+        axes.emplace_back(name.str(), name == dataAxis ? mesh.axisSize(name) / p
+                                                       : mesh.axisSize(name));
+      at.mesh = axes;
+      c.module = importModelFile(path, &context, at);
+      if (!c.module)
+        return failure();
+      c.options = options;
+      c.options.gradAccum = accum * p;
+      setTableGradAccum(*c.module, c.options.gradAccum);
+      if (p > 1)
+        setPipelineStages(*c.module, {p, v});
+      llvm::raw_string_ostream name(c.mesh);
+      if (p > 1)
+        name << "pp=" << p << ",";
+      llvm::interleave(
+          axes, name,
+          [&](auto &axis) { name << axis.first << "=" << axis.second; }, ",");
+      c.plans = compilePlans(*c.module, c.options, Phase::Import, cost,
+                             /*solver=*/true, /*keepSharded=*/to < kLastIRPhase,
+                             "", configure);
+      for (const CompiledPlan &plan : c.plans) {
+        const PlanEstimate &e = plan.estimate;
+        if (!e.error.empty() || e.memoryBytes() > limit ||
+            (solverOnly && !plan.preset.empty()))
+          continue;
+        if (!c.best || e.stepSeconds() < c.best->estimate.stepSeconds())
+          c.best = &plan;
+      }
+      llvm::errs() << "tgc: --pipeline-stages=auto: " << c.mesh;
+      if (p > 1)
+        llvm::errs() << ", " << v << " chunk" << (v == 1 ? "" : "s")
+                     << " a stage";
+      llvm::errs() << ", " << c.options.gradAccum << " micro-batches: ";
+      if (c.best)
+        llvm::errs() << (c.best->preset.empty() ? std::string("the solver's")
+                                                : c.best->preset)
+                     << " plan"
+                     << (c.best->estimate.built
+                             ? ", schedule " + c.best->estimate.schedule
+                             : std::string())
+                     << ", step "
+                     << llvm::formatv("{0:f3} ms",
+                                      c.best->estimate.stepSeconds() * 1e3)
+                     << ", " << formatBytes(c.best->estimate.memoryBytes())
+                     << " per device\n";
+      else if (llvm::all_of(c.plans, [](const CompiledPlan &plan) {
+                 return !plan.estimate.error.empty();
+               }))
+        llvm::errs() << "not built: "
+                     << (c.plans.empty() ? std::string("no plan")
+                                         : c.plans.front().estimate.error)
+                     << "\n";
+      else
+        llvm::errs() << "no plan fits " << formatBytes(limit)
+                     << " per device\n";
+      candidates.push_back(std::move(c));
+    }
+  }
+  StageCandidate *chosen = nullptr;
+  for (StageCandidate &c : candidates)
+    if (c.best && (!chosen || c.best->estimate.stepSeconds() <
+                                  chosen->best->estimate.stepSeconds()))
+      chosen = &c;
+  if (!chosen) {
+    emitError(imported.getLoc(), "--pipeline-stages=auto: no stage count has "
+                                 "a plan that fits ")
+        << formatBytes(limit) << " per device";
+    return failure();
+  }
+  llvm::errs() << "tgc: --pipeline-stages=auto: chose " << chosen->mesh;
+  if (chosen->stages > 1)
+    llvm::errs() << " with " << chosen->virtualStages << " chunk"
+                 << (chosen->virtualStages == 1 ? "" : "s") << " a stage";
+  llvm::errs() << "\n";
+  return std::move(*chosen);
+}
+
 /// --report=pipeline: the schedule (--pipeline-schedule) each stage runs,
 /// played on the cost model's per-chunk times: the action lists, the step
 /// and each stage's bubble and peak of micro-batches held, and with
@@ -1017,9 +1165,23 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   "80GiB or 8000000000, got '" +
                   memoryLimitFlag + "'");
   }
-  if (pipelineStagesFlag < 1 || virtualStagesFlag < 1)
+  autoStages = pipelineStagesText == "auto";
+  if ((!autoStages &&
+       (StringRef(pipelineStagesText).getAsInteger(10, pipelineStagesFlag) ||
+        pipelineStagesFlag < 1)) ||
+      virtualStagesFlag < 1)
     return fail("--pipeline-stages and --virtual-stages take counts of at "
-                "least 1");
+                "least 1 (--pipeline-stages also auto, with --auto-shard), "
+                "got --pipeline-stages=" +
+                pipelineStagesText +
+                " --virtual-stages=" + std::to_string(virtualStagesFlag));
+  if (autoStages && !autoShard)
+    return fail("--pipeline-stages=auto lets --auto-shard choose the "
+                "stages: add --auto-shard");
+  if (autoStages && StringRef(inputFile).ends_with(".mlir"))
+    return fail("--pipeline-stages=auto imports the model file once per "
+                "stage count; " +
+                inputFile + " is tg IR");
   if (shardTimeLimit <= 0)
     return fail("--shard-time-limit takes a positive number of seconds");
   if (fusionRules != "none" && fusionRules != "elementwise" &&
@@ -1352,9 +1514,24 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                                            : spec->memoryBytes;
     }
     bool planned = autoShard && from < Phase::Sharding && to >= Phase::Sharding;
-    if (planned) {
+    // The module --pipeline-stages=auto replaced (its mesh, which `cost`
+    // and `mesh` came from, stays alive).
+    OwningOpRef<ModuleOp> beforeStages;
+    if (planned && autoStages) {
+      FailureOr<StageCandidate> chosen =
+          choosePipelineStages(context, inputFile, importOptions, *module,
+                               options, *cost, limit, to, configure);
+      if (failed(chosen))
+        return failure();
+      beforeStages = std::move(module);
+      module = std::move(chosen->module);
+      options = chosen->options;
+      plans = std::move(chosen->plans);
+    } else if (planned) {
       plans = compilePlans(*module, options, from, *cost, /*solver=*/true,
                            /*keepSharded=*/to < kLastIRPhase, "", configure);
+    }
+    if (planned) {
       CompiledPlan *best = nullptr;
       for (CompiledPlan &plan : plans) {
         const PlanEstimate &e = plan.estimate;
