@@ -14,7 +14,9 @@
 #
 # The plans (bench/results/scale-2026-11-27.md's "best" column, as
 # --auto-shard found them there; here priced and planned with the presets
-# Megatron-LM uses at the same mesh, so that the run needs no solver):
+# Megatron-LM uses at the same mesh, so that the run needs no solver), and
+# the first again with full recomputation (which reaches a pipeline's
+# stages since tg-remat runs before tg-pipeline-split):
 #   llama2-70b  data=32,tp=4 x pp=4 (20 virtual), micro-batch 1 x 64, megatron
 #   gpt3-175b   data=16,tp=8 x pp=8 (12 virtual), micro-batch 2 x 64, megatron,
 #               --remat=full
@@ -29,21 +31,24 @@ python=/usr/bin/python3
 "$python" "$here/bench/sharding/gen_models.py" "$work" > /dev/null
 
 plans=(
-  "llama2-70b|--mesh=data=32,tp=4 --pipeline-stages=4 --virtual-stages=20 --batch-size=1 --grad-accum=64 --shard=megatron"
-  "gpt3-175b|--mesh=data=16,tp=8 --pipeline-stages=8 --virtual-stages=12 --batch-size=2 --grad-accum=64 --shard=megatron --remat=full"
+  "llama2-70b|llama2-70b|--mesh=data=32,tp=4 --pipeline-stages=4 --virtual-stages=20 --batch-size=1 --grad-accum=64 --shard=megatron"
+  "llama2-70b-remat|llama2-70b|--mesh=data=32,tp=4 --pipeline-stages=4 --virtual-stages=20 --batch-size=1 --grad-accum=64 --shard=megatron --remat=full"
+  "gpt3-175b|gpt3-175b|--mesh=data=16,tp=8 --pipeline-stages=8 --virtual-stages=12 --batch-size=2 --grad-accum=64 --shard=megatron --remat=full"
 )
 echo "| model | plan | emit (s) | .cu (MB) | step programs | device arena (GB) |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for entry in "${plans[@]}"; do
-  model=${entry%%|*}
-  flags=${entry#*|}
+  label=${entry%%|*}
+  rest=${entry#*|}
+  model=${rest%%|*}
+  flags=${rest#*|}
   common=(--cluster=h100-sxm-8 --target=cuda $flags)
   start=$(date +%s.%N)
   # shellcheck disable=SC2068
-  "$tgc" "$work/$model.json" ${common[@]} --emit=cuda -o "$work/$model" \
-    > "$work/$model.log" 2>&1
+  "$tgc" "$work/$model.json" ${common[@]} --emit=cuda -o "$work/$label" \
+    > "$work/$label.log" 2>&1
   end=$(date +%s.%N)
-  cu=$work/$model/$model.cu
+  cu=$work/$label/$model.cu
   programs=$(grep -c "tgc::cuda::runStep(" "$cu")
   arena=$(sed -n 's/^constexpr int64_t kArenaBytes = \([0-9]*\);/\1/p' "$cu")
   printf "| %s | %s | %.1f | %.1f | %d | %.1f |\n" "$model" "$flags" \
@@ -52,14 +57,15 @@ for entry in "${plans[@]}"; do
     "$(echo "$arena / 1000000000" | bc -l)"
   # shellcheck disable=SC2068
   "$tgc" "$work/$model.json" ${common[@]} --report=memory \
-    > "$work/$model.memory" 2>&1
+    > "$work/$label.memory" 2>&1
 done
 for entry in "${plans[@]}"; do
-  model=${entry%%|*}
+  label=${entry%%|*}
+  rest=${entry#*|}
   echo
-  echo "$model, per stage (tgc --report=memory):"
+  echo "$label (${rest#*|}), per stage (tgc --report=memory):"
   echo '```'
   grep -E "^pipelined|^stage [0-9]+:|its functions read|its update's|summed over the micro-batches|^  slot buffers|the largest of its functions" \
-    "$work/$model.memory" || cat "$work/$model.memory"
+    "$work/$label.memory" || cat "$work/$label.memory"
   echo '```'
 done
