@@ -5,6 +5,7 @@
 #include "compiler/cost/ClusterSpec.h"
 #include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
+#include "dialects/tg/IR/TgSharding.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -35,8 +36,15 @@ std::string mlir::tg::layerOfOp(Operation *op) {
 bool mlir::tg::isChunkless(Operation *op) {
   if (isa<ConstantOp>(op))
     return true;
-  return isa<CastOp, AllGatherOp, AllSliceOp>(op) &&
-         isa<BlockArgument>(op->getOperand(0));
+  if (!isa<CastOp, AllGatherOp, AllSliceOp>(op))
+    return false;
+  // Of an argument, or of one of these of an argument (zero3 under bf16
+  // gathers the bf16 copy of a parameter's piece).
+  Value in = op->getOperand(0);
+  if (isa<BlockArgument>(in))
+    return true;
+  Operation *def = in.getDefiningOp();
+  return def && !isa<ConstantOp>(def) && isChunkless(def);
 }
 
 StringAttr mlir::tg::parameterNameOf(func::FuncOp func, BlockArgument arg) {
@@ -179,11 +187,22 @@ llvm::Expected<StageMap> mlir::tg::stageMapOf(func::FuncOp step,
   map.pipeline = pipeline;
   SmallVector<std::string> layers;
   llvm::StringMap<bool> before; // other groups: before the first layer?
+  // Other groups are placed by where the forward pass first computes them:
+  // one named only in the backward (the widened gradient of a parameter
+  // whose forward copy each reader makes itself, as zero3 under bf16
+  // gathers it) goes where what it reads is.
+  Operation *forwardEnd = forwardEndOf(step);
+  bool inForward = true;
   for (Operation &op : step.getBody().front().without_terminator()) {
+    bool forward = inForward;
+    if (&op == forwardEnd)
+      inForward = false;
     if (isChunkless(&op))
       continue;
     std::string group = layerOfOp(&op);
     if (group.empty() || map.chunkOfGroup.count(group) || before.count(group))
+      continue;
+    if (layerOfName(group).empty() && !forward && forwardEnd)
       continue;
     if (!layerOfName(group).empty()) {
       map.chunkOfGroup[group] = layers.size();

@@ -39,7 +39,8 @@ std::string layerOfOp(Operation *op);
 /// the gathers of a parameter split over the data axes (zero3), which a
 /// chunk's backward repeats as ZeRO-3 does rather than keep the whole
 /// weight from its forward, and a process's slice of an argument (the
-/// targets where the loss is split over tp).
+/// targets where the loss is split over tp); also a chain of these from
+/// an argument (a gather of a parameter's bf16 copy).
 bool isChunkless(Operation *op);
 
 /// The name of a step argument that is a parameter, its optimizer state or

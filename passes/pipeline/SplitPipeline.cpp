@@ -20,6 +20,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
+
 namespace mlir::tg {
 #define GEN_PASS_DEF_PIPELINESPLITPASS
 #include "passes/pipeline/Passes.h.inc"
@@ -76,6 +78,13 @@ struct Splitter {
   /// Per trainable parameter name: the type @forward_backward returns its
   /// gradient in.
   DenseMap<StringAttr, Type> gradTypes;
+  /// Per trainable parameter name whose gradient @forward_backward reduces
+  /// over a data axis (zero2, zero3: a reduce-scatter) after summing parts
+  /// that chunks compute: the reduction, which each chunk applies to its
+  /// own part (the sum over the data axis of a sum is the sum of the
+  /// parts' sums), and the type the parts are summed in before it.
+  DenseMap<StringAttr, Operation *> gradReduce;
+  DenseMap<StringAttr, Type> sumTypes;
 
   int64_t stageOf(int64_t chunk) const { return chunk % stages.stages; }
 
@@ -176,7 +185,27 @@ LogicalResult Splitter::splitGradients(const StageMap &map) {
     if (!name)
       continue;
     gradTypes[name] = v.getType();
+    sumTypes[name] = v.getType();
     SmallVector<Value> work{v}, leaves;
+    // A reduction over a data axis of the whole sum: looked through, so
+    // that a tied weight's parts stay in their chunks (each reduced there)
+    // rather than one chunk's part moving to the other's every
+    // micro-batch while the other stage never updates its copy.
+    Operation *reduce = v.getDefiningOp();
+    auto overData = [](Operation *op) {
+      if (auto rs = dyn_cast_or_null<ReduceScatterOp>(op))
+        return rs.getMeshAxis() != "pp";
+      auto ar = dyn_cast_or_null<AllReduceOp>(op);
+      return ar && ar.getInputs().size() == 1 && !ar.getMeshAxis().empty() &&
+             ar.getMeshAxis() != "pp";
+    };
+    if (overData(reduce) && v.hasOneUse() &&
+        reduce->getOperand(0).hasOneUse()) {
+      dropped.insert(reduce);
+      gradReduce[name] = reduce;
+      sumTypes[name] = reduce->getOperand(0).getType();
+      work = {reduce->getOperand(0)};
+    }
     while (!work.empty()) {
       Value g = work.pop_back_val();
       // A gradient computed in bf16 and widened (mixed precision): its
@@ -264,9 +293,17 @@ LogicalResult Splitter::connectUse(Operation *user, Value v, int64_t chunk,
   }
   Operation *def = v.getDefiningOp();
   if (isChunkless(def)) {
-    piece.constants.insert(def);
-    for (Value operand : def->getOperands())
-      piece.fbArgs.insert(cast<BlockArgument>(operand).getArgNumber());
+    // The chain from the arguments, each op after what it reads.
+    std::function<void(Operation *)> add = [&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(operand))
+          piece.fbArgs.insert(arg.getArgNumber());
+        else
+          add(operand.getDefiningOp());
+      }
+      piece.constants.insert(op);
+    };
+    add(def);
     return success();
   }
   size_t d = index[def];
@@ -366,7 +403,7 @@ void Splitter::buildPieces(OpBuilder &b) {
             b.getNamedAttr(TgDialect::kMetricAttr, b.getStringAttr("loss"))));
       }
       for (auto &[param, leaves] : piece.grads) {
-        Type type = gradTypes.lookup(param);
+        Type type = sumTypes.lookup(param);
         auto widened = [&](Value leaf) {
           Value v = mapping.lookup(leaf);
           return v.getType() == type
@@ -376,6 +413,11 @@ void Splitter::buildPieces(OpBuilder &b) {
         Value sum = widened(leaves.front());
         for (Value leaf : ArrayRef(leaves).drop_front())
           sum = AddOp::create(body, fb.getLoc(), sum, widened(leaf));
+        if (Operation *reduce = gradReduce.lookup(param)) {
+          IRMapping part;
+          part.map(reduce->getOperand(0), sum);
+          sum = body.clone(*reduce, part)->getResult(0);
+        }
         results.push_back(sum);
         resultAttrs.push_back(
             b.getDictionaryAttr(b.getNamedAttr(TgDialect::kGradAttr, param)));
