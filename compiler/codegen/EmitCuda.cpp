@@ -30,6 +30,7 @@
 #include "compiler/codegen/ModelDescription.h"
 #include "compiler/codegen/PipelineTables.h"
 #include "compiler/codegen/cuda/StepEmitter.h"
+#include "passes/pipeline/Chunks.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -604,7 +605,8 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
      << "    kArenaBytes, kConstantsOffset, kWorkOffset,\n"
      << "    kNumBuckets,\n"
      << "    kNumParams, kNumState, kNumInputs, kNumOutputs, kNumGrads,\n"
-     << "    workspaceBytes, uploadConstants,\n};\n";
+     << "    workspaceBytes, uploadConstants, /*numSlots=*/"
+     << (pipelined ? slotTypesOf(module).size() : 0) << ",\n};\n";
   if (!pipelined) {
     emitProgram(os, trainEmitter, "train_step", true);
     emitProgram(os, evalEmitter, "eval_step", false);

@@ -78,24 +78,33 @@ std::vector<const void *> stepPointers(const ProgramDesc &program,
   p.push_back(io.grads);
   for (int i = 0; io.grads && i < program.numGrads; ++i)
     p.push_back(io.grads[i]);
+  p.push_back(io.slots);
+  for (int i = 0; io.slots && i < program.numSlots; ++i)
+    p.push_back(io.slots[i]);
   p.push_back(io.comm);
   return p;
 }
 
 void runGraph(StepProgram &p, StepIO &io, Device &d) {
   std::vector<const void *> pointers = stepPointers(*p.program, io);
-  if (pointers != p.pointers) {
-    if (p.graph)
-      TGC_CUDA_CHECK(cudaGraphExecDestroy(p.graph));
-    p.graph = nullptr;
-    p.eagerCalls = 0;
-    p.pointers = std::move(pointers);
+  auto it = std::find_if(
+      p.graphs.begin(), p.graphs.end(),
+      [&](const StepProgram::Graph &g) { return g.pointers == pointers; });
+  if (it == p.graphs.end()) {
+    if (p.graphs.size() >= StepProgram::kMaxGraphs) {
+      if (p.graphs.front().exec)
+        TGC_CUDA_CHECK(cudaGraphExecDestroy(p.graphs.front().exec));
+      p.graphs.erase(p.graphs.begin());
+    }
+    p.graphs.push_back({std::move(pointers), nullptr, 0});
+    it = p.graphs.end() - 1;
   }
-  if (p.graph) {
-    TGC_CUDA_CHECK(cudaGraphLaunch(p.graph, d.compute));
+  StepProgram::Graph &g = *it;
+  if (g.exec) {
+    TGC_CUDA_CHECK(cudaGraphLaunch(g.exec, d.compute));
     return;
   }
-  if (p.eagerCalls++ == 0) {
+  if (g.eagerCalls++ == 0) {
     p.launches(io, d, OpTimes{});
     return;
   }
@@ -111,9 +120,9 @@ void runGraph(StepProgram &p, StepIO &io, Device &d) {
     throw;
   }
   TGC_CUDA_CHECK(cudaStreamEndCapture(d.compute, &graph));
-  TGC_CUDA_CHECK(cudaGraphInstantiate(&p.graph, graph, 0));
+  TGC_CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
   TGC_CUDA_CHECK(cudaGraphDestroy(graph));
-  TGC_CUDA_CHECK(cudaGraphLaunch(p.graph, d.compute));
+  TGC_CUDA_CHECK(cudaGraphLaunch(g.exec, d.compute));
 }
 
 void runProfiled(StepProgram &p, StepIO &io, Device &d) {

@@ -65,6 +65,9 @@ struct ProgramDesc {
   int64_t (*workspaceBytes)();
   /// Copies the program's constants to `constants` (device memory).
   void (*uploadConstants)(char *constants);
+  /// The length of StepIO's slots (a pipelined program's chunk functions
+  /// read and write them; 0 otherwise).
+  int numSlots = 0;
 };
 
 //===----------------------------------------------------------------------===//
@@ -148,12 +151,18 @@ struct StepProgram {
   const bool *onComm;        ///< numTimed: on the communication lane
   /// Whether the step writes gradNorm and lr (train_step) besides the loss.
   bool trainMetrics;
-  // --cuda-graph: the first call runs eagerly (cuBLASLt picks its
-  // algorithms, attention raises its shared-memory limit), the second
-  // captures, the rest replay; new StepIO pointers start over.
-  cudaGraphExec_t graph = nullptr;
-  int eagerCalls = 0;
-  std::vector<const void *> pointers;
+  // --cuda-graph: per set of StepIO pointers (a pipeline's chunk function
+  // is called with each micro-batch's slot buffers in turn), the first
+  // call runs eagerly (cuBLASLt picks its algorithms, attention raises its
+  // shared-memory limit), the second captures, the rest replay; at most
+  // kMaxGraphs sets are kept, the oldest dropped first.
+  struct Graph {
+    std::vector<const void *> pointers;
+    cudaGraphExec_t exec = nullptr;
+    int eagerCalls = 0;
+  };
+  static constexpr size_t kMaxGraphs = 64;
+  std::vector<Graph> graphs;
   // --profile.
   std::vector<cudaEvent_t> start, stop;
   cudaEvent_t finish = nullptr;

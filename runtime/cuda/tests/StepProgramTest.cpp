@@ -138,7 +138,30 @@ TEST(CudaStepProgram, GraphReplaysReadThisStepsScalars) {
     EXPECT_EQ(io.loss, 1.0f + call) << "call " << call;
     EXPECT_EQ(microBatchesOf(io), 10 + call) << "call " << call;
   }
-  EXPECT_NE(train.graph, nullptr);
+  ASSERT_EQ(train.graphs.size(), 1u);
+  EXPECT_NE(train.graphs[0].exec, nullptr);
+}
+
+// A pipeline's chunk function is called with each micro-batch's slot
+// buffers in turn: one graph per set, each replayed with its own.
+TEST(CudaStepProgram, AGraphPerSetOfSlotBuffers) {
+  TGC_REQUIRE_GPU();
+  ProgramDesc program = kProgram;
+  program.numSlots = 1;
+  StepProgram chunk{
+      "chunk0_forward",      &program, launches, 1, kLabels, kOnComm,
+      /*trainMetrics=*/false};
+  int first = 0, second = 0;
+  void *slotsA[] = {&first}, *slotsB[] = {&second};
+  for (int call = 0; call < 6; ++call) {
+    StepIO io = stepIO(1.0f + call, 2, /*captureGraph=*/1);
+    io.slots = call % 2 ? slotsB : slotsA;
+    runStep(chunk, io);
+    EXPECT_EQ(io.loss, 1.0f + call) << "call " << call;
+  }
+  ASSERT_EQ(chunk.graphs.size(), 2u);
+  EXPECT_NE(chunk.graphs[0].exec, nullptr);
+  EXPECT_NE(chunk.graphs[1].exec, nullptr);
 }
 
 //===----------------------------------------------------------------------===//
