@@ -53,6 +53,12 @@ def PipelineSplitPass : Pass<"tg-pipeline-split", "ModuleOp"> {
     reading a parameter repeats in its backward; the loss reduced over the
     data axes goes with the last chunk's forward); a reduction bundling
     several gradients is cut into one per gradient, each with its chunk.
+    Where @forward_backward reduces a gradient over a data axis after
+    summing its parts (zero2's and zero3's reduce-scatter), each chunk
+    reduces its own part, so a tied weight keeps a part, and its copy, on
+    each stage that reads it. A chain of casts, gathers and slices of an
+    argument (zero3 under bf16 gathers a parameter's bf16 copy) is made
+    again in each function that reads it.
     The gradient sums stay as @forward_backward returns them (partial over
     the data axes until @stageS_update reduces them, as tg-partition made
     @apply_gradients do).
