@@ -36,6 +36,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -864,6 +865,13 @@ choosePipelineStages(MLIRContext &context, StringRef path,
       virtualStagesFlag.getNumOccurrences()
           ? SmallVector<int64_t>{virtualStagesFlag}
           : SmallVector<int64_t>{1, 2, 4};
+  // The repeated layers (h.0.*, h.1.*, ...): P x V chunks need as many,
+  // so shapes with more are not compiled.
+  llvm::StringSet<> layers;
+  if (auto forward = imported.lookupSymbol<func::FuncOp>("forward"))
+    for (Operation &op : forward.getBody().front())
+      if (std::string group = layerOfOp(&op); !layerOfName(group).empty())
+        layers.insert(group);
   std::vector<StageCandidate> candidates;
   for (int64_t p = 1; p <= data; ++p) {
     if (data % p)
@@ -871,6 +879,13 @@ choosePipelineStages(MLIRContext &context, StringRef path,
     for (int64_t v : chunkCounts) {
       if (p == 1 && v > 1)
         continue;
+      if (p > 1 && !layers.empty() && p * v > (int64_t)layers.size()) {
+        llvm::errs() << "tgc: --pipeline-stages=auto: pp=" << p << ", " << v
+                     << " chunk" << (v == 1 ? "" : "s") << " a stage: skipped ("
+                     << p * v << " chunks, the model has " << layers.size()
+                     << " repeated layers)\n";
+        continue;
+      }
       StageCandidate c;
       c.stages = p;
       c.virtualStages = v;
