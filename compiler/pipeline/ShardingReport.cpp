@@ -462,13 +462,13 @@ void estimateBuiltPipeline(PlanEstimate &plan, ModuleOp module,
   // The split module's mesh, its stages the axis pp: the sum of a tied
   // weight's gradient over pp is priced as the schedule pass prices it.
   CostModel cost(stepCost.spec(), getModuleMesh(module));
-  llvm::Expected<BuiltPipeline> played = playBuiltPipeline(module, stepCost);
+  llvm::Expected<BuiltPipeline> played = playBuiltPipeline(module, cost);
   if (!played) {
     plan.error = llvm::toString(played.takeError());
     return;
   }
   const pipeline::Shape &shape = played->shape;
-  const pipeline::Timeline *timeline = &played->timeline;
+  const pipeline::Timeline &timeline = played->timeline;
   int64_t p = shape.stages;
   plan.built = true;
   plan.stages = p;
@@ -491,7 +491,7 @@ void estimateBuiltPipeline(PlanEstimate &plan, ModuleOp module,
   // Each stage's end: its last action, then its update.
   SmallVector<double> ends(p, 0);
   for (int64_t s = 0; s < p; ++s) {
-    for (const pipeline::Timeline::Slot &slot : timeline->stages[s])
+    for (const pipeline::Timeline::Slot &slot : timeline.stages[s])
       ends[s] = std::max(ends[s], slot.end);
     PlanEstimate scratch;
     if (updates[s])

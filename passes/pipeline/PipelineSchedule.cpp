@@ -656,6 +656,38 @@ mlir::tg::pipeline::simulate(const Shape &shape, const StageActions &actions,
   return timeline;
 }
 
+llvm::Expected<ChosenSchedule>
+mlir::tg::pipeline::chooseSchedule(llvm::StringRef name, const Shape &shape,
+                                   const Costs &costs) {
+  std::vector<Schedule> candidates;
+  if (name == "auto") {
+    if (shape.virtualStages > 1)
+      candidates = {Schedule::Interleaved};
+    else if (shape.microBatches < shape.stages)
+      candidates = {Schedule::OneFOneB};
+    else
+      candidates = {Schedule::OneFOneB, Schedule::ZeroBubbleH1};
+  } else if (std::optional<Schedule> chosen = parseSchedule(name)) {
+    candidates = {*chosen};
+  } else {
+    return fail(formatv("unknown schedule '{0}'; expected gpipe, 1f1b, "
+                        "interleaved, zb-h1 or auto",
+                        name));
+  }
+  std::optional<ChosenSchedule> best;
+  for (Schedule s : candidates) {
+    auto actions = buildSchedule(s, shape, costs);
+    if (!actions)
+      return fail(scheduleName(s) + ": " + toString(actions.takeError()));
+    auto timeline = simulate(shape, *actions, costs);
+    if (!timeline)
+      return fail(scheduleName(s) + ": " + toString(timeline.takeError()));
+    if (!best || timeline->makespan < best->timeline.makespan)
+      best = ChosenSchedule{s, std::move(*actions), std::move(*timeline)};
+  }
+  return std::move(*best);
+}
+
 std::string mlir::tg::pipeline::drawSvg(const Shape &shape,
                                         const Timeline &timeline,
                                         llvm::StringRef title) {

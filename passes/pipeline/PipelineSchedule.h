@@ -115,6 +115,20 @@ llvm::Expected<Timeline> simulate(const Shape &shape,
                                   const StageActions &actions,
                                   const Costs &costs);
 
+/// The schedule `name` names ("gpipe", "1f1b", "interleaved", "zb-h1"), or
+/// for "auto" the one of those that suit the shape (interleaved with
+/// V > 1; else 1F1B, and ZB-H1 where the micro-batches fill the stages)
+/// whose lists play fastest on `costs`: the schedule, its lists and their
+/// play. An error names an unknown schedule, or the schedule and why it
+/// does not take the shape.
+struct ChosenSchedule {
+  Schedule schedule;
+  StageActions actions;
+  Timeline timeline;
+};
+llvm::Expected<ChosenSchedule>
+chooseSchedule(llvm::StringRef name, const Shape &shape, const Costs &costs);
+
 /// What moves where: the slots (values crossing functions, numbered) each
 /// chunk's F, B and W read or write (`functionSlots[3 * c + role]`, role 0
 /// F, 1 B, 2 W), and those each boundary between chunks b and b + 1 moves

@@ -57,47 +57,14 @@ struct PipelineSchedulePass
       return signalPassFailure();
     pipeline::Costs costs = pipelineFunctionCosts(module, shape, *cost->model);
 
-    SmallVector<pipeline::Schedule> candidates;
-    if (schedule == "auto") {
-      if (shape.virtualStages > 1)
-        candidates.push_back(pipeline::Schedule::Interleaved);
-      else if (shape.microBatches < shape.stages)
-        candidates = {pipeline::Schedule::OneFOneB};
-      else
-        candidates = {pipeline::Schedule::OneFOneB,
-                      pipeline::Schedule::ZeroBubbleH1};
-    } else if (std::optional<pipeline::Schedule> chosen =
-                   pipeline::parseSchedule(schedule)) {
-      candidates.push_back(*chosen);
-    } else {
-      module.emitError("tg-pipeline-schedule: unknown schedule '")
-          << schedule << "'; expected gpipe, 1f1b, interleaved, zb-h1 or auto";
+    llvm::Expected<pipeline::ChosenSchedule> chosen =
+        pipeline::chooseSchedule(schedule, shape, costs);
+    if (!chosen) {
+      module.emitError("tg-pipeline-schedule: ")
+          << llvm::toString(chosen.takeError());
       return signalPassFailure();
     }
-    std::optional<pipeline::Schedule> best;
-    pipeline::StageActions bestActions;
-    double bestSeconds = 0;
-    for (pipeline::Schedule s : candidates) {
-      auto actions = pipeline::buildSchedule(s, shape, costs);
-      if (!actions) {
-        module.emitError("tg-pipeline-schedule: ")
-            << pipeline::scheduleName(s) << ": "
-            << llvm::toString(actions.takeError());
-        return signalPassFailure();
-      }
-      auto timeline = pipeline::simulate(shape, *actions, costs);
-      if (!timeline) {
-        module.emitError("tg-pipeline-schedule: ")
-            << pipeline::scheduleName(s) << ": "
-            << llvm::toString(timeline.takeError());
-        return signalPassFailure();
-      }
-      if (!best || timeline->makespan < bestSeconds) {
-        best = s;
-        bestActions = std::move(*actions);
-        bestSeconds = timeline->makespan;
-      }
-    }
+    const pipeline::StageActions &bestActions = chosen->actions;
 
     Builder b(module.getContext());
     SmallVector<Attribute> perStage;
@@ -121,7 +88,7 @@ struct PipelineSchedulePass
     NamedAttrList pipelineAttr(
         module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr));
     pipelineAttr.set("schedule",
-                     b.getStringAttr(pipeline::scheduleName(*best)));
+                     b.getStringAttr(pipeline::scheduleName(chosen->schedule)));
     pipelineAttr.set("micro_batches", b.getI64IntegerAttr(shape.microBatches));
     module->setAttr(TgDialect::kPipelineAttr,
                     pipelineAttr.getDictionary(module.getContext()));

@@ -815,6 +815,21 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   return plans;
 }
 
+/// The plan --auto-shard builds among `plans`: the fastest that compiled
+/// and fits `limit` (with --solver-plan, only the solver's), or null.
+CompiledPlan *fastestFitting(std::vector<CompiledPlan> &plans, int64_t limit) {
+  CompiledPlan *best = nullptr;
+  for (CompiledPlan &plan : plans) {
+    const PlanEstimate &e = plan.estimate;
+    if (!e.error.empty() || e.memoryBytes() > limit ||
+        (solverOnly && !plan.preset.empty()))
+      continue;
+    if (!best || e.stepSeconds() < best->estimate.stepSeconds())
+      best = &plan;
+  }
+  return best;
+}
+
 /// One stage count --pipeline-stages=auto tries: the model imported on its
 /// mesh, the options it compiles with, and its plans, compiled and priced.
 struct StageCandidate {
@@ -823,7 +838,7 @@ struct StageCandidate {
   OwningOpRef<ModuleOp> module;
   PipelineOptions options;
   std::vector<CompiledPlan> plans;
-  /// The fastest plan that fits, or none.
+  /// The fastest plan that fits (fastestFitting), or none.
   const CompiledPlan *best = nullptr;
 };
 
@@ -912,14 +927,7 @@ choosePipelineStages(MLIRContext &context, StringRef path,
       c.plans = compilePlans(*c.module, c.options, Phase::Import, cost,
                              /*solver=*/true, /*keepSharded=*/to < kLastIRPhase,
                              "", configure);
-      for (const CompiledPlan &plan : c.plans) {
-        const PlanEstimate &e = plan.estimate;
-        if (!e.error.empty() || e.memoryBytes() > limit ||
-            (solverOnly && !plan.preset.empty()))
-          continue;
-        if (!c.best || e.stepSeconds() < c.best->estimate.stepSeconds())
-          c.best = &plan;
-      }
+      c.best = fastestFitting(c.plans, limit);
       llvm::errs() << "tgc: --pipeline-stages=auto: " << c.mesh;
       if (p > 1)
         llvm::errs() << ", " << v << " chunk" << (v == 1 ? "" : "s")
@@ -1002,33 +1010,13 @@ LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
     PipelineStages stages = getPipelineStages(module);
     int64_t micro = std::max<int64_t>(1, tableInteger(module, "grad_accum"));
     shape = pipeline::Shape{stages.stages, stages.virtualStages, micro};
-    SmallVector<pipeline::Schedule> candidates;
-    if (auto chosen = pipeline::parseSchedule(pipelineScheduleFlag))
-      candidates.push_back(*chosen);
-    else if (stages.virtualStages > 1)
-      candidates.push_back(pipeline::Schedule::Interleaved);
-    else if (micro < stages.stages)
-      candidates = {pipeline::Schedule::OneFOneB};
-    else
-      candidates = {pipeline::Schedule::OneFOneB,
-                    pipeline::Schedule::ZeroBubbleH1};
-    std::optional<pipeline::Schedule> best;
-    for (pipeline::Schedule schedule : candidates) {
-      auto actions = pipeline::buildSchedule(schedule, shape, costs);
-      if (!actions)
-        return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
-                    ": " + llvm::toString(actions.takeError()));
-      auto timeline = pipeline::simulate(shape, *actions, costs);
-      if (!timeline)
-        return fail("--pipeline-schedule=" + scheduleName(schedule).str() +
-                    ": " + llvm::toString(timeline.takeError()));
-      if (!best || timeline->makespan < bestTimeline.makespan) {
-        best = schedule;
-        bestActions = std::move(*actions);
-        bestTimeline = std::move(*timeline);
-      }
-    }
-    scheduleText = scheduleName(*best).str();
+    llvm::Expected<pipeline::ChosenSchedule> chosen =
+        pipeline::chooseSchedule(pipelineScheduleFlag, shape, costs);
+    if (!chosen)
+      return fail("--pipeline-schedule: " + llvm::toString(chosen.takeError()));
+    bestActions = std::move(chosen->actions);
+    bestTimeline = std::move(chosen->timeline);
+    scheduleText = scheduleName(chosen->schedule).str();
   }
   llvm::raw_ostream &os = llvm::outs();
   auto ms = [](double seconds) {
@@ -1547,15 +1535,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                            /*keepSharded=*/to < kLastIRPhase, "", configure);
     }
     if (planned) {
-      CompiledPlan *best = nullptr;
-      for (CompiledPlan &plan : plans) {
-        const PlanEstimate &e = plan.estimate;
-        if (!e.error.empty() || e.memoryBytes() > limit ||
-            (solverOnly && !plan.preset.empty()))
-          continue;
-        if (!best || e.stepSeconds() < best->estimate.stepSeconds())
-          best = &plan;
-      }
+      CompiledPlan *best = fastestFitting(plans, limit);
       if (!best) {
         std::string why;
         for (CompiledPlan &plan : plans)
