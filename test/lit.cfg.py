@@ -19,6 +19,11 @@ config.test_exec_root = os.path.join(config.tgc_obj_root, "test")
 
 config.environment["FILECHECK_OPTS"] = (
     "-enable-var-scope --allow-unused-prefixes=false")
+# tgc's build cache (compiled layer bodies and steps) for the whole suite,
+# inside the build tree: tests that build the same program share objects,
+# and nothing is written to the user's ~/.cache.
+config.environment["TGC_CACHE_DIR"] = os.path.join(config.test_exec_root,
+                                                   "build-cache")
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%tgc_src", config.tgc_src_root))

@@ -9,12 +9,20 @@
 # Each time is the median of --runs runs (default 11; 5 from 96 layers on,
 # 3 at 384).
 # --host-build also times the CPU executable's build, `tgc model.json -o
-# EXE` (the source, then c++ -O3 on it), once per size at --host-layers
-# (default 2 12 24 48). Builds nothing: point --build at a build directory
-# (default build/).
+# EXE` (the passes, the units, c++ -O3 on them side by side, the link),
+# once per size at --host-layers (default 2 12 48 96): cold (an empty build
+# cache of its own), warm (the same build again), and with every layer
+# inline and no cache (--outline-layers=false; skipped above --flat-layers,
+# default 48, where it takes minutes).
+# --step-time runs the two executables of gpt2-tiny (batch 16) and of GPT-2
+# 124M shapes (12 layers, batch 4, sequence 128, as bench/cpu) side by side,
+# --step-rounds rounds (default 3) of 4 steps each, alternating, and prints
+# each one's median step_ms and their ratio.
+# Builds nothing: point --build at a build directory (default build/).
 #
 #   bench/compile/run.sh [--build DIR] [--layers "2 12 24 48 96 192 384"]
-#                        [--runs N] [--host-build] [--host-layers "2 12 24 48"]
+#                        [--runs N] [--host-build] [--host-layers "2 12 48 96"]
+#                        [--flat-layers N] [--step-time] [--step-rounds N]
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -23,7 +31,10 @@ build=$root/build
 layers="2 12 24 48 96 192 384"
 runs=""
 host_build=0
-host_layers="2 12 24 48"
+host_layers="2 12 48 96"
+flat_layers=48
+step_time=0
+step_rounds=3
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -31,7 +42,10 @@ while [[ $# -gt 0 ]]; do
     --runs) runs=$2; shift 2 ;;
     --host-build) host_build=1; shift ;;
     --host-layers) host_layers=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --flat-layers) flat_layers=$2; shift 2 ;;
+    --step-time) step_time=1; shift ;;
+    --step-rounds) step_rounds=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -125,11 +139,63 @@ report() { # title, columns (name:field of the table) ...
 report "tgc --emit=cpp and --emit=cuda, GPT-2 124M shapes (median of runs; $(nproc) cores)" \
   "cpp:1 cuda:2"
 
-[[ $host_build == 1 ]] || exit 0
-: > "$table"
-for n in $host_layers; do
-  file=$(model "$n")
-  echo "$n $(seconds "$tgc" "$file" -o "$work/exe")" >> "$table"
-done
+if [[ $host_build == 1 ]]; then
+  # A build cache of our own: cold is an empty one, warm the same build again.
+  export TGC_CACHE_DIR=$work/cache
+  echo
+  echo "CPU executable build, tgc -o EXE (passes, units, c++ -O3, link), 1 run each; $(nproc) cores"
+  printf '%6s  %10s  %10s  %10s  %12s\n' layers "cold s" "warm s" "inline s" "inline/cold"
+  for n in $host_layers; do
+    file=$(model "$n")
+    rm -rf "$TGC_CACHE_DIR"
+    cold=$(seconds "$tgc" "$file" -o "$work/exe")
+    warm=$(seconds "$tgc" "$file" -o "$work/exe")
+    flat=-
+    if (( n <= flat_layers )); then
+      flat=$(seconds "$tgc" "$file" --outline-layers=false --build-cache=false -o "$work/exe")
+    fi
+    awk -v n="$n" -v c="$cold" -v w="$warm" -v f="$flat" 'BEGIN {
+      printf "%6d  %10.2f  %10.2f  %10s  %12s\n", n, c, w,
+        f == "-" ? "-" : sprintf("%.2f", f), f == "-" ? "-" : sprintf("%.2f", f / c) }'
+  done
+  unset TGC_CACHE_DIR
+fi
+
+[[ $step_time == 1 ]] || exit 0
+tokens=$work/tokens.bin
+python3 - "$tokens" <<'PY'
+import random, struct, sys
+random.seed(0)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", *([20240520, 1, 200000] + [0] * 253)))
+    f.write(struct.pack("<200000H", *(random.randrange(256) for _ in range(200000))))
+PY
+python3 "$root/examples/gen_gpt2.py" --preset tiny -o "$work/tiny.json"
+python3 "$root/examples/gen_gpt2.py" --preset 124m --layers 12 --batch 4 \
+  --seq 128 --vocab 256 --grad-accum 1 -o "$work/g124.json"
 echo
-report "CPU executable build, tgc -o EXE (source + c++ -O3), 1 run each" "exe:1"
+echo "Step time, layer bodies against every layer inline (median step_ms of $step_rounds rounds x 4 steps, alternating; 1 thread)"
+printf '%-10s  %10s  %10s  %6s\n' model "bodies ms" "inline ms" ratio
+for m in tiny:16 g124:4; do
+  name=${m%%:*} batch=${m##*:}
+  "$tgc" "$work/$name.json" --build-cache=false -o "$work/$name-bodies"
+  "$tgc" "$work/$name.json" --build-cache=false --outline-layers=false -o "$work/$name-inline"
+  for ((r = 0; r < step_rounds; ++r)); do
+    for kind in bodies inline; do
+      "$work/$name-$kind" --data "$tokens" --batch-size "$batch" --steps 4 \
+        --threads 1 --no-shuffle --quiet --log "$work/$name-$kind-$r.jsonl"
+    done
+  done
+  python3 - "$work" "$name" "$step_rounds" <<'PY'
+import json, statistics, sys
+work, name, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def ms(kind):
+    # The first step of each run warms up; the rest are timed.
+    return statistics.median(
+        e["step_ms"] for r in range(rounds)
+        for e in map(json.loads, open(f"{work}/{name}-{kind}-{r}.jsonl"))
+        if e.get("step", 1) > 1 and "step_ms" in e)
+b, i = ms("bodies"), ms("inline")
+print(f"{name:<10}  {b:10.1f}  {i:10.1f}  {b / i:6.3f}")
+PY
+done

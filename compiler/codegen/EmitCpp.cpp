@@ -20,9 +20,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SHA256.h"
 
 #include <cmath>
 #include <map>
@@ -96,6 +98,22 @@ bool readsSplatAsLiteral(OpOperand &use) {
   Block &body = kernel.getBody().front();
   Value arg = body.getArgument(use.getOperandNumber());
   return !llvm::is_contained(body.front().getOperands(), arg);
+}
+
+/// What an op counts for in a part of the step (--ops-per-function): one,
+/// or for the call of a layer body, which declares a pointer for each of
+/// its arguments and results, a quarter of those.
+size_t weightOf(Operation *op) {
+  if (!isa<func::CallOp>(op))
+    return 1;
+  return std::max<size_t>(1, (op->getNumOperands() + op->getNumResults()) / 4);
+}
+
+size_t totalWeight(ArrayRef<Operation *> ops) {
+  size_t total = 0;
+  for (Operation *op : ops)
+    total += weightOf(op);
+  return total;
 }
 
 /// Ops that print code: timed into io.trace under --profile. Views and
@@ -201,7 +219,25 @@ public:
                      llvm::function_ref<std::string(unsigned)> bindArgument,
                      ResultBinder bindResult);
 
+  /// Emits a layer body of tg-outline-layers' as `void NAME(tgc::StepIO
+  /// &io, const int64_t *off, T *a0, ...)`: its buffers at the arena
+  /// offsets `off` holds for the layer that calls it, its arguments the
+  /// caller's buffers. Its results stay where its ops wrote them. Returns
+  /// the prototype.
+  FailureOr<std::string> emitBody(StringRef name);
+
+  /// The C++ names of the layer bodies the step calls, by symbol.
+  const llvm::StringMap<std::string> *bodyNames = nullptr;
+  /// The step function has external linkage (a unit of its own, which
+  /// the model description's unit declares), else it is static.
+  bool external = false;
+
   std::string buf(Value v) { return names.lookup(v); }
+  /// `v`'s name where it is declared, else its pointer expression from the
+  /// plan, in parentheses: the call of a layer body and the results a part
+  /// hands over read values without declaring them, so that a part of many
+  /// calls or results keeps few pointers live.
+  std::string refOf(Value v);
   llvm::raw_ostream &out() { return os; }
   int64_t arenaBytes() const { return arenaBytes_; }
 
@@ -218,6 +254,9 @@ private:
   void declareResult(Value v);
   /// `T *NAME = ...;` for an op result `v` that has its name.
   void declarePointer(Value v);
+  /// The C expression of `v`'s buffer from the plan: its view's, its
+  /// argument's binding, its arena offset (in a layer body, its slot's).
+  std::string pointerExpr(Value v);
 
   // Parts: a step of many ops as several functions (see emit).
   LogicalResult emitParts(StringRef name, ArrayRef<Operation *> ops,
@@ -255,6 +294,9 @@ private:
   /// `out` (C pointers).
   void emitMatmulCall(MatmulOp op, StringRef lhs, StringRef rhs, StringRef out);
   LogicalResult emitConstant(ConstantOp op);
+  /// The call of a layer body: its results' pointers, then the call with
+  /// this layer's offsets.
+  LogicalResult emitLayerCall(func::CallOp call);
   /// How constant `v` named `name` is stored: the statement that defines it
   /// (a static array, or a splat's elements filled once on the heap) and its
   /// pointer type, or only a comment when every reader takes it as a
@@ -331,19 +373,38 @@ void FunctionEmitter::declareResult(Value v) {
   declarePointer(v);
 }
 
+std::string FunctionEmitter::pointerExpr(Value v) {
+  std::string type = "(" + cTypeOf(v).str() + " *)";
+  if (Value viewed = viewOf(v))
+    return type + (declared.contains(viewed) ? buf(viewed)
+                                             : "(" + pointerExpr(viewed) + ")");
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return type + bindArgument(arg.getArgNumber());
+  if (isa<ConstantOp>(v.getDefiningOp()))
+    // In parts, from its accessor (emitParts); else its local.
+    return constantPointers.count(v) ? stepName + "_" + names[v] + "()"
+                                     : names[v];
+  auto r = cast<OpResult>(v);
+  Operation *owner = r.getOwner();
+  // In a layer body, the slot of the offset table the caller passes.
+  if (auto slots =
+          owner->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kSlotsAttr))
+    return type + "(arena + off[" + std::to_string(slots[r.getResultNumber()]) +
+           "])";
+  return type + "(arena + " +
+         std::to_string(owner->getAttrOfType<DenseI64ArrayAttr>(
+             TgDialect::kOffsetsAttr)[r.getResultNumber()]) +
+         ")";
+}
+
+std::string FunctionEmitter::refOf(Value v) {
+  return declared.contains(v) ? buf(v) : "(" + pointerExpr(v) + ")";
+}
+
 void FunctionEmitter::declarePointer(Value v) {
   std::string name = names.lookup(v);
+  os << "  " << cTypeOf(v) << " *" << name << " = " << pointerExpr(v) << ";\n";
   declared.insert(v);
-  if (Value viewed = viewOf(v)) {
-    os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v) << " *)"
-       << buf(viewed) << ";\n";
-    return;
-  }
-  auto r = cast<OpResult>(v);
-  int64_t offset = r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
-      TgDialect::kOffsetsAttr)[r.getResultNumber()];
-  os << "  " << cTypeOf(v) << " *" << name << " = (" << cTypeOf(v)
-     << " *)(arena + " << offset << ");\n";
 }
 
 std::string FunctionEmitter::indexExpr(Value operand, Value result,
@@ -702,6 +763,7 @@ LogicalResult FunctionEmitter::emitConstant(ConstantOp op) {
     }
   } else {
     names[v] = "c" + std::to_string(counter++);
+    declared.insert(v);
   }
   auto storage = constantStorage(op, names[v]);
   if (failed(storage))
@@ -840,6 +902,16 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
   StepPiece piece = stepPieceOf(op);
   if (piece == StepPiece::Constant)
     return emitConstant(cast<ConstantOp>(op));
+  if (piece == StepPiece::Layer) {
+    // Results named, declared where another op reads them (below).
+    for (Value r : op->getResults())
+      names[r] = "v" + std::to_string(counter++);
+    return emitLayerCall(cast<func::CallOp>(op));
+  }
+  for (Value v : op->getOperands())
+    if (isa_and_nonnull<func::CallOp>(v.getDefiningOp()) &&
+        !declared.contains(v))
+      declarePointer(v);
   for (Value r : op->getResults())
     declareResult(r);
   if (piece == StepPiece::View)
@@ -1253,15 +1325,17 @@ LogicalResult FunctionEmitter::emit(
     ops.push_back(op);
     return success();
   });
-  if (ops.size() > opsPerFunction)
+  if (totalWeight(ops) > opsPerFunction)
     return emitParts(name, ops, bindResult);
 
   os << "\n/// @" << func.getName() << ": " << arenaBytes_
-     << " bytes of arena.\nstatic void " << name << "(tgc::StepIO &io) {\n"
+     << " bytes of arena.\n"
+     << (external ? "void " : "static void ") << name << "(tgc::StepIO &io) {\n"
      << "  char *arena = tgc_arena();\n  (void)arena;\n";
   for (BlockArgument arg : func.getArguments()) {
     std::string n = "a" + std::to_string(arg.getArgNumber());
     names[arg] = n;
+    declared.insert(arg);
     os << "  " << cTypeOf(arg) << " *" << n << " = (" << cTypeOf(arg) << " *)"
        << bindArgument(arg.getArgNumber()) << ";\n";
   }
@@ -1271,10 +1345,60 @@ LogicalResult FunctionEmitter::emit(
   for (Operation *op : ops)
     if (failed(emitTimedOp(*op)))
       return failure();
+  for (Value v : block.getTerminator()->getOperands())
+    if (isa_and_nonnull<func::CallOp>(v.getDefiningOp()) &&
+        !declared.contains(v))
+      declarePointer(v);
   for (auto [r, v] : llvm::enumerate(block.getTerminator()->getOperands()))
     if (failed(bindResult(*this, r, v)))
       return failure();
   os << "}\n";
+  return success();
+}
+
+FailureOr<std::string> FunctionEmitter::emitBody(StringRef name) {
+  if (failed(checkTypes()))
+    return failure();
+  std::string prototype;
+  llvm::raw_string_ostream proto(prototype);
+  proto << "void " << name << "(tgc::StepIO &io, const int64_t *off";
+  for (BlockArgument arg : func.getArguments()) {
+    std::string n = "a" + std::to_string(arg.getArgNumber());
+    names[arg] = n;
+    declared.insert(arg);
+    proto << ", " << cTypeOf(arg) << " *" << n;
+  }
+  proto << ")";
+  os << "\n/// A layer body (tg-outline-layers): each layer that calls it "
+        "passes its\n/// buffers and the arena offsets of its slots.\n"
+     << "[[gnu::noinline]] " << prototype << " {\n"
+     << "  char *arena = tgc_arena();\n  (void)arena;\n  (void)off;\n"
+     << "  (void)io;\n  tgc::Trace *trace = io.trace;\n  double t0 = 0;\n"
+     << "  (void)t0;\n";
+  if (failed(walkStep(
+          func, [&](Operation *op, StepPiece) { return emitTimedOp(*op); })))
+    return failure();
+  os << "}\n";
+  return prototype;
+}
+
+LogicalResult FunctionEmitter::emitLayerCall(func::CallOp call) {
+  auto offsets =
+      call->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kSlotOffsetsAttr);
+  if (!offsets)
+    return call.emitError("cpu backend: the call of a layer body needs "
+                          "tg.slot_offsets (run tg-outline-layers)");
+  os << "  {\n    static const int64_t off[] = {";
+  llvm::interleaveComma(offsets.asArrayRef(), os);
+  if (offsets.empty())
+    os << "0";
+  if (!bodyNames || !bodyNames->count(call.getCallee()))
+    return call.emitError("cpu backend: @")
+           << call.getCallee() << " is no layer body of this module";
+  os << "};\n    " << bodyNames->lookup(call.getCallee()) << "(io, off";
+  for (Value v : call.getOperands())
+    os << ", " << refOf(v);
+  os << ");\n  }\n";
   return success();
 }
 
@@ -1287,9 +1411,10 @@ LogicalResult FunctionEmitter::emitTimedOp(Operation &op) {
   if (!timed)
     return success();
   auto kernel = dyn_cast<KernelOp>(op);
-  std::string label = kernel && kernel.getName()
-                          ? kernel.getName()->str()
-                          : op.getName().stripDialect().str();
+  auto call = dyn_cast<func::CallOp>(op);
+  std::string label = kernel && kernel.getName() ? kernel.getName()->str()
+                      : call ? "layer " + call.getCallee().str()
+                             : op.getName().stripDialect().str();
   std::string where = describeLoc(op.getLoc());
   if (!where.empty())
     label += " " + where;
@@ -1297,9 +1422,9 @@ LogicalResult FunctionEmitter::emitTimedOp(Operation &op) {
   for (char c : label)
     if (c != '"' && c != '\\')
       quoted += c;
-  os << "  if (trace)\n    trace->complete(\"" << quoted << "\", \""
+  os << "  if (trace)\n    trace->op(\"" << quoted << "\", \""
      << (stepPieceOf(&op) == StepPiece::Collective ? "collective" : "kernel")
-     << "\", tgc::Trace::Host, t0, trace->now() - t0);\n";
+     << "\", t0);\n";
   return success();
 }
 
@@ -1342,18 +1467,29 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
        << storage->statement << "\n  return c;\n}\n";
   }
 
-  // The ops in parts, then the results (a deep model has many parameters to
-  // hand over) in parts of as many.
+  // The ops in parts of at most opsPerFunction by weight, then the results
+  // (a deep model has many parameters to hand over) in parts of as many.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   size_t numResults = ret.getNumOperands();
-  size_t opParts = (ops.size() + opsPerFunction - 1) / opsPerFunction;
+  SmallVector<size_t> opStarts{0};
+  for (size_t i = 0, weight = 0; i < ops.size(); ++i) {
+    size_t w = weightOf(ops[i]);
+    if (weight > 0 && weight + w > opsPerFunction) {
+      opStarts.push_back(i);
+      weight = 0;
+    }
+    weight += w;
+  }
+  opStarts.push_back(ops.size());
+  size_t opParts = opStarts.size() - 1;
   size_t numParts =
       opParts + (numResults + opsPerFunction - 1) / opsPerFunction;
   for (size_t p = 0; p < numParts; ++p) {
     bool results = p >= opParts;
-    size_t first = (results ? p - opParts : p) * opsPerFunction;
-    size_t total = results ? numResults : ops.size();
-    size_t count = std::min<size_t>(opsPerFunction, total - first);
+    size_t first = results ? (p - opParts) * opsPerFunction : opStarts[p];
+    size_t count = results
+                       ? std::min<size_t>(opsPerFunction, numResults - first)
+                       : opStarts[p + 1] - first;
     os << "\n/// @" << func.getName() << ", part " << p + 1 << " of "
        << numParts << ": " << (results ? "results " : "ops ") << first << "-"
        << first + count - 1;
@@ -1372,8 +1508,6 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
     declared.clear();
     if (results) {
       for (size_t r = first; r < first + count; ++r)
-        declareInPart(ret.getOperand(r));
-      for (size_t r = first; r < first + count; ++r)
         if (failed(bindResult(*this, r, ret.getOperand(r))))
           return failure();
       os << "}\n";
@@ -1386,7 +1520,8 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
         Value v = use.get();
         Operation *def = v.getDefiningOp();
         if ((def && inside.contains(def) && !constantPointers.count(v)) ||
-            (splatLiteral(v) && readsSplatAsLiteral(use)))
+            (splatLiteral(v) && readsSplatAsLiteral(use)) ||
+            isa<func::CallOp>(op))
           continue;
         declareInPart(v);
       }
@@ -1400,7 +1535,8 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
 
   os << "\n/// @" << func.getName() << ": " << arenaBytes_
      << " bytes of arena; its " << ops.size() << " ops and " << numResults
-     << " results in " << numParts << " parts.\nstatic void " << name
+     << " results in " << numParts << " parts.\n"
+     << (external ? "void " : "static void ") << name
      << "(tgc::StepIO &io) {\n";
   for (size_t p = 0; p < numParts; ++p)
     os << "  " << name << "_part" << p + 1 << "(io);\n";
@@ -1431,33 +1567,29 @@ void FunctionEmitter::declareInPart(Value v) {
 /// A pipelined step's functions, each chunk's F, B and W and each stage's
 /// update (PipelineTables.h binds them), then the PipelineDesc tables
 /// (kPipeline). Returns the largest arena of the functions it printed.
-FailureOr<int64_t> emitPipelineFunctions(ModuleOp module,
-                                         const StepSignature &sig,
-                                         llvm::raw_ostream &os,
-                                         llvm::raw_ostream &tables,
-                                         unsigned opsPerFunction) {
+FailureOr<int64_t>
+emitPipelineFunctions(ModuleOp module, const StepSignature &sig,
+                      llvm::raw_ostream &os, llvm::raw_ostream &tables,
+                      unsigned opsPerFunction,
+                      const llvm::StringMap<std::string> &bodyNames) {
   int64_t arena = 0;
   auto emitFunction = [&](const PipelineFunction &f) -> LogicalResult {
     FunctionEmitter emitter(f.func, os, opsPerFunction);
+    emitter.bodyNames = &bodyNames;
     auto bindArg = [&](unsigned i) { return f.arguments[i]; };
     auto bindResult = [&](FunctionEmitter &e, unsigned r,
                           Value v) -> LogicalResult {
-      std::string buf = e.buf(v);
-      auto copyTo = [&](const std::string &target) {
-        e.out() << "  if ((void *)" << buf << " != " << target << ")\n"
-                << "    std::memcpy(" << target << ", " << buf << ", "
-                << numel(v) << " * sizeof(*" << buf << "));\n";
-      };
+      std::string buf = e.refOf(v);
       const PipelineResult &result = f.results[r];
       if (result.kind == PipelineResult::Metric)
         e.out() << "  io." << result.field << " = " << buf << "[0];\n";
       else if (result.kind == PipelineResult::Grad)
         // W adds its part: the runtime zeroes the sums once a step.
-        e.out() << "  {\n    float *g = (float *)" << result.target()
-                << ";\n    for (int64_t i = 0; i < " << numel(v)
-                << "; ++i)\n      g[i] += " << buf << "[i];\n  }\n";
+        e.out() << "  tgc::cpu::add_into(" << result.target() << ", " << buf
+                << ", " << numel(v) << ");\n";
       else
-        copyTo(result.target());
+        e.out() << "  tgc::cpu::bind_result(" << result.target() << ", " << buf
+                << ", " << numel(v) << " * sizeof(" << cTypeOf(v) << "));\n";
       return success();
     };
     if (failed(emitter.emit(f.func.getSymName().str(), bindArg, bindResult)))
@@ -1473,8 +1605,23 @@ FailureOr<int64_t> emitPipelineFunctions(ModuleOp module,
 
 } // namespace
 
-LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
-                                const CppEmitOptions &options) {
+namespace {
+
+/// The program in pieces: what every unit begins with, the layer bodies
+/// (each a unit of its own when compiled apart), and the rest.
+struct Program {
+  std::string prelude;
+  std::vector<CppUnit> bodies;
+  /// Apart: @train_step's, @forward's and @forward_backward's functions,
+  /// each a unit with the bodies' declarations.
+  std::vector<CppUnit> steps;
+  std::string main;
+};
+
+/// The program; `apart` for units compiled apart (emitCppUnits), else one
+/// source.
+LogicalResult emitProgram(ModuleOp module, const CppEmitOptions &options,
+                          Program &program, bool apart) {
   auto analyzed = StepSignature::analyze(module, "cpu backend");
   if (failed(analyzed))
     return failure();
@@ -1498,8 +1645,51 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   // the whole step's functions are left out.
   bool pipelined = module->hasAttr(TgDialect::kPipelineActionsAttr);
 
+  // The layer bodies the step functions call (tg-outline-layers), each
+  // named by its text, so that the same body is the same unit in any build.
+  llvm::StringMap<std::string> bodyNames;
+  std::string declarations;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto first = func->getAttrOfType<StringAttr>(TgDialect::kLayerBodyAttr);
+    if (!first)
+      continue;
+    std::string text;
+    llvm::raw_string_ostream textOs(text);
+    constexpr StringLiteral placeholder = "TGC_LAYER_BODY";
+    FailureOr<std::string> prototype =
+        FunctionEmitter(func, textOs, options.opsPerFunction)
+            .emitBody(placeholder);
+    if (failed(prototype))
+      return failure();
+    std::string name =
+        "tgc_body_" +
+        llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)),
+                    /*LowerCase=*/true)
+            .substr(0, 16);
+    auto named = [&](std::string t) {
+      size_t at = t.find(placeholder);
+      return t.replace(at, placeholder.size(), name);
+    };
+    bodyNames[func.getSymName()] = name;
+    declarations += "\n/// @" + func.getSymName().str() + " (" +
+                    first.getValue().str() + " and the layers like it).\n" +
+                    named(*prototype) + ";\n";
+    // Bodies whose IR differs in what the C++ does not print (a sharding
+    // annotation, what else they return) are one function.
+    if (llvm::none_of(program.bodies,
+                      [&](const CppUnit &b) { return b.name == name; }))
+      program.bodies.push_back({name, named(text)});
+  }
+
   // @train_step: params, state, inputs, step, base_lr.
-  FunctionEmitter trainEmitter(step, bodyOs, options.opsPerFunction);
+  // Apart, each step function's text is a unit of its own.
+  std::string trainText, evalText, gradText;
+  llvm::raw_string_ostream trainOs(trainText), evalOs(evalText),
+      gradOs(gradText);
+  FunctionEmitter trainEmitter(step, apart ? trainOs : bodyOs,
+                               options.opsPerFunction);
+  trainEmitter.bodyNames = &bodyNames;
+  trainEmitter.external = apart;
   auto bindTrainArg = [&](unsigned i) {
     return sig.trainArgumentOrScalar(i, "&io.");
   };
@@ -1507,16 +1697,15 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
                              Value v) -> LogicalResult {
     StringRef field = sig.metricField(r);
     if (!field.empty()) {
-      e.out() << "  io." << field << " = " << e.buf(v) << "[0];\n";
+      e.out() << "  io." << field << " = " << e.refOf(v) << "[0];\n";
       return success();
     }
     auto target = sig.updateTarget(r, "cpu backend");
     if (failed(target))
       return failure();
     // In-place updates already wrote there.
-    e.out() << "  if ((void *)" << e.buf(v) << " != " << *target << ")\n"
-            << "    std::memcpy(" << *target << ", " << e.buf(v) << ", "
-            << numel(v) << " * sizeof(*" << e.buf(v) << "));\n";
+    e.out() << "  tgc::cpu::bind_result(" << *target << ", " << e.refOf(v)
+            << ", " << numel(v) << " * sizeof(" << cTypeOf(v) << "));\n";
     return success();
   };
   // `io.step` is an int64_t, `io.baseLr` a float and `io.microBatches` an
@@ -1526,18 +1715,21 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
     return failure();
 
   // @forward: params and inputs in order.
-  FunctionEmitter evalEmitter(forward, bodyOs, options.opsPerFunction);
+  FunctionEmitter evalEmitter(forward, apart ? evalOs : bodyOs,
+                              options.opsPerFunction);
+  evalEmitter.bodyNames = &bodyNames;
+  evalEmitter.external = apart;
   auto bindEvalArg = [&](unsigned i) -> std::string {
     return sig.forwardArgument(i);
   };
   auto bindEvalResult = [&](FunctionEmitter &e, unsigned r,
                             Value v) -> LogicalResult {
     if (r == 0)
-      e.out() << "  io.loss = " << e.buf(v) << "[0];\n";
+      e.out() << "  io.loss = " << e.refOf(v) << "[0];\n";
     else
       e.out() << "  if (io.outputs)\n    std::memcpy(io.outputs[" << r - 1
-              << "], " << e.buf(v) << ", " << numel(v) << " * sizeof(*"
-              << e.buf(v) << "));\n";
+              << "], " << e.refOf(v) << ", " << numel(v) << " * sizeof("
+              << cTypeOf(v) << "));\n";
     return success();
   };
   if (!pipelined &&
@@ -1552,22 +1744,21 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   if (!fb)
     return module.emitError("cpu backend: the module needs @forward_backward "
                             "(run tg-autodiff)");
-  FunctionEmitter gradEmitter(fb, bodyOs, options.opsPerFunction);
+  FunctionEmitter gradEmitter(fb, apart ? gradOs : bodyOs,
+                              options.opsPerFunction);
+  gradEmitter.bodyNames = &bodyNames;
+  gradEmitter.external = apart;
   auto bindGradResult = [&](FunctionEmitter &e, unsigned r,
                             Value v) -> LogicalResult {
     if (r == 0)
-      e.out() << "  io.loss = " << e.buf(v) << "[0];\n";
+      e.out() << "  io.loss = " << e.refOf(v) << "[0];\n";
     auto index = sig.gradResultIndex(fb, r, "cpu backend");
     if (failed(index))
       return failure();
     if (*index < 0)
       return success();
-    e.out() << "  {\n    float *g = (float *)io.grads[" << *index
-            << "];\n    if (io.microBatch == 0)\n      std::memcpy(g, "
-            << e.buf(v) << ", " << numel(v) << " * sizeof(float));\n"
-            << "    else\n"
-            << "      for (int64_t i = 0; i < " << numel(v) << "; ++i)\n"
-            << "        g[i] += " << e.buf(v) << "[i];\n  }\n";
+    e.out() << "  tgc::cpu::accumulate_grad(io.grads[" << *index << "], "
+            << e.refOf(v) << ", " << numel(v) << ", io.microBatch == 0);\n";
     return success();
   };
   if (!pipelined &&
@@ -1580,49 +1771,65 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
   int64_t pipelineArena = 0;
   if (pipelined) {
     FailureOr<int64_t> planned = emitPipelineFunctions(
-        module, sig, bodyOs, pipelineOs, options.opsPerFunction);
+        module, sig, bodyOs, pipelineOs, options.opsPerFunction, bodyNames);
     if (failed(planned))
       return failure();
     pipelineArena = *planned;
   }
 
-  // Header, tables, arena.
-  os << "//===- Generated by tgc from " << options.sourceName
-     << " - model \"" << model << "\" ---===//\n"
-     << "//\n// The training step of this model for the CPU runtime: "
-        "@train_step (forward,\n// backward, optimizer update) and @forward "
-        "(evaluation). Each block of code\n// is one tg op; the comment names "
-        "the op and the model-file node it came from.\n//\n"
-     << "//===---===//\n\n"
-     << "#include \"runtime/comm/Comm.h\"\n"
-     << "#include \"runtime/core/Error.h\"\n"
-     << "#include \"runtime/core/Model.h\"\n"
-     << "#include \"runtime/core/Trace.h\"\n"
-     << "#include \"runtime/cpu/Kernels.h\"\n\n"
-     << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
-     << "#include <cstdlib>\n#include <cstring>\n#include <string>\n\n"
-     << "namespace {\n\n";
+  // What every unit begins with: the header, the runtime's headers, the
+  // arena's accessor and the helpers generated code calls.
+  llvm::raw_string_ostream prelude(program.prelude);
+  prelude
+      << "//===- Generated by tgc from " << options.sourceName << " - model \""
+      << model << "\" ---===//\n"
+      << "//\n// The training step of this model for the CPU runtime: "
+         "@train_step (forward,\n// backward, optimizer update) and @forward "
+         "(evaluation). Each block of code\n// is one tg op; the comment names "
+         "the op and the model-file node it came from.\n//\n"
+      << "//===---===//\n\n"
+      << "#include \"runtime/comm/Comm.h\"\n"
+      << "#include \"runtime/core/Error.h\"\n"
+      << "#include \"runtime/core/Model.h\"\n"
+      << "#include \"runtime/core/Trace.h\"\n"
+      << "#include \"runtime/cpu/Kernels.h\"\n\n"
+      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
+      << "#include <cstdlib>\n#include <cstring>\n#include <string>\n\n"
+      << "/// Every intermediate of the steps lives in this one arena, placed "
+         "by liveness.\nchar *tgc_arena();\n\nnamespace {\n\n"
+      << "/// A splat constant an op needs in memory, filled once.\n"
+         "template <typename T> T *tgc_splat(int64_t n, T value) {\n"
+         "  T *p = static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + "
+         "63) / 64 * 64));\n"
+         "  if (!p)\n    throw tgc::Error(\"out of memory for a constant of \" "
+         "+ std::to_string(n) + \" elements\");\n"
+         "  std::fill_n(p, n, value);\n  return p;\n}\n\n"
+      << "/// Index into a broadcast operand: `strides` is 0 along broadcast "
+         "dims.\n[[maybe_unused]] inline int64_t tgc_bcast_index(int64_t i, "
+         "int rank, const int64_t *shape,\n                               "
+         "const int64_t *strides) {\n  int64_t index = 0;\n  for (int d = "
+         "rank - 1; d >= 0; --d) {\n    index += (i % shape[d]) * "
+         "strides[d];\n    i /= shape[d];\n  }\n  return index;\n}\n\n"
+      << "} // namespace\n";
+
+  // The rest: the bodies' declarations, the arena, the steps, the tables.
+  llvm::raw_string_ostream os(program.main);
   int64_t arena = std::max({trainEmitter.arenaBytes(), evalEmitter.arenaBytes(),
                             gradEmitter.arenaBytes(), pipelineArena});
-  os << "/// Every intermediate of both steps lives in this one arena, placed "
-        "by liveness.\nconstexpr int64_t kArenaBytes = "
-     << arena << ";\n\nchar *tgc_arena() {\n"
+  for (auto [name, text] : {std::pair{"train_step", &trainText},
+                            {"eval_step", &evalText},
+                            {"grad_step", &gradText}}) {
+    if (text->empty())
+      continue;
+    program.steps.push_back({name, declarations + *text});
+    os << "\nvoid " << name << "(tgc::StepIO &io);\n";
+  }
+  os << declarations
+     << "\nnamespace {\n\nconstexpr int64_t kArenaBytes = " << arena
+     << ";\n\n} // namespace\n\nchar *tgc_arena() {\n"
      << "  static char *arena = static_cast<char *>(std::aligned_alloc(64, "
      << "kArenaBytes > 0 ? (kArenaBytes + 63) / 64 * 64 : 64));\n"
-     << "  return arena;\n}\n\n"
-     << "/// A splat constant an op needs in memory, filled once.\n"
-        "template <typename T> T *tgc_splat(int64_t n, T value) {\n"
-        "  T *p = static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) "
-        "/ 64 * 64));\n"
-        "  if (!p)\n    throw tgc::Error(\"out of memory for a constant of \" + "
-        "std::to_string(n) + \" elements\");\n"
-        "  std::fill_n(p, n, value);\n  return p;\n}\n\n"
-     << "/// Index into a broadcast operand: `strides` is 0 along broadcast "
-        "dims.\ninline int64_t tgc_bcast_index(int64_t i, int rank, const "
-        "int64_t *shape,\n                               const int64_t "
-        "*strides) {\n  int64_t index = 0;\n  for (int d = rank - 1; d >= 0; "
-        "--d) {\n    index += (i % shape[d]) * strides[d];\n    i /= "
-        "shape[d];\n  }\n  return index;\n}\n";
+     << "  return arena;\n}\n\nnamespace {\n";
   os << body;
 
   // The model description.
@@ -1632,5 +1839,35 @@ LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
 
   emitModelDesc(sig, module, /*deviceOps=*/"nullptr", /*flopsPerStep=*/"0",
                 /*arenaBytes=*/"kArenaBytes", os, pipelined);
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::tg::emitCpp(ModuleOp module, llvm::raw_ostream &os,
+                                const CppEmitOptions &options) {
+  Program program;
+  if (failed(emitProgram(module, options, program, /*apart=*/false)))
+    return failure();
+  os << program.prelude;
+  for (const CppUnit &body : program.bodies)
+    os << body.text;
+  os << program.main;
+  return success();
+}
+
+LogicalResult mlir::tg::emitCppUnits(ModuleOp module,
+                                     const CppEmitOptions &options,
+                                     std::vector<CppUnit> &units) {
+  Program program;
+  if (failed(emitProgram(module, options, program, /*apart=*/true)))
+    return failure();
+  // The steps first: the largest units, which the bodies compile beside.
+  units.clear();
+  for (CppUnit &step : program.steps)
+    units.push_back({step.name, program.prelude + step.text});
+  units.push_back({"model", program.prelude + program.main});
+  for (CppUnit &body : program.bodies)
+    units.push_back({body.name, program.prelude + body.text});
   return success();
 }

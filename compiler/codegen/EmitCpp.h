@@ -1,9 +1,12 @@
-//===- EmitCpp.h - tg train step to portable C++ ------------------*- C++ -*-===//
+//===- EmitCpp.h - tg train step to portable C++ ------------------*- C++
+//-*-===//
 //
 // Emits one readable C++ source for a module that has @forward and
 // @train_step: the model description the runtime reads (runtime/core/Model.h)
 // and one function per step kind (a long one in parts), calling runtime/cpu
-// kernels for the heavy ops and OpenMP loops for elementwise ones.
+// kernels for the heavy ops and OpenMP loops for elementwise ones, and one
+// function per layer body (tg-outline-layers) that the steps call. The
+// bodies can be compiled apart (emitCppUnits), each once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::tg {
 
@@ -31,6 +35,21 @@ struct CppEmitOptions {
 /// without a lowering).
 LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os,
                       const CppEmitOptions &options);
+
+/// One translation unit of the program: a file stem and its text.
+struct CppUnit {
+  std::string name;
+  std::string text;
+};
+
+/// The same program as translation units to compile apart: one per step
+/// function (`train_step`, `eval_step`, `grad_step`, each with its parts),
+/// the model description with the arena (`model`; a pipelined step's
+/// functions too), then one per layer body of tg-outline-layers (named by
+/// its content, `tgc_body_<hash>`, so that the same body compiles to the
+/// same object in any build). They hold what emitCpp writes as one source.
+LogicalResult emitCppUnits(ModuleOp module, const CppEmitOptions &options,
+                           std::vector<CppUnit> &units);
 
 } // namespace mlir::tg
 

@@ -14,6 +14,8 @@ StepPiece mlir::tg::stepPieceOf(Operation *op) {
     return StepPiece::View;
   if (isa<KernelOp>(op))
     return StepPiece::Kernel;
+  if (isa<func::CallOp>(op))
+    return StepPiece::Layer;
   // tg.all_slice communicates nothing: a copy, an op like any other.
   if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op))
     return StepPiece::Collective;

@@ -21,6 +21,7 @@ enum class StepPiece {
   Kernel,     ///< a tg.kernel of tg-fuse's: one launch or loop nest
   Collective, ///< a tg.all_reduce bucket of tg-schedule's, a tg.all_gather
               ///< or a tg.reduce_scatter
+  Layer,      ///< a func.call of a layer body (tg-outline-layers)
   Op,         ///< any other op: one library call or generated loop
 };
 

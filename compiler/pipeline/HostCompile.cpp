@@ -2,15 +2,24 @@
 
 #include "compiler/pipeline/HostCompile.h"
 
+#include "compiler/pipeline/BuildCache.h"
 #include "compiler/pipeline/Config.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <deque>
+#include <thread>
+
+#include <sys/wait.h>
 
 using namespace mlir;
 using llvm::SmallVector;
@@ -67,6 +76,196 @@ mlir::tg::hostCompileCommand(StringRef source, StringRef executable,
   appendFlags(cmd, TGC_MPI_LINK_FLAGS);
   cmd.push_back("-lpthread");
   return cmd;
+}
+
+/// The command that compiles one unit `source` to the object `object`.
+static std::vector<std::string>
+unitCompileCommand(StringRef source, StringRef object,
+                   const HostCompileOptions &options) {
+  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+  std::vector<std::string> cmd = {fromEnv("CXX", TGC_HOST_CXX), "-std=c++17",
+                                  options.optimization};
+  if (options.nativeArch)
+    cmd.push_back("-march=native");
+  appendFlags(cmd, TGC_SANITIZE_FLAGS);
+  cmd.insert(cmd.end(),
+             {"-fopenmp", "-I" + root, "-c", source.str(), "-o", object.str()});
+  return cmd;
+}
+
+/// What of the build environment a unit's object depends on besides its
+/// text and flags: the compiler binary (its path, size and time) and every
+/// runtime header the generated code can include (runtime/, not its CUDA
+/// half), by content. Computed once.
+static const std::string &environmentDigest() {
+  static const std::string digest = [] {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
+    auto program = llvm::sys::findProgramByName(cxx);
+    std::string resolved = program ? *program : cxx;
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(resolved, real))
+      resolved = real.str().str();
+    llvm::sys::fs::file_status status;
+    os << "compiler " << resolved;
+    if (!llvm::sys::fs::status(resolved, status))
+      os << " " << status.getSize() << " "
+         << status.getLastModificationTime().time_since_epoch().count();
+    os << "\n";
+    std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+    llvm::SmallString<256> runtime(root);
+    llvm::sys::path::append(runtime, "runtime");
+    std::vector<std::string> headers;
+    std::error_code ec;
+    for (llvm::sys::fs::recursive_directory_iterator it(runtime, ec), end;
+         it != end && !ec; it.increment(ec)) {
+      StringRef path = it->path();
+      if (path.contains("/runtime/cuda"))
+        continue;
+      if (path.ends_with(".h"))
+        headers.push_back(path.str());
+    }
+    std::sort(headers.begin(), headers.end());
+    for (const std::string &h : headers) {
+      auto bytes = llvm::MemoryBuffer::getFile(h);
+      os << h << " " << (bytes ? sha256Hex((*bytes)->getBuffer()) : "-")
+         << "\n";
+    }
+    return sha256Hex(text);
+  }();
+  return digest;
+}
+
+std::string mlir::tg::unitCacheKey(const SourceUnit &unit,
+                                   const HostCompileOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const std::string &arg : unitCompileCommand("SOURCE", "OBJECT", options))
+    os << arg << " ";
+  os << "\n" << environmentDigest() << "\n";
+  if (options.nativeArch) {
+    // -march=native: what it means here.
+    os << llvm::sys::getHostCPUName();
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    std::vector<std::string> on;
+    for (auto &f : features)
+      if (f.second)
+        on.push_back(f.first().str());
+    std::sort(on.begin(), on.end());
+    for (const std::string &f : on)
+      os << " +" << f;
+    os << "\n";
+  }
+  os << unit.text;
+  return sha256Hex(text);
+}
+
+llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
+                                   StringRef workDir, StringRef executable,
+                                   const HostCompileOptions &options,
+                                   const BuildCache &cache,
+                                   UnitBuildStats *stats) {
+  std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
+  auto program = llvm::sys::findProgramByName(cxx);
+  if (!program)
+    return llvm::createStringError("host C++ compiler '" + cxx +
+                                   "' not found (set CXX)");
+  UnitBuildStats local;
+  UnitBuildStats &counts = stats ? *stats : local;
+
+  // Each unit's object: from the cache, or compiled (then stored).
+  struct Job {
+    std::string source, object, key;
+    llvm::sys::ProcessInfo process;
+  };
+  std::vector<std::string> objects;
+  std::deque<Job> running;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  bool cacheWarned = false;
+  // Waits for whichever compile ends first (so that a long unit does not
+  // hold the other cores idle), then stores its object.
+  auto finishOne = [&]() -> llvm::Error {
+    int status = 0;
+    pid_t pid;
+    do
+      pid = ::waitpid(-1, &status, 0);
+    while (pid < 0 && errno == EINTR);
+    auto it = llvm::find_if(
+        running, [&](const Job &job) { return job.process.Pid == pid; });
+    if (pid < 0 || it == running.end())
+      return llvm::createStringError("lost track of the host compiler's "
+                                     "processes");
+    Job job = std::move(*it);
+    running.erase(it);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      return llvm::createStringError(
+          "host compiler failed (" +
+          (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                             : "signal " + std::to_string(WTERMSIG(status))) +
+          ") on " + job.source);
+    ++counts.compiled;
+    if (llvm::Error error = cache.store(job.key, job.object)) {
+      // A cache that cannot be written costs time, not the build.
+      if (!cacheWarned)
+        llvm::errs() << "tgc: warning: " << llvm::toString(std::move(error))
+                     << "; building without it\n";
+      cacheWarned = true;
+    }
+    return llvm::Error::success();
+  };
+  for (const SourceUnit &unit : units) {
+    llvm::SmallString<256> source(workDir), object(workDir);
+    llvm::sys::path::append(source, unit.name + ".cpp");
+    llvm::sys::path::append(object, unit.name + ".o");
+    std::string key = unitCacheKey(unit, options);
+    if (cache.fetch(key, object)) {
+      objects.push_back(object.str().str());
+      ++counts.reused;
+      continue;
+    }
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(source, ec);
+      if (ec)
+        return llvm::createStringError("cannot write " + source.str().str() +
+                                       ": " + ec.message());
+      os << unit.text;
+    }
+    std::vector<std::string> cmd = unitCompileCommand(source, object, options);
+    SmallVector<StringRef> args(cmd.begin(), cmd.end());
+    if (options.verbose) {
+      llvm::interleave(args, llvm::errs(), " ");
+      llvm::errs() << "\n";
+    }
+    if (running.size() >= jobs)
+      if (llvm::Error error = finishOne())
+        return error;
+    std::string message;
+    bool failedToStart = false;
+    llvm::sys::ProcessInfo process = llvm::sys::ExecuteNoWait(
+        *program, args, std::nullopt, {}, 0, &message, &failedToStart);
+    if (failedToStart)
+      return llvm::createStringError("cannot run the host compiler on " +
+                                     source.str().str() + ": " + message);
+    running.push_back({source.str().str(), object.str().str(), key, process});
+    objects.push_back(object.str().str());
+  }
+  while (!running.empty())
+    if (llvm::Error error = finishOne())
+      return error;
+
+  // The link.
+  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  std::vector<std::string> cmd = {cxx};
+  appendFlags(cmd, TGC_SANITIZE_FLAGS);
+  cmd.push_back("-fopenmp");
+  cmd.insert(cmd.end(), objects.begin(), objects.end());
+  cmd.insert(cmd.end(), {"-o", executable.str(), "-L" + lib, "-ltgc_runtime",
+                         "-ltgc_cpu_kernels", "-lopenblas"});
+  appendFlags(cmd, TGC_MPI_LINK_FLAGS);
+  cmd.push_back("-lpthread");
+  return run(*program, cmd, options.verbose, "linker", executable);
 }
 
 llvm::Error mlir::tg::compileExecutable(StringRef source, StringRef executable,

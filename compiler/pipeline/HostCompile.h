@@ -14,8 +14,9 @@
 #ifndef TGC_COMPILER_PIPELINE_HOSTCOMPILE_H
 #define TGC_COMPILER_PIPELINE_HOSTCOMPILE_H
 
-#include "llvm/ADT/StringRef.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -39,6 +40,34 @@ std::vector<std::string> hostCompileCommand(llvm::StringRef source,
 llvm::Error compileExecutable(llvm::StringRef source,
                               llvm::StringRef executable,
                               const HostCompileOptions &options);
+
+/// One translation unit of a generated program: its file stem and text.
+struct SourceUnit {
+  std::string name;
+  std::string text;
+};
+
+/// What a build of units did.
+struct UnitBuildStats {
+  unsigned compiled = 0; ///< units the host compiler compiled
+  unsigned reused = 0;   ///< objects the cache already held
+};
+
+/// The cache key of a unit: its text, its compile command (without the
+/// file names), the compiler's identity, the runtime headers it includes
+/// and, with -march=native, this host's CPU.
+std::string unitCacheKey(const SourceUnit &unit,
+                         const HostCompileOptions &options);
+
+/// Writes each unit to `workDir`, compiles it to an object (or takes the
+/// object `cache` holds for its key), as many at once as this machine has
+/// cores, and links the objects with the runtime into `executable`. The
+/// error names the unit and carries the compiler's exit status.
+llvm::Error compileUnits(llvm::ArrayRef<SourceUnit> units,
+                         llvm::StringRef workDir, llvm::StringRef executable,
+                         const HostCompileOptions &options,
+                         const class BuildCache &cache,
+                         UnitBuildStats *stats = nullptr);
 
 struct CudaCompileOptions {
   /// Host-code optimization (nvcc always optimizes device code).

@@ -4,6 +4,7 @@
 
 #include "passes/autodiff/Passes.h"
 #include "passes/fusion/Passes.h"
+#include "passes/layers/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
@@ -31,6 +32,7 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Case("fusion", Phase::Fusion)
       .Case("schedule", Phase::Schedule)
       .Case("memory", Phase::Memory)
+      .Case("layers", Phase::Layers)
       .Case("source", Phase::Source)
       .Case("executable", Phase::Executable)
       .Default(std::nullopt);
@@ -58,6 +60,8 @@ StringRef mlir::tg::phaseName(Phase phase) {
     return "schedule";
   case Phase::Memory:
     return "memory";
+  case Phase::Layers:
+    return "layers";
   case Phase::Source:
     return "source";
   case Phase::Executable:
@@ -69,6 +73,7 @@ StringRef mlir::tg::phaseName(Phase phase) {
 TargetOptions mlir::tg::cpuTarget() {
   TargetOptions target;
   target.name = "cpu";
+  target.outlinesLayers = true;
   return target;
 }
 
@@ -208,6 +213,11 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createPlanMemoryPass(opt));
     pm.addNestedPass<func::FuncOp>(createVerifyMemoryPass());
   }
+  if (from < Phase::Layers && to >= Phase::Layers &&
+      options.target.outlinesLayers)
+    // Last: every decision about the step is made and checked; this one
+    // only decides which layers the backend prints once.
+    pm.addPass(createOutlineLayersPass());
 }
 
 void mlir::tg::registerTrainingPipeline() {

@@ -31,6 +31,8 @@ enum class Phase {
   Fusion,    ///< the step's ops grouped into tg.kernel ops (tg-fuse)
   Schedule,  ///< kernels in order, gradient all-reduce in buckets (tg-schedule)
   Memory,    ///< every buffer at an arena offset (tg-plan-memory)
+  Layers,    ///< the repeated layers as calls of shared bodies
+             ///< (tg-outline-layers; CPU target)
   Source,    ///< emitted C++ source
   Executable ///< the training executable, built by the host compiler
 };
@@ -54,6 +56,9 @@ struct TargetOptions {
   /// tg.attention keeps its statistics for its gradient.
   int64_t arenaAlignment = 64;
   bool attentionStatistics = false;
+  /// The backend prints layer bodies and their calls: tg-outline-layers
+  /// runs in the layers phase (the CUDA emitter does not yet).
+  bool outlinesLayers = false;
 };
 
 /// C++ with OpenMP and OpenBLAS (EmitCpp): every kernel kind, the plan.
@@ -109,10 +114,14 @@ struct PipelineOptions {
 };
 
 /// The last phase whose output is IR.
-constexpr Phase kLastIRPhase = Phase::Memory;
+constexpr Phase kLastIRPhase = Phase::Layers;
+
+/// The last phase the planners and reports read (every op in place, the
+/// layers not yet outlined).
+constexpr Phase kPlannedPhase = Phase::Memory;
 
 /// Adds the passes that take IR from after `from` to after `to` (both
-/// between Import and Memory).
+/// between Import and Layers).
 void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
                            Phase from, Phase to);
 

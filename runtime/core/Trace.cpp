@@ -21,6 +21,10 @@ void Trace::complete(const std::string &name, const char *category, Lane lane,
   events_.push_back({name, category, lane, startUs, durUs});
 }
 
+void Trace::op(const char *name, const char *category, double startUs) {
+  complete(name, category, Host, startUs, now() - startUs);
+}
+
 void Trace::write(const std::string &path) const {
   static const char *laneNames[] = {"host", "compute", "communication"};
   JsonValue events = JsonValue::array();

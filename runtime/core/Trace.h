@@ -39,6 +39,11 @@ public:
   void complete(const std::string &name, const char *category, Lane lane,
                 double startUs, double durUs);
 
+  /// What generated code records for each op: `name` (a literal, so that
+  /// no std::string is built where the op runs) in `category` on the host
+  /// lane, from `startUs` until now.
+  void op(const char *name, const char *category, double startUs);
+
   /// Writes the events collected so far to `path` atomically; throws
   /// tgc::Error naming the file when it cannot.
   void write(const std::string &path) const;

@@ -400,6 +400,21 @@ struct ScheduleParams {
 ///             totalSteps
 float lr_schedule(const ScheduleParams &params, int64_t step, float baseLr);
 
+// Handing a step's results over (generated code calls these once per
+// result, so that a deep model's thousands of results compile to calls,
+// not loops).
+
+/// Copies `bytes` from `value` to `target` unless they are one buffer (an
+/// update done in place).
+void bind_result(void *target, const void *value, int64_t bytes);
+
+/// A micro-batch's gradient into the step's sum: the first (`first`)
+/// writes it, the others add theirs.
+void accumulate_grad(void *sum, const float *grad, int64_t n, bool first);
+
+/// `sum[i] += part[i]`.
+void add_into(void *sum, const float *part, int64_t n);
+
 } // namespace tgc::cpu
 
 #endif // TGC_RUNTIME_CPU_KERNELS_H

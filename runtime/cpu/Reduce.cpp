@@ -195,4 +195,22 @@ double sum_squares(const float *x, int64_t n) {
   return acc;
 }
 
+void bind_result(void *target, const void *value, int64_t bytes) {
+  if (target != value)
+    std::memcpy(target, value, bytes);
+}
+
+void accumulate_grad(void *sum, const float *grad, int64_t n, bool first) {
+  if (first)
+    std::memcpy(sum, grad, n * sizeof(float));
+  else
+    add_into(sum, grad, n);
+}
+
+void add_into(void *sum, const float *part, int64_t n) {
+  float *s = static_cast<float *>(sum);
+  for (int64_t i = 0; i < n; ++i)
+    s[i] += part[i];
+}
+
 } // namespace tgc::cpu

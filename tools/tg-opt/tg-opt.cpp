@@ -9,6 +9,7 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "passes/autodiff/Passes.h"
 #include "passes/fusion/Passes.h"
+#include "passes/layers/Passes.h"
 #include "passes/memory/Passes.h"
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
@@ -26,6 +27,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::tg::registerAutodiffPasses();
   mlir::tg::registerFusionPasses();
+  mlir::tg::registerLayersPasses();
   mlir::tg::registerMemoryPasses();
   mlir::tg::registerOptimizerPasses();
   mlir::tg::registerPipelinePasses();

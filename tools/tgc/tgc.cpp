@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/EmitCpp.h"
 #include "compiler/codegen/EmitCuda.h"
+#include "compiler/pipeline/BuildCache.h"
 #include "compiler/pipeline/Config.h"
 #include "compiler/pipeline/HostCompile.h"
 #include "compiler/pipeline/MemoryReport.h"
@@ -88,9 +89,9 @@ cl::opt<std::string> compileTo(
     cl::desc("Stop after this phase and print its IR: import, precision, "
              "autodiff, optimizer, sharding, partition, pipeline (with "
              "--pipeline-stages: the chunks and each stage's actions), "
-             "fusion, schedule, memory (source and "
-             "executable "
-             "as --emit=cpp and exe)"),
+             "fusion, schedule, memory, layers (the CPU step's repeated "
+             "layers as calls of one body each; source and executable as "
+             "--emit=cpp and exe)"),
     cl::value_desc("phase"), cl::cat(tgcCategory));
 cl::opt<std::string> compileFrom(
     "compile-from",
@@ -197,10 +198,29 @@ cl::opt<unsigned> opsPerFunction(
              "the host compiler's time grows linearly with the model's depth "
              "(default 64 ops, 256 launches)"),
     cl::cat(tgcCategory));
+cl::opt<bool> outlineLayers(
+    "outline-layers",
+    cl::desc("Print each distinct layer body once and call it per layer "
+             "(tg-outline-layers, the layers phase; CPU target). "
+             "--outline-layers=false prints every layer's ops inline"),
+    cl::init(true), cl::cat(tgcCategory));
+cl::opt<bool> buildCache(
+    "build-cache",
+    cl::desc("Reuse the objects of units (each layer body, the steps) "
+             "compiled before with the same compiler, flags and runtime "
+             "headers, from $TGC_CACHE_DIR, else $XDG_CACHE_HOME/tgc, else "
+             "~/.cache/tgc (default on; --build-cache=false compiles all)"),
+    cl::init(true), cl::cat(tgcCategory));
+cl::opt<std::string> buildCacheSize(
+    "build-cache-size",
+    cl::desc("The build cache keeps at most this many bytes, dropping the "
+             "least recently used objects (default 2GiB)"),
+    cl::init("2GiB"), cl::value_desc("size"), cl::cat(tgcCategory));
 cl::opt<bool> saveTemps(
     "save-temps",
-    cl::desc("Keep the generated source next to the executable (EXE.cpp, "
-             "EXE.cu; with --simt also EXE.simt.cpp, the .cu rewritten)"),
+    cl::desc("Keep the generated source next to the executable (the CPU "
+             "program's units and objects in EXE.units/; EXE.cu, with --simt "
+             "also EXE.simt.cpp, the .cu rewritten)"),
     cl::cat(tgcCategory));
 cl::opt<bool> verbose("v",
                       cl::desc("Print the host compiler (or nvcc) command "
@@ -783,7 +803,7 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
         if (succeeded(compiled) && preset.empty() && keepSharded)
           plan.sharded = plan.module->clone();
         if (succeeded(compiled))
-          compiled = runTrainingPipeline(*plan.module, o, mid, kLastIRPhase,
+          compiled = runTrainingPipeline(*plan.module, o, mid, kPlannedPhase,
                                          configure);
       }
       if (failed(compiled)) {
@@ -925,8 +945,8 @@ choosePipelineStages(MLIRContext &context, StringRef path,
           axes, name,
           [&](auto &axis) { name << axis.first << "=" << axis.second; }, ",");
       c.plans = compilePlans(*c.module, c.options, Phase::Import, cost,
-                             /*solver=*/true, /*keepSharded=*/to < kLastIRPhase,
-                             "", configure);
+                             /*solver=*/true,
+                             /*keepSharded=*/to < kPlannedPhase, "", configure);
       c.best = fastestFitting(c.plans, limit);
       llvm::errs() << "tgc: --pipeline-stages=auto: " << c.mesh;
       if (p > 1)
@@ -1114,9 +1134,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!compileTo.empty()) {
     stopAfter = parsePhase(compileTo);
     if (!stopAfter)
-      return fail("unknown phase '" + compileTo +
-                  "' for --compile-to; expected import, precision, autodiff, "
-                  "optimizer, fusion, schedule, memory, source or executable");
+      return fail(
+          "unknown phase '" + compileTo +
+          "' for --compile-to; expected import, precision, autodiff, "
+          "optimizer, fusion, schedule, memory, layers, source or executable");
   }
   Phase last = Phase::Executable;
   if (emit == EmitKind::Mlir)
@@ -1129,7 +1150,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail(
         "--emit=mlir writes IR: --compile-to must be import, "
         "precision, autodiff, optimizer, sharding, partition, pipeline, "
-        "fusion, schedule or memory");
+        "fusion, schedule, memory or layers");
   if (!report.empty() && report != "memory" && report != "sharding" &&
       report != "pipeline")
     return fail("unknown --report '" + report +
@@ -1356,7 +1377,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return fail("unknown phase '" + compileFrom +
                   "' for --compile-from; expected import, precision, "
                   "autodiff, optimizer, sharding, partition, pipeline, "
-                  "fusion, schedule or memory");
+                  "fusion, schedule, memory or layers");
     if (*given != from)
       return fail("--compile-from=" + compileFrom + " but " + inputFile +
                   " holds IR after phase '" + phaseName(from) + "'");
@@ -1387,7 +1408,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
 
   // The passes; for the report, the step under other remat policies.
   SmallVector<std::pair<std::string, OwningOpRef<ModuleOp>>> others;
-  if (std::min(last, kLastIRPhase) > from) {
+  if (std::min(last, kPlannedPhase) > from) {
     TimingScope passTiming = rootTiming.nest("passes");
     PipelineOptions options;
     options.optimizer = optimizer;
@@ -1455,7 +1476,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return fail("--remat=auto needs --memory-budget (or the training "
                   "table's memory_budget)");
     options.target = cuda ? cudaTarget() : cpuTarget();
-    Phase to = std::min(last, kLastIRPhase);
+    Phase to = std::min(last, kPlannedPhase);
     std::function<LogicalResult(PassManager &)> configure =
         [&](PassManager &pm) {
           if (failed(applyPassManagerCLOptions(pm)))
@@ -1532,7 +1553,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       plans = std::move(chosen->plans);
     } else if (planned) {
       plans = compilePlans(*module, options, from, *cost, /*solver=*/true,
-                           /*keepSharded=*/to < kLastIRPhase, "", configure);
+                           /*keepSharded=*/to < kPlannedPhase, "", configure);
     }
     if (planned) {
       CompiledPlan *best = fastestFitting(plans, limit);
@@ -1558,7 +1579,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                                                      : "is slower");
       }
       best->estimate.label = "auto-shard: " + chosen;
-      if (to == kLastIRPhase) {
+      if (to == kPlannedPhase) {
         module = std::move(best->module);
       } else if (best->sharded) {
         // The solver's pins as it found them, carried on from there.
@@ -1591,12 +1612,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
           comparePlans, context, otherSource, importOptions, otherFrom);
       if (!other)
         return failure();
-      if (otherFrom > kLastIRPhase)
+      if (otherFrom > kPlannedPhase)
         return fail(comparePlans + " is past the memory phase");
       if (pipelineStagesFlag > 1)
         setPipelineStages(*other, {pipelineStagesFlag, virtualStagesFlag});
-      if (otherFrom < kLastIRPhase &&
-          failed(runTrainingPipeline(*other, options, otherFrom, kLastIRPhase,
+      if (otherFrom < kPlannedPhase &&
+          failed(runTrainingPipeline(*other, options, otherFrom, kPlannedPhase,
                                      configure)))
         return failure();
       PlanEstimate a = estimatePlan(*other, *cost, comparePlans);
@@ -1671,6 +1692,16 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return writeMemoryPlot(*module, curves, os);
     });
   }
+  // The layers phase: after every report, which reads each op in place.
+  if (last >= Phase::Layers && from < Phase::Layers && outlineLayers) {
+    TimingScope layerTiming = rootTiming.nest("outline layers");
+    PipelineOptions layers;
+    layers.target = cuda ? cudaTarget() : cpuTarget();
+    if (failed(runTrainingPipeline(
+            *module, layers, Phase::Memory, Phase::Layers,
+            [&](PassManager &pm) { return applyPassManagerCLOptions(pm); })))
+      return failure();
+  }
   (*module)->setAttr(TgDialect::kPhaseAttr,
                      StringAttr::get(&context, phaseName(std::min(
                                                    last, kLastIRPhase))));
@@ -1708,29 +1739,57 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       return emitCpp(*module, os, emitOptions);
     });
 
-  // The executable.
-  std::string executable;
-  std::string source;
-  if (failed(prepareExecutable("cpp", executable, source)))
-    return failure();
-  // The temporary source goes whatever happens.
-  llvm::scope_exit removeSource([&] {
-    if (!saveTemps)
-      llvm::sys::fs::remove(source);
-  });
-  if (failed(writeText(source, [&](llvm::raw_ostream &os) {
-        return emitCpp(*module, os, emitOptions);
-      })))
+  // The executable: each layer body a unit of its own, compiled once into
+  // the build cache, and the steps; compiled side by side, then linked.
+  std::string executable =
+      outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+  if (llvm::sys::fs::is_directory(executable))
+    return fail("output '" + executable + "' is a directory");
+  std::vector<CppUnit> cppUnits;
+  if (failed(emitCppUnits(*module, emitOptions, cppUnits)))
     return failure();
   emitTiming.stop();
+  // The sources in a temporary directory, or beside the executable with
+  // --save-temps (EXE.units/).
+  SmallString<128> workDir;
+  if (saveTemps) {
+    workDir = executable + ".units";
+    if (std::error_code ec = llvm::sys::fs::create_directories(workDir))
+      return fail("cannot create " + workDir.str().str() + ": " + ec.message());
+  } else if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+                 "tgc-" + stemOf(inputFile), workDir)) {
+    return fail("cannot create a temporary directory: " + ec.message());
+  }
+  llvm::scope_exit removeWork([&] {
+    if (!saveTemps)
+      llvm::sys::fs::remove_directories(workDir);
+  });
+  BuildCache cache;
+  if (buildCache) {
+    std::optional<int64_t> limit = parseSize(buildCacheSize);
+    if (!limit || *limit < 0)
+      return fail("--build-cache-size: expected a size (2GB, 500MiB), got '" +
+                  buildCacheSize + "'");
+    cache = BuildCache::standard(*limit);
+  }
   TimingScope compileTiming = rootTiming.nest("host compiler");
   HostCompileOptions compileOptions;
   compileOptions.optimization = "-O" + std::to_string(optLevel);
   compileOptions.nativeArch = optLevel >= 2;
   compileOptions.verbose = verbose;
-  if (llvm::Error error =
-          compileExecutable(source, executable, compileOptions))
+  std::vector<SourceUnit> units;
+  for (CppUnit &u : cppUnits)
+    units.push_back({u.name, std::move(u.text)});
+  UnitBuildStats stats;
+  if (llvm::Error error = compileUnits(units, workDir, executable,
+                                       compileOptions, cache, &stats))
     return fail(llvm::toString(std::move(error)));
+  if (verbose)
+    llvm::errs() << "tgc: " << units.size() << " units: " << stats.compiled
+                 << " compiled, " << stats.reused << " from the build cache"
+                 << (cache.enabled() ? " " + cache.directory().str()
+                                     : std::string(" (off)"))
+                 << "\n";
   return success();
 }
 

@@ -331,6 +331,10 @@ LogicalResult StepEmitter::buildLaunches() {
     case StepPiece::Op:
       launches.push_back(opLaunch(p.op));
       break;
+    case StepPiece::Layer:
+      return p.op->emitError("cuda backend: layer bodies (tg-outline-layers) "
+                             "are printed by the CPU backend only; give IR "
+                             "from the memory phase");
     }
   }
 

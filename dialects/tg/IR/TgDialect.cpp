@@ -330,17 +330,34 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a dictionary on a function";
     return success();
   }
-  if (name == kOffsetsAttr || name == kViewsAttr) {
+  if (name == kLayerBodyAttr) {
+    if (!isa<func::FuncOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a string (the first layer) on a "
+                                "function";
+    return success();
+  }
+  if (name == kSlotOffsetsAttr) {
+    auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<func::CallOp>(op) || !values ||
+        llvm::any_of(values.asArrayRef(), [](int64_t v) { return v < 0; }))
+      return op->emitError() << "'" << name
+                             << "' must list arena offsets (non-negative "
+                                "i64s) on the func.call of a layer body";
+    return success();
+  }
+  if (name == kOffsetsAttr || name == kViewsAttr || name == kSlotsAttr) {
     auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!values || values.size() != (int64_t)op->getNumResults())
       return op->emitError() << "'" << name << "' must hold one i64 per result ("
                              << op->getNumResults() << ")";
     for (int64_t v : values.asArrayRef())
       if (v < -1 || (name == kViewsAttr && v >= (int64_t)op->getNumOperands()))
-        return op->emitError() << "'" << name << "' holds " << v
-                               << (name == kViewsAttr
-                                       ? ", which is no operand number or -1"
-                                       : ", which is no offset or -1");
+        return op->emitError()
+               << "'" << name << "' holds " << v
+               << (name == kViewsAttr   ? ", which is no operand number or -1"
+                   : name == kSlotsAttr ? ", which is no slot or -1"
+                                        : ", which is no offset or -1");
     return success();
   }
   if (name == kArenaBytesAttr || name == kLiveBytesAttr) {
@@ -449,14 +466,15 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   if (name == kPhaseAttr) {
     // The pipeline phase tgc ran the module through (compiler/pipeline).
     auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str || !llvm::is_contained(
-                    {"import", "precision", "autodiff", "optimizer", "sharding",
-                     "partition", "pipeline", "fusion", "schedule", "memory"},
-                    str.getValue()))
+    if (!str ||
+        !llvm::is_contained({"import", "precision", "autodiff", "optimizer",
+                             "sharding", "partition", "pipeline", "fusion",
+                             "schedule", "memory", "layers"},
+                            str.getValue()))
       return op->emitError() << "'" << name
                              << "' must be import, precision, autodiff, "
                                 "optimizer, sharding, partition, pipeline, "
-                                "fusion, schedule or memory, got "
+                                "fusion, schedule, memory or layers, got "
                              << attr.getValue();
     return success();
   }

@@ -121,6 +121,14 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kAutoShardAttr = "tg.auto_shard";
     // The schedule (tg-schedule): the all-reduce buckets an op waits for.
     static constexpr ::llvm::StringLiteral kWaitsAttr = "tg.waits";
+    // Layer bodies (tg-outline-layers). On a function: a body several
+    // layers share (its name, the first layer it was taken from). On an op
+    // of a body: for each result, the slot of the body's offset table that
+    // holds its arena offset (-1: a view or no buffer). On the func.call of
+    // a body: the arena offset of each slot for this layer.
+    static constexpr ::llvm::StringLiteral kLayerBodyAttr = "tg.layer_body";
+    static constexpr ::llvm::StringLiteral kSlotsAttr = "tg.slots";
+    static constexpr ::llvm::StringLiteral kSlotOffsetsAttr = "tg.slot_offsets";
   }];
 }
 

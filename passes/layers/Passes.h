@@ -1,0 +1,20 @@
+//===- Passes.h - Layer passes -------------------------------- -*- C++ -*-===//
+
+#ifndef TGC_PASSES_LAYERS_PASSES_H
+#define TGC_PASSES_LAYERS_PASSES_H
+
+#include "dialects/tg/IR/TgDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::tg {
+
+#define GEN_PASS_DECL
+#include "passes/layers/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/layers/Passes.h.inc"
+
+} // namespace mlir::tg
+
+#endif // TGC_PASSES_LAYERS_PASSES_H
