@@ -214,16 +214,20 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
     }
     return llvm::Error::success();
   };
+  // A failed unit: the others still compiling are waited for (their
+  // directory goes next), and the first error is the one reported.
+  auto abandon = [&](llvm::Error error) {
+    for (Job &job : running)
+      (void)llvm::sys::Wait(job.process, std::nullopt);
+    running.clear();
+    return error;
+  };
   for (const SourceUnit &unit : units) {
     llvm::SmallString<256> source(workDir), object(workDir);
     llvm::sys::path::append(source, unit.name + ".cpp");
     llvm::sys::path::append(object, unit.name + ".o");
-    std::string key = unitCacheKey(unit, options);
-    if (cache.fetch(key, object)) {
-      objects.push_back(object.str().str());
-      ++counts.reused;
-      continue;
-    }
+    // The source is written whatever the cache holds: --save-temps keeps
+    // every unit's.
     {
       std::error_code ec;
       llvm::raw_fd_ostream os(source, ec);
@@ -231,6 +235,12 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
         return llvm::createStringError("cannot write " + source.str().str() +
                                        ": " + ec.message());
       os << unit.text;
+    }
+    std::string key = unitCacheKey(unit, options);
+    if (cache.fetch(key, object)) {
+      objects.push_back(object.str().str());
+      ++counts.reused;
+      continue;
     }
     std::vector<std::string> cmd = unitCompileCommand(source, object, options);
     SmallVector<StringRef> args(cmd.begin(), cmd.end());
@@ -240,7 +250,7 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
     }
     if (running.size() >= jobs)
       if (llvm::Error error = finishOne())
-        return error;
+        return abandon(std::move(error));
     std::string message;
     bool failedToStart = false;
     llvm::sys::ProcessInfo process = llvm::sys::ExecuteNoWait(
@@ -253,7 +263,7 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   }
   while (!running.empty())
     if (llvm::Error error = finishOne())
-      return error;
+      return abandon(std::move(error));
 
   // The link.
   std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
