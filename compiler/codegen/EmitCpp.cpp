@@ -116,6 +116,10 @@ size_t totalWeight(ArrayRef<Operation *> ops) {
   return total;
 }
 
+/// Between the parts of a step function emitted apart: where a unit may
+/// end (emitCppUnits).
+constexpr llvm::StringLiteral kUnitBreak = "\n//@@ tgc unit break\n";
+
 /// Ops that print code: timed into io.trace under --profile. Views and
 /// constants take no time.
 bool doesWork(Operation *op) {
@@ -229,8 +233,12 @@ public:
   /// The C++ names of the layer bodies the step calls, by symbol.
   const llvm::StringMap<std::string> *bodyNames = nullptr;
   /// The step function has external linkage (a unit of its own, which
-  /// the model description's unit declares), else it is static.
+  /// the model description's unit declares), else it is static. In parts,
+  /// so do the parts and the constants' accessors, each part preceded by
+  /// kUnitBreak so that the parts can go to units of their own, which
+  /// `externDeclarations` declares them in.
   bool external = false;
+  std::string externDeclarations;
 
   std::string buf(Value v) { return names.lookup(v); }
   /// `v`'s name where it is declared, else its pointer expression from the
@@ -1460,6 +1468,9 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
     if (storage->pointerType.empty())
       continue; // read as a literal
     constantPointers[v] = storage->pointerType;
+    if (external)
+      externDeclarations +=
+          storage->pointerType + name.str() + "_" + names[v] + "();\n";
     std::string where = describeLoc(op->getLoc());
     os << "\n/// " << names[v] << " of @" << func.getName() << " ("
        << op->getName() << (where.empty() ? "" : " " + where) << ").\n"
@@ -1490,6 +1501,11 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
     size_t count = results
                        ? std::min<size_t>(opsPerFunction, numResults - first)
                        : opStarts[p + 1] - first;
+    if (external) {
+      os << kUnitBreak;
+      externDeclarations += "void " + name.str() + "_part" +
+                            std::to_string(p + 1) + "(tgc::StepIO &io);\n";
+    }
     os << "\n/// @" << func.getName() << ", part " << p + 1 << " of "
        << numParts << ": " << (results ? "results " : "ops ") << first << "-"
        << first + count - 1;
@@ -1499,8 +1515,8 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
       if (!from.empty() && !to.empty())
         os << " (" << from << " .. " << to << ")";
     }
-    os << ".\n[[gnu::noinline]] static void " << name << "_part" << p + 1
-       << "(tgc::StepIO &io) {\n"
+    os << ".\n[[gnu::noinline]] " << (external ? "" : "static ") << "void "
+       << name << "_part" << p + 1 << "(tgc::StepIO &io) {\n"
        << "  char *arena = tgc_arena();\n  (void)arena;\n";
     // What the part reads from outside it (and the constants it reads),
     // declared up front. A splat that a loop reads is its literal, not a
@@ -1533,6 +1549,8 @@ LogicalResult FunctionEmitter::emitParts(StringRef name,
     os << "}\n";
   }
 
+  if (external)
+    os << kUnitBreak;
   os << "\n/// @" << func.getName() << ": " << arenaBytes_
      << " bytes of arena; its " << ops.size() << " ops and " << numResults
      << " results in " << numParts << " parts.\n"
@@ -1816,13 +1834,39 @@ LogicalResult emitProgram(ModuleOp module, const CppEmitOptions &options,
   llvm::raw_string_ostream os(program.main);
   int64_t arena = std::max({trainEmitter.arenaBytes(), evalEmitter.arenaBytes(),
                             gradEmitter.arenaBytes(), pipelineArena});
-  for (auto [name, text] : {std::pair{"train_step", &trainText},
-                            {"eval_step", &evalText},
-                            {"grad_step", &gradText}}) {
+  // A step function in parts goes to units of about kUnitLines lines each,
+  // which the host compiler takes side by side.
+  constexpr size_t kUnitLines = 3000;
+  for (auto [name, text, emitter] :
+       {std::tuple{"train_step", &trainText, &trainEmitter},
+        {"eval_step", &evalText, &evalEmitter},
+        {"grad_step", &gradText, &gradEmitter}}) {
     if (text->empty())
       continue;
-    program.steps.push_back({name, declarations + *text});
     os << "\nvoid " << name << "(tgc::StepIO &io);\n";
+    SmallVector<StringRef> pieces;
+    StringRef(*text).split(pieces, kUnitBreak);
+    std::string header = declarations + "\n" + emitter->externDeclarations;
+    std::string unit;
+    size_t lines = 0, count = 0;
+    auto flush = [&] {
+      if (unit.empty())
+        return;
+      std::string unitName = name;
+      if (count++ > 0)
+        unitName += "." + std::to_string(count);
+      program.steps.push_back({unitName, header + unit});
+      unit.clear();
+      lines = 0;
+    };
+    for (StringRef piece : pieces) {
+      size_t n = piece.count('\n');
+      if (lines > 0 && lines + n > kUnitLines)
+        flush();
+      unit += piece.str();
+      lines += n;
+    }
+    flush();
   }
   os << declarations
      << "\nnamespace {\n\nconstexpr int64_t kArenaBytes = " << arena

@@ -42,8 +42,9 @@ struct CppUnit {
   std::string text;
 };
 
-/// The same program as translation units to compile apart: one per step
-/// function (`train_step`, `eval_step`, `grad_step`, each with its parts),
+/// The same program as translation units to compile apart: each step
+/// function (`train_step`, `eval_step`, `grad_step`; in parts, the parts in
+/// units of about 3,000 lines, `train_step.2`, ...),
 /// the model description with the arena (`model`; a pipelined step's
 /// functions too), then one per layer body of tg-outline-layers (named by
 /// its content, `tgc_body_<hash>`, so that the same body compiles to the
