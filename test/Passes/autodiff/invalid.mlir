@@ -28,3 +28,14 @@ func.func @forward(%p: tensor<4xi32> {tg.param = "ids"}) -> tensor<f32> {
   %c = tg.constant dense<0.0> : tensor<f32>
   return %c : tensor<f32>
 }
+
+// -----
+
+// An op without a gradient rule between a parameter and the loss (here a
+// gradient op of the forward's own making) is named, not skipped.
+func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
+  // expected-error @+1 {{'tg.gelu_grad' op has no gradient rule, but a trainable parameter reaches the loss through it}}
+  %g = tg.gelu_grad %p, %p : tensor<4xf32>
+  %s = tg.reduce_sum %g : tensor<4xf32> -> tensor<f32>
+  return %s : tensor<f32>
+}

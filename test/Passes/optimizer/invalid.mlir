@@ -39,3 +39,14 @@ module attributes {tg.training = {grad_accum = 0 : i64}} {
     return %s : tensor<f32>
   }
 }
+
+// -----
+
+// A no_decay pattern that is no glob is named with the table's field.
+// expected-error @+1 {{tg-optimizer: bad no_decay pattern '[bias'}}
+module attributes {tg.training = {optimizer = {kind = "adamw", no_decay = ["[bias"]}}} {
+  func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
+    %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}
