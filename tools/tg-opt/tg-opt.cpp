@@ -17,6 +17,7 @@
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
 #include "passes/sharding/Passes.h"
+#include "test/lib/TestPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
   mlir::tg::registerSchedulePasses();
   mlir::tg::registerShardingPasses();
   mlir::tg::registerTrainingPipeline();
+  mlir::tg::registerTestCostModelPass();
   mlir::DialectRegistry registry;
   registry.insert<mlir::tg::TgDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(
