@@ -1,6 +1,10 @@
 // RUN: tg-opt %s -split-input-file -tg-remat=remat=selective | FileCheck %s
 // RUN: tg-opt %s -split-input-file -tg-remat | FileCheck %s --check-prefix=NONE
 // RUN: not tg-opt %s -split-input-file -tg-remat=remat=everything 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not tg-opt %s -split-input-file -tg-remat="remat=auto solver=greedy" 2>&1 | FileCheck %s --check-prefix=SOLVER
+// RUN: not tg-opt %s -split-input-file -tg-remat=remat=auto 2>&1 | FileCheck %s --check-prefix=BUDGET
+// SOLVER: tg-remat: unknown solver 'greedy'; expected auto, exact or min-cut
+// BUDGET: tg-remat: remat=auto needs an activation budget (activation-budget=BYTES)
 
 // The GELU's result is read in the backward (by the weight gradient): it
 // is computed again from its input, which the GELU gradient reads later
