@@ -203,8 +203,9 @@ FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
     solverUsed = "min-cut";
   }
   if (best.keptBytes > activationBudget) {
+    // The option's value: the Option itself streams as nothing.
     emitError(func.getLoc(), "tg-remat: activation budget ")
-        << activationBudget
+        << (int64_t)activationBudget
         << " bytes is below the least the backward can be given: "
         << best.keptBytes
         << " bytes kept with every forward op that may run again "
