@@ -32,8 +32,9 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
       return signalPassFailure();
     }
     if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+      // The option's value: the Option itself streams as nothing.
       func.emitError("tg-plan-memory: alignment must be a power of two, got ")
-          << alignment;
+          << (int64_t)alignment;
       return signalPassFailure();
     }
     MemoryRules rules;

@@ -1,5 +1,7 @@
 // RUN: tg-opt %s -split-input-file -tg-plan-memory -tg-verify-memory | FileCheck %s
 // RUN: tg-opt %s -split-input-file -tg-plan-memory="alignment=256 attention-statistics=true" -tg-verify-memory | FileCheck %s --check-prefix=CUDA
+// RUN: not tg-opt %s -split-input-file -tg-plan-memory="alignment=3" 2>&1 | FileCheck %s --check-prefix=ALIGN
+// ALIGN: error: tg-plan-memory: alignment must be a power of two, got 3
 
 // A chain: each result takes a block, given back after its last reader;
 // the reshape views its operand; constants and arguments need no arena.
