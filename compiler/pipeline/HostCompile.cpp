@@ -58,26 +58,6 @@ static llvm::Error run(StringRef program, const std::vector<std::string> &cmd,
   return llvm::Error::success();
 }
 
-std::vector<std::string>
-mlir::tg::hostCompileCommand(StringRef source, StringRef executable,
-                             const HostCompileOptions &options) {
-  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
-  std::vector<std::string> cmd = {fromEnv("CXX", TGC_HOST_CXX), "-std=c++17",
-                                  options.optimization};
-  if (options.nativeArch)
-    cmd.push_back("-march=native");
-  appendFlags(cmd, TGC_SANITIZE_FLAGS);
-  cmd.insert(cmd.end(), {"-fopenmp", "-I" + root, source.str(), "-o",
-                         executable.str(), "-L" + lib, "-ltgc_runtime",
-                         "-ltgc_cpu_kernels", "-lopenblas"});
-  // The runtime's collectives (runtime/comm) reduce with MPI when it was
-  // built with it.
-  appendFlags(cmd, TGC_MPI_LINK_FLAGS);
-  cmd.push_back("-lpthread");
-  return cmd;
-}
-
 /// The command that compiles one unit `source` to the object `object`.
 static std::vector<std::string>
 unitCompileCommand(StringRef source, StringRef object,
@@ -276,17 +256,6 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   appendFlags(cmd, TGC_MPI_LINK_FLAGS);
   cmd.push_back("-lpthread");
   return run(*program, cmd, options.verbose, "linker", executable);
-}
-
-llvm::Error mlir::tg::compileExecutable(StringRef source, StringRef executable,
-                                        const HostCompileOptions &options) {
-  std::vector<std::string> cmd =
-      hostCompileCommand(source, executable, options);
-  auto program = llvm::sys::findProgramByName(cmd[0]);
-  if (!program)
-    return llvm::createStringError("host C++ compiler '" + cmd[0] +
-                                   "' not found (set CXX)");
-  return run(*program, cmd, options.verbose, "host compiler", source);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,9 +1,11 @@
-//===- HostCompile.h - Emitted source to a training executable ----*- C++ -*-===//
+//===- HostCompile.h - Emitted source to a training executable ----*- C++
+//-*-===//
 //
-// Runs the host C++ compiler on an emitted C++ source and links it with the
-// CPU runtime (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP, MPI),
-// or nvcc on an emitted CUDA source and links it with the GPU runtime
-// (libtgc_runtime_cuda, libtgc_runtime, the NCCL backend, cuBLASLt, MPI), or
+// Runs the host C++ compiler on the units of an emitted C++ program (side
+// by side, through the build cache) and links them with the CPU runtime
+// (libtgc_runtime, libtgc_cpu_kernels, OpenBLAS, OpenMP, MPI), or nvcc on an
+// emitted CUDA source and links it with the GPU runtime (libtgc_runtime_cuda,
+// libtgc_runtime, the NCCL backend, cuBLASLt, MPI), or
 // (--simt) rewrites an emitted CUDA source with runtime/cuda/simt's
 // simt_rewrite.py, compiles it with the host C++ compiler and links it with
 // the host build of the GPU runtime (libtgc_runtime_cuda_simt: every CUDA
@@ -30,16 +32,6 @@ struct HostCompileOptions {
   /// Print the compiler command before running it.
   bool verbose = false;
 };
-
-/// The compiler command line for `source` -> `executable`.
-std::vector<std::string> hostCompileCommand(llvm::StringRef source,
-                                            llvm::StringRef executable,
-                                            const HostCompileOptions &options);
-
-/// Compiles and links; the error carries the compiler's exit status.
-llvm::Error compileExecutable(llvm::StringRef source,
-                              llvm::StringRef executable,
-                              const HostCompileOptions &options);
 
 /// One translation unit of a generated program: its file stem and text.
 struct SourceUnit {
