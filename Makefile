@@ -7,12 +7,15 @@
 #                  ASan (build-simt-asan/) and TSan (build-simt-tsan/): the
 #                  kernel tests, the cuBLASLt and SimtTest tests, injected
 #                  bugs each sanitizer must report, and gpt2-tiny's CUDA step
+#   make cuda-curves  GPT-2 124M's generated CUDA (one layer, real widths and
+#                  sequence) trained 20 steps on the host against the CPU
+#                  executable, fp32 and bf16 (about 10 minutes: not in test)
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: setup configure build test demo sanitize cuda-sanitize clean
+.PHONY: setup configure build test demo sanitize cuda-sanitize cuda-curves clean
 
 setup:
 	@scripts/setup.sh
@@ -71,6 +74,9 @@ cuda-sanitize: build
 	  ctest --output-on-failure -j $(JOBS) -R '$(SIMT_TESTS)' \
 	    -E '^simt[.]nccl[.]' && \
 	  echo "cuda-sanitize: tsan tests took $$(( $$(date +%s) - start )) s"
+
+cuda-curves: build
+	bench/simt/gpt2-124m-curve.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan build-simt-asan build-simt-tsan

@@ -14,6 +14,12 @@
 # cache of its own), warm (the same build again), and with every layer
 # inline and no cache (--outline-layers=false; skipped above --flat-layers,
 # default 48, where it takes minutes).
+# --cuda-build times the CUDA executable's build with nvcc, `tgc model.json
+# --target=cuda -o EXE` (the passes, the .cu, nvcc -O3 for sm_90 and the
+# link), at --host-layers: cold (an empty build cache), warm (the same
+# build again: the .cu's object from the cache, then the link), and with
+# every layer inline and no cache (--outline-layers=false, up to
+# --flat-layers). Needs nvcc and the CUDA runtime built (no GPU).
 # --step-time runs the two executables of gpt2-tiny (batch 16) and of GPT-2
 # 124M shapes (12 layers, batch 4, sequence 128, as bench/cpu) side by side,
 # --step-rounds rounds (default 3) of 4 steps each, alternating, and prints
@@ -22,7 +28,8 @@
 #
 #   bench/compile/run.sh [--build DIR] [--layers "2 12 24 48 96 192 384"]
 #                        [--runs N] [--host-build] [--host-layers "2 12 48 96"]
-#                        [--flat-layers N] [--step-time] [--step-rounds N]
+#                        [--flat-layers N] [--cuda-build] [--step-time]
+#                        [--step-rounds N]
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -31,6 +38,7 @@ build=$root/build
 layers="2 12 24 48 96 192 384"
 runs=""
 host_build=0
+cuda_build=0
 host_layers="2 12 48 96"
 flat_layers=48
 step_time=0
@@ -41,11 +49,12 @@ while [[ $# -gt 0 ]]; do
     --layers) layers=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --host-build) host_build=1; shift ;;
+    --cuda-build) cuda_build=1; shift ;;
     --host-layers) host_layers=$2; shift 2 ;;
     --flat-layers) flat_layers=$2; shift 2 ;;
     --step-time) step_time=1; shift ;;
     --step-rounds) step_rounds=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -153,6 +162,28 @@ if [[ $host_build == 1 ]]; then
     flat=-
     if (( n <= flat_layers )); then
       flat=$(seconds "$tgc" "$file" --outline-layers=false --build-cache=false -o "$work/exe")
+    fi
+    awk -v n="$n" -v c="$cold" -v w="$warm" -v f="$flat" 'BEGIN {
+      printf "%6d  %10.2f  %10.2f  %10s  %12s\n", n, c, w,
+        f == "-" ? "-" : sprintf("%.2f", f), f == "-" ? "-" : sprintf("%.2f", f / c) }'
+  done
+  unset TGC_CACHE_DIR
+fi
+
+if [[ $cuda_build == 1 ]]; then
+  export TGC_CACHE_DIR=$work/cuda-cache
+  echo
+  echo "CUDA executable build, tgc --target=cuda -o EXE (passes, .cu, nvcc, link), 1 run each; $(nproc) cores"
+  printf '%6s  %10s  %10s  %10s  %12s\n' layers "cold s" "warm s" "inline s" "inline/cold"
+  for n in $host_layers; do
+    file=$(model "$n")
+    rm -rf "$TGC_CACHE_DIR"
+    cold=$(seconds "$tgc" "$file" --target=cuda -o "$work/cuda-exe")
+    warm=$(seconds "$tgc" "$file" --target=cuda -o "$work/cuda-exe")
+    flat=-
+    if (( n <= flat_layers )); then
+      flat=$(seconds "$tgc" "$file" --target=cuda --outline-layers=false \
+        --build-cache=false -o "$work/cuda-exe" 2> /dev/null)
     fi
     awk -v n="$n" -v c="$cold" -v w="$warm" -v f="$flat" 'BEGIN {
       printf "%6d  %10.2f  %10.2f  %10s  %12s\n", n, c, w,

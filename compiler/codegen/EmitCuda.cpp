@@ -20,9 +20,11 @@
 //     into their bucket; a replay of the launches checks the plan.
 //  4. code: one function of launches per step kind (StepEmitter::emit, here;
 //     each launch in cuda/LibraryLaunches.cpp, cuda/ElementwiseKernels.cpp
-//     and cuda/Streams.cpp), and this file's layout: the generated kernels,
-//     the constants, the step functions and the glue that runs them eagerly,
-//     timed (--profile) or as a CUDA graph (--cuda-graph).
+//     and cuda/Streams.cpp; tg-outline-layers' bodies and their calls in
+//     cuda/LayerBodies.cpp), and this file's layout: the generated kernels,
+//     the constants, the layer bodies, the step functions and the glue that
+//     runs them eagerly, timed (--profile) or as a CUDA graph
+//     (--cuda-graph).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +34,9 @@
 #include "compiler/codegen/cuda/StepEmitter.h"
 #include "passes/pipeline/Chunks.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SHA256.h"
 
 using namespace mlir;
 using namespace mlir::tg;
@@ -108,35 +112,19 @@ FailureOr<int64_t> ModuleState::addConstant(ConstantOp constant) {
 // One step function
 //===----------------------------------------------------------------------===//
 
-LogicalResult StepEmitter::emit(
-    llvm::function_ref<std::string(unsigned)> bind,
-    llvm::function_ref<LogicalResult(StepEmitter &, func::ReturnOp)>
-        bindResults,
-    StringRef summary) {
-  bindArgument = bind;
-  if (!func.getBody().hasOneBlock())
-    return func.emitError(kBackend)
-           << ": @" << func.getName() << " must have a single block";
-  if (failed(checkTypes()) || failed(readPlan()) || failed(flattenKernels()) ||
-      failed(planFusion()) || failed(buildLaunches()))
-    return failure();
-  if (failed(placeBucketWaits()) || failed(verifyPlan()))
-    return failure();
-  countFlops();
-  countTraffic();
-  for (Value c : materialized) {
-    auto offset = state.addConstant(c.getDefiningOp<ConstantOp>());
-    if (failed(offset))
-      return failure();
-    constantOffset[c] = *offset;
-  }
-  state.numBuckets = std::max<int64_t>(state.numBuckets, buckets.size());
-  state.plannedBytes = std::max(state.plannedBytes, plannedBytes);
-
-  // Timers: one per launch that runs something.
+void StepEmitter::numberTimers() {
   for (Launch &l : launches) {
     if (l.kind == LaunchKind::AllReduceWait || l.kind == LaunchKind::Return)
       continue;
+    if (l.kind == LaunchKind::Call) {
+      l.timer = timers;
+      for (const std::string &label : l.body->timerLabels()) {
+        labels.push_back(callLabel(l, label));
+        onComm.push_back(false);
+      }
+      timers += l.body->numTimed();
+      continue;
+    }
     l.timer = timers++;
     std::string label;
     if (l.kind == LaunchKind::Bucket) {
@@ -152,6 +140,42 @@ LogicalResult StepEmitter::emit(
     }
     labels.push_back(label);
   }
+}
+
+LogicalResult StepEmitter::planLaunches() {
+  if (!func.getBody().hasOneBlock())
+    return func.emitError(kBackend)
+           << ": @" << func.getName() << " must have a single block";
+  return success(succeeded(checkTypes()) && succeeded(readPlan()) &&
+                 succeeded(flattenKernels()) && succeeded(planFusion()) &&
+                 succeeded(buildLaunches()));
+}
+
+LogicalResult StepEmitter::countAndPlaceConstants() {
+  countFlops();
+  countTraffic();
+  for (Value c : materialized) {
+    auto offset = state.addConstant(c.getDefiningOp<ConstantOp>());
+    if (failed(offset))
+      return failure();
+    constantOffset[c] = *offset;
+  }
+  return success();
+}
+
+LogicalResult StepEmitter::emit(
+    llvm::function_ref<std::string(unsigned)> bind,
+    llvm::function_ref<LogicalResult(StepEmitter &, func::ReturnOp)>
+        bindResults,
+    StringRef summary) {
+  bindArgument = bind;
+  if (failed(planLaunches()) || failed(placeBucketWaits()) ||
+      failed(verifyPlan()) || failed(countAndPlaceConstants()))
+    return failure();
+  state.numBuckets = std::max<int64_t>(state.numBuckets, buckets.size());
+  state.plannedBytes = std::max(state.plannedBytes, plannedBytes);
+
+  numberTimers();
 
   int64_t numLaunches = timers;
   std::string signature = "(tgc::StepIO &io, Device &d, const OpTimes &t) {\n";
@@ -168,8 +192,30 @@ LogicalResult StepEmitter::emit(
                     func.getName(), summary, numLaunches, plannedBytes,
                     buckets.size())
           .str();
+  // A part holds launches up to this weight: one each, a layer body's call
+  // a quarter of its arguments and results and a multi-tensor update a
+  // quarter of its lanes (their pointers are most of their code), as the
+  // C++ emitter weighs calls.
   size_t perPart = std::max(1u, options.launchesPerFunction);
-  if (launches.size() <= perPart) {
+  auto weight = [](const Launch &l) -> size_t {
+    if (!l.lanes.empty())
+      return std::max<size_t>(1, l.lanes.size() / 4);
+    if (l.kind != LaunchKind::Call)
+      return 1;
+    return std::max<size_t>(
+        1, (l.call->getNumOperands() + l.call->getNumResults()) / 4);
+  };
+  std::vector<std::pair<size_t, size_t>> parts; // [begin, end) of launches
+  for (size_t i = 0, used = 0; i < launches.size(); ++i) {
+    size_t w = weight(launches[i]);
+    if (parts.empty() || (used + w > perPart && used > 0)) {
+      parts.push_back({i, i});
+      used = 0;
+    }
+    parts.back().second = i + 1;
+    used += w;
+  }
+  if (parts.size() <= 1) {
     os << header << "static void " << name << "_launches" << signature
        << "  cudaStream_t stream = d.compute;\n"
        << (buckets.empty() ? "" : "  cudaStream_t comm = d.comm;\n")
@@ -189,17 +235,15 @@ LogicalResult StepEmitter::emit(
   // part declares the pointers its launches read and write at its top
   // (ptr() names a value the same in every part); the results' are
   // declared where bindResults needs them.
-  size_t numParts = (launches.size() + perPart - 1) / perPart;
+  size_t numParts = parts.size();
   for (size_t p = 0; p < numParts; ++p) {
-    ArrayRef<Launch> part(launches);
-    part = part.slice(p * perPart,
-                      std::min(perPart, launches.size() - p * perPart));
+    auto [begin, end] = parts[p];
+    ArrayRef<Launch> part = ArrayRef(launches).slice(begin, end - begin);
     bool last = p + 1 == numParts;
     std::string from = describeLoc(part.front().op->getLoc());
     std::string to = describeLoc(part.back().op->getLoc());
     os << "\n/// @" << func.getName() << ", part " << p + 1 << " of "
-       << numParts << ": launches " << p * perPart << "-"
-       << p * perPart + part.size() - 1;
+       << numParts << ": launches " << begin << "-" << end - 1;
     if (!from.empty() && !to.empty())
       os << " (" << from << " .. " << to << ")";
     // The communication stream where the part has a bucket to reduce.
@@ -207,18 +251,24 @@ LogicalResult StepEmitter::emit(
         part, [](const Launch &l) { return l.kind == LaunchKind::Bucket; });
     os << (last ? ", then the results" : "")
        << ".\n[[gnu::noinline]] static void " << name << "_launches_part"
-       << p + 1 << signature << "  cudaStream_t stream = d.compute;\n"
+       << p + 1 << signature
+       << "  cudaStream_t stream = d.compute;\n  (void)stream;\n"
        << (reduces ? "  cudaStream_t comm = d.comm;\n" : "")
        << "  char *work = d.work;\n  (void)work;\n"
        << (p == 0 ? scalars : "");
     declaredHere.clear();
     for (const Launch &l : part) {
+      // A layer body's call and a multi-tensor update name their operands
+      // as expressions (a body writes its results through its own
+      // pointers: a reader declares them).
+      if (l.kind == LaunchKind::Call || !l.lanes.empty())
+        continue;
       for (Value v : l.reads)
         ptr(v);
       for (Value v : l.writes)
         ptr(v);
     }
-    for (size_t i = p * perPart; i < p * perPart + part.size(); ++i)
+    for (size_t i = begin; i < end; ++i)
       if (failed(emitLaunch(launches[i])))
         return failure();
     if (last && failed(bindResults(*this, ret)))
@@ -236,11 +286,51 @@ LogicalResult StepEmitter::emit(
 // The file
 //===----------------------------------------------------------------------===//
 
+/// What every unit of the program includes.
+static const char *const kIncludes =
+    "#include \"runtime/comm/Comm.h\"\n"
+    "#include \"runtime/core/Model.h\"\n"
+    "#include \"runtime/core/Trace.h\"\n"
+    "#include \"runtime/cuda/Check.h\"\n"
+    "#include \"runtime/cuda/Device.h\"\n"
+    "#include \"runtime/cuda/DeviceMath.cuh\"\n"
+    "#include \"runtime/cuda/Kernels.h\"\n"
+    "#include \"runtime/cuda/StepProgram.h\"\n\n"
+    "#include <cuda_bf16.h>\n#include <cuda_runtime.h>\n\n"
+    "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
+    "#include <cstring>\n#include <vector>\n\n";
+
+/// The names the generated code uses unqualified (inside its anonymous
+/// namespace).
+static const char *const kUsings =
+    "using tgc::cuda::bf16;\nusing tgc::cuda::fromFloat;\n"
+    "using tgc::cuda::toFloat;\n\n"
+    "// The device state and per-launch timers the step functions are "
+    "handed\n// (runtime/cuda/StepProgram.h).\n"
+    "using tgc::cuda::Device;\nusing tgc::cuda::OpTimes;\n"
+    "using tgc::cuda::Scalars;\n\n";
+
+/// Layer bodies go into units of about this many lines.
+static constexpr size_t kBodyUnitLines = 3000;
+
+/// The first 16 hex digits of `text`'s SHA-256.
+static std::string contentName(StringRef text) {
+  std::array<uint8_t, 32> hash = llvm::SHA256::hash(
+      ArrayRef<uint8_t>((const uint8_t *)text.data(), text.size()));
+  return llvm::toHex(ArrayRef<uint8_t>(hash).take_front(8), /*LowerCase=*/true);
+}
+
+static void replaceAll(std::string &text, StringRef from, StringRef to) {
+  for (size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to.str());
+}
+
 /// io.grads[index] = v on a step's first micro-batch, += v on the others
 /// (runtime/cuda/StepProgram.h).
 static std::string gradLaunch(StepEmitter &e, Value v, int index) {
   int64_t n = numel(v);
-  std::string src = e.ptr(v);
+  std::string src = e.pointerExpr(v);
   return llvm::formatv("  tgc::cuda::storeOrAddGrad((float *)io.grads[{0}], "
                        "{1}, {2}, &d.scalars->microBatch, stream);\n",
                        index, src, n)
@@ -278,9 +368,13 @@ static void emitProgram(llvm::raw_ostream &os, const StepEmitter &e,
      << "_program, io); }\n";
 }
 
-LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
+/// The program: into `os` as one file, or, with `units`, its layer bodies
+/// as units of their own (each with the generated kernels it launches) and
+/// `os` the rest, which declares them.
+static LogicalResult emitProgram(ModuleOp original, llvm::raw_ostream &os,
                                  const CudaEmitOptions &options,
-                                 CudaEmitSummary *summary) {
+                                 CudaEmitSummary *summary,
+                                 std::vector<CudaUnit> *units) {
   // The step emitters flatten tg.kernel ops into their functions: a copy,
   // so the caller's module keeps them.
   OwningOpRef<ModuleOp> copy(original.clone());
@@ -313,6 +407,59 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
   // the whole step's programs are left out, and with them their arena.
   bool pipelined = module->hasAttr(TgDialect::kPipelineActionsAttr);
 
+  // tg-outline-layers' bodies first: their callers count their launches
+  // and FLOPs and check their plans at each call.
+  // Each is named by its code (with its kernels renamed in the order it
+  // launches them), so that the same body is the same unit in any build.
+  struct BodyText {
+    std::string code;
+    llvm::raw_string_ostream os{code};
+    std::unique_ptr<StepEmitter> emitter;
+    bool first = true; ///< not the same code as an earlier body's
+  };
+  SmallVector<std::unique_ptr<BodyText>> bodyEmitters;
+  llvm::StringSet<> bodyNames;
+  // A body's code with the kernels it launches renamed k0, k1, ... in the
+  // order it first launches them (from `renamed`, which it extends), and
+  // those kernels' definitions appended to `kernels`.
+  auto localKernels = [&](const BodyText &b, std::string code,
+                          llvm::DenseMap<unsigned, std::string> &renamed,
+                          std::string &kernels) {
+    for (unsigned index : b.emitter->kernelsUsed()) {
+      const Kernel &k = state.kernels[index];
+      auto [it, isNew] =
+          renamed.try_emplace(index, "k" + std::to_string(renamed.size()));
+      if (isNew)
+        kernels += "\n__global__ void __launch_bounds__(" +
+                   std::to_string(kBlock) + ") " + it->second + k.text;
+      replaceAll(code, " " + k.name + "<<<", " " + it->second + "<<<");
+    }
+    return code;
+  };
+  auto unitText = [&](StringRef kernels, StringRef code) {
+    return (kIncludes + Twine("namespace {\n\n") + kUsings + kernels +
+            "\n} // namespace\n\n" + code)
+        .str();
+  };
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    if (!f->hasAttr(TgDialect::kLayerBodyAttr))
+      continue;
+    auto b = std::make_unique<BodyText>();
+    b->emitter = std::make_unique<StepEmitter>(state, options, f,
+                                               kBodyPlaceholder, b->os);
+    if (failed(b->emitter->emitBody()))
+      return failure();
+    llvm::DenseMap<unsigned, std::string> renamed;
+    std::string kernels;
+    std::string code = localKernels(*b, b->code, renamed, kernels);
+    b->emitter->cName = "tgc_body_" + contentName(unitText(kernels, code));
+    replaceAll(b->code, kBodyPlaceholder, b->emitter->cName);
+    replaceAll(b->emitter->bodyPrototype, kBodyPlaceholder, b->emitter->cName);
+    b->first = bodyNames.insert(b->emitter->cName).second;
+    state.bodies[f.getSymName()] = b->emitter.get();
+    bodyEmitters.push_back(std::move(b));
+  }
+
   // @train_step.
   StepEmitter trainEmitter(state, options, step, "train_step", bodyOs);
   auto bindTrainArg = [&](unsigned i) {
@@ -338,10 +485,9 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
       // In-place updates (the optimizer's) already wrote there: their
       // pointer is the argument's.
       auto arg = argumentOf.find(*target);
-      if (arg != argumentOf.end() &&
-          e.nameOf(v) == "a" + std::to_string(arg->second))
+      if (arg != argumentOf.end() && e.isArgument(v, arg->second))
         continue;
-      std::string src = e.ptr(v);
+      std::string src = e.pointerExpr(v);
       e.out() << "  TGC_CUDA_CHECK(cudaMemcpyAsync(" << *target << ", " << src
               << ", " << bytesOf(v)
               << ", cudaMemcpyDeviceToDevice, stream));\n";
@@ -363,7 +509,7 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
     e.out() << "  // Results: the outputs, then the loss.\n";
     for (unsigned r = 1; r < ret.getNumOperands(); ++r) {
       Value v = ret.getOperand(r);
-      std::string src = e.ptr(v);
+      std::string src = e.pointerExpr(v);
       e.out() << "  if (io.outputs)\n    TGC_CUDA_CHECK(cudaMemcpyAsync(io."
               << "outputs[" << r - 1 << "], " << src << ", " << bytesOf(v)
               << ", cudaMemcpyDeviceToDevice, stream));\n";
@@ -425,12 +571,13 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
             e.out() << llvm::formatv(
                 "  tgc::cuda::storeOrAddGrad((float *){0}, {1}, {2}, "
                 "/*microBatch=*/nullptr, stream);\n",
-                result.target(), e.ptr(v), numel(v));
+                result.target(), e.pointerExpr(v), numel(v));
           } else {
-            std::string target = result.target();
-            e.out() << "  if ((void *)" << e.ptr(v) << " != " << target
+            // The pointer first: naming it may declare it.
+            std::string target = result.target(), src = e.pointerExpr(v);
+            e.out() << "  if ((void *)" << src << " != " << target
                     << ")\n    TGC_CUDA_CHECK(cudaMemcpyAsync(" << target
-                    << ", " << e.ptr(v) << ", " << bytesOf(v)
+                    << ", " << src << ", " << bytesOf(v)
                     << ", cudaMemcpyDeviceToDevice, stream));\n";
           }
         }
@@ -498,6 +645,12 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
         "runtime/cuda\n"
      << "// launchers. Each launch's comment names its tg ops and their "
         "model-file nodes.\n"
+     << (bodyEmitters.empty()
+             ? ""
+             : "// Layers that compute the same (tg-outline-layers) share a "
+               "layer body: a host\n// function of launches printed once, "
+               "which each layer calls with its\n// buffers and the arena "
+               "offsets of the body's slots.\n")
      << "//\n"
      << "// Streams: every kernel runs on the context's compute stream. "
         "Gradients are\n"
@@ -525,24 +678,8 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
      << "// Launches per step (one micro-batch of @train_step):\n"
      << trafficComment << "//\n"
      << "//===---===//\n\n"
-     << "#include \"runtime/comm/Comm.h\"\n"
-     << "#include \"runtime/core/Model.h\"\n"
-     << "#include \"runtime/core/Trace.h\"\n"
-     << "#include \"runtime/cuda/Check.h\"\n"
-     << "#include \"runtime/cuda/Device.h\"\n"
-     << "#include \"runtime/cuda/DeviceMath.cuh\"\n"
-     << "#include \"runtime/cuda/Kernels.h\"\n"
-     << "#include \"runtime/cuda/StepProgram.h\"\n\n"
-     << "#include <cuda_bf16.h>\n#include <cuda_runtime.h>\n\n"
-     << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
-     << "#include <cstring>\n#include <vector>\n\n"
-     << "namespace {\n\n"
-     << "using tgc::cuda::bf16;\nusing tgc::cuda::fromFloat;\n"
-     << "using tgc::cuda::toFloat;\n\n"
-     << "// The device state and per-launch timers the step functions are "
-        "handed\n// (runtime/cuda/StepProgram.h).\n"
-     << "using tgc::cuda::Device;\nusing tgc::cuda::OpTimes;\n"
-     << "using tgc::cuda::Scalars;\n\n"
+     << kIncludes << "namespace {\n\n"
+     << kUsings
      << "/// The arena: [scalars | constants | intermediates]; the "
         "launchers' workspace\n/// follows it.\n"
      << "constexpr int64_t kConstantsOffset = " << constantsOffset << ";\n"
@@ -564,7 +701,16 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
   os << "\n//===----------------------------------------------------------"
         "------------===//\n// Generated kernels\n//===------------------"
         "----------------------------------------------------===//\n";
-  for (const Kernel &k : state.kernels) {
+  // In units, the steps' unit has the kernels the steps launch; each body's
+  // has its own.
+  llvm::DenseSet<unsigned> launchedHere;
+  for (StepEmitter *e : {&trainEmitter, &evalEmitter, &gradEmitter})
+    launchedHere.insert(e->kernelsUsed().begin(), e->kernelsUsed().end());
+  for (const std::unique_ptr<StepEmitter> &e : pipelineEmitters)
+    launchedHere.insert(e->kernelsUsed().begin(), e->kernelsUsed().end());
+  for (auto [index, k] : llvm::enumerate(state.kernels)) {
+    if (units && !launchedHere.contains(index))
+      continue;
     os << "\n/// " << k.sites.front();
     if (k.sites.size() > 1) {
       os << "\n/// also";
@@ -590,7 +736,53 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
     os << "  bytes = std::max<int64_t>(bytes, " << need << ");\n";
   os << "  return bytes;\n}\n";
 
-  // Step functions.
+  // Layer bodies (outside the anonymous namespace: in units, the other
+  // units define them) and step functions.
+  if (!bodyEmitters.empty()) {
+    os << "\n} // namespace\n"
+       << "\n//===--------------------------------------------------------"
+          "--------------===//\n// Layer bodies (tg-outline-layers)\n//===---"
+          "-------------------------------------------------------------------"
+          "===//\n";
+    for (const std::unique_ptr<BodyText> &b : bodyEmitters) {
+      if (!b->first)
+        continue;
+      os << b->emitter->bodyComment;
+      if (units)
+        os << b->emitter->bodyPrototype << ";\n";
+      else
+        os << b->code;
+    }
+    os << "\nnamespace {\n";
+    // The units: the bodies in order of their names, as few units as keep
+    // each under kBodyUnitLines (each nvcc run costs seconds before its
+    // first line), so that a unit is the same whatever else changed in
+    // the model unless its bodies did.
+    if (units) {
+      SmallVector<const BodyText *> sorted;
+      for (const std::unique_ptr<BodyText> &b : bodyEmitters)
+        if (b->first)
+          sorted.push_back(b.get());
+      llvm::sort(sorted, [](const BodyText *a, const BodyText *b) {
+        return a->emitter->cName < b->emitter->cName;
+      });
+      for (size_t i = 0; i < sorted.size();) {
+        llvm::DenseMap<unsigned, std::string> renamed;
+        std::string kernels, code;
+        size_t lines = 0;
+        for (; i < sorted.size() &&
+               (code.empty() ||
+                lines + llvm::count(sorted[i]->code, '\n') <= kBodyUnitLines);
+             ++i) {
+          lines += llvm::count(sorted[i]->code, '\n');
+          code += "\n" +
+                  localKernels(*sorted[i], sorted[i]->code, renamed, kernels);
+        }
+        std::string text = unitText(kernels, code);
+        units->push_back({"tgc_bodies_" + contentName(text), std::move(text)});
+      }
+    }
+  }
   os << "\n//===----------------------------------------------------------"
         "------------===//\n// Step functions\n//===-------------------"
         "---------------------------------------------------===//\n";
@@ -635,5 +827,26 @@ LogicalResult mlir::tg::emitCuda(ModuleOp original, llvm::raw_ostream &os,
     summary->numKernels = state.kernels.size();
     summary->numBuckets = state.numBuckets;
   }
+  return success();
+}
+
+LogicalResult mlir::tg::emitCuda(ModuleOp module, llvm::raw_ostream &os,
+                                 const CudaEmitOptions &options,
+                                 CudaEmitSummary *summary) {
+  return emitProgram(module, os, options, summary, /*units=*/nullptr);
+}
+
+LogicalResult mlir::tg::emitCudaUnits(ModuleOp module,
+                                      const CudaEmitOptions &options,
+                                      std::vector<CudaUnit> &units,
+                                      CudaEmitSummary *summary) {
+  std::string step;
+  llvm::raw_string_ostream os(step);
+  std::vector<CudaUnit> bodies;
+  if (failed(emitProgram(module, os, options, summary, &bodies)))
+    return failure();
+  units.push_back({"step", std::move(step)});
+  for (CudaUnit &b : bodies)
+    units.push_back(std::move(b));
   return success();
 }

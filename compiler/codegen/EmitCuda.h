@@ -1,13 +1,16 @@
-//===- EmitCuda.h - tg train step to CUDA C++ ---------------------*- C++ -*-===//
+//===- EmitCuda.h - tg train step to CUDA C++ ---------------------*- C++
+//-*-===//
 //
 // Emits one readable .cu source for a module that has @forward,
 // @forward_backward and @train_step: the same ModelDesc the C++ emitter
 // writes (with DeviceOps pointing at runtime/cuda), generated kernels for
 // elementwise work, and calls into runtime/cuda for GEMMs (cuBLASLt) and the
 // hand-written kernels (layer norm, softmax/cross-entropy, attention,
-// embedding backward, optimizer updates). Also what builds that source on a
-// machine without tgc: a CMakeLists.txt and a manifest that describes the
-// model.
+// embedding backward, optimizer updates). The same program as units (each
+// layer body of tg-outline-layers with its kernels, and the steps) for
+// builds that compile them side by side and cache their objects. Also what
+// builds the source on a machine without tgc: a CMakeLists.txt and a
+// manifest that describes the model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::tg {
 
@@ -56,6 +60,21 @@ struct CudaEmitSummary {
 LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os,
                        const CudaEmitOptions &options,
                        CudaEmitSummary *summary = nullptr);
+
+/// One translation unit of a CUDA program.
+struct CudaUnit {
+  std::string name; ///< its file stem
+  std::string text;
+};
+
+/// The same program as units, for a build that compiles them side by side
+/// and reuses the objects of units compiled before: "step" (everything but
+/// the layer bodies, which it declares) and the distinct layer bodies in
+/// units of about 3,000 lines (each body with the generated kernels it
+/// launches), in the order of their names and named by their code.
+LogicalResult emitCudaUnits(ModuleOp module, const CudaEmitOptions &options,
+                            std::vector<CudaUnit> &units,
+                            CudaEmitSummary *summary = nullptr);
 
 /// A CMakeLists.txt that builds `sourceFile` (in the same folder) into
 /// `executableName` against runtime/ on another machine (a GPU node without

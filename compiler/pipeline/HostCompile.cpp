@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <thread>
 
 #include <sys/wait.h>
@@ -73,17 +74,20 @@ unitCompileCommand(StringRef source, StringRef object,
   return cmd;
 }
 
-/// What of the build environment a unit's object depends on besides its
-/// text and flags: the compiler binary (its path, size and time) and every
-/// runtime header the generated code can include (runtime/, not its CUDA
-/// half), by content. Computed once.
-static const std::string &environmentDigest() {
-  static const std::string digest = [] {
+/// What of the build environment an object depends on besides its text and
+/// flags: the compiler binary `compiler` (its path, size and time) and every
+/// runtime header the generated code can include (runtime/; its CUDA half
+/// only for `cuda` code), by content. Computed once per compiler.
+static std::string environmentDigest(StringRef compiler, bool cuda) {
+  static llvm::StringMap<std::string> digests;
+  std::string memo = (compiler + (cuda ? " cuda" : "")).str();
+  if (auto it = digests.find(memo); it != digests.end())
+    return it->second;
+  std::string digest = [&] {
     std::string text;
     llvm::raw_string_ostream os(text);
-    std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
-    auto program = llvm::sys::findProgramByName(cxx);
-    std::string resolved = program ? *program : cxx;
+    auto program = llvm::sys::findProgramByName(compiler);
+    std::string resolved = program ? *program : compiler.str();
     llvm::SmallString<256> real;
     if (!llvm::sys::fs::real_path(resolved, real))
       resolved = real.str().str();
@@ -101,9 +105,9 @@ static const std::string &environmentDigest() {
     for (llvm::sys::fs::recursive_directory_iterator it(runtime, ec), end;
          it != end && !ec; it.increment(ec)) {
       StringRef path = it->path();
-      if (path.contains("/runtime/cuda"))
+      if (!cuda && path.contains("/runtime/cuda"))
         continue;
-      if (path.ends_with(".h"))
+      if (path.ends_with(".h") || (cuda && path.ends_with(".cuh")))
         headers.push_back(path.str());
     }
     std::sort(headers.begin(), headers.end());
@@ -114,6 +118,7 @@ static const std::string &environmentDigest() {
     }
     return sha256Hex(text);
   }();
+  digests[memo] = digest;
   return digest;
 }
 
@@ -123,7 +128,7 @@ std::string mlir::tg::unitCacheKey(const SourceUnit &unit,
   llvm::raw_string_ostream os(text);
   for (const std::string &arg : unitCompileCommand("SOURCE", "OBJECT", options))
     os << arg << " ";
-  os << "\n" << environmentDigest() << "\n";
+  os << "\n" << environmentDigest(fromEnv("CXX", TGC_HOST_CXX), false) << "\n";
   if (options.nativeArch) {
     // -march=native: what it means here.
     os << llvm::sys::getHostCPUName();
@@ -141,25 +146,29 @@ std::string mlir::tg::unitCacheKey(const SourceUnit &unit,
   return sha256Hex(text);
 }
 
-llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
-                                   StringRef workDir, StringRef executable,
-                                   const HostCompileOptions &options,
-                                   const BuildCache &cache,
-                                   UnitBuildStats *stats) {
-  std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
-  auto program = llvm::sys::findProgramByName(cxx);
-  if (!program)
-    return llvm::createStringError("host C++ compiler '" + cxx +
-                                   "' not found (set CXX)");
-  UnitBuildStats local;
-  UnitBuildStats &counts = stats ? *stats : local;
+/// How one kind of unit becomes an object.
+struct ObjectRecipe {
+  std::string program;   ///< the compiler
+  std::string extension; ///< of the sources written
+  std::string what;      ///< "host compiler", "nvcc"
+  std::function<std::vector<std::string>(StringRef source, StringRef object)>
+      command;
+  std::function<std::string(const SourceUnit &)> key;
+  bool verbose = false;
+};
 
+/// Writes each unit to `workDir`, and compiles it to an object (or takes
+/// the object `cache` holds for its key), as many at once as this machine
+/// has cores; `objects` are theirs in order.
+static llvm::Error buildObjects(llvm::ArrayRef<SourceUnit> units,
+                                StringRef workDir, const ObjectRecipe &recipe,
+                                const BuildCache &cache, UnitBuildStats &counts,
+                                std::vector<std::string> &objects) {
   // Each unit's object: from the cache, or compiled (then stored).
   struct Job {
     std::string source, object, key;
     llvm::sys::ProcessInfo process;
   };
-  std::vector<std::string> objects;
   std::deque<Job> running;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   bool cacheWarned = false;
@@ -174,13 +183,13 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
     auto it = llvm::find_if(
         running, [&](const Job &job) { return job.process.Pid == pid; });
     if (pid < 0 || it == running.end())
-      return llvm::createStringError("lost track of the host compiler's "
-                                     "processes");
+      return llvm::createStringError("lost track of the " + recipe.what +
+                                     "'s processes");
     Job job = std::move(*it);
     running.erase(it);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       return llvm::createStringError(
-          "host compiler failed (" +
+          recipe.what + " failed (" +
           (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                              : "signal " + std::to_string(WTERMSIG(status))) +
           ") on " + job.source);
@@ -204,7 +213,7 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   };
   for (const SourceUnit &unit : units) {
     llvm::SmallString<256> source(workDir), object(workDir);
-    llvm::sys::path::append(source, unit.name + ".cpp");
+    llvm::sys::path::append(source, unit.name + "." + recipe.extension);
     llvm::sys::path::append(object, unit.name + ".o");
     // The source is written whatever the cache holds: --save-temps keeps
     // every unit's.
@@ -216,15 +225,15 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
                                        ": " + ec.message());
       os << unit.text;
     }
-    std::string key = unitCacheKey(unit, options);
+    std::string key = recipe.key(unit);
     if (cache.fetch(key, object)) {
       objects.push_back(object.str().str());
       ++counts.reused;
       continue;
     }
-    std::vector<std::string> cmd = unitCompileCommand(source, object, options);
+    std::vector<std::string> cmd = recipe.command(source, object);
     SmallVector<StringRef> args(cmd.begin(), cmd.end());
-    if (options.verbose) {
+    if (recipe.verbose) {
       llvm::interleave(args, llvm::errs(), " ");
       llvm::errs() << "\n";
     }
@@ -234,9 +243,9 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
     std::string message;
     bool failedToStart = false;
     llvm::sys::ProcessInfo process = llvm::sys::ExecuteNoWait(
-        *program, args, std::nullopt, {}, 0, &message, &failedToStart);
+        recipe.program, args, std::nullopt, {}, 0, &message, &failedToStart);
     if (failedToStart)
-      return llvm::createStringError("cannot run the host compiler on " +
+      return llvm::createStringError("cannot run the " + recipe.what + " on " +
                                      source.str().str() + ": " + message);
     running.push_back({source.str().str(), object.str().str(), key, process});
     objects.push_back(object.str().str());
@@ -244,6 +253,36 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   while (!running.empty())
     if (llvm::Error error = finishOne())
       return abandon(std::move(error));
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
+                                   StringRef workDir, StringRef executable,
+                                   const HostCompileOptions &options,
+                                   const BuildCache &cache,
+                                   UnitBuildStats *stats) {
+  std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
+  auto program = llvm::sys::findProgramByName(cxx);
+  if (!program)
+    return llvm::createStringError("host C++ compiler '" + cxx +
+                                   "' not found (set CXX)");
+  UnitBuildStats local;
+  UnitBuildStats &counts = stats ? *stats : local;
+  ObjectRecipe recipe;
+  recipe.program = *program;
+  recipe.extension = "cpp";
+  recipe.what = "host compiler";
+  recipe.command = [&](StringRef source, StringRef object) {
+    return unitCompileCommand(source, object, options);
+  };
+  recipe.key = [&](const SourceUnit &unit) {
+    return unitCacheKey(unit, options);
+  };
+  recipe.verbose = options.verbose;
+  std::vector<std::string> objects;
+  if (llvm::Error error =
+          buildObjects(units, workDir, recipe, cache, counts, objects))
+    return error;
 
   // The link.
   std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
@@ -282,22 +321,37 @@ llvm::Expected<std::string> mlir::tg::findNvcc() {
       "CMakeLists.txt to build on a GPU machine");
 }
 
-std::vector<std::string>
-mlir::tg::cudaCompileCommand(StringRef nvcc, StringRef source,
-                             StringRef executable,
-                             const CudaCompileOptions &options) {
+/// nvcc's command for the object of `source` (device code for the options'
+/// architecture, host code at their optimization).
+static std::vector<std::string>
+cudaObjectCommand(StringRef nvcc, StringRef source, StringRef object,
+                  const CudaCompileOptions &options) {
   std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
   std::vector<std::string> cmd = {nvcc.str(),
                                   options.optimization,
                                   "-arch=" + options.arch,
                                   "-std=c++17",
                                   "-I" + root,
+                                  "-c",
                                   source.str(),
                                   "-o",
-                                  executable.str(),
-                                  "-L" + lib,
-                                  "-ltgc_runtime_cuda"};
+                                  object.str()};
+  SmallVector<StringRef> sanitize;
+  StringRef(TGC_SANITIZE_FLAGS).split(sanitize, ' ', -1, false);
+  for (StringRef flag : sanitize)
+    cmd.push_back(("-Xcompiler=" + flag).str());
+  return cmd;
+}
+
+std::vector<std::string>
+mlir::tg::cudaLinkCommand(StringRef nvcc, ArrayRef<std::string> objects,
+                          StringRef executable,
+                          const CudaCompileOptions &options) {
+  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  std::vector<std::string> cmd = {nvcc.str(), "-arch=" + options.arch};
+  cmd.insert(cmd.end(), objects.begin(), objects.end());
+  cmd.insert(cmd.end(),
+             {"-o", executable.str(), "-L" + lib, "-ltgc_runtime_cuda"});
   // The NCCL backend before the runtime that reaches it through a weak
   // symbol, the system libraries after (runtime/comm/CMakeLists.txt).
   appendFlags(cmd, TGC_NCCL_NVCC_LINK_FLAGS);
@@ -317,9 +371,11 @@ mlir::tg::cudaCompileCommand(StringRef nvcc, StringRef source,
   return cmd;
 }
 
-llvm::Error mlir::tg::compileCudaExecutable(StringRef source,
-                                            StringRef executable,
-                                            const CudaCompileOptions &options) {
+llvm::Error mlir::tg::compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
+                                       StringRef workDir, StringRef executable,
+                                       const CudaCompileOptions &options,
+                                       const BuildCache &cache,
+                                       UnitBuildStats *stats) {
   auto nvcc = findNvcc();
   if (!nvcc)
     return nvcc.takeError();
@@ -333,9 +389,32 @@ llvm::Error mlir::tg::compileCudaExecutable(StringRef source,
           " is missing (build tgc where CMake finds the CUDA toolkit, or set "
           "TGC_RUNTIME_LIB)");
   }
-  std::vector<std::string> cmd =
-      cudaCompileCommand(*nvcc, source, executable, options);
-  return run(*nvcc, cmd, options.verbose, "nvcc", source);
+  UnitBuildStats local;
+  UnitBuildStats &counts = stats ? *stats : local;
+  ObjectRecipe recipe;
+  recipe.program = *nvcc;
+  recipe.extension = "cu";
+  recipe.what = "nvcc";
+  recipe.command = [&](StringRef source, StringRef object) {
+    return cudaObjectCommand(*nvcc, source, object, options);
+  };
+  // An object by content: the unit, nvcc's command (without the file
+  // names), nvcc itself and the runtime headers, CUDA's included.
+  std::string environment;
+  for (const std::string &arg :
+       cudaObjectCommand(*nvcc, "SOURCE", "OBJECT", options))
+    environment += arg + " ";
+  environment += "\n" + environmentDigest(*nvcc, true) + "\n";
+  recipe.key = [&](const SourceUnit &unit) {
+    return sha256Hex(environment + unit.text);
+  };
+  recipe.verbose = options.verbose;
+  std::vector<std::string> objects;
+  if (llvm::Error error =
+          buildObjects(units, workDir, recipe, cache, counts, objects))
+    return error;
+  return run(*nvcc, cudaLinkCommand(*nvcc, objects, executable, options),
+             options.verbose, "nvcc", executable);
 }
 
 //===----------------------------------------------------------------------===//

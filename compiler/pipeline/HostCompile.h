@@ -62,7 +62,8 @@ llvm::Error compileUnits(llvm::ArrayRef<SourceUnit> units,
                          UnitBuildStats *stats = nullptr);
 
 struct CudaCompileOptions {
-  /// Host-code optimization (nvcc always optimizes device code).
+  /// Host-code optimization (nvcc always optimizes device code); tgc
+  /// passes -O1 unless told otherwise: the host code launches kernels.
   std::string optimization = "-O3";
   /// The GPU to compile for, as nvcc's -arch takes it.
   std::string arch = "sm_90";
@@ -74,16 +75,24 @@ struct CudaCompileOptions {
 /// when there is none.
 llvm::Expected<std::string> findNvcc();
 
-/// The nvcc command line for `source` -> `executable` (argv[0] is `nvcc`).
-std::vector<std::string> cudaCompileCommand(llvm::StringRef nvcc,
-                                            llvm::StringRef source,
-                                            llvm::StringRef executable,
-                                            const CudaCompileOptions &options);
+/// The nvcc command line that links `objects` with the runtime into
+/// `executable` (argv[0] is `nvcc`).
+std::vector<std::string> cudaLinkCommand(llvm::StringRef nvcc,
+                                         llvm::ArrayRef<std::string> objects,
+                                         llvm::StringRef executable,
+                                         const CudaCompileOptions &options);
 
-/// Compiles and links with nvcc; the error carries nvcc's exit status.
-llvm::Error compileCudaExecutable(llvm::StringRef source,
-                                  llvm::StringRef executable,
-                                  const CudaCompileOptions &options);
+/// Writes each unit to `workDir` as a .cu, compiles it with nvcc (or takes
+/// the object `cache` holds for the same unit, nvcc, flags and runtime
+/// headers), as many at once as this machine has cores, and links the
+/// objects with the CUDA runtime into `executable`. The error names the
+/// unit and carries nvcc's exit status.
+llvm::Error compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
+                             llvm::StringRef workDir,
+                             llvm::StringRef executable,
+                             const CudaCompileOptions &options,
+                             const class BuildCache &cache,
+                             UnitBuildStats *stats = nullptr);
 
 struct SimtCompileOptions {
   /// -O2 by default: the kernels run as fibers, and -O3 mostly adds compile

@@ -86,6 +86,7 @@ TargetOptions mlir::tg::cudaTarget() {
   // attention keeps the forward's statistics for the backward.
   target.arenaAlignment = 256;
   target.attentionStatistics = true;
+  target.outlinesLayers = true;
   return target;
 }
 

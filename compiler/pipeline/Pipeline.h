@@ -57,7 +57,7 @@ struct TargetOptions {
   int64_t arenaAlignment = 64;
   bool attentionStatistics = false;
   /// The backend prints layer bodies and their calls: tg-outline-layers
-  /// runs in the layers phase (the CUDA emitter does not yet).
+  /// runs in the layers phase.
   bool outlinesLayers = false;
 };
 

@@ -79,6 +79,17 @@ bool placeable(Operation *op) {
       op->hasAttr(TgDialect::kWaitsAttr) ||
       op->hasAttr(TgDialect::kScratchAttr))
     return false;
+  // An attention's backward that reads what its forward kept in scratch (the
+  // output and log-sum-exp, on the cuda target): in a body it would see no
+  // forward and recompute them.
+  WalkResult readsScratch = op->walk([](AttentionGradOp grad) {
+    AttentionOp fwd = grad.getForward();
+    return fwd && fwd->hasAttr(TgDialect::kScratchAttr)
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  if (readsScratch.wasInterrupted())
+    return false;
   DenseI64ArrayAttr offsets = arrayAttr(op, TgDialect::kOffsetsAttr);
   if (!offsets || offsets.size() != (int64_t)op->getNumResults())
     return false;

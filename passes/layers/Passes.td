@@ -27,8 +27,8 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
       all its readers work for (the gradient clipping's multiply).
       An op the body could not place ends one: an all-reduce bucket
       (`tg.bucket_span`), an op that waits for one (`tg.waits`), an op with
-      attention scratch (`tg.scratch`), or a result with no arena offset
-      that is not a view.
+      attention scratch (`tg.scratch`) or an attention backward that reads
+      its forward's, or a result with no arena offset that is not a view.
     - **Bodies.** A run becomes a candidate function: the values it reads
       from before it are its arguments (in the order first read), the
       constants it reads are copied in, and the values read after it are

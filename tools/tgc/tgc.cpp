@@ -189,7 +189,10 @@ cl::opt<double> bucketMiB(
     cl::init(25.0), cl::value_desc("MiB"), cl::cat(tgcCategory));
 cl::opt<unsigned> optLevel(
     "opt-level",
-    cl::desc("Host compiler optimization level for the executable (0-3)"),
+    cl::desc("Host compiler optimization level for the executable (0-3; "
+             "default 3, but 1 for a CUDA executable, whose host code only "
+             "launches kernels: nvcc optimizes device code either way, and "
+             "-O3 on a deep model's launch code takes minutes)"),
     cl::init(3), cl::cat(tgcCategory));
 cl::opt<unsigned> opsPerFunction(
     "ops-per-function",
@@ -201,7 +204,7 @@ cl::opt<unsigned> opsPerFunction(
 cl::opt<bool> outlineLayers(
     "outline-layers",
     cl::desc("Print each distinct layer body once and call it per layer "
-             "(tg-outline-layers, the layers phase; CPU target). "
+             "(tg-outline-layers, the layers phase). "
              "--outline-layers=false prints every layer's ops inline"),
     cl::init(true), cl::cat(tgcCategory));
 cl::opt<bool> buildCache(
@@ -218,9 +221,10 @@ cl::opt<std::string> buildCacheSize(
     cl::init("2GiB"), cl::value_desc("size"), cl::cat(tgcCategory));
 cl::opt<bool> saveTemps(
     "save-temps",
-    cl::desc("Keep the generated source next to the executable (the CPU "
-             "program's units and objects in EXE.units/; EXE.cu, with --simt "
-             "also EXE.simt.cpp, the .cu rewritten)"),
+    cl::desc("Keep the generated source next to the executable (the "
+             "program's units and objects in EXE.units/; a CUDA program also "
+             "as one file, EXE.cu; with --simt EXE.cu and EXE.simt.cpp, the "
+             ".cu rewritten)"),
     cl::cat(tgcCategory));
 cl::opt<bool> verbose("v",
                       cl::desc("Print the host compiler (or nvcc) command "
@@ -636,6 +640,92 @@ LogicalResult prepareExecutable(StringRef extension, std::string &executable,
   return success();
 }
 
+/// The build cache --build-cache and --build-cache-size ask for.
+FailureOr<BuildCache> buildCacheFromFlags() {
+  if (!buildCache)
+    return BuildCache();
+  std::optional<int64_t> limit = parseSize(buildCacheSize);
+  if (!limit || *limit < 0)
+    return fail("--build-cache-size: expected a size (2GB, 500MiB), got '" +
+                buildCacheSize + "'");
+  return BuildCache::standard(*limit);
+}
+
+/// With -v: how many of `numUnits` were compiled and how many came from
+/// the cache (and where it is).
+void printBuildStats(size_t numUnits, const UnitBuildStats &stats,
+                     const BuildCache &cache) {
+  if (verbose)
+    llvm::errs() << "tgc: " << numUnits << " units: " << stats.compiled
+                 << " compiled, " << stats.reused << " from the build cache"
+                 << (cache.enabled() ? " " + cache.directory().str()
+                                     : std::string(" (off)"))
+                 << "\n";
+}
+
+/// The sources of an executable's units: a temporary directory, or beside
+/// the executable with --save-temps (EXE.units/), removed at the end unless
+/// kept.
+struct UnitDirectory {
+  SmallString<128> path;
+  ~UnitDirectory() {
+    if (!saveTemps && !path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+  LogicalResult create(StringRef executable) {
+    if (saveTemps) {
+      path = (executable + ".units").str();
+      if (std::error_code ec = llvm::sys::fs::create_directories(path))
+        return fail("cannot create " + path.str().str() + ": " + ec.message());
+      return success();
+    }
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
+            "tgc-" + stemOf(inputFile), path))
+      return fail("cannot create a temporary directory: " + ec.message());
+    return success();
+  }
+};
+
+/// The CUDA executable with nvcc: the program's units (each layer body,
+/// the steps) compiled side by side, each from the build cache when
+/// compiled before, and linked; with --save-temps also EXE.cu, the program
+/// as one file.
+LogicalResult buildCudaExecutable(ModuleOp module,
+                                  const CudaEmitOptions &options,
+                                  StringRef arch) {
+  std::string executable =
+      outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+  if (llvm::sys::fs::is_directory(executable))
+    return fail("output '" + executable + "' is a directory");
+  std::vector<CudaUnit> cudaUnits;
+  if (failed(emitCudaUnits(module, options, cudaUnits)))
+    return failure();
+  if (saveTemps && failed(writeText(executable + ".cu", [&](raw_ostream &os) {
+        return emitCuda(module, os, options);
+      })))
+    return failure();
+  UnitDirectory work;
+  if (failed(work.create(executable)))
+    return failure();
+  FailureOr<BuildCache> cache = buildCacheFromFlags();
+  if (failed(cache))
+    return failure();
+  CudaCompileOptions compileOptions;
+  compileOptions.optimization =
+      "-O" + std::to_string(optLevel.getNumOccurrences() ? optLevel : 1);
+  compileOptions.arch = "sm_" + arch.str();
+  compileOptions.verbose = verbose;
+  std::vector<SourceUnit> units;
+  for (CudaUnit &u : cudaUnits)
+    units.push_back({u.name, std::move(u.text)});
+  UnitBuildStats stats;
+  if (llvm::Error error = compileCudaUnits(units, work.path, executable,
+                                           compileOptions, *cache, &stats))
+    return fail(llvm::toString(std::move(error)));
+  printBuildStats(units.size(), stats, *cache);
+  return success();
+}
+
 /// --target=cuda after the passes: the .cu source (--emit=cuda: with its
 /// CMakeLists.txt and manifest, in a directory), or the executable built
 /// with nvcc (--simt: for this host, with the host compiler).
@@ -673,6 +763,9 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
       return writeCudaManifest(module, summary, name + ".cu", os);
     });
   }
+  if (!simt)
+    return buildCudaExecutable(module, options, arch);
+  // --simt: the program as one .cu, rewritten for the host compiler.
   std::string executable, source;
   if (failed(prepareExecutable("cu", executable, source)))
     return failure();
@@ -684,38 +777,28 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
         return emitCuda(module, os, options);
       })))
     return failure();
-  if (simt) {
-    // The rewritten source beside the .cu with --save-temps, else another
-    // temporary file.
-    std::string rewritten;
-    if (saveTemps) {
-      rewritten = executable + ".simt.cpp";
-    } else {
-      SmallString<128> temp;
-      if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-              "tgc-" + stemOf(inputFile) + "-simt", "cpp", temp))
-        return fail("cannot create a temporary source file: " + ec.message());
-      rewritten = temp.str().str();
-    }
-    llvm::scope_exit removeRewritten([&] {
-      if (!saveTemps)
-        llvm::sys::fs::remove(rewritten);
-    });
-    SimtCompileOptions simtOptions;
-    if (optLevel.getNumOccurrences())
-      simtOptions.optimization = "-O" + std::to_string(optLevel);
-    simtOptions.verbose = verbose;
-    if (llvm::Error error =
-            compileSimtExecutable(source, rewritten, executable, simtOptions))
-      return fail(llvm::toString(std::move(error)));
-    return success();
+  // The rewritten source beside the .cu with --save-temps, else another
+  // temporary file.
+  std::string rewritten;
+  if (saveTemps) {
+    rewritten = executable + ".simt.cpp";
+  } else {
+    SmallString<128> temp;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "tgc-" + stemOf(inputFile) + "-simt", "cpp", temp))
+      return fail("cannot create a temporary source file: " + ec.message());
+    rewritten = temp.str().str();
   }
-  CudaCompileOptions compileOptions;
-  compileOptions.optimization = "-O" + std::to_string(optLevel);
-  compileOptions.arch = "sm_" + arch.str();
-  compileOptions.verbose = verbose;
+  llvm::scope_exit removeRewritten([&] {
+    if (!saveTemps)
+      llvm::sys::fs::remove(rewritten);
+  });
+  SimtCompileOptions simtOptions;
+  if (optLevel.getNumOccurrences())
+    simtOptions.optimization = "-O" + std::to_string(optLevel);
+  simtOptions.verbose = verbose;
   if (llvm::Error error =
-          compileCudaExecutable(source, executable, compileOptions))
+          compileSimtExecutable(source, rewritten, executable, simtOptions))
     return fail(llvm::toString(std::move(error)));
   return success();
 }
@@ -1749,29 +1832,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (failed(emitCppUnits(*module, emitOptions, cppUnits)))
     return failure();
   emitTiming.stop();
-  // The sources in a temporary directory, or beside the executable with
-  // --save-temps (EXE.units/).
-  SmallString<128> workDir;
-  if (saveTemps) {
-    workDir = executable + ".units";
-    if (std::error_code ec = llvm::sys::fs::create_directories(workDir))
-      return fail("cannot create " + workDir.str().str() + ": " + ec.message());
-  } else if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-                 "tgc-" + stemOf(inputFile), workDir)) {
-    return fail("cannot create a temporary directory: " + ec.message());
-  }
-  llvm::scope_exit removeWork([&] {
-    if (!saveTemps)
-      llvm::sys::fs::remove_directories(workDir);
-  });
-  BuildCache cache;
-  if (buildCache) {
-    std::optional<int64_t> limit = parseSize(buildCacheSize);
-    if (!limit || *limit < 0)
-      return fail("--build-cache-size: expected a size (2GB, 500MiB), got '" +
-                  buildCacheSize + "'");
-    cache = BuildCache::standard(*limit);
-  }
+  UnitDirectory work;
+  if (failed(work.create(executable)))
+    return failure();
+  FailureOr<BuildCache> cache = buildCacheFromFlags();
+  if (failed(cache))
+    return failure();
   TimingScope compileTiming = rootTiming.nest("host compiler");
   HostCompileOptions compileOptions;
   compileOptions.optimization = "-O" + std::to_string(optLevel);
@@ -1781,15 +1847,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   for (CppUnit &u : cppUnits)
     units.push_back({u.name, std::move(u.text)});
   UnitBuildStats stats;
-  if (llvm::Error error = compileUnits(units, workDir, executable,
-                                       compileOptions, cache, &stats))
+  if (llvm::Error error = compileUnits(units, work.path, executable,
+                                       compileOptions, *cache, &stats))
     return fail(llvm::toString(std::move(error)));
-  if (verbose)
-    llvm::errs() << "tgc: " << units.size() << " units: " << stats.compiled
-                 << " compiled, " << stats.reused << " from the build cache"
-                 << (cache.enabled() ? " " + cache.directory().str()
-                                     : std::string(" (off)"))
-                 << "\n";
+  printBuildStats(units.size(), stats, *cache);
   return success();
 }
 

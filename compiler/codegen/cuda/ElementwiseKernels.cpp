@@ -463,6 +463,7 @@ LogicalResult StepEmitter::emitElementwise(Launch &launch) {
   for (Operation *op : launch.covered)
     site += (site.empty() ? "" : " + ") + describeOp(op);
   std::string kernel = state.kernel(baseName, text, site);
+  usedKernels.insert(state.kernelByText.lookup(text));
   int64_t n = numel(result);
   int64_t blocks = std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65535);
   os << timerBegin(launch) << "  " << kernel << "<<<" << blocks << ", "

@@ -107,6 +107,10 @@ LogicalResult StepEmitter::flattenKernels() {
   for (auto [v, offset] : offsetOf)
     offsets[current(v)] = offset;
   offsetOf = std::move(offsets);
+  DenseMap<Value, int64_t> slots;
+  for (auto [v, slot] : slotOf)
+    slots[current(v)] = slot;
+  slotOf = std::move(slots);
   DenseMap<Value, Value> views;
   for (auto [v, viewed] : alias)
     views[current(v)] = current(viewed);
@@ -331,10 +335,20 @@ LogicalResult StepEmitter::buildLaunches() {
     case StepPiece::Op:
       launches.push_back(opLaunch(p.op));
       break;
-    case StepPiece::Layer:
-      return p.op->emitError("cuda backend: layer bodies (tg-outline-layers) "
-                             "are printed by the CPU backend only; give IR "
-                             "from the memory phase");
+    case StepPiece::Layer: {
+      Launch l;
+      l.kind = LaunchKind::Call;
+      l.op = p.op;
+      l.covered = {p.op};
+      l.call = cast<func::CallOp>(p.op);
+      l.body = state.bodies.lookup(l.call.getCallee());
+      if (!l.body)
+        return l.call.emitError(kBackend)
+               << ": @" << l.call.getCallee()
+               << " is no layer body of this module (tg.layer_body)";
+      launches.push_back(std::move(l));
+      break;
+    }
     }
   }
 
@@ -379,6 +393,11 @@ LogicalResult StepEmitter::buildLaunches() {
       break;
     case LaunchKind::AllReduceWait:
       break;
+    case LaunchKind::Call:
+      for (Value operand : l.call.getOperands())
+        addRead(operand);
+      llvm::append_range(l.writes, l.call.getResults());
+      break;
     case LaunchKind::Op: {
       for (OptimizerUpdateOp lane : l.lanes) {
         for (Value operand : lane->getOperands())
@@ -418,8 +437,7 @@ LogicalResult StepEmitter::buildLaunches() {
 //===----------------------------------------------------------------------===//
 
 void StepEmitter::countFlops() {
-  double matmuls = 0, attention = 0;
-  int64_t numMatmuls = 0, numAttention = 0;
+  double &matmuls = matmulFlopCount, &attention = attentionFlopCount;
   for (Operation *op : ops) {
     if (auto mm = dyn_cast<MatmulOp>(op)) {
       matmuls += matmulFlops(mm);
@@ -427,6 +445,13 @@ void StepEmitter::countFlops() {
     } else if (isa<AttentionOp, AttentionGradOp>(op)) {
       attention += attentionFlops(op);
       ++numAttention;
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      // A layer body's (emitted before its callers), once per call.
+      const StepEmitter *body = state.bodies.lookup(call.getCallee());
+      matmuls += body->matmulFlopCount;
+      numMatmuls += body->numMatmuls;
+      attention += body->attentionFlopCount;
+      numAttention += body->numAttention;
     }
   }
   totalFlops = matmuls + attention;
@@ -450,6 +475,13 @@ void StepEmitter::countTraffic() {
     case LaunchKind::Bucket:
     case LaunchKind::AllReduceWait:
     case LaunchKind::Return:
+      continue;
+    case LaunchKind::Call:
+      // Its body's launches (emitted before its callers).
+      gemmLaunches += l.body->gemmLaunches;
+      otherLaunches += l.body->otherLaunches;
+      otherReadBytes += l.body->otherReadBytes;
+      otherWrittenBytes += l.body->otherWrittenBytes;
       continue;
     case LaunchKind::Op:
       if (isa<MatmulOp>(l.op)) {

@@ -31,7 +31,8 @@ LogicalResult StepEmitter::emitLaunch(Launch &launch) {
   if (!launch.lanes.empty()) {
     os << "  // tg.kernel optimizer: " << launch.lanes.size()
        << " updates in one multi-tensor call\n";
-  } else if (launch.kind != LaunchKind::Bucket) {
+  } else if (launch.kind != LaunchKind::Bucket &&
+             launch.kind != LaunchKind::Call) {
     for (Operation *op : launch.covered)
       os << "  // " << describeOp(op) << "\n";
     if (launch.kind == LaunchKind::Gemm && launch.epilogue != "None")
@@ -65,6 +66,8 @@ LogicalResult StepEmitter::emitLaunch(Launch &launch) {
     return success();
   case LaunchKind::Op:
     return emitOp(launch, launch.op);
+  case LaunchKind::Call:
+    return emitCall(launch);
   case LaunchKind::Return:
     return success();
   }
@@ -763,12 +766,15 @@ LogicalResult StepEmitter::emitOptimizerLanes(Launch &launch) {
       return u.emitError(kBackend)
              << ": the updates of one optimizer kernel take f32 or bf16 "
                 "gradients, all of one type";
+    // Each lane's pointers as expressions: a table of every parameter's
+    // would otherwise declare three pointers per parameter.
     Value scale = gradScaleOf.lookup(u);
     std::string state[2] = {"nullptr", "nullptr"};
     for (auto [i, v] : llvm::enumerate(u.getNewState()))
-      state[i] = ptr(v);
-    std::string param = ptr(u.getNewParam()), grad = ptr(u.getGrad()),
-                s = scale ? ptr(scale) : "nullptr";
+      state[i] = pointerExpr(v);
+    std::string param = pointerExpr(u.getNewParam()),
+                grad = pointerExpr(u.getGrad()),
+                s = scale ? pointerExpr(scale) : "nullptr";
     rows.push_back(llvm::formatv("      {{{0}, {1}, {{{2}, {3}}, {4}, {5}},\n",
                                  param, grad, state[0], state[1],
                                  numel(u.getParam()), s)

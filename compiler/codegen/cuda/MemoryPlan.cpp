@@ -18,25 +18,38 @@ using namespace mlir::tg;
 using namespace mlir::tg::cuda_emit;
 
 LogicalResult StepEmitter::readPlan() {
-  FailureOr<int64_t> arenaBytes = plannedArenaBytes(func, kBackend);
-  if (failed(arenaBytes))
-    return failure();
-  plannedBytes = *arenaBytes;
+  // A layer body's ops say which slot of the caller's offset table holds
+  // each result (tg.slots) instead of where (tg.offsets).
+  StringRef placeAttr =
+      isBody ? TgDialect::kSlotsAttr : TgDialect::kOffsetsAttr;
+  if (!isBody) {
+    FailureOr<int64_t> arenaBytes = plannedArenaBytes(func, kBackend);
+    if (failed(arenaBytes))
+      return failure();
+    plannedBytes = *arenaBytes;
+  }
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (auto span =
             op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kScratchAttr))
       scratchOffset[&op] = span[0];
     if (op.getNumResults() == 0 || isa<ConstantOp>(op))
       continue;
-    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
+    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(placeAttr);
+    if (!offsets || offsets.size() != (int64_t)op.getNumResults())
+      return op.emitError(kBackend)
+             << ": " << describeOp(&op) << " has no " << placeAttr
+             << " for each result; run tg-plan-memory"
+             << (isBody ? " and tg-outline-layers" : "") << " last";
     auto views = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kViewsAttr);
     for (OpResult r : op.getResults()) {
       unsigned n = r.getResultNumber();
       if (views && views[n] >= 0)
         alias[r] = op.getOperand(views[n]);
       else if (offsets[n] >= 0)
-        offsetOf[r] = offsets[n];
+        (isBody ? slotOf : offsetOf)[r] = offsets[n];
     }
+    if (auto call = dyn_cast<func::CallOp>(op))
+      aliasCallResults(call);
   }
   return success();
 }
@@ -48,7 +61,12 @@ LogicalResult StepEmitter::readPlan() {
 LogicalResult StepEmitter::verifyPlan() {
   // Disjoint byte ranges of the planned region and the value in each; the
   // log-sum-exp buffers are owned by their attention op.
-  std::map<int64_t, std::pair<int64_t, const void *>> owners;
+  // An owner is a value of this function (context null), the log-sum-exp
+  // of an attention op, or a value inside a layer body's call (context the
+  // call: each call's values are its own).
+  using Owner = std::pair<const void *, const void *>;
+  auto own = [](const void *v) { return Owner{nullptr, v}; };
+  std::map<int64_t, std::pair<int64_t, Owner>> owners;
   auto rangeOf = [&](Value r) -> std::pair<int64_t, int64_t> {
     int64_t start = offsetOf.lookup(r);
     return {start, start + std::max<int64_t>(bytesOf(r), 1)};
@@ -58,11 +76,11 @@ LogicalResult StepEmitter::verifyPlan() {
     int64_t start = scratchOffset.lookup(fwd);
     return {start, start + q[0] * q[1] * q[2] * 4};
   };
-  auto write = [&](int64_t start, int64_t end, const void *owner) {
+  auto write = [&](int64_t start, int64_t end, Owner owner) {
     auto it = owners.lower_bound(start);
     if (it != owners.begin() && std::prev(it)->second.first > start)
       --it;
-    std::vector<std::pair<int64_t, std::pair<int64_t, const void *>>> keep;
+    std::vector<std::pair<int64_t, std::pair<int64_t, Owner>>> keep;
     while (it != owners.end() && it->first < end) {
       auto [s, rest] = *it;
       if (s < start)
@@ -75,7 +93,7 @@ LogicalResult StepEmitter::verifyPlan() {
       owners[k.first] = k.second;
     owners[start] = {end, owner};
   };
-  auto holds = [&](int64_t start, int64_t end, const void *owner) {
+  auto holds = [&](int64_t start, int64_t end, Owner owner) {
     int64_t at = start;
     auto it = owners.upper_bound(start);
     if (it == owners.begin())
@@ -103,11 +121,100 @@ LogicalResult StepEmitter::verifyPlan() {
     if (!offsetOf.count(r))
       return unplanned(l);
     auto [start, end] = rangeOf(r);
-    if (holds(start, end, r.getAsOpaquePointer()))
+    if (holds(start, end, own(r.getAsOpaquePointer())))
       return success();
     return l.op->emitError(kBackend)
            << ": internal error: the arena plan overwrites an operand of "
            << describeOp(l.op) << " before it is read";
+  };
+  // A layer body's launches at one call's offsets: its arguments are the
+  // call's operands, its values are at the call's tg.slot_offsets (owned
+  // by the call: another call of the same body has values of its own), and
+  // what it returns must be where the call's tg.offsets say, from where on
+  // it is the call's result.
+  auto replayCall = [&](Launch &l) -> LogicalResult {
+    StepEmitter &body = *l.body;
+    func::CallOp call = l.call;
+    auto slotOffsets =
+        call->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kSlotOffsetsAttr);
+    if (!slotOffsets)
+      return call.emitError(kBackend)
+             << ": the call of a layer body needs tg.slot_offsets (run "
+                "tg-outline-layers)";
+    struct Place {
+      Value caller; ///< the call's operand, for the body's arguments
+      int64_t start = 0, end = 0;
+      Owner owner;
+      bool planned = false;
+    };
+    auto placeOf = [&](Value v) -> FailureOr<Place> {
+      Value r = body.root(v);
+      Place p;
+      if (auto arg = dyn_cast<BlockArgument>(r)) {
+        p.caller = call.getOperand(arg.getArgNumber());
+        return p;
+      }
+      if (r.getDefiningOp<ConstantOp>())
+        return p;
+      auto it = body.slotOf.find(r);
+      if (it == body.slotOf.end() || it->second < 0 ||
+          it->second >= (int64_t)slotOffsets.size())
+        return call.emitError(kBackend)
+               << ": internal error: a value of @" << call.getCallee()
+               << " has no slot in the call's offset table";
+      p.start = slotOffsets[it->second];
+      p.end = p.start + std::max<int64_t>(bytesOf(r), 1);
+      p.owner = {call.getOperation(), r.getAsOpaquePointer()};
+      p.planned = true;
+      return p;
+    };
+    for (Launch &inner : body.launches) {
+      for (Value v : inner.reads) {
+        FailureOr<Place> p = placeOf(v);
+        if (failed(p))
+          return failure();
+        if (p->caller) {
+          if (failed(check(l, p->caller)))
+            return failure();
+        } else if (p->planned && !holds(p->start, p->end, p->owner)) {
+          return call.emitError(kBackend)
+                 << ": internal error: at this call of @" << call.getCallee()
+                 << ", the arena plan overwrites an operand of "
+                 << describeOp(inner.op) << " before it is read";
+        }
+      }
+      for (Value v : inner.writes) {
+        FailureOr<Place> p = placeOf(v);
+        if (failed(p))
+          return failure();
+        Value r = p->caller ? root(p->caller) : Value();
+        if (r && planned(r) && offsetOf.count(r)) {
+          auto [start, end] = rangeOf(r);
+          write(start, end, own(r.getAsOpaquePointer()));
+        } else if (p->planned) {
+          write(p->start, p->end, p->owner);
+        }
+      }
+    }
+    Operation *ret = body.func.getBody().front().getTerminator();
+    for (auto [result, inner] :
+         llvm::zip(call.getResults(), ret->getOperands())) {
+      FailureOr<Place> p = placeOf(inner);
+      if (failed(p))
+        return failure();
+      if (!p->planned || alias.count(result))
+        continue; // a view of an argument (the call's tg.views) or of an
+                  // earlier result
+      Value r = root(result);
+      if (!offsetOf.count(r) || rangeOf(r).first != p->start ||
+          !holds(p->start, p->end, p->owner))
+        return call.emitError(kBackend)
+               << ": internal error: @" << call.getCallee()
+               << " returns a value that is not where the call's tg.offsets "
+                  "say";
+      write(p->start, p->end, own(r.getAsOpaquePointer()));
+    }
+    return success();
   };
   for (Launch &l : launches) {
     for (Value v : l.reads)
@@ -116,7 +223,7 @@ LogicalResult StepEmitter::verifyPlan() {
     if (auto grad = dyn_cast_or_null<AttentionGradOp>(l.op))
       if (AttentionOp fwd = forwardOf.lookup(grad)) {
         auto [start, end] = lseRange(fwd);
-        if (!holds(start, end, fwd.getOperation()))
+        if (!holds(start, end, own(fwd.getOperation())))
           return l.op->emitError(kBackend)
                  << ": internal error: the attention LSE is overwritten";
       }
@@ -133,6 +240,11 @@ LogicalResult StepEmitter::verifyPlan() {
         if (own && failed(check(l, b.op.getInputs()[m])))
           return failure();
     }
+    if (l.kind == LaunchKind::Call) {
+      if (failed(replayCall(l)))
+        return failure();
+      continue;
+    }
     for (Value v : l.writes) {
       Value r = root(v);
       if (!planned(r))
@@ -140,12 +252,12 @@ LogicalResult StepEmitter::verifyPlan() {
       if (!offsetOf.count(r))
         return unplanned(l);
       auto [start, end] = rangeOf(r);
-      write(start, end, r.getAsOpaquePointer());
+      write(start, end, own(r.getAsOpaquePointer()));
     }
     if (auto fwd = dyn_cast_or_null<AttentionOp>(l.op))
       if (scratchOffset.count(fwd)) {
         auto [start, end] = lseRange(fwd);
-        write(start, end, fwd.getOperation());
+        write(start, end, own(fwd.getOperation()));
       }
   }
   Launch end;
@@ -154,6 +266,26 @@ LogicalResult StepEmitter::verifyPlan() {
     if (failed(check(end, v)))
       return failure();
   return success();
+}
+
+std::string StepEmitter::pointerExpr(Value v) {
+  if (declaredHere.contains(v))
+    return names.lookup(v);
+  Value r = root(v);
+  StringRef type = storageOf(v);
+  if (r != v)
+    return storageOf(r) == type ? pointerExpr(r)
+                                : "(" + type.str() + " *)" + pointerExpr(r);
+  if (auto arg = dyn_cast<BlockArgument>(r))
+    return "(" + type.str() + " *)" + bindArgument(arg.getArgNumber());
+  if (r.getDefiningOp<ConstantOp>())
+    return llvm::formatv("({0} *)(d.constants + {1})", type,
+                         constantOffset.lookup(r))
+        .str();
+  if (isBody)
+    return llvm::formatv("({0} *)(work + off[{1}])", type, slotOf.lookup(r))
+        .str();
+  return llvm::formatv("({0} *)(work + {1})", type, offsetOf.lookup(r)).str();
 }
 
 std::string StepEmitter::ptr(Value v) {
@@ -187,6 +319,10 @@ std::string StepEmitter::ptr(Value v) {
     expr = llvm::formatv("({0} *)(d.constants + {1})", type,
                          constantOffset.lookup(r))
                .str();
+  } else if (isBody) {
+    name = "v" + std::to_string(valueCounter++);
+    expr =
+        llvm::formatv("({0} *)(work + off[{1}])", type, slotOf.lookup(r)).str();
   } else {
     name = "v" + std::to_string(valueCounter++);
     expr = llvm::formatv("({0} *)(work + {1})", type, offsetOf.lookup(r)).str();

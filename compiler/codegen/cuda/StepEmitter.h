@@ -10,6 +10,7 @@
 //   cuda/Streams.cpp             all-reduce buckets and the stream waits
 //   cuda/ElementwiseKernels.cpp  the generated elementwise kernels
 //   cuda/LibraryLaunches.cpp     cuBLASLt and runtime/cuda calls per op
+//   cuda/LayerBodies.cpp         tg-outline-layers' bodies and their calls
 //   EmitCuda.cpp                 one step function's code, and the file
 //
 //===----------------------------------------------------------------------===//
@@ -41,6 +42,8 @@
 namespace mlir::tg::cuda_emit {
 
 inline constexpr StringLiteral kBackend = "cuda backend";
+/// The name a layer body is printed under until its text names it.
+inline constexpr StringLiteral kBodyPlaceholder = "TGC_LAYER_BODY";
 /// Threads per block of the generated kernels.
 inline constexpr int64_t kBlock = 256;
 
@@ -120,8 +123,13 @@ struct Kernel {
   llvm::StringSet<> siteSet; ///< sites, looked up (a deep model has many)
 };
 
+class StepEmitter;
+
 struct ModuleState {
   std::vector<Kernel> kernels;
+  /// The layer bodies of tg-outline-layers, emitted before the step
+  /// functions that call them, by symbol.
+  llvm::StringMap<StepEmitter *> bodies;
   llvm::StringMap<unsigned> kernelByText;
   /// Host arrays of the constants and the copies that upload them.
   std::string constantArrays, constantUploads;
@@ -154,6 +162,7 @@ enum class LaunchKind {
   Classifier,    ///< cross_entropy + cross_entropy_grad in one read
   Bucket,        ///< one all-reduce bucket, on the communication stream
   AllReduceWait, ///< the compute stream waits for one bucket
+  Call,          ///< a layer body's launches (tg-outline-layers)
   Return         ///< the results go to the StepIO (for liveness)
 };
 
@@ -177,8 +186,12 @@ struct Launch {
   /// A multi-tensor optimizer kernel: its updates, `op` the last (one
   /// runtime call for all).
   SmallVector<OptimizerUpdateOp> lanes;
+  // Call.
+  func::CallOp call;
+  StepEmitter *body = nullptr;
   /// Values read and written (before view resolution).
   SmallVector<Value> reads, writes;
+  /// The first of its timers (a call has one per launch of its body).
   int timer = -1;
 };
 
@@ -221,13 +234,29 @@ public:
            bindResults,
        StringRef summary);
 
+  /// A layer body of tg-outline-layers' (`tg.layer_body`) as a host
+  /// function of launches, `static void NAME(io, d, t, timer base, offset
+  /// table, argument pointers...)`: its values at the slots of the offset
+  /// table the call passes (cuda/LayerBodies.cpp). Its plan is checked at
+  /// each call, with that call's offsets.
+  LogicalResult emitBody();
+  /// A body's C name (content-addressed, set once its text is known) and
+  /// its prototype (with kBodyPlaceholder for the name).
+  std::string cName;
+  std::string bodyPrototype, bodyComment;
+  /// The generated kernels its launches use, by index in ModuleState.
+  const llvm::SetVector<unsigned> &kernelsUsed() const { return usedKernels; }
+
   /// The pointer variable of `v` (declared on first use).
   std::string ptr(Value v);
-  /// Its name where it has one already, without declaring it again in this
-  /// part.
-  std::string nameOf(Value v) {
-    auto it = names.find(v);
-    return it != names.end() ? it->second : ptr(v);
+  /// Its pointer as an expression, without declaring it: its name where
+  /// this part has declared it, else where it is (an argument, the arena,
+  /// the constants).
+  std::string pointerExpr(Value v);
+  /// Whether `v` is argument `i`'s buffer (the argument or a view of it).
+  bool isArgument(Value v, unsigned i) const {
+    auto arg = dyn_cast<BlockArgument>(root(v));
+    return arg && arg.getArgNumber() == i;
   }
   llvm::raw_ostream &out() { return os; }
   StringRef functionName() const { return name; }
@@ -241,6 +270,11 @@ public:
   std::string trafficComment;
 
 private:
+  /// The stages both a step function and a layer body go through: the
+  /// launches planned (single block, types, plan, fusion, launch list),
+  /// then counted and their constants placed (EmitCuda.cpp).
+  LogicalResult planLaunches();
+  LogicalResult countAndPlaceConstants();
   // LaunchPlan.cpp: which ops share a launch, and the launches in op order.
   LogicalResult checkTypes();
   LogicalResult flattenKernels();
@@ -257,6 +291,13 @@ private:
   // over them.
   LogicalResult readPlan();
   LogicalResult verifyPlan();
+  /// One timer per launch that runs something (a call: one per launch of
+  /// its body), with its label.
+  void numberTimers();
+  // LayerBodies.cpp: the call of a layer body, and its launches' labels.
+  LogicalResult emitCall(Launch &launch);
+  void aliasCallResults(func::CallOp call);
+  std::string callLabel(const Launch &launch, StringRef bodyLabel) const;
 
   // The code of one launch: LibraryLaunches.cpp (emitLaunch dispatches),
   // ElementwiseKernels.cpp and Streams.cpp.
@@ -267,11 +308,18 @@ private:
   void emitClassifier(Launch &launch);
   LogicalResult emitOptimizerLanes(Launch &launch);
   void emitBucket(Launch &launch);
+  /// A launch's timer: its index in the step function's table, or in a
+  /// layer body, the index after the call's base (`tb`).
+  std::string timerIndex(const Launch &launch) const {
+    return (isBody ? "tb + " : "") + std::to_string(launch.timer);
+  }
   std::string timerBegin(const Launch &launch, StringRef stream = "stream") {
-    return llvm::formatv("  t.begin({0}, {1});\n", launch.timer, stream).str();
+    return llvm::formatv("  t.begin({0}, {1});\n", timerIndex(launch), stream)
+        .str();
   }
   std::string timerEnd(const Launch &launch, StringRef stream = "stream") {
-    return llvm::formatv("  t.end({0}, {1});\n", launch.timer, stream).str();
+    return llvm::formatv("  t.end({0}, {1});\n", timerIndex(launch), stream)
+        .str();
   }
 
   Value root(Value v) const {
@@ -326,6 +374,11 @@ private:
   /// the arena's size.
   DenseMap<Value, int64_t> offsetOf;
   DenseMap<Operation *, int64_t> scratchOffset;
+  /// In a layer body: the slot of each value with bytes of its own (its
+  /// offset is the call's tg.slot_offsets at that slot).
+  bool isBody = false;
+  DenseMap<Value, int64_t> slotOf;
+  llvm::SetVector<unsigned> usedKernels;
   int64_t plannedBytes = 0;
   DenseMap<Value, int64_t> constantOffset;
 
@@ -344,6 +397,9 @@ private:
   /// collectives read and write (countTraffic).
   int64_t gemmLaunches = 0, otherLaunches = 0;
   double otherReadBytes = 0, otherWrittenBytes = 0;
+  /// FLOPs by kind and counts (countFlops; a call adds its body's).
+  double matmulFlopCount = 0, attentionFlopCount = 0;
+  int64_t numMatmuls = 0, numAttention = 0;
 };
 
 } // namespace mlir::tg::cuda_emit
