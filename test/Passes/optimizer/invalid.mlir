@@ -50,3 +50,18 @@ module attributes {tg.training = {optimizer = {kind = "adamw", no_decay = ["[bia
     return %s : tensor<f32>
   }
 }
+
+// -----
+
+// The optimizer builds @train_step once: a module that has one already is
+// not built again over it.
+// expected-error @+1 {{tg-optimizer: @train_step exists already}}
+module {
+  func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
+    %s = tg.reduce_sum %p : tensor<4xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+  func.func @train_step(%p: tensor<4xf32>) -> tensor<4xf32> {
+    return %p : tensor<4xf32>
+  }
+}
