@@ -199,7 +199,9 @@ cl::opt<unsigned> opsPerFunction(
     cl::desc("The generated source splits a step of more ops (C++) or "
              "launches (CUDA) into functions of at most this many, so that "
              "the host compiler's time grows linearly with the model's depth "
-             "(default 64 ops, 256 launches)"),
+             "(default 64 ops, 256 launches; a layer body's call counts a "
+             "quarter of its arguments and results, and on CUDA a "
+             "multi-tensor update a quarter of its tensors)"),
     cl::cat(tgcCategory));
 cl::opt<bool> outlineLayers(
     "outline-layers",
