@@ -27,6 +27,8 @@ bin=$build/bin
 work=${TGC_DEMO_DIR:-$build/demo}
 threads=${TGC_THREADS:-$(nproc)}
 mkdir -p "$work"
+# OpenBLAS's kernels by what the CPU can do (its model may be masked).
+source "$root/scripts/openblas-core.sh"
 
 digits=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 text=/usr/lib/python3.11

@@ -15,6 +15,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${TGC_BUILD:-$root/build}
 [[ -x $build/bin/tgc ]] || make -C "$root" build
+# OpenBLAS's kernels by what the CPU can do (its model may be masked);
+# PyTorch's kernels choose by the CPU's features anyway.
+source "$root/scripts/openblas-core.sh"
 # Debian's torch belongs to /usr/bin/python3.
 python=/usr/bin/python3
 "$python" -c "import torch" 2>/dev/null || {
