@@ -559,8 +559,8 @@ static LogicalResult emitProgram(ModuleOp original, llvm::raw_ostream &os,
       auto bindArg = [&](unsigned i) { return f.arguments[i]; };
       auto bindResults = [&](StepEmitter &e,
                              func::ReturnOp ret) -> LogicalResult {
-        e.out() << "  // Results: slots, gradients (added), updates, "
-                   "metrics.\n";
+        e.out() << "  // Results: slots, gradients (added), reduced sums, "
+                   "updates, metrics.\n";
         std::string metrics;
         for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
           const PipelineResult &result = f.results[r];
@@ -589,6 +589,8 @@ static LogicalResult emitProgram(ModuleOp original, llvm::raw_ostream &os,
                                                    "inputs (B)"
                           : f.kind == "weight"   ? "a chunk's backward for its "
                                                    "weights (W)"
+                          : f.kind == "reduce"   ? "a chunk's gradient sums "
+                                                   "reduced over the data axes"
                                                  : "a stage's optimizer update";
       return pipelineEmitters.back()->emit(bindArg, bindResults, summary);
     };

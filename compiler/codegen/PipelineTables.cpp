@@ -14,10 +14,10 @@ using namespace mlir;
 using namespace mlir::tg;
 
 std::string PipelineResult::target() const {
-  StringRef array = kind == Slot    ? "slots"
-                    : kind == Grad  ? "grads"
-                    : kind == Param ? "params"
-                                    : "state";
+  StringRef array = kind == Slot                      ? "slots"
+                    : kind == Grad || kind == Reduced ? "grads"
+                    : kind == Param                   ? "params"
+                                                      : "state";
   return ("io." + array + "[" + std::to_string(index) + "]").str();
 }
 
@@ -67,7 +67,7 @@ LogicalResult mlir::tg::emitPipeline(
 
   SmallVector<std::string> forward(chunks, "nullptr"),
       backward(chunks, "nullptr"), weight(chunks, "nullptr"),
-      update(stages.stages, "nullptr");
+      reduce(chunks, "nullptr"), update(stages.stages, "nullptr");
   std::map<int64_t, std::string> slotDescs;
   SmallVector<int64_t> paramStages(sig.fwdParams.size(), 0);
   auto lookup = [](const DenseMap<StringRef, unsigned> &map,
@@ -113,6 +113,10 @@ LogicalResult mlir::tg::emitPipeline(
         bound = "io.state[" + std::to_string(*k) + "]";
       } else if (auto k = lookup(sig.gradIndex, attr(TgDialect::kAccumAttr))) {
         bound = "io.grads[" + std::to_string(*k) + "]";
+      } else if (auto k =
+                     lookup(sig.gradIndex, attr(TgDialect::kReducedAttr))) {
+        // Where the chunk's reduce left it.
+        bound = "io.grads[" + std::to_string(*k) + "]";
       } else if (auto slot = func.getArgAttrOfType<IntegerAttr>(
                      i, TgDialect::kSlotAttr)) {
         bound = "io.slots[" + std::to_string(slot.getInt()) + "]";
@@ -144,6 +148,11 @@ LogicalResult mlir::tg::emitPipeline(
                                                r, TgDialect::kGradAttr))) {
         result.kind = PipelineResult::Grad;
         result.index = *k;
+      } else if (auto k =
+                     lookup(sig.gradIndex, func.getResultAttrOfType<StringAttr>(
+                                               r, TgDialect::kReducedAttr))) {
+        result.kind = PipelineResult::Reduced;
+        result.index = *k;
       } else if (auto updated = func.getResultAttrOfType<StringAttr>(
                      r, TgDialect::kUpdateAttr);
                  updated && lookup(sig.paramIndex, updated)) {
@@ -166,6 +175,7 @@ LogicalResult mlir::tg::emitPipeline(
       int64_t c = role.getAs<IntegerAttr>("chunk").getInt();
       (f.kind == "forward"    ? forward
        : f.kind == "backward" ? backward
+       : f.kind == "reduce"   ? reduce
                               : weight)[c] = name;
     }
   }
@@ -201,7 +211,9 @@ LogicalResult mlir::tg::emitPipeline(
          << "void (*const kPipelineBackward[])(tgc::StepIO &) = {\n"
          << list(backward) << "};\n"
          << "void (*const kPipelineWeight[])(tgc::StepIO &) = {\n"
-         << list(weight) << "};\n";
+         << list(weight) << "};\n"
+         << "void (*const kPipelineReduce[])(tgc::StepIO &) = {\n"
+         << list(reduce) << "};\n";
   for (auto [bd, a] : llvm::enumerate(boundaries)) {
     auto dict = cast<DictionaryAttr>(a);
     for (StringRef way : {"forward", "backward"}) {
@@ -221,8 +233,8 @@ LogicalResult mlir::tg::emitPipeline(
   if (boundaries.empty())
     tables << "    {},\n";
   tables << "};\n";
-  static const char *kindNames[] = {"F",     "B",     "W",     "BW",
-                                    "SendF", "RecvF", "SendB", "RecvB"};
+  static const char *kindNames[] = {"F",     "B",     "W",     "BW",    "SendF",
+                                    "RecvF", "SendB", "RecvB", "Reduce"};
   for (auto [st, list] : llvm::enumerate(*actions)) {
     tables << "const tgc::PipelineAction kStage" << st << "Actions[] = {\n";
     for (const pipeline::Action &a : list)
@@ -267,6 +279,7 @@ LogicalResult mlir::tg::emitPipeline(
       << ", \"" << scheduleAttr.getValue() << "\",\n    " << numSlots
       << ", kPipelineSlots,\n"
          "    kPipelineForward, kPipelineBackward, kPipelineWeight,\n"
+         "    kPipelineReduce,\n"
          "    kPipelineBoundaries, kPipelineStages, kPipelineParamStages};\n";
   return success();
 }

@@ -475,7 +475,9 @@ void estimateBuiltPipeline(PlanEstimate &plan, ModuleOp module,
   plan.virtualStages = shape.virtualStages;
   plan.microBatches = shape.microBatches;
   plan.schedule = played->schedule;
-  SmallVector<SmallVector<func::FuncOp>> chunkFuncs(p);
+  // Per stage: its chunks' F, B and W (each micro-batch) and their
+  // reductions (once a step).
+  SmallVector<SmallVector<func::FuncOp>> chunkFuncs(p), reduceFuncs(p);
   SmallVector<func::FuncOp> updates(p);
   for (auto func : module.getOps<func::FuncOp>()) {
     auto role =
@@ -483,7 +485,10 @@ void estimateBuiltPipeline(PlanEstimate &plan, ModuleOp module,
     if (!role)
       continue;
     if (auto chunk = role.getAs<IntegerAttr>("chunk"))
-      chunkFuncs[shape.stageOf(chunk.getInt())].push_back(func);
+      (role.getAs<StringAttr>("kind").getValue() == "reduce"
+           ? reduceFuncs
+           : chunkFuncs)[shape.stageOf(chunk.getInt())]
+          .push_back(func);
     else if (auto stage = role.getAs<IntegerAttr>("stage");
              stage && stage.getInt() < p)
       updates[stage.getInt()] = func;
@@ -504,6 +509,8 @@ void estimateBuiltPipeline(PlanEstimate &plan, ModuleOp module,
   for (func::FuncOp func : chunkFuncs[slow])
     addFunction(plan, func, cost, (double)shape.microBatches,
                 /*listCollectives=*/true);
+  for (func::FuncOp func : reduceFuncs[slow])
+    addFunction(plan, func, cost, 1, /*listCollectives=*/true);
   if (updates[slow])
     plan.trainStepSeconds = addFunction(plan, updates[slow], cost, 1,
                                         /*listCollectives=*/true)[0]

@@ -268,6 +268,11 @@ pipeline::Costs mlir::tg::pipelineFunctionCosts(ModuleOp module,
       seconds += comm ? *comm : cost.opSeconds(&op);
     }
     StringRef kind = role.getAs<StringAttr>("kind").getValue();
+    if (kind == "reduce") {
+      costs.reduce.resize(shape.chunks(), 0);
+      costs.reduce[chunk.getInt()] = seconds;
+      continue;
+    }
     std::vector<double> &list = kind == "forward"    ? costs.forward
                                 : kind == "backward" ? costs.backwardInput
                                                      : costs.backwardWeight;
@@ -312,6 +317,8 @@ pipeline::SlotUse mlir::tg::slotUseOf(ModuleOp module,
     if (!chunk || chunk.getInt() >= shape.chunks())
       continue;
     StringRef kind = role.getAs<StringAttr>("kind").getValue();
+    if (kind == "reduce")
+      continue; // the gradient sums, no slot
     std::vector<int64_t> &list =
         use.functionSlots[3 * chunk.getInt() + (kind == "forward"    ? 0
                                                 : kind == "backward" ? 1
@@ -439,6 +446,20 @@ std::optional<PipelineCostModel> mlir::tg::pipelineCostModel(ModuleOp module,
   return out;
 }
 
+std::vector<char> mlir::tg::reducedChunksOf(ModuleOp module, int64_t chunks) {
+  std::vector<char> reduced(chunks, 0);
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto role =
+        func->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineRoleAttr);
+    auto chunk = role ? role.getAs<IntegerAttr>("chunk") : nullptr;
+    auto kind = role ? role.getAs<StringAttr>("kind") : nullptr;
+    if (chunk && kind && kind.getValue() == "reduce" && chunk.getInt() >= 0 &&
+        chunk.getInt() < chunks)
+      reduced[chunk.getInt()] = 1;
+  }
+  return reduced;
+}
+
 llvm::Expected<pipeline::StageActions>
 mlir::tg::readPipelineActions(ModuleOp module, pipeline::Shape &shape) {
   auto fail = [](const llvm::Twine &why) {
@@ -453,6 +474,7 @@ mlir::tg::readPipelineActions(ModuleOp module, pipeline::Shape &shape) {
     return fail("the pipelined module has no schedule (run "
                 "tg-pipeline-split and tg-pipeline-schedule)");
   shape = pipeline::Shape{stages.stages, stages.virtualStages, micro.getInt()};
+  shape.reduced = reducedChunksOf(module, shape.chunks());
   if ((int64_t)actionsAttr.size() != stages.stages)
     return fail("tg.pipeline_actions has " + llvm::Twine(actionsAttr.size()) +
                 " stages, the pipeline " + llvm::Twine(stages.stages));

@@ -98,12 +98,18 @@ std::optional<PipelineCostModel>
 pipelineCostModel(ModuleOp module, StringRef cluster, StringRef pass);
 
 /// Seconds per micro-batch of each chunk's F, B and W functions
-/// (tg-pipeline-split's, as the cost model times their ops) and of the
-/// largest transfer a boundary makes: what tg-pipeline-schedule places
+/// (tg-pipeline-split's, as the cost model times their ops), of each
+/// chunk's reduction over the data axes, and of the largest transfer a
+/// boundary makes: what tg-pipeline-schedule places
 /// ZB-H1's W passes by and --report=pipeline plays.
 pipeline::Costs pipelineFunctionCosts(ModuleOp module,
                                       const pipeline::Shape &shape,
                                       const CostModel &cost);
+
+/// Per chunk of a split module, whether it has a function reducing its
+/// gradient sums over the data axes (`kind = "reduce"`): what
+/// pipeline::Shape::reduced says.
+std::vector<char> reducedChunksOf(ModuleOp module, int64_t chunks);
 
 /// The action lists tg-pipeline-schedule wrote on `module`
 /// (tg.pipeline_actions), parsed, with the `shape` they are for (its

@@ -60,8 +60,19 @@ def PipelineSplitPass : Pass<"tg-pipeline-split", "ModuleOp"> {
     argument (zero3 under bf16 gathers a parameter's bf16 copy) is made
     again in each function that reads it.
     The gradient sums stay as @forward_backward returns them (partial over
-    the data axes until @stageS_update reduces them, as tg-partition made
-    @apply_gradients do).
+    the data axes, as tg-partition made @apply_gradients reduce them).
+    Where @apply_gradients reduces a sum over a mesh axis before anything
+    else reads it (scalings by the step's scalars, then an all-reduce or a
+    reduce-scatter: dp, zero1, megatron) and one chunk on each stage
+    holding the parameter adds to it, that chunk's `@chunkC_reduce`
+    (`{kind = "reduce", chunk = c}`) does the reduction: its all-reduces of
+    one kind and axis as one, its results `tg.reduced = "name"` written
+    where the sum was, and @stageS_update reads them (`tg.reduced`
+    arguments) instead of reducing. tg-pipeline-schedule runs it right
+    after the chunk's last W, so the reduction of one chunk's gradients
+    runs while the stage would wait for another chunk's backward. A tied
+    weight's parts are reduced so on each stage, then summed over pp in
+    the update (the sums and scalings are linear).
 
     A module planned with stages after tg-optimizer ran (no
     `@apply_gradients`: tg IR given --pipeline-stages to price it) is left
@@ -100,8 +111,14 @@ def PipelineSchedulePass : Pass<"tg-pipeline-schedule", "ModuleOp"> {
     - `auto`: whichever of 1F1B and ZB-H1 (interleaved when V > 1) the cost
       model plays fastest.
 
-    Every list is checked by playing it: an order that deadlocks, or reads
-    an activation or gradient before it exists, is an error.
+    Each chunk with a `@chunkC_reduce` (tg-pipeline-split) gets its
+    "reduce" action (or "reduce@c") right after its last W or BW and the
+    send of that backward's gradients: its gradient sums are reduced over
+    the data axes once a step, as soon as they are whole.
+
+    Every list is checked by playing it: an order that deadlocks, reads an
+    activation or gradient before it exists, or reduces a chunk's gradient
+    sums before its last W, is an error.
 
     With the list, how each stage keeps its slots (`tg.pipeline_buffers`:
     per stage, each micro-batch's buffer of each slot, the buffers per

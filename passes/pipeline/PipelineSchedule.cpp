@@ -248,6 +248,30 @@ struct ChunkState {
   bool split = false; ///< its backward was a B (a W must follow)
 };
 
+/// Each chunk that `shape` reduces gets its Reduce after its last W (or
+/// BW), and after the send of that backward's gradients, which then is not
+/// held up by the reduction.
+void placeReductions(const Shape &shape, StageActions &actions) {
+  for (int64_t c = 0; c < shape.chunks(); ++c) {
+    if (!shape.reduces(c))
+      continue;
+    std::vector<Action> &list = actions[shape.stageOf(c)];
+    size_t at = list.size();
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i].chunk == c &&
+          (list[i].kind == ActionKind::W || list[i].kind == ActionKind::BW))
+        at = i;
+    if (at == list.size())
+      continue; // no backward: simulate says so
+    int64_t m = list[at].microBatch;
+    ++at;
+    if (at < list.size() && list[at].kind == ActionKind::SendB &&
+        list[at].chunk == c && list[at].microBatch == m)
+      ++at;
+    list.insert(list.begin() + at, Action{ActionKind::Reduce, 0, c});
+  }
+}
+
 } // namespace
 
 std::optional<Schedule>
@@ -284,13 +308,11 @@ Costs Costs::uniform(const Shape &shape, double f, double b, double w,
   return costs;
 }
 
+namespace {
+
+/// buildSchedule's lists before the reductions are placed.
 llvm::Expected<StageActions>
-mlir::tg::pipeline::buildSchedule(Schedule schedule, const Shape &shape,
-                                  const Costs &costs) {
-  if (shape.stages < 1 || shape.virtualStages < 1 || shape.microBatches < 1)
-    return fail(formatv("a pipeline needs at least one stage, chunk a stage "
-                        "and micro-batch, got {0} x {1} and {2}",
-                        shape.stages, shape.virtualStages, shape.microBatches));
+writeSchedule(Schedule schedule, const Shape &shape, const Costs &costs) {
   if ((int64_t)costs.forward.size() != shape.chunks() ||
       (int64_t)costs.backwardInput.size() != shape.chunks() ||
       (int64_t)costs.backwardWeight.size() != shape.chunks())
@@ -330,12 +352,28 @@ mlir::tg::pipeline::buildSchedule(Schedule schedule, const Shape &shape,
   return fail("unknown schedule");
 }
 
+} // namespace
+
+llvm::Expected<StageActions>
+mlir::tg::pipeline::buildSchedule(Schedule schedule, const Shape &shape,
+                                  const Costs &costs) {
+  if (shape.stages < 1 || shape.virtualStages < 1 || shape.microBatches < 1)
+    return fail(formatv("a pipeline needs at least one stage, chunk a stage "
+                        "and micro-batch, got {0} x {1} and {2}",
+                        shape.stages, shape.virtualStages, shape.microBatches));
+  llvm::Expected<StageActions> lists = writeSchedule(schedule, shape, costs);
+  if (lists)
+    placeReductions(shape, *lists);
+  return lists;
+}
+
 std::string mlir::tg::pipeline::describe(const Action &action,
                                          const Shape &shape) {
-  static const char *names[] = {"F",      "B",      "W",      "BW",
-                                "send-F", "recv-F", "send-B", "recv-B"};
-  std::string text =
-      names[static_cast<int>(action.kind)] + std::to_string(action.microBatch);
+  static const char *names[] = {"F",      "B",      "W",      "BW",    "send-F",
+                                "recv-F", "send-B", "recv-B", "reduce"};
+  std::string text = names[static_cast<int>(action.kind)];
+  if (action.kind != ActionKind::Reduce)
+    text += std::to_string(action.microBatch);
   if (shape.virtualStages > 1)
     text += "@" + std::to_string(action.chunk);
   return text;
@@ -345,10 +383,15 @@ llvm::Expected<Action> mlir::tg::pipeline::parseAction(llvm::StringRef text,
                                                        const Shape &shape,
                                                        int64_t stage) {
   static const std::pair<const char *, ActionKind> kinds[] = {
-      {"send-F", ActionKind::SendF}, {"recv-F", ActionKind::RecvF},
-      {"send-B", ActionKind::SendB}, {"recv-B", ActionKind::RecvB},
-      {"BW", ActionKind::BW},        {"F", ActionKind::F},
-      {"B", ActionKind::B},          {"W", ActionKind::W}};
+      {"reduce", ActionKind::Reduce},
+      {"send-F", ActionKind::SendF},
+      {"recv-F", ActionKind::RecvF},
+      {"send-B", ActionKind::SendB},
+      {"recv-B", ActionKind::RecvB},
+      {"BW", ActionKind::BW},
+      {"F", ActionKind::F},
+      {"B", ActionKind::B},
+      {"W", ActionKind::W}};
   llvm::StringRef rest = text;
   std::optional<ActionKind> kind;
   for (auto [prefix, k] : kinds)
@@ -358,8 +401,11 @@ llvm::Expected<Action> mlir::tg::pipeline::parseAction(llvm::StringRef text,
     }
   auto [number, chunkText] = rest.split('@');
   int64_t microBatch = 0, chunk = stage;
-  bool ok = kind && !number.getAsInteger(10, microBatch) && microBatch >= 0 &&
-            microBatch < shape.microBatches;
+  // A Reduce runs once a step: no micro-batch number.
+  bool ok = kind == ActionKind::Reduce
+                ? number.empty()
+                : kind && !number.getAsInteger(10, microBatch) &&
+                      microBatch >= 0 && microBatch < shape.microBatches;
   if (ok && rest.contains('@'))
     ok = !chunkText.getAsInteger(10, chunk) && chunk >= 0 &&
          chunk < shape.chunks() && shape.stageOf(chunk) == stage;
@@ -368,8 +414,8 @@ llvm::Expected<Action> mlir::tg::pipeline::parseAction(llvm::StringRef text,
   if (!ok)
     return fail(formatv("stage {0}: '{1}' is no action of this pipeline ({2} "
                         "micro-batches, {3} chunks; F, B, W, BW, send-F, "
-                        "recv-F, send-B or recv-B, a micro-batch number and "
-                        "with several chunks a stage @chunk)",
+                        "recv-F, send-B or recv-B and a micro-batch number, "
+                        "or reduce; with several chunks a stage @chunk)",
                         stage, text, shape.microBatches, shape.chunks()));
   return Action{*kind, microBatch, chunk};
 }
@@ -410,6 +456,7 @@ mlir::tg::pipeline::simulate(const Shape &shape, const StageActions &actions,
   std::vector<size_t> next(p, 0);
   std::vector<double> free(p, 0);
   std::vector<int64_t> held(p, 0), deferred(p, 0);
+  std::vector<double> reducedAt(chunks, kNever);
   // Why each stage's next action cannot run yet (for the deadlock error).
   std::vector<std::string> waits(p);
 
@@ -561,6 +608,32 @@ mlir::tg::pipeline::simulate(const Shape &shape, const StageActions &actions,
       --deferred[s];
       return true;
     }
+    case ActionKind::Reduce: {
+      if (!shape.reduces(k))
+        return fail(where(s, a) + formatv(": chunk {0} has no reduction of "
+                                          "its own (tg-pipeline-split gave it "
+                                          "none)",
+                                          k));
+      if (reducedAt[k] != kNever)
+        return twice();
+      // The gradient sums are whole once every micro-batch's W has run.
+      double ready = 0;
+      for (int64_t mb = 0; mb < n; ++mb) {
+        if (state[mb][k].weight == kNever) {
+          // Named as the list names it: W where it splits the backward.
+          bool split =
+              llvm::is_contained(actions[s], Action{ActionKind::W, mb, k});
+          return fail(
+              where(s, a) + ": reduces the gradient sums before " +
+              describe({split ? ActionKind::W : ActionKind::BW, mb, k}, shape) +
+              " adds to them");
+        }
+        ready = std::max(ready, state[mb][k].weight);
+      }
+      reducedAt[k] = compute(
+          ready, k < (int64_t)costs.reduce.size() ? costs.reduce[k] : 0.0);
+      return true;
+    }
     case ActionKind::SendF:
     case ActionKind::SendB: {
       bool fwd = a.kind == ActionKind::SendF;
@@ -651,6 +724,10 @@ mlir::tg::pipeline::simulate(const Shape &shape, const StageActions &actions,
       if (k > 0 && crosses(k - 1, k) && state[m][k - 1].gotB == kNever)
         return missing(ActionKind::SendB);
     }
+  for (int64_t k = 0; k < chunks; ++k)
+    if (shape.reduces(k) && reducedAt[k] == kNever)
+      return fail(formatv("stage {0} never runs {1}", shape.stageOf(k),
+                          describe({ActionKind::Reduce, 0, k}, shape)));
   for (int64_t s = 0; s < p; ++s)
     timeline.makespan = std::max(timeline.makespan, free[s]);
   return timeline;
@@ -710,6 +787,8 @@ std::string mlir::tg::pipeline::drawSvg(const Shape &shape,
       return "#f4b183";
     case ActionKind::W:
       return "#a9d18e";
+    case ActionKind::Reduce:
+      return "#bfbfbf";
     default:
       return "#d9a6c8";
     }
@@ -731,17 +810,22 @@ std::string mlir::tg::pipeline::drawSvg(const Shape &shape,
       if (w >= 14)
         os << formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">{2}"
                       "</text>\n",
-                      x + w / 2, y + 17, slot.action.microBatch);
+                      x + w / 2, y + 17,
+                      slot.action.kind == ActionKind::Reduce
+                          ? std::string("R")
+                          : std::to_string(slot.action.microBatch));
     }
     os << formatv("<text x=\"{0}\" y=\"{1}\">idle {2:F1}%</text>\n",
                   kLeft + kWidth + 6, y + 17, 100 * timeline.idleFraction(s));
   }
   double y = kTop + kRow * shape.stages + 18;
   double x = kLeft;
-  for (auto [kind, name] : {std::pair{ActionKind::F, "F forward"},
-                            std::pair{ActionKind::B, "B backward (inputs)"},
-                            std::pair{ActionKind::W, "W backward (weights)"},
-                            std::pair{ActionKind::BW, "BW backward (both)"}}) {
+  for (auto [kind, name] :
+       {std::pair{ActionKind::F, "F forward"},
+        std::pair{ActionKind::B, "B backward (inputs)"},
+        std::pair{ActionKind::W, "W backward (weights)"},
+        std::pair{ActionKind::BW, "BW backward (both)"},
+        std::pair{ActionKind::Reduce, "R gradients over data"}}) {
     os << formatv("<rect x=\"{0}\" y=\"{1}\" width=\"12\" height=\"10\" "
                   "fill=\"{2}\" stroke=\"#555\" stroke-width=\"0.5\"/>"
                   "<text x=\"{3}\" y=\"{4}\">{5}</text>\n",
@@ -790,6 +874,8 @@ std::vector<int64_t> mlir::tg::pipeline::slotsOf(const Action &action,
   case ActionKind::RecvB:
     boundary(use.backward, action.chunk);
     break;
+  case ActionKind::Reduce:
+    break; // the step's gradient sums, no slot
   }
   return out;
 }

@@ -37,12 +37,16 @@ enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 std::optional<Schedule> parseSchedule(llvm::StringRef name);
 llvm::StringRef scheduleName(Schedule schedule);
 
-enum class ActionKind { F, B, W, BW, SendF, RecvF, SendB, RecvB };
+/// Reduce: a chunk's gradient sums reduced over the data axes once its
+/// last W has run (its own function, so that the reduction of one chunk's
+/// gradients starts while the stage still computes another's, or waits
+/// for a peer).
+enum class ActionKind { F, B, W, BW, SendF, RecvF, SendB, RecvB, Reduce };
 
 /// One action of a stage. For the sends and receives, `chunk` is the chunk
 /// whose output moves (SendF from chunk c to c + 1, SendB from c to c - 1)
 /// or that receives it (RecvF into chunk c from c - 1, RecvB into c from
-/// c + 1).
+/// c + 1). A Reduce is once a step: its micro-batch is 0.
 struct Action {
   ActionKind kind;
   int64_t microBatch;
@@ -55,14 +59,24 @@ struct Action {
 
 struct Shape {
   int64_t stages = 1, virtualStages = 1, microBatches = 1;
+  /// Per chunk (empty: none), whether it has a reduction of its gradient
+  /// sums over the data axes of its own (tg-pipeline-split's
+  /// @chunkC_reduce), which its stage runs once a step after the chunk's
+  /// last W: a Reduce action.
+  std::vector<char> reduced;
   int64_t chunks() const { return stages * virtualStages; }
   int64_t stageOf(int64_t chunk) const { return chunk % stages; }
+  bool reduces(int64_t chunk) const {
+    return chunk >= 0 && chunk < (int64_t)reduced.size() && reduced[chunk];
+  }
 };
 
 /// Seconds per micro-batch of each chunk's F, B and W, and of one transfer
 /// between stages.
 struct Costs {
   std::vector<double> forward, backwardInput, backwardWeight;
+  /// Per chunk, its Reduce (empty: free).
+  std::vector<double> reduce;
   double transfer = 0;
   /// Every chunk the same: F, B and W of `f`, `b` and `w` seconds.
   static Costs uniform(const Shape &shape, double f, double b, double w,
@@ -74,7 +88,9 @@ using StageActions = std::vector<std::vector<Action>>;
 
 /// The action lists of `schedule` for `shape`. ZB-H1 places its W passes
 /// by playing the step on `costs` (they go where the stage would wait);
-/// the others do not depend on the costs. An error says why the shape does
+/// the others do not depend on the costs. Each chunk that `shape.reduces`
+/// gets its Reduce right after its last W (and the send of its last
+/// backward, which then goes first). An error says why the shape does
 /// not suit the schedule (interleaving needs V > 1 and micro-batches a
 /// multiple of P; the others V = 1).
 llvm::Expected<StageActions> buildSchedule(Schedule schedule,
@@ -107,8 +123,9 @@ struct Timeline {
 /// Checks `actions` and plays them on `costs`. Every micro-batch has one F
 /// and either one BW or one B and one W on each chunk, on the chunk's
 /// stage; every transfer between stages is one send and one receive; and
-/// the order completes: an error names the stage, the action that cannot
-/// run and what it waits for (an input received later on the same stage,
+/// the order completes; a chunk that `shape.reduces` has one Reduce, after
+/// every one of its W passes: an error names the stage, the action that
+/// cannot run and what it waits for (an input received later on the same stage,
 /// a gradient not yet computed, a send that never comes or a cycle of
 /// waiting stages).
 llvm::Expected<Timeline> simulate(const Shape &shape,
@@ -162,7 +179,8 @@ std::vector<SlotPlan> planSlots(const Shape &shape, const StageActions &actions,
                                 const SlotUse &use);
 
 /// "F3", "B3", "W3", "BW3", "send-F3", "recv-F3", ... with "@c" for the
-/// chunk when the stages hold more than one (V > 1).
+/// chunk when the stages hold more than one (V > 1); "reduce" (or
+/// "reduce@c") for a Reduce.
 std::string describe(const Action &action, const Shape &shape);
 
 /// The action `text` names on stage `stage` (describe's spelling; without

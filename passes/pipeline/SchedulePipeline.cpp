@@ -50,6 +50,7 @@ struct PipelineSchedulePass
              : nullptr;
     pipeline::Shape shape{stages.stages, stages.virtualStages,
                           micro ? micro.getInt() : 1};
+    shape.reduced = reducedChunksOf(module, shape.chunks());
 
     std::optional<PipelineCostModel> cost =
         pipelineCostModel(module, cluster, "tg-pipeline-schedule");

@@ -50,6 +50,100 @@ struct Piece {
   bool loss = false;
 };
 
+/// How @apply_gradients reduces one gradient sum over a mesh axis other
+/// than pp before anything else reads it: scalings of the sum (a tg.div or
+/// tg.mul by what the step's scalars and constants give), then one
+/// tg.all_reduce or tg.reduce_scatter.
+struct SumReduction {
+  /// The scalings and the reduction, in order.
+  SmallVector<Operation *> ops;
+  /// What the update reads: the reduction's result for this sum.
+  Value end;
+  /// The chunk that reduces it on each stage that holds it.
+  SmallVector<int64_t> chunks;
+};
+
+/// Whether `v` comes from the step's scalars and constants alone.
+bool fromScalars(Value v, func::FuncOp func) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return func.getArgAttr(arg.getArgNumber(), TgDialect::kScalarAttr) !=
+           nullptr;
+  Operation *def = v.getDefiningOp();
+  return def && llvm::all_of(def->getOperands(),
+                             [&](Value in) { return fromScalars(in, func); });
+}
+
+/// The reduction of gradient sum `sum` (an argument of @apply_gradients),
+/// if it is reduced so.
+std::optional<SumReduction> reductionChainOf(BlockArgument sum) {
+  auto func = cast<func::FuncOp>(sum.getOwner()->getParentOp());
+  SumReduction chain;
+  Value v = sum;
+  while (v.hasOneUse()) {
+    Operation *user = *v.getUsers().begin();
+    auto overMesh = [](StringRef axis) {
+      return !axis.empty() && axis != "pp";
+    };
+    if (auto reduce = dyn_cast<AllReduceOp>(user)) {
+      if (!overMesh(reduce.getMeshAxis()))
+        return std::nullopt;
+      chain.ops.push_back(user);
+      for (auto [in, out] : llvm::zip(reduce.getInputs(), reduce.getResults()))
+        if (in == v)
+          chain.end = out;
+      return chain;
+    }
+    if (auto scatter = dyn_cast<ReduceScatterOp>(user)) {
+      if (!overMesh(scatter.getMeshAxis()))
+        return std::nullopt;
+      chain.ops.push_back(user);
+      chain.end = scatter.getResult();
+      return chain;
+    }
+    if (!isa<DivOp, MulOp>(user) || user->getOperand(0) != v ||
+        user->getResult(0).getType() != v.getType() ||
+        !fromScalars(user->getOperand(1), func))
+      return std::nullopt;
+    chain.ops.push_back(user);
+    v = user->getResult(0);
+  }
+  return std::nullopt;
+}
+
+/// A function of the pipelined step, `name`, at `b`'s insertion point,
+/// with arguments of `types` and `attrs`, its role ({kind = `kind`,
+/// `indexName` = `index`}) and `from`'s tg.partitioned (cut from a
+/// partitioned step, the types are each process's pieces); its entry block
+/// made.
+func::FuncOp createStepFunction(OpBuilder &b, Location loc, StringRef name,
+                                ArrayRef<Type> types,
+                                ArrayRef<DictionaryAttr> attrs,
+                                func::FuncOp from, StringRef kind,
+                                StringRef indexName, int64_t index) {
+  auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(types, {}));
+  func.setAllArgAttrs(attrs);
+  if (Attribute partitioned = from->getAttr(kPartitionedAttr))
+    func->setAttr(kPartitionedAttr, partitioned);
+  func->setAttr(TgDialect::kPipelineRoleAttr,
+                b.getDictionaryAttr(
+                    {b.getNamedAttr("kind", b.getStringAttr(kind)),
+                     b.getNamedAttr(indexName, b.getI64IntegerAttr(index))}));
+  func.addEntryBlock();
+  return func;
+}
+
+/// Returns `results` (with `resultAttrs`) from `func`, whose type then
+/// says so, and moves `b` past it.
+void finishStepFunction(OpBuilder &b, func::FuncOp func, ValueRange results,
+                        ArrayRef<DictionaryAttr> resultAttrs) {
+  OpBuilder body = OpBuilder::atBlockEnd(&func.getBody().front());
+  func::ReturnOp::create(body, func.getLoc(), results);
+  func.setFunctionType(
+      b.getFunctionType(func.getArgumentTypes(), results.getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  b.setInsertionPointAfter(func);
+}
+
 struct Splitter {
   Splitter(ModuleOp module, func::FuncOp fb, func::FuncOp apply,
            PipelineStages stages, const CostModel *cost)
@@ -100,6 +194,10 @@ struct Splitter {
   LogicalResult connectUse(Operation *user, Value v, int64_t chunk, Role role);
   void buildPieces(OpBuilder &b);
   LogicalResult buildUpdates(OpBuilder &b);
+  void buildReductions(OpBuilder &b,
+                       const DenseMap<unsigned, SumReduction> &reductions,
+                       unsigned n, unsigned numState,
+                       ArrayRef<StringAttr> names);
 };
 
 
@@ -359,18 +457,10 @@ void Splitter::buildPieces(OpBuilder &b) {
             TgDialect::kSlotAttr, b.getI64IntegerAttr(slots.lookup(v)))));
       }
       std::string name = "chunk" + std::to_string(c) + "_" + kRoleNames[role];
-      auto func = func::FuncOp::create(b, fb.getLoc(), name,
-                                       b.getFunctionType(argTypes, {}));
-      func.setAllArgAttrs(argAttrs);
-      // Cut from a partitioned step: the types are each process's pieces.
-      if (Attribute partitioned = fb->getAttr(kPartitionedAttr))
-        func->setAttr(kPartitionedAttr, partitioned);
-      func->setAttr(
-          TgDialect::kPipelineRoleAttr,
-          b.getDictionaryAttr(
-              {b.getNamedAttr("kind", b.getStringAttr(kRoleNames[role])),
-               b.getNamedAttr("chunk", b.getI64IntegerAttr(c))}));
-      Block *entry = func.addEntryBlock();
+      func::FuncOp func =
+          createStepFunction(b, fb.getLoc(), name, argTypes, argAttrs, fb,
+                             kRoleNames[role], "chunk", c);
+      Block *entry = &func.getBody().front();
       OpBuilder body = OpBuilder::atBlockBegin(entry);
       IRMapping mapping;
       for (auto [k, i] : llvm::enumerate(piece.fbArgs))
@@ -422,13 +512,7 @@ void Splitter::buildPieces(OpBuilder &b) {
         resultAttrs.push_back(
             b.getDictionaryAttr(b.getNamedAttr(TgDialect::kGradAttr, param)));
       }
-      func::ReturnOp::create(body, fb.getLoc(), results);
-      SmallVector<Type> resultTypes;
-      for (Value v : results)
-        resultTypes.push_back(v.getType());
-      func.setFunctionType(b.getFunctionType(argTypes, resultTypes));
-      func.setAllResultAttrs(resultAttrs);
-      b.setInsertionPointAfter(func);
+      finishStepFunction(b, func, results, resultAttrs);
     }
 
   SmallVector<Attribute> boundaries;
@@ -493,7 +577,7 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
     llvm::sort(holders[k]);
     if (holders[k].empty())
       return apply.emitError("tg-pipeline-split: parameter '")
-             << names[k] << "' has no gradient in any chunk";
+             << names[k].getValue() << "' has no gradient in any chunk";
     if (holders[k].size() > 1)
       tied.push_back(k);
   }
@@ -502,6 +586,37 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
   Location loc = apply.getLoc();
   Block &applyBlock = apply.getBody().front();
   auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+
+  // Each gradient sum that @apply_gradients reduces over a mesh axis other
+  // than pp before anything else reads it (a chain of scalings ending in an
+  // all-reduce or reduce-scatter; dp, zero1, the distributed optimizer)
+  // and that one chunk on each stage holding it adds to: that chunk's
+  // @chunkC_reduce reduces it after the chunk's last W, and the update
+  // reads the result. Sums, scalings and reductions are linear, so a tied
+  // weight's parts may be reduced over the data axes before the stages add
+  // them.
+  DenseMap<unsigned, SumReduction> reductions;
+  for (unsigned k = 0; k < n; ++k) {
+    std::optional<SumReduction> chain =
+        reductionChainOf(apply.getArgument(n + numState + k));
+    if (!chain)
+      continue;
+    SmallVector<int64_t> chunksOfK;
+    bool oneEach = true;
+    for (int64_t s : holders[k]) {
+      SmallVector<int64_t> here;
+      for (int64_t c : gradChunks.lookup(names[k]))
+        if (stageOf(c) == s)
+          here.push_back(c);
+      oneEach &= here.size() == 1;
+      chunksOfK.append(here);
+    }
+    if (!oneEach)
+      continue;
+    chain->chunks = chunksOfK;
+    reductions[k] = std::move(*chain);
+  }
+  buildReductions(b, reductions, n, numState, names);
   for (int64_t s = 0; s < stages.stages; ++s) {
     SmallVector<unsigned> held, args;
     for (unsigned k = 0; k < n; ++k)
@@ -513,7 +628,8 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
       for (unsigned j = 0; j < slotsPer; ++j)
         args.push_back(n + k * slotsPer + j);
     for (unsigned k : held)
-      args.push_back(n + numState + k);
+      if (!reductions.count(k))
+        args.push_back(n + numState + k);
     for (unsigned j = 0; j < 3; ++j)
       args.push_back(numArgs - 3 + j);
     SmallVector<Type> types;
@@ -522,26 +638,33 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
       types.push_back(apply.getArgument(a).getType());
       attrs.push_back(apply.getArgAttrDict(a));
     }
-    auto func =
-        func::FuncOp::create(b, loc, "stage" + std::to_string(s) + "_update",
-                             b.getFunctionType(types, {}));
-    func.setAllArgAttrs(attrs);
-    if (Attribute partitioned = apply->getAttr(kPartitionedAttr))
-      func->setAttr(kPartitionedAttr, partitioned);
-    func->setAttr(
-        TgDialect::kPipelineRoleAttr,
-        b.getDictionaryAttr({b.getNamedAttr("kind", b.getStringAttr("update")),
-                             b.getNamedAttr("stage", b.getI64IntegerAttr(s))}));
-    Block *entry = func.addEntryBlock();
+    // The sums its chunks reduced, as @chunkC_reduce returns them.
+    SmallVector<unsigned> reducedHere;
+    for (unsigned k : held)
+      if (auto it = reductions.find(k); it != reductions.end()) {
+        reducedHere.push_back(k);
+        types.push_back(it->second.end.getType());
+        attrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TgDialect::kReducedAttr, names[k])));
+      }
+    func::FuncOp func =
+        createStepFunction(b, loc, "stage" + std::to_string(s) + "_update",
+                           types, attrs, apply, "update", "stage", s);
+    Block *entry = &func.getBody().front();
     OpBuilder body = OpBuilder::atBlockBegin(entry);
     IRMapping mapping;
     for (auto [i, a] : llvm::enumerate(args))
       mapping.map(apply.getArgument(a), entry->getArgument(i));
+    for (auto [i, k] : llvm::enumerate(reducedHere))
+      mapping.map(reductions[k].end, entry->getArgument(args.size() + i));
     // Tied parameters: every stage takes part in each sum over the
     // pipeline axis, in the same order; a stage without the parameter adds
     // zeros.
     for (unsigned k : tied) {
-      Value grad = apply.getArgument(n + numState + k);
+      auto reduced = reductions.find(k);
+      Value grad = reduced != reductions.end()
+                       ? reduced->second.end
+                       : apply.getArgument(n + numState + k);
       bool mine = llvm::is_contained(held, k);
       Value part =
           mine ? mapping.lookup(grad)
@@ -633,15 +756,111 @@ LogicalResult Splitter::buildUpdates(OpBuilder &b) {
       results.push_back(mapping.lookup(v));
       resultAttrs.push_back(apply.getResultAttrDict(r));
     }
-    func::ReturnOp::create(body, loc, results);
-    SmallVector<Type> resultTypes;
-    for (Value v : results)
-      resultTypes.push_back(v.getType());
-    func.setFunctionType(b.getFunctionType(types, resultTypes));
-    func.setAllResultAttrs(resultAttrs);
-    b.setInsertionPointAfter(func);
+    finishStepFunction(b, func, results, resultAttrs);
   }
   return success();
+}
+
+void Splitter::buildReductions(
+    OpBuilder &b, const DenseMap<unsigned, SumReduction> &reductions,
+    unsigned n, unsigned numState, ArrayRef<StringAttr> names) {
+  Location loc = apply.getLoc();
+  Block &applyBlock = apply.getBody().front();
+  for (int64_t c = 0; c < chunks; ++c) {
+    SmallVector<unsigned> mine;
+    for (unsigned k = 0; k < n; ++k)
+      if (auto it = reductions.find(k);
+          it != reductions.end() && llvm::is_contained(it->second.chunks, c))
+        mine.push_back(k);
+    if (mine.empty())
+      continue;
+    // Arguments: the sums, then the scalars the scalings read.
+    SmallVector<Value> sources;
+    for (unsigned k : mine)
+      sources.push_back(apply.getArgument(n + numState + k));
+    llvm::SetVector<Operation *> scalarOps;
+    llvm::SetVector<unsigned> scalarArgs;
+    std::function<void(Value)> needs = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        scalarArgs.insert(arg.getArgNumber());
+        return;
+      }
+      Operation *def = v.getDefiningOp();
+      for (Value in : def->getOperands())
+        needs(in);
+      scalarOps.insert(def);
+    };
+    for (unsigned k : mine)
+      for (Operation *op : ArrayRef(reductions.lookup(k).ops).drop_back())
+        for (Value in : op->getOperands().drop_front())
+          needs(in);
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    for (Value v : sources) {
+      types.push_back(v.getType());
+      attrs.push_back(
+          apply.getArgAttrDict(cast<BlockArgument>(v).getArgNumber()));
+    }
+    for (unsigned a : scalarArgs) {
+      types.push_back(apply.getArgument(a).getType());
+      attrs.push_back(apply.getArgAttrDict(a));
+    }
+    func::FuncOp func =
+        createStepFunction(b, loc, "chunk" + std::to_string(c) + "_reduce",
+                           types, attrs, apply, "reduce", "chunk", c);
+    Block *entry = &func.getBody().front();
+    OpBuilder body = OpBuilder::atBlockBegin(entry);
+    IRMapping mapping;
+    for (auto [i, v] : llvm::enumerate(sources))
+      mapping.map(v, entry->getArgument(i));
+    for (auto [i, a] : llvm::enumerate(scalarArgs))
+      mapping.map(apply.getArgument(a), entry->getArgument(sources.size() + i));
+    for (Operation &op : applyBlock.without_terminator())
+      if (scalarOps.contains(&op))
+        body.clone(op, mapping);
+    // The scalings, then the reductions: the all-reduces of one kind over
+    // one axis as one (a bucket of the chunk's gradients), each
+    // reduce-scatter alone.
+    llvm::MapVector<std::pair<Attribute, Attribute>, SmallVector<unsigned>>
+        bundles;
+    for (unsigned k : mine) {
+      const SumReduction &chain = reductions.lookup(k);
+      for (Operation *op : ArrayRef(chain.ops).drop_back())
+        body.clone(*op, mapping);
+      if (auto reduce = dyn_cast<AllReduceOp>(chain.ops.back()))
+        bundles[{reduce.getReductionAttr(), reduce.getMeshAxisAttr()}]
+            .push_back(k);
+      else
+        body.clone(*chain.ops.back(), mapping);
+    }
+    for (auto &[key, members] : bundles) {
+      SmallVector<Value> inputs;
+      for (unsigned k : members) {
+        auto reduce = cast<AllReduceOp>(reductions.lookup(k).ops.back());
+        for (auto [in, out] :
+             llvm::zip(reduce.getInputs(), reduce.getResults()))
+          if (out == reductions.lookup(k).end)
+            inputs.push_back(mapping.lookup(in));
+      }
+      auto first = cast<AllReduceOp>(reductions.lookup(members[0]).ops.back());
+      auto bundle = AllReduceOp::create(body, first.getLoc(), inputs,
+                                        first.getReductionAttr(),
+                                        first.getMeshAxisAttr(), IntegerAttr());
+      // Why tg-partition reduced them (tg.reshard), bucket dropped: the
+      // reduction runs where the list puts it.
+      bundle->setDiscardableAttrs(first->getDiscardableAttrDictionary());
+      for (auto [k, out] : llvm::zip(members, bundle.getResults()))
+        mapping.map(reductions.lookup(k).end, out);
+    }
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (unsigned k : mine) {
+      results.push_back(mapping.lookup(reductions.lookup(k).end));
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TgDialect::kReducedAttr, names[k])));
+    }
+    finishStepFunction(b, func, results, resultAttrs);
+  }
 }
 
 LogicalResult Splitter::run() {

@@ -214,7 +214,8 @@ enum class PipelineActionKind : int32_t {
   SendF, ///< the chunk's forward slots to the next chunk's stage
   RecvF, ///< the previous chunk's forward slots into this chunk
   SendB, ///< the chunk's backward slots to the previous chunk's stage
-  RecvB  ///< the next chunk's backward slots into this chunk
+  RecvB, ///< the next chunk's backward slots into this chunk
+  Reduce ///< the chunk's gradient sums over the data axes (once a step)
 };
 
 struct PipelineAction {
@@ -269,6 +270,10 @@ struct PipelineDesc {
   void (*const *forward)(StepIO &io); ///< per chunk
   void (*const *backward)(StepIO &io);
   void (*const *weight)(StepIO &io);
+  /// Per chunk, null where it has none: its gradient sums reduced over the
+  /// data axes, in place in io.grads, once its last W has run (the update
+  /// then reads them reduced).
+  void (*const *reduce)(StepIO &io);
   const PipelineBoundary *boundaries; ///< chunks - 1 of them
   const PipelineStage *stageDescs;    ///< per stage
   /// Per parameter, the stages that hold and update it (bit s); 0 for a

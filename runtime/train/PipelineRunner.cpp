@@ -35,6 +35,8 @@ const char *actionName(PipelineActionKind kind) {
     return "send-B";
   case PipelineActionKind::RecvB:
     return "recv-B";
+  case PipelineActionKind::Reduce:
+    return "reduce";
   }
   return "?";
 }
@@ -156,9 +158,11 @@ void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum,
   io.randomStream = a.microBatch * replicas_ + replica_;
   io.inputs = const_cast<const void **>(inputs_[a.microBatch].data());
   io.slots = slots_[a.microBatch].data();
-  std::string label = std::string(actionName(a.kind)) +
-                      std::to_string(a.microBatch) + "@" +
-                      std::to_string(a.chunk);
+  std::string label =
+      std::string(actionName(a.kind)) +
+      (a.kind == PipelineActionKind::Reduce ? ""
+                                            : std::to_string(a.microBatch)) +
+      "@" + std::to_string(a.chunk);
   TraceScope scope(io.trace, label.c_str(), "pipeline");
   switch (a.kind) {
   case PipelineActionKind::F:
@@ -190,6 +194,15 @@ void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum,
     // computed.
     for (int handle : receives)
       comm::waitRecv(comm_, handle);
+    return;
+  case PipelineActionKind::Reduce:
+    if (!desc_.reduce || !desc_.reduce[a.chunk])
+      throw Error("pipeline stage " + std::to_string(stage_) +
+                  " reduces chunk " + std::to_string(a.chunk) +
+                  ", which has no reduction");
+    // Its scalings read the step's micro-batch count.
+    io.microBatches = desc_.microBatches;
+    desc_.reduce[a.chunk](io);
     return;
   }
 }

@@ -6,7 +6,9 @@
 // axis and runs its list of actions for the step: the chunks' F, B and W
 // functions on each micro-batch, the sends and receives of the slots
 // between stages (MPI: non-blocking sends, receives posted as early as
-// their buffers allow), then its stage's update. A slot's buffers, and
+// their buffers allow), each chunk's reduction of its gradient sums over
+// the data axes where the list puts it (after the chunk's last W), then
+// its stage's update. A slot's buffers, and
 // when each receive is posted, are tg-pipeline-schedule's plan
 // (tg.pipeline_buffers): reused from one micro-batch to the next where the
 // action list lets them (1F1B's first stage holds P micro-batches'

@@ -1138,6 +1138,11 @@ LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
                         shape.stageOf(c), ms(costs.forward[c]),
                         ms(costs.backwardInput[c]),
                         ms(costs.backwardWeight[c]));
+  for (int64_t c = 0; c < (int64_t)costs.reduce.size(); ++c)
+    if (shape.reduces(c))
+      os << llvm::formatv("  chunk {0}'s gradient sums over the data axes "
+                          "(once a step, after its last W): {1}\n",
+                          c, ms(costs.reduce[c]));
   os << "  a transfer between stages: " << ms(costs.transfer) << "\n";
   os << pipeline::printActions(bestActions, shape);
   os << "step (the micro-batches through the pipeline, before the update): "

@@ -169,7 +169,7 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
                      ? func.getArgumentTypes()[argIndex]
                      : Type();
   if (name == kParamAttr || name == kInputAttr || name == kOutputAttr ||
-      name == kStateAttr || name == kAccumAttr)
+      name == kStateAttr || name == kAccumAttr || name == kReducedAttr)
     return verifyStringAttr(op, attr);
   if (name == kSlotAttr)
     return verifySlotAttr(op, attr);
@@ -256,7 +256,7 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   if (name == kOutputAttr || name == kGradAttr || name == kUpdateAttr ||
-      name == kMetricAttr)
+      name == kMetricAttr || name == kReducedAttr)
     return verifyStringAttr(op, attr);
   if (name == kSlotAttr)
     return verifySlotAttr(op, attr);
@@ -305,14 +305,16 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     auto kind = dict ? dict.getAs<StringAttr>("kind") : nullptr;
     if (!isa<func::FuncOp>(op) || !kind ||
-        !llvm::is_contained({"forward", "backward", "weight", "update"},
-                            kind.getValue()) ||
+        !llvm::is_contained(
+            {"forward", "backward", "weight", "reduce", "update"},
+            kind.getValue()) ||
         !dict.getAs<IntegerAttr>(kind.getValue() == "update" ? "stage"
                                                              : "chunk"))
       return op->emitError()
              << "'" << name
-             << "' must be {kind = \"forward\" | \"backward\" | \"weight\", "
-                "chunk = N} or {kind = \"update\", stage = N} on a function";
+             << "' must be {kind = \"forward\" | \"backward\" | \"weight\" "
+                "| \"reduce\", chunk = N} or {kind = \"update\", stage = N} "
+                "on a function";
     return success();
   }
   // tg.pipeline_buffers: tg-pipeline-schedule's plan of each stage's slot

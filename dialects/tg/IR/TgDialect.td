@@ -81,6 +81,10 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStateAttr = "tg.state";
     static constexpr ::llvm::StringLiteral kScalarAttr = "tg.scalar";
     static constexpr ::llvm::StringLiteral kAccumAttr = "tg.accum";
+    /// tg-pipeline-split: a parameter's gradient sum after a chunk's
+    /// reduction over the data axes (a result of @chunkC_reduce, an
+    /// argument of @stageS_update), held where the sum was.
+    static constexpr ::llvm::StringLiteral kReducedAttr = "tg.reduced";
     static constexpr ::llvm::StringLiteral kUpdateAttr = "tg.update";
     static constexpr ::llvm::StringLiteral kMetricAttr = "tg.metric";
     static constexpr ::llvm::StringLiteral kModelAttr = "tg.model";
@@ -94,7 +98,8 @@ def Tg_Dialect : Dialect {
     /// tg-pipeline-split: on an argument or result of a chunk's function,
     /// the value (a per-micro-batch buffer) it reads or writes, by number;
     /// on a function, its part of the pipelined step ({kind = "forward" |
-    /// "backward" | "weight", chunk = c} or {kind = "update", stage = s});
+    /// "backward" | "weight" | "reduce", chunk = c} or {kind = "update",
+    /// stage = s});
     /// on the module, the values each boundary between chunks c and c + 1
     /// moves (an array of {forward = [...], backward = [...]}).
     static constexpr ::llvm::StringLiteral kSlotAttr = "tg.slot";

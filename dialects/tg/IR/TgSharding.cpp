@@ -224,7 +224,8 @@ DenseSet<Value> mlir::tg::valuesFromBatch(func::FuncOp func) {
     unsigned i = arg.getArgNumber();
     if (!func.getArgAttr(i, TgDialect::kParamAttr) &&
         !func.getArgAttr(i, TgDialect::kStateAttr) &&
-        !func.getArgAttr(i, TgDialect::kAccumAttr))
+        !func.getArgAttr(i, TgDialect::kAccumAttr) &&
+        !func.getArgAttr(i, TgDialect::kReducedAttr))
       fromBatch.insert(arg);
   }
   for (Operation &op : func.getBody().front().without_terminator())

@@ -346,3 +346,90 @@ TEST(PipelineSchedule, AWrongActionIsNamed) {
 }
 
 } // namespace
+
+TEST(PipelineSchedule, EachReducedChunkReducesAfterItsLastWeightPass) {
+  // Every schedule, every chunk with a reduction: one Reduce, after the
+  // chunk's last W (and the send of that backward), and the play waits
+  // for every W of the chunk before it.
+  struct Case {
+    Schedule schedule;
+    Shape shape;
+  };
+  for (Case c :
+       {Case{Schedule::GPipe, {2, 1, 3}}, Case{Schedule::OneFOneB, {4, 1, 2}},
+        Case{Schedule::ZeroBubbleH1, {2, 1, 4}},
+        Case{Schedule::Interleaved, {2, 2, 4}}}) {
+    Shape shape = c.shape;
+    shape.reduced.assign(shape.chunks(), 1);
+    Costs costs = Costs::uniform(shape, 1, 1, 1);
+    costs.reduce.assign(shape.chunks(), 0.5);
+    StageActions actions = listOf(c.schedule, shape, costs);
+    SCOPED_TRACE(scheduleName(c.schedule).str());
+    for (int64_t k = 0; k < shape.chunks(); ++k) {
+      const std::vector<Action> &list = actions[shape.stageOf(k)];
+      auto r =
+          std::find(list.begin(), list.end(), Action{ActionKind::Reduce, 0, k});
+      ASSERT_TRUE(r != list.end()) << printActions(actions, shape);
+      EXPECT_EQ(std::count(list.begin(), list.end(), *r), 1);
+      for (auto later = r + 1; later != list.end(); ++later)
+        EXPECT_FALSE(later->chunk == k && (later->kind == ActionKind::W ||
+                                           later->kind == ActionKind::BW ||
+                                           later->kind == ActionKind::SendB))
+            << describe(*later, shape) << " after reduce";
+    }
+    Timeline t = play(c.schedule, shape, costs);
+    // A Reduce is a box of its own on the stage's row.
+    for (int64_t s = 0; s < shape.stages; ++s)
+      EXPECT_NEAR(t.busy[s],
+                  3.0 * shape.microBatches * shape.virtualStages +
+                      0.5 * shape.virtualStages,
+                  1e-9);
+    // Read back as printed.
+    for (auto [s, list] : llvm::enumerate(actions))
+      for (const Action &a : list) {
+        auto read = parseAction(describe(a, shape), shape, s);
+        ASSERT_TRUE(static_cast<bool>(read))
+            << llvm::toString(read.takeError());
+        EXPECT_EQ(*read, a);
+      }
+  }
+  // Without reductions the lists are as before.
+  Shape plain{2, 1, 2};
+  StageActions none =
+      listOf(Schedule::OneFOneB, plain, Costs::uniform(plain, 1, 1, 1));
+  for (const std::vector<Action> &list : none)
+    for (const Action &a : list)
+      EXPECT_NE(a.kind, ActionKind::Reduce);
+}
+
+TEST(PipelineSchedule, AReduceBeforeAWeightPassOrMissingIsRefused) {
+  Shape shape{2, 1, 2};
+  shape.reduced = {1, 1};
+  Costs costs = Costs::uniform(shape, 1, 1, 1);
+  StageActions early = listOf(Schedule::ZeroBubbleH1, shape, costs);
+  // Stage 1's reduce first: before any W has added to the sums.
+  auto &last = early[1];
+  auto r =
+      std::find(last.begin(), last.end(), Action{ActionKind::Reduce, 0, 1});
+  ASSERT_TRUE(r != last.end());
+  std::rotate(last.begin(), r, r + 1);
+  EXPECT_EQ(errorOf(shape, early, costs),
+            "stage 1: reduce: reduces the gradient sums before W0 adds to "
+            "them");
+  StageActions missing = listOf(Schedule::OneFOneB, shape, costs);
+  missing[0].erase(std::find(missing[0].begin(), missing[0].end(),
+                             Action{ActionKind::Reduce, 0, 0}));
+  EXPECT_EQ(errorOf(shape, missing, costs), "stage 0 never runs reduce");
+  // A chunk with no reduction of its own.
+  Shape without{2, 1, 2};
+  without.reduced = {1, 0};
+  StageActions extra = listOf(Schedule::OneFOneB, without, costs);
+  extra[1].push_back({ActionKind::Reduce, 0, 1});
+  EXPECT_EQ(errorOf(without, extra, costs),
+            "stage 1: reduce: chunk 1 has no reduction of its own "
+            "(tg-pipeline-split gave it none)");
+  // Spelled without a micro-batch; "reduce0" is no action.
+  auto bad = parseAction("reduce0", shape, 0);
+  EXPECT_FALSE(static_cast<bool>(bad));
+  llvm::consumeError(bad.takeError());
+}
