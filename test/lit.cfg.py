@@ -66,6 +66,19 @@ if shutil.which("cbc"):
 else:
     lit_config.note("no cbc: tests that REQUIRE cbc (tg-remat's exact solver) are skipped")
 
+# x86-64 with AVX2 and FMA: OpenBLAS has kernels newer than its fallback
+# (openblas-kernels.test).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu_flags = next((l.split(":", 1)[1].split() for l in cpuinfo
+                          if l.startswith("flags")), [])
+except OSError:
+    cpu_flags = []
+if {"avx2", "fma"} <= set(cpu_flags):
+    config.available_features.add("avx2")
+else:
+    lit_config.note("no AVX2 and FMA: openblas-kernels.test is skipped")
+
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
     # Loopback only, more ranks than cores, and root where CI runs as root.

@@ -49,6 +49,7 @@
 #include "runtime/core/Trace.h"
 #include "runtime/data/ClassData.h"
 #include "runtime/data/TokenData.h"
+#include "runtime/train/BlasCore.h"
 #include "runtime/train/Flags.h"
 #include "runtime/train/Init.h"
 #include "runtime/train/MeshLayout.h"
@@ -1712,6 +1713,9 @@ int Trainer::run() {
                 "= %lld per step\n",
                 (long long)micro_, (long long)microBatches_, world_,
                 (long long)(micro_ * microBatches_ * world_));
+  if (std::string note = blasKernelsNote();
+      isRoot() && !opt_.quiet && !note.empty())
+    std::printf("blas: %s\n", note.c_str());
   bool tokens = kind_ == DataKind::Tokens;
   progress_ = std::make_unique<ProgressReporter>(
       opt_.steps, startStep_ + 1, opt_.quiet || !isRoot(), opt_.printEvery,
@@ -1896,6 +1900,10 @@ int Trainer::run() {
 } // namespace
 
 int runTraining(const ModelDesc &model, int argc, char **argv) {
+  // OpenBLAS's kernels for this CPU, before anything else runs (the
+  // executable may start itself again).
+  if (!model.device)
+    chooseBlasKernels(argv);
   // A file-size limit is a failed write like a full disk (an error, the
   // previous checkpoint kept), not a kill.
   std::signal(SIGXFSZ, SIG_IGN);
