@@ -32,7 +32,7 @@ enum class Phase {
   Schedule,  ///< kernels in order, gradient all-reduce in buckets (tg-schedule)
   Memory,    ///< every buffer at an arena offset (tg-plan-memory)
   Layers,    ///< the repeated layers as calls of shared bodies
-             ///< (tg-outline-layers; CPU target)
+             ///< (tg-outline-layers)
   Source,    ///< emitted C++ source
   Executable ///< the training executable, built by the host compiler
 };

@@ -2,11 +2,17 @@
 //
 // tg-translate --import-model FILE prints the tg IR of a model file (JSON or
 // binary .tgm); tg-translate --export-model FILE.mlir writes tg IR back as a
-// model file. Diagnostics point into the input (line and column for JSON and
-// MLIR) and the exit code is 1 on any error.
+// model file; --emit-cpp and --emit-cuda print the C++ or CUDA source of
+// planned tg IR (tgc --compile-to=layers), as tgc --emit=cpp and
+// --emit=cuda do after their passes: the emitters are translations, which
+// run on any planned IR, hand-written or edited. Diagnostics point into the
+// input (line and column for JSON and MLIR) and the exit code is 1 on any
+// error.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/codegen/EmitCpp.h"
+#include "compiler/codegen/EmitCuda.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "frontend/ModelFile.h"
 
@@ -21,6 +27,7 @@
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -41,7 +48,7 @@ extern "C" const char *__asan_default_options() {
 
 namespace {
 
-enum class Action { None, ImportModel, ExportModel };
+enum class Action { None, ImportModel, ExportModel, EmitCpp, EmitCuda };
 enum class FormatOption { Auto, Json, Tgm };
 
 llvm::cl::OptionCategory toolCategory("tg-translate options");
@@ -57,7 +64,28 @@ llvm::cl::opt<Action> action(
                    "stdin) and print its tg IR"),
         clEnumValN(Action::ExportModel, "export-model",
                    "Read tg IR (as --import-model prints it) and write it as "
-                   "a model file")),
+                   "a model file"),
+        clEnumValN(Action::EmitCpp, "emit-cpp",
+                   "Read planned tg IR (tgc --compile-to=layers) and write "
+                   "its C++ source, as tgc --emit=cpp does"),
+        clEnumValN(Action::EmitCuda, "emit-cuda",
+                   "Read planned tg IR (tgc --target=cuda "
+                   "--compile-to=layers) and write its CUDA source, as the "
+                   ".cu of tgc --emit=cuda")),
+    llvm::cl::cat(toolCategory));
+
+llvm::cl::opt<std::string> sourceName(
+    "source-name",
+    llvm::cl::desc("With --emit-cpp or --emit-cuda: the model file the IR came "
+                   "from, named in the source's comments (default: the "
+                   "input's name)"),
+    llvm::cl::cat(toolCategory));
+
+llvm::cl::opt<unsigned> opsPerFunction(
+    "ops-per-function",
+    llvm::cl::desc("With --emit-cpp or --emit-cuda: a step function of more "
+                   "ops (launches) is written in parts of at most this many, "
+                   "as tgc's flag of that name (default: as tgc)"),
     llvm::cl::cat(toolCategory));
 
 llvm::cl::opt<FormatOption> modelFormat(
@@ -92,6 +120,40 @@ llvm::cl::opt<bool> splitInputFile(
     llvm::cl::init(false), llvm::cl::cat(toolCategory));
 
 } // namespace
+
+/// --emit-cpp, --emit-cuda: the source of planned IR, which the passes
+/// have taken to tgc's last phase.
+static LogicalResult emitSource(ModuleOp module, StringRef inputName,
+                                llvm::raw_ostream &os) {
+  auto phase = module->getAttrOfType<StringAttr>(tg::TgDialect::kPhaseAttr);
+  if (!phase || phase.getValue() != "layers")
+    return emitError(module.getLoc())
+           << "the emitters take planned tg IR, after tgc's last phase "
+              "(tgc --compile-to=layers); this module is "
+           << (phase ? "after phase '" + phase.getValue().str() + "'"
+                     : std::string("of no phase (no tg.phase)"));
+  std::string from = sourceName.getNumOccurrences()
+                         ? sourceName.getValue()
+                         : llvm::sys::path::filename(inputName).str();
+  unsigned parts = opsPerFunction.getNumOccurrences()
+                       ? std::max(1u, opsPerFunction.getValue())
+                       : 0;
+  if (action == Action::EmitCpp) {
+    tg::CppEmitOptions options;
+    options.sourceName = from;
+    if (parts)
+      options.opsPerFunction = parts;
+    return tg::emitCpp(module, os, options);
+  }
+  tg::CudaEmitOptions options;
+  options.sourceName = from;
+  if (auto precision =
+          module->getAttrOfType<StringAttr>(tg::TgDialect::kPrecisionAttr))
+    options.precision = precision.getValue().str();
+  if (parts)
+    options.launchesPerFunction = parts;
+  return tg::emitCuda(module, os, options);
+}
 
 /// Translates one buffer (the whole input, or one chunk of it).
 static LogicalResult translate(std::unique_ptr<llvm::MemoryBuffer> buffer,
@@ -128,6 +190,8 @@ static LogicalResult translate(std::unique_ptr<llvm::MemoryBuffer> buffer,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failure();
+  if (action == Action::EmitCpp || action == Action::EmitCuda)
+    return emitSource(*module, name, os);
   tg::ModelFileFormat format =
       modelFormat == FormatOption::Tgm ? tg::ModelFileFormat::Binary
       : modelFormat == FormatOption::Json
@@ -157,14 +221,17 @@ int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "tg-translate: converts between tgc model files (.json, .tgm) and tg "
-      "IR\n\n"
+      "IR, and planned tg IR to C++ or CUDA source\n\n"
       "  tg-translate --import-model model.json            print the tg IR\n"
       "  tg-translate --export-model in.mlir -o model.tgm  write a model "
-      "file\n");
+      "file\n"
+      "  tg-translate --emit-cpp planned.mlir -o step.cpp   the C++ source\n"
+      "  tg-translate --emit-cuda planned.mlir -o step.cu   the CUDA source\n");
 
   if (action == Action::None) {
     llvm::WithColor::error(llvm::errs(), "tg-translate")
-        << "pass --import-model or --export-model (see --help)\n";
+        << "pass --import-model, --export-model, --emit-cpp or --emit-cuda "
+           "(see --help)\n";
     return 1;
   }
 
