@@ -492,7 +492,10 @@ std::string kernelName(const Group &group) {
 }
 
 /// Replaces the group's ops by one tg.kernel after its last op.
-void formKernel(const Group &group) {
+/// The kernel of `group`, where it stands. A gemm kernel on a target that
+/// runs GEMMs in cuBLASLt (`libraryEpilogues`) names the epilogue its
+/// body is, which the backend then runs.
+void formKernel(const Group &group, bool libraryEpilogues) {
   DenseSet<Operation *> members(group.ops.begin(), group.ops.end());
   SmallVector<Value> inputs, outputs;
   DenseSet<Value> seenInputs;
@@ -515,7 +518,7 @@ void formKernel(const Group &group) {
   auto kernel =
       KernelOp::create(b, last->getLoc(), ValueRange(outputs).getTypes(),
                        KernelKindAttr::get(b.getContext(), group.kind), inputs,
-                       b.getStringAttr(kernelName(group)));
+                       GemmEpilogueAttr(), b.getStringAttr(kernelName(group)));
   Block *body = b.createBlock(&kernel.getBody());
   IRMapping map;
   for (Value v : inputs)
@@ -527,6 +530,9 @@ void formKernel(const Group &group) {
   for (Value v : outputs)
     yielded.push_back(map.lookup(v));
   YieldOp::create(b, last->getLoc(), yielded);
+  if (group.kind == KernelKind::gemm && libraryEpilogues)
+    if (std::optional<GemmEpilogue> epilogue = KernelOp::matchEpilogue(*body))
+      kernel.setEpilogueAttr(GemmEpilogueAttr::get(b.getContext(), *epilogue));
 
   for (auto [v, r] : llvm::zip(outputs, kernel.getResults()))
     v.replaceUsesWithIf(r, [&](OpOperand &use) {
@@ -641,7 +647,7 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         break;
       }
       numFusedOps += g.ops.size();
-      formKernel(g);
+      formKernel(g, !rules->anyGemmEpilogue);
     }
   }
 };

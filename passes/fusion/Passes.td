@@ -68,7 +68,9 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       launcher. GEMM epilogues are cuBLASLt's: a bias add, a tanh GELU, a
       bias add then a tanh GELU (with a GELU, the pre-activation is a second
       result: cuBLASLt stores it for the backward, read or not), and the
-      tanh GELU gradient. No
+      tanh GELU gradient; each gemm kernel names its epilogue
+      (`epilogue = #tg<epilogue bias | gelu | bias_gelu | gelu_grad>`),
+      which the CUDA backend runs without matching the body again. No
       reduction kernels; the optimizer update rule.
 
     ```mlir

@@ -82,6 +82,7 @@ LogicalResult StepEmitter::flattenKernels() {
       arg.replaceAllUsesWith(input);
     FusedKernel fused;
     fused.kind = kernel.getKind();
+    fused.epilogue = kernel.getEpilogue();
     for (Operation &op :
          llvm::make_early_inc_range(body.without_terminator())) {
       op.moveBefore(kernel);
@@ -118,49 +119,52 @@ LogicalResult StepEmitter::flattenKernels() {
   return success();
 }
 
-/// The cuBLASLt epilogue of a gemm kernel (tg-fuse's cuda rules): a bias
-/// add, a tanh GELU, both, or a tanh GELU gradient after the matmul.
+/// A gemm kernel's launch: cuBLASLt with the epilogue tg-fuse named on the
+/// kernel (#tg.epilogue; the dialect checked that the body is that one),
+/// its operands read from the body by their places in it.
 LogicalResult StepEmitter::gemmLaunch(FusedKernel &kernel) {
   auto mm = cast<MatmulOp>(kernel.ops.front());
+  if (!kernel.epilogue) {
+    std::string ops;
+    for (Operation *op : ArrayRef(kernel.ops).drop_front())
+      ops += (ops.empty() ? "" : ", ") + opLabel(op);
+    return mm.emitError(kBackend)
+           << ": a gemm kernel with no cuBLASLt epilogue named (#tg.epilogue; "
+              "its epilogue is "
+           << ops
+           << "); tg-fuse's cuda target names one of bias, tanh GELU and its "
+              "gradient on each gemm kernel it forms";
+  }
   Launch launch;
   launch.kind = LaunchKind::Gemm;
   launch.matmul = mm;
   launch.covered = kernel.ops;
   Value c = mm.getResult();
-  auto isTanhGelu = [](Operation *op) {
-    auto gelu = dyn_cast<GeluOp>(op);
-    return gelu && gelu.getApproximate() == GeluApproximation::tanh;
+  Operation *first = kernel.ops[1];
+  auto biasOf = [&](Operation *op) {
+    auto add = cast<AddOp>(op);
+    return add.getLhs() == c ? add.getRhs() : add.getLhs();
   };
-  ArrayRef<Operation *> epilogue = ArrayRef(kernel.ops).drop_front();
-  auto add = dyn_cast<AddOp>(epilogue.front());
-  if (add && epilogue.size() <= 2 &&
-      (epilogue.size() == 1 || isTanhGelu(epilogue.back()))) {
-    launch.bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
-    if (epilogue.size() == 2) {
-      launch.epilogue = "BiasGelu";
-      launch.aux = add.getResult();
-    } else {
-      launch.epilogue = "Bias";
-    }
-  } else if (epilogue.size() == 1 && isTanhGelu(epilogue.front())) {
+  switch (*kernel.epilogue) {
+  case GemmEpilogue::bias:
+    launch.epilogue = "Bias";
+    launch.bias = biasOf(first);
+    break;
+  case GemmEpilogue::gelu:
     launch.epilogue = "Gelu";
     launch.aux = c;
-  } else if (auto grad = dyn_cast<GeluGradOp>(epilogue.front());
-             grad && epilogue.size() == 1 &&
-             grad.getApproximate() == GeluApproximation::tanh &&
-             grad.getGrad() == c) {
+    break;
+  case GemmEpilogue::bias_gelu:
+    launch.epilogue = "BiasGelu";
+    launch.bias = biasOf(first);
+    launch.aux = first->getResult(0);
+    break;
+  case GemmEpilogue::gelu_grad:
     launch.epilogue = "GeluGrad";
-    launch.aux = grad.getX();
-  } else {
-    std::string ops;
-    for (Operation *op : epilogue)
-      ops += (ops.empty() ? "" : ", ") + opLabel(op);
-    return mm.emitError(kBackend)
-           << ": a gemm kernel with an epilogue cuBLASLt lacks (" << ops
-           << "); tg-fuse's cuda target forms only bias, tanh GELU and its "
-              "gradient";
+    launch.aux = cast<GeluGradOp>(first).getX();
+    break;
   }
-  launch.out = epilogue.back()->getResult(0);
+  launch.out = kernel.ops.back()->getResult(0);
   launch.op = kernel.ops.back();
   kernel.launch = launch;
   return success();

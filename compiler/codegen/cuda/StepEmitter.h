@@ -199,6 +199,8 @@ struct Launch {
 /// it stood, and the values it stores (its results).
 struct FusedKernel {
   KernelKind kind;
+  /// A gemm kernel's cuBLASLt epilogue, as tg-fuse named it.
+  std::optional<GemmEpilogue> epilogue;
   SmallVector<Operation *> ops;
   SmallVector<Value> outputs;
   /// Its launch where planFusion builds one (a GEMM with its epilogue, the

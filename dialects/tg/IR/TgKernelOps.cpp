@@ -51,6 +51,8 @@ LogicalResult KernelOp::verifyRegions() {
            << getResults().getTypes();
   if (getResults().empty())
     return emitOpError("computes nothing: a kernel has at least one result");
+  if (getEpilogue() && getKind() != KernelKind::gemm)
+    return emitOpError("has an epilogue, which only a gemm kernel has");
 
   switch (getKind()) {
   case KernelKind::elementwise:
@@ -146,7 +148,60 @@ LogicalResult KernelOp::verifyGemmBody() {
                            body.getTerminator()->getIterator()),
           space, "a gemm kernel's epilogue holds", "the gemm's result is")))
     return failure();
-  return verifyYieldsFrom(*this, matmul, "matmul");
+  if (failed(verifyYieldsFrom(*this, matmul, "matmul")))
+    return failure();
+  if (std::optional<GemmEpilogue> epilogue = getEpilogue();
+      epilogue && matchEpilogue(body) != epilogue)
+    return emitOpError("names the epilogue ")
+           << stringifyGemmEpilogue(*epilogue)
+           << ", but its body is not that epilogue (bias: a tg.add of the "
+              "matmul and a vector as long as its last dim; gelu: a tanh "
+              "tg.gelu of the matmul; bias_gelu: the bias add then a tanh "
+              "tg.gelu; gelu_grad: a tanh tg.gelu_grad of the matmul's "
+              "gradient)";
+  return success();
+}
+
+std::optional<GemmEpilogue> KernelOp::matchEpilogue(Block &body) {
+  auto matmul = dyn_cast<MatmulOp>(body.front());
+  if (!matmul)
+    return std::nullopt;
+  SmallVector<Operation *> epilogue;
+  for (Operation &op : llvm::make_range(std::next(body.begin()),
+                                        body.getTerminator()->getIterator()))
+    epilogue.push_back(&op);
+  Value c = matmul.getResult();
+  auto tanhGeluOf = [](Operation *op, Value x) {
+    auto gelu = dyn_cast<GeluOp>(op);
+    return gelu && gelu.getApproximate() == GeluApproximation::tanh &&
+           gelu.getX() == x;
+  };
+  // A bias: a vector as long as the product's last dim, of its type.
+  auto biasAdd = [&](Operation *op) {
+    auto add = dyn_cast<AddOp>(op);
+    if (!add || (add.getLhs() == c) == (add.getRhs() == c))
+      return false;
+    Value bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
+    auto b = cast<RankedTensorType>(bias.getType());
+    auto p = cast<RankedTensorType>(c.getType());
+    int64_t n = p.getShape().back();
+    return b.getElementType() == p.getElementType() && b.getRank() >= 1 &&
+           b.getShape().back() == n && b.getNumElements() == n &&
+           add.getType() == p;
+  };
+  if (epilogue.size() == 1 && biasAdd(epilogue[0]))
+    return GemmEpilogue::bias;
+  if (epilogue.size() == 1 && tanhGeluOf(epilogue[0], c))
+    return GemmEpilogue::gelu;
+  if (epilogue.size() == 2 && biasAdd(epilogue[0]) &&
+      tanhGeluOf(epilogue[1], epilogue[0]->getResult(0)))
+    return GemmEpilogue::bias_gelu;
+  if (auto grad = epilogue.size() == 1 ? dyn_cast<GeluGradOp>(epilogue[0])
+                                       : GeluGradOp();
+      grad && grad.getApproximate() == GeluApproximation::tanh &&
+      grad.getGrad() == c && grad.getX() != c)
+    return GemmEpilogue::gelu_grad;
+  return std::nullopt;
 }
 
 std::optional<std::array<int64_t, 3>>

@@ -20,6 +20,17 @@ def Tg_KernelKind : I32EnumAttr<"KernelKind", "what a fused kernel computes", [
 }
 def Tg_KernelKindAttr : EnumAttr<Tg_Dialect, Tg_KernelKind, "kernel_kind">;
 
+// The epilogues a GEMM library applies after the product (cuBLASLt's
+// CUBLASLT_EPILOGUE_BIAS, _GELU_AUX, _GELU_AUX_BIAS and _DGELU).
+def Tg_GemmEpilogue : I32EnumAttr<"GemmEpilogue",
+    "the GEMM library epilogue a gemm kernel runs as", [
+    I32EnumAttrCase<"bias", 0>, I32EnumAttrCase<"gelu", 1>,
+    I32EnumAttrCase<"bias_gelu", 2>, I32EnumAttrCase<"gelu_grad", 3>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_GemmEpilogueAttr : EnumAttr<Tg_Dialect, Tg_GemmEpilogue, "epilogue">;
+
 def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
                                    SingleBlock]> {
   let summary = "Tg ops computed by one generated kernel";
@@ -63,6 +74,19 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       results in order. The backend multiplies each gradient element as it
       reads it.
 
+    `epilogue`, on a gemm kernel only, says which GEMM library epilogue
+    the body is, as tg-fuse chose it for a target that runs GEMMs in such a
+    library (CUDA's cuBLASLt); the body must be exactly that:
+    - `bias`: the matmul, then a `tg.add` of it and a vector as long as its
+      last dim;
+    - `gelu`: the matmul, then a tanh `tg.gelu` of it;
+    - `bias_gelu`: the bias add, then a tanh `tg.gelu` of the sum (the
+      kernel yields the sum too: the library stores the pre-activation);
+    - `gelu_grad`: the matmul, then a tanh `tg.gelu_grad` whose gradient is
+      the matmul's result.
+    A backend that runs GEMMs so reads the epilogue here instead of
+    matching the body.
+
     `name` names the generated kernel after the ops it fuses.
 
     ```mlir
@@ -94,6 +118,7 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
     ```
   }];
   let arguments = (ins Tg_KernelKindAttr:$kind, Variadic<Tg_Tensor>:$inputs,
+                   OptionalAttr<Tg_GemmEpilogueAttr>:$epilogue,
                    OptionalAttr<StrAttr>:$name);
   let results = (outs Variadic<Tg_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
@@ -111,6 +136,10 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
     /// of a non-empty input; nothing otherwise, or when `op` is not one.
     static std::optional<std::array<int64_t, 3>>
     getReductionNest(Operation *op);
+
+    /// The GEMM library epilogue a gemm kernel's body is (see `epilogue`),
+    /// if it is one: what tg-fuse writes and the verifier checks.
+    static std::optional<GemmEpilogue> matchEpilogue(Block &body);
 
     /// verifyRegions, by kind.
     ::mlir::LogicalResult verifyElementwiseBody();

@@ -403,3 +403,44 @@ func.func @optimizer_lanes_differ(%p: tensor<8xf32>, %g: tensor<8xf32>, %q: tens
   } -> tensor<8xf32>, tensor<4xf32>
   return %y#0, %y#1 : tensor<8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The epilogue a gemm kernel names must be its body.
+func.func @gemm_epilogue_not_its_body(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tg.kernel' op names the epilogue bias_gelu, but its body is not that epilogue}}
+  %y = tg.kernel gemm (%h, %w, %b : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) attributes {epilogue = #tg<epilogue bias_gelu>} {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>, %c: tensor<8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %r = tg.add %p, %c : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    tg.yield %r : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// An erf GELU is no cuBLASLt epilogue.
+func.func @gemm_epilogue_erf_gelu(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tg.kernel' op names the epilogue gelu, but its body is not that epilogue}}
+  %y = tg.kernel gemm (%h, %w : tensor<4x8xf32>, tensor<8x8xf32>) attributes {epilogue = #tg<epilogue gelu>} {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %g = tg.gelu %p : tensor<4x8xf32>
+    tg.yield %g : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @epilogue_on_elementwise(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.kernel' op has an epilogue, which only a gemm kernel has}}
+  %y = tg.kernel elementwise (%a : tensor<4xf32>) attributes {epilogue = #tg<epilogue bias>} {
+  ^bb0(%x: tensor<4xf32>):
+    %e = tg.exp %x : tensor<4xf32>
+    %r = tg.neg %e : tensor<4xf32>
+    tg.yield %r : tensor<4xf32>
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -107,3 +107,19 @@ func.func @optimizer_lanes(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf3
   } -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   return %y#0, %y#1, %y#2, %y#3, %y#4, %y#5 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A gemm kernel names the cuBLASLt epilogue its body is.
+// CHECK-LABEL: func.func @named_epilogue
+// CHECK:      tg.kernel gemm({{.*}}) attributes {epilogue = #tg<epilogue bias_gelu>, name = "fused_matmul_add_gelu"}
+func.func @named_epilogue(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %y = tg.kernel gemm (%h, %w, %b : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) attributes {epilogue = #tg<epilogue bias_gelu>, name = "fused_matmul_add_gelu"} {
+  ^bb0(%x: tensor<4x8xf32>, %m: tensor<8x8xf32>, %c: tensor<8xf32>):
+    %p = tg.matmul %x, %m : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %s = tg.add %p, %c : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %g = tg.gelu %s {approximate = #tg<approximation tanh>} : tensor<4x8xf32>
+    tg.yield %g : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -89,13 +89,13 @@ func.func @iota_joins(%x: tensor<4x8xf32>, %z: tensor<f32>) -> tensor<4x8xf32> {
 // cuBLASLt's epilogues: bias, then tanh GELU; the pre-activation, which the
 // backward reads, is a second result (GELU_AUX_BIAS stores it).
 // CHECK-LABEL: func.func @bias_gelu_aux
-// CHECK:      %[[K:.+]]:2 = tg.kernel gemm{{.*}}name = "fused_matmul_add_gelu"
+// CHECK:      %[[K:.+]]:2 = tg.kernel gemm{{.*}}epilogue = #tg<epilogue bias_gelu>, name = "fused_matmul_add_gelu"
 // CHECK:        tg.yield %{{.+}}, %{{.+}} : tensor<4x16xf32>, tensor<4x16xf32>
 // CHECK:      tg.gelu_grad %{{.+}}, %[[K]]#0
 // CHECK:      return %[[K]]#1
 // The CPU stops before the GELU: the sum has another reader.
 // CPU-LABEL: func.func @bias_gelu_aux
-// CPU:       tg.kernel gemm{{.*}}name = "fused_matmul_add"
+// CPU:       tg.kernel gemm{{.*}}attributes {name = "fused_matmul_add"}
 // CPU-NEXT:  ^bb0
 // CPU:       tg.yield %{{.+}} : tensor<4x16xf32>
 // CPU:       tg.gelu
@@ -111,7 +111,7 @@ func.func @bias_gelu_aux(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<1
 
 // The tanh GELU gradient of the gradient a matmul computes (DGELU).
 // CHECK-LABEL: func.func @gelu_grad_epilogue
-// CHECK:      tg.kernel gemm{{.*}}name = "fused_matmul_gelu_grad"
+// CHECK:      tg.kernel gemm{{.*}}epilogue = #tg<epilogue gelu_grad>, name = "fused_matmul_gelu_grad"
 func.func @gelu_grad_epilogue(%dy: tensor<4x8xf32>, %w: tensor<16x8xf32>, %pre: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %m = tg.matmul %dy, %w {transpose_rhs = true} : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
   %d = tg.gelu_grad %m, %pre {approximate = #tg<approximation tanh>} : tensor<4x16xf32>
