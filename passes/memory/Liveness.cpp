@@ -165,13 +165,9 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
         bucket->second = take({}, reduce, bucketBytes.lookup(reduce));
       live.slotOf[r] = {bucket->second, member->second.offset};
     }
-    if (keepsStatistics.contains(&op)) {
-      // One f32 per query row: [B, H, T].
-      ArrayRef<int64_t> q =
-          cast<RankedTensorType>(cast<AttentionOp>(op).getQuery().getType())
-              .getShape();
-      live.scratchOf[&op] = take({}, &op, q[0] * q[1] * q[2] * 4);
-    }
+    if (keepsStatistics.contains(&op))
+      live.scratchOf[&op] =
+          take({}, &op, cast<AttentionOp>(op).getStatisticsBytes());
   }
 
   // Last reads, through views: a use of a view is a use of its root.

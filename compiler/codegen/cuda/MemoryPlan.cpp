@@ -30,8 +30,18 @@ LogicalResult StepEmitter::readPlan() {
   }
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (auto span =
-            op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kScratchAttr))
+            op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kScratchAttr)) {
+      // The launcher writes the statistics the op says; the plan's span
+      // must hold them.
+      auto attention = dyn_cast<AttentionOp>(op);
+      if (!attention || span.size() != 2 ||
+          span[1] < attention.getStatisticsBytes())
+        return op.emitError(kBackend)
+               << ": " << describeOp(&op) << "'s " << TgDialect::kScratchAttr
+               << " does not hold its attention statistics ("
+               << (attention ? attention.getStatisticsBytes() : 0) << " bytes)";
       scratchOffset[&op] = span[0];
+    }
     if (op.getNumResults() == 0 || isa<ConstantOp>(op))
       continue;
     auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(placeAttr);
@@ -72,9 +82,8 @@ LogicalResult StepEmitter::verifyPlan() {
     return {start, start + std::max<int64_t>(bytesOf(r), 1)};
   };
   auto lseRange = [&](AttentionOp fwd) -> std::pair<int64_t, int64_t> {
-    ArrayRef<int64_t> q = tensorType(fwd.getQuery()).getShape();
     int64_t start = scratchOffset.lookup(fwd);
-    return {start, start + q[0] * q[1] * q[2] * 4};
+    return {start, start + fwd.getStatisticsBytes()};
   };
   auto write = [&](int64_t start, int64_t end, Owner owner) {
     auto it = owners.lower_bound(start);

@@ -348,6 +348,11 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+int64_t AttentionOp::getStatisticsBytes() {
+  ArrayRef<int64_t> q = cast<RankedTensorType>(getQuery().getType()).getShape();
+  return q[0] * q[1] * q[2] * static_cast<int64_t>(sizeof(float));
+}
+
 double AttentionOp::getEffectiveScale() {
   if (auto scale = getScale())
     return scale->convertToDouble();

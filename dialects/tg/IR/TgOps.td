@@ -476,6 +476,10 @@ def Tg_AttentionOp : Tg_Op<"attention", [Pure, InferTypeOpAdaptor]> {
   let extraClassDeclaration = [{
     /// `scale`, or 1/sqrt(D) when it is not given.
     double getEffectiveScale();
+    /// The bytes of the statistics a fused backward reads, when a backend
+    /// keeps them from the forward (tg-plan-memory's tg.scratch): the
+    /// log-sum-exp of each query row, one f32 per [B, H, T].
+    int64_t getStatisticsBytes();
   }];
 }
 
