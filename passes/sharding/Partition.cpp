@@ -47,9 +47,9 @@ public:
       BlockArgument arg = body.getArgument(i);
       ShardingAttr s = getSharding(arg);
       if (!s)
-        return func.emitError() << "argument " << i
-                                << " has no sharding; run "
-                                   "tg-propagate-sharding first";
+        return func.emitError()
+               << "tg-partition: @" << func.getName() << "'s argument " << i
+               << " has no sharding; run tg-propagate-sharding first";
       if (failed(checkElasticArgument(i, s)))
         return failure();
       BlockArgument local =

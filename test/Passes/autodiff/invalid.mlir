@@ -39,3 +39,26 @@ func.func @forward(%p: tensor<4xf32> {tg.param = "p"}) -> tensor<f32> {
   %s = tg.reduce_sum %g : tensor<4xf32> -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// The backward would overwrite a function of the module.
+// expected-error @+1 {{tg-autodiff: @forward_backward exists already}}
+module {
+  func.func @forward(%p: tensor<f32> {tg.param = "p"}) -> tensor<f32> {
+    return %p : tensor<f32>
+  }
+  func.func @forward_backward() {
+    return
+  }
+}
+
+// -----
+
+// A function of two blocks (the second unreachable) is not differentiated.
+// expected-error @+1 {{tg-autodiff: @forward must have a single block}}
+func.func @forward(%p: tensor<f32> {tg.param = "p"}) -> tensor<f32> {
+  return %p : tensor<f32>
+^bb1:
+  return %p : tensor<f32>
+}

@@ -33,3 +33,24 @@ func.func @outside(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.aren
 func.func @unplanned(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   return %x : tensor<8x64xf32>
 }
+
+// -----
+
+// A bucket of the gradient all-reduce (tg-schedule's) without its span.
+func.func @no_bucket_span(%x: tensor<256xf32>) -> tensor<256xf32> attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64} {
+  %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<256xf32>
+  // expected-error @+1 {{tg-verify-memory: no tg.bucket_span of 1024 bytes for its bucket}}
+  %r = tg.all_reduce %a {bucket = 0 : i64, tg.offsets = array<i64: 0>} : tensor<256xf32>
+  return %r : tensor<256xf32>
+}
+
+// -----
+
+// A gradient of a bucket planned outside the bucket's bytes: the message
+// would not be one.
+func.func @outside_bucket(%x: tensor<256xf32>) -> tensor<256xf32> attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64} {
+  // expected-error @+1 {{tg-verify-memory: result 0 is planned at 0, not at byte 0 of its all-reduce bucket at 1024}}
+  %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<256xf32>
+  %r = tg.all_reduce %a {bucket = 0 : i64, tg.bucket_span = array<i64: 1024, 1024>, tg.offsets = array<i64: 1024>} : tensor<256xf32>
+  return %r : tensor<256xf32>
+}
