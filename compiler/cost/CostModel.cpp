@@ -119,9 +119,10 @@ double CostModel::stageSendSeconds(double bytes, int64_t stages) const {
   return link.latency + bytes / link.bandwidth;
 }
 
-llvm::Expected<PipelinePlay>
-mlir::tg::playPipeline(int64_t stages, int64_t virtualStages,
-                       int64_t microBatches) {
+llvm::Expected<PipelinePlay> mlir::tg::playPipeline(int64_t stages,
+                                                    int64_t virtualStages,
+                                                    int64_t microBatches,
+                                                    StringRef schedule) {
   pipeline::Shape shape{std::max<int64_t>(stages, 1),
                         std::max<int64_t>(virtualStages, 1),
                         std::max<int64_t>(microBatches, 1)};
@@ -129,18 +130,12 @@ mlir::tg::playPipeline(int64_t stages, int64_t virtualStages,
   // A micro-batch slot is 3 units: F, B and W of a V-th each per chunk.
   pipeline::Costs costs =
       pipeline::Costs::uniform(shape, 1.0 / v, 1.0 / v, 1.0 / v);
-  auto actions = pipeline::buildSchedule(v > 1
-                                             ? pipeline::Schedule::Interleaved
-                                             : pipeline::Schedule::OneFOneB,
-                                         shape, costs);
-  if (!actions)
-    return actions.takeError();
-  auto timeline = pipeline::simulate(shape, *actions, costs);
-  if (!timeline)
-    return timeline.takeError();
+  auto chosen = pipeline::chooseSchedule(schedule, shape, costs);
+  if (!chosen)
+    return chosen.takeError();
   PipelinePlay play;
-  play.slots = timeline->makespan / 3;
-  for (int64_t held : timeline->peakInFlight)
+  play.slots = chosen->timeline.makespan / 3;
+  for (int64_t held : chosen->timeline.peakHeld)
     play.inFlight.push_back((double)held / (double)v);
   return play;
 }

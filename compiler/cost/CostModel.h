@@ -65,22 +65,26 @@ private:
   int64_t meshDevices = 1;
 };
 
-/// A pipelined step as passes/pipeline's player runs its schedule (1F1B
-/// for one chunk a stage, Megatron-LM's interleaved schedule for V), every
+/// A pipelined step as passes/pipeline's player runs `schedule` ("gpipe",
+/// "1f1b", "interleaved", "zb-h1", or "auto": the one of those that suit
+/// the shape that plays fastest, as tg-pipeline-schedule chooses), every
 /// chunk's F, B and W alike and transfers free: the step in micro-batch
-/// slots of one stage (K + (P - 1) / V), and each stage's peak of
-/// micro-batches whose activations it holds, in units of its whole share
-/// of the layers (min(P - s, K) under 1F1B; under interleaving the
-/// warm-up's (P - s - 1) * 2 + (V - 1) * P chunks plus the one in flight,
-/// at most K V, over V). One model of the pipeline for tg-auto-shard and
-/// the reports; an error where the schedule does not take the shape
-/// (interleaving needs micro-batches a multiple of P).
+/// slots of one stage (K + (P - 1) / V under 1F1B and interleaving,
+/// K + (P - 1) / 3 under ZB-H1), and each stage's peak of micro-batches
+/// whose activations it holds (deferred W passes counted whole), in units
+/// of its whole share of the layers (min(P - s, K) under 1F1B and ZB-H1;
+/// under interleaving the warm-up's (P - s - 1) * 2 + (V - 1) * P chunks
+/// plus the one in flight, at most K V, over V; K under GPipe). One model
+/// of the pipeline for tg-auto-shard and the reports; an error where the
+/// schedule does not take the shape (interleaving needs micro-batches a
+/// multiple of P).
 struct PipelinePlay {
   double slots = 0;
   SmallVector<double> inFlight;
 };
 llvm::Expected<PipelinePlay> playPipeline(int64_t stages, int64_t virtualStages,
-                                          int64_t microBatches);
+                                          int64_t microBatches,
+                                          StringRef schedule = "auto");
 
 /// The element type name an op computes in ("bf16", "f16", "f32").
 StringRef computeTypeName(Operation *op);

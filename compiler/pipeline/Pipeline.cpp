@@ -153,6 +153,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
       opt.seed = options.shardSeed;
       opt.timeLimit = options.shardTimeLimit;
       opt.tieLayers = options.shardTieLayers;
+      opt.schedule = options.pipelineSchedule;
       // tg-remat's full policy is priced; the others are not (as none).
       opt.remat = options.remat == "full" ? "full" : "none";
       pm.addPass(createAutoShardPass(opt));

@@ -289,7 +289,8 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
 /// Prices `plan`'s step as a pipeline: each stage's time is its share of
 /// @forward_backward on K - 1 micro-batches and of @train_step once; the
 /// slowest stage's is the step's, plus the bubble the schedule's player
-/// finds (playPipeline: (P - 1) / V of its micro-batch slots) and, on the
+/// finds (playPipeline: (P - 1) / V of its micro-batch slots under 1F1B,
+/// (P - 1) / 3 under ZB-H1) and, on the
 /// critical path, the sends between stages
 /// (2 (P V - 1) in the fill and drain, 2 V per micro-batch, none hidden).
 /// A stage holds its layers' parameters and state, the batch, and the
@@ -301,7 +302,14 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
           k = plan.microBatches;
   plan.stages = p;
   plan.virtualStages = v;
-  llvm::Expected<PipelinePlay> play = playPipeline(p, v, k);
+  // The schedule the module names, else the one tg-pipeline-schedule
+  // would choose.
+  StringRef schedule = "auto";
+  if (auto dict =
+          module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr))
+    if (auto named = dict.getAs<StringAttr>("schedule"))
+      schedule = named.getValue();
+  llvm::Expected<PipelinePlay> play = playPipeline(p, v, k, schedule);
   if (!play) {
     plan.error = llvm::toString(play.takeError());
     return;

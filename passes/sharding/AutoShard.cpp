@@ -1015,13 +1015,15 @@ void AutoShardPass::runOnOperation() {
   //
   // With pipeline stages (modelled, not executable) a device runs its
   // stage's share of every op, a P-th, and the micro-batch ops once more
-  // per (P - 1) / V for the bubble (the schedule's player, playPipeline);
+  // per bubble slot of the chosen schedule (the schedule's player,
+  // playPipeline: (P - 1) / V under 1F1B and interleaving, (P - 1) / 3
+  // under ZB-H1);
   // it holds a P-th of the parameters and
   // state, and the activations of its in-flight micro-batches, which for
   // the first stage is about one micro-batch of the whole model.
   PipelineStages pipeline = getPipelineStages(module);
   llvm::Expected<PipelinePlay> play = playPipeline(
-      pipeline.stages, pipeline.virtualStages, microBatches);
+      pipeline.stages, pipeline.virtualStages, microBatches, schedule);
   if (!play) {
     module.emitError() << "--pipeline-stages=" << pipeline.stages
                        << " --virtual-stages=" << pipeline.virtualStages

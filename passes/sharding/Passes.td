@@ -269,8 +269,12 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     (tgc --pipeline-stages), before tg-pipeline-split cuts the step, it
     plans one
     pipeline stage's device: every cost is a P-th (the stage runs a P-th
-    of the layers), the forward and backward ops weigh K + (P - 1) / V
-    micro-batches (the schedule's bubble), and the activations that cross
+    of the layers), the forward and backward ops weigh as many
+    micro-batches as the `schedule` option's play of the pipeline takes,
+    every chunk's F, B and W alike (K + (P - 1) / V under 1F1B and
+    interleaving, K + (P - 1) / 3 under ZB-H1: the bubble; `auto`, tgc's
+    default, plays the one tg-pipeline-schedule would choose on such
+    costs), and the activations that cross
     from one chunk of layers to the next (the residual stream, as its
     sharding leaves it) cost the sends, 2 (P V - 1) + 2 V K of them a step.
     Memory is the first stage's device's, with the layers placed as the
@@ -324,6 +328,11 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
            "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">,
     Option<"remat", "remat", "std::string", "\"none\"",
            "The recomputation tg-remat will apply: none, or full (a layer's activations recomputed in the backward pass, not kept)">,
+    Option<"schedule", "schedule", "std::string", "\"auto\"",
+           "With pipeline stages: the schedule whose bubble and held "
+           "micro-batches the plan is priced by (gpipe, 1f1b, interleaved, "
+           "zb-h1, or auto: the fastest that suits, as "
+           "tg-pipeline-schedule chooses)">,
     Option<"tieLayers", "tie-layers", "bool", "true",
            "Repeated layers choose alike: each node of layer N is tied to the node in the same role of layer N-1, so the solver plans one layer for the stack">,
     Option<"priceCurrent", "price-current", "bool", "false",
