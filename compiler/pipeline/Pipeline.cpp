@@ -80,6 +80,7 @@ TargetOptions mlir::tg::cpuTarget() {
 TargetOptions mlir::tg::cudaTarget() {
   TargetOptions target;
   target.name = "cuda";
+  target.fusionTarget = FusionTarget::Cuda;
   // runtime/cuda has f32 kernels only for these.
   target.fp32Ops = {"tg.conv2d", "tg.max_pool2d", "tg.avg_pool2d"};
   // cuBLASLt's fastest kernels want 256-byte aligned operands; its flash
@@ -195,8 +196,9 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // After tg-optimizer and its clean-up: groups the ops of @train_step,
     // @forward_backward and @forward as they will run.
     FusePassOptions opt;
-    opt.fusion = options.target.printsKernels ? options.fusion : "none";
-    opt.target = options.target.name;
+    opt.fusion =
+        options.target.printsKernels ? options.fusion : FusionRules::None;
+    opt.target = options.target.fusionTarget;
     pm.addNestedPass<func::FuncOp>(createFusePass(opt));
   }
   if (from < Phase::Schedule && to >= Phase::Schedule) {

@@ -9,6 +9,8 @@
 #ifndef TGC_COMPILER_PIPELINE_PIPELINE_H
 #define TGC_COMPILER_PIPELINE_PIPELINE_H
 
+#include "passes/fusion/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
@@ -44,8 +46,10 @@ llvm::StringRef phaseName(Phase phase);
 /// What the backend a module is compiled for can do. The pipeline reads the
 /// target's choices from here; a new backend states its own.
 struct TargetOptions {
-  /// tg-fuse's `target`: "cpu" or "cuda".
+  /// "cpu" or "cuda", as --target names it.
   std::string name;
+  /// tg-fuse's `target`: whose kernels it forms.
+  FusionTarget fusionTarget = FusionTarget::Cpu;
   /// Ops the backend computes in f32 only: under bf16 they (and so their
   /// gradients) stay in f32 (tg-precision's fp32-ops).
   llvm::SmallVector<std::string> fp32Ops;
@@ -94,9 +98,8 @@ struct PipelineOptions {
   /// tg-pipeline-schedule's schedule: gpipe, 1f1b, interleaved, zb-h1 or
   /// auto (with pipeline stages).
   std::string pipelineSchedule = "auto";
-  /// tg-fuse's rules: "none", "elementwise" or "all" (for a target that
-  /// prints kernels).
-  std::string fusion = "all";
+  /// tg-fuse's rules (for a target that prints kernels).
+  FusionRules fusion = FusionRules::All;
   /// tg-remat's policy: "none", "selective", "full" or "auto".
   std::string remat = "none";
   /// remat "auto": tg-remat's budget of bytes kept for the backward, as

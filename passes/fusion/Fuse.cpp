@@ -16,6 +16,7 @@
 #include "dialects/tg/IR/TgOps.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <deque>
 
@@ -48,19 +49,16 @@ struct TargetRules {
   /// step form one multi-tensor kernel (one launch for many parameters).
   bool multiTensorOptimizer = false;
 
-  static std::optional<TargetRules> forTarget(StringRef target) {
+  static TargetRules forTarget(FusionTarget target) {
     TargetRules rules;
-    if (target == "cpu")
-      return rules;
-    if (target == "cuda") {
+    if (target == FusionTarget::Cuda) {
       rules.dataMovement = true;
       rules.reductions = false;
       rules.anyGemmEpilogue = false;
       rules.optimizerScale = true;
       rules.multiTensorOptimizer = true;
-      return rules;
     }
-    return std::nullopt;
+    return rules;
   }
 };
 
@@ -548,22 +546,12 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
   using FusePassBase::FusePassBase;
 
   void runOnOperation() override {
-    if (fusion != "none" && fusion != "elementwise" && fusion != "all") {
-      getOperation().emitError("tg-fuse: unknown fusion '")
-          << fusion << "'; expected none, elementwise or all";
-      return signalPassFailure();
-    }
-    std::optional<TargetRules> rules = TargetRules::forTarget(target);
-    if (!rules) {
-      getOperation().emitError("tg-fuse: unknown target '")
-          << target << "'; expected cpu or cuda";
-      return signalPassFailure();
-    }
-    if (fusion == "none")
+    TargetRules rules = TargetRules::forTarget(target);
+    if (fusion == FusionRules::None)
       return;
     // GEMM epilogues, reductions with prologues, the classifier and the
     // optimizer update only with "all".
-    bool allRules = fusion == "all";
+    bool allRules = fusion == FusionRules::All;
     func::FuncOp func = getOperation();
     if (!func.getBody().hasOneBlock())
       return;
@@ -579,33 +567,33 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
       position[&op] = index++;
       Group *joined = nullptr;
       if (allRules) {
-        if ((joined = epilogueGroupFor(&op, groupOf, *rules))) {
+        if ((joined = epilogueGroupFor(&op, groupOf, rules))) {
           joined->ops.push_back(&op);
           joined->tail = op.getResult(0);
-          if (joined->kind == KernelKind::gemm && !rules->anyGemmEpilogue &&
+          if (joined->kind == KernelKind::gemm && !rules.anyGemmEpilogue &&
               isa<GeluOp>(op))
             joined->stored.push_back(op.getOperand(0));
         } else if (auto matmul = dyn_cast<MatmulOp>(op))
           joined = startGemmGroup(matmul, groups);
-        else if (rules->reductions && isFusibleReduction(&op))
+        else if (rules.reductions && isFusibleReduction(&op))
           joined = reductionGroupFor(&op, groupOf, groups);
         else if (auto loss = dyn_cast<CrossEntropyOp>(op))
           joined = startClassifierGroup(loss, groups);
         else if (auto grad = dyn_cast<CrossEntropyGradOp>(op);
                  grad && (joined = classifierGroupFor(grad, groupOf, position)))
           joined->ops.push_back(&op);
-        else if (rules->optimizerScale && isGradientScale(&op))
+        else if (rules.optimizerScale && isGradientScale(&op))
           joined = startOptimizerGroup(&op, groups);
         else if (auto update = dyn_cast<OptimizerUpdateOp>(op)) {
           if ((joined = optimizerGroupFor(update, groupOf)))
             joined->ops.push_back(&op);
-          if (rules->multiTensorOptimizer)
+          if (rules.multiTensorOptimizer)
             joined = addLane(update, joined, lanes, groups, groupOf);
         }
         if (joined)
           groupOf[&op] = joined;
       }
-      if (!joined && isLoopOp(&op, *rules)) {
+      if (!joined && isLoopOp(&op, rules)) {
         joined = elementwiseGroupFor(&op, groupOf, position);
         if (!joined) {
           groups.emplace_back();
@@ -614,7 +602,7 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         }
         joined->ops.push_back(&op);
         groupOf[&op] = joined;
-        if (rules->dataMovement)
+        if (rules.dataMovement)
           pullInIotas(&op, *joined, groupOf, position);
       }
       // Any other group this op reads from now has a reader outside it.
@@ -647,9 +635,24 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         break;
       }
       numFusedOps += g.ops.size();
-      formKernel(g, !rules->anyGemmEpilogue);
+      formKernel(g, !rules.anyGemmEpilogue);
     }
   }
 };
 
 } // namespace
+
+std::optional<FusionRules> mlir::tg::parseFusionRules(StringRef name) {
+  return llvm::StringSwitch<std::optional<FusionRules>>(name)
+      .Case("none", FusionRules::None)
+      .Case("elementwise", FusionRules::Elementwise)
+      .Case("all", FusionRules::All)
+      .Default(std::nullopt);
+}
+
+std::optional<FusionTarget> mlir::tg::parseFusionTarget(StringRef name) {
+  return llvm::StringSwitch<std::optional<FusionTarget>>(name)
+      .Case("cpu", FusionTarget::Cpu)
+      .Case("cuda", FusionTarget::Cuda)
+      .Default(std::nullopt);
+}

@@ -9,6 +9,16 @@
 
 namespace mlir::tg {
 
+/// tg-fuse's `fusion`: which rules apply.
+enum class FusionRules { None, Elementwise, All };
+/// tg-fuse's `target`: whose kernels it forms.
+enum class FusionTarget { Cpu, Cuda };
+
+/// The values as tgc's flags and the pass options spell them ("none",
+/// "elementwise", "all"; "cpu", "cuda"), nothing for another.
+std::optional<FusionRules> parseFusionRules(StringRef name);
+std::optional<FusionTarget> parseFusionTarget(StringRef name);
+
 #define GEN_PASS_DECL
 #include "passes/fusion/Passes.h.inc"
 

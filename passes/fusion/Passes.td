@@ -138,10 +138,21 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [
-    Option<"fusion", "fusion", "std::string", "\"all\"",
-           "Which rules apply: none, elementwise or all">,
-    Option<"target", "target", "std::string", "\"cpu\"",
-           "Whose kernels: cpu (the C++ backend) or cuda (EmitCuda)">,
+    Option<"fusion", "fusion", "::mlir::tg::FusionRules",
+           "::mlir::tg::FusionRules::All", "Which rules apply",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::FusionRules::None, "none", "no kernels"),
+             clEnumValN(::mlir::tg::FusionRules::Elementwise, "elementwise",
+                        "elementwise kernels only"),
+             clEnumValN(::mlir::tg::FusionRules::All, "all",
+                        "every rule of the target"))}]>,
+    Option<"target", "target", "::mlir::tg::FusionTarget",
+           "::mlir::tg::FusionTarget::Cpu", "Whose kernels",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::FusionTarget::Cpu, "cpu",
+                        "the C++ backend's"),
+             clEnumValN(::mlir::tg::FusionTarget::Cuda, "cuda",
+                        "EmitCuda's generated kernels and cuBLASLt"))}]>,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Kernels formed">,

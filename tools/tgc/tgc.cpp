@@ -1298,8 +1298,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                 inputFile + " is tg IR");
   if (shardTimeLimit <= 0)
     return fail("--shard-time-limit takes a positive number of seconds");
-  if (fusionRules != "none" && fusionRules != "elementwise" &&
-      fusionRules != "all")
+  std::optional<FusionRules> fusion = parseFusionRules(fusionRules);
+  if (!fusion)
     return fail("unknown --fusion '" + fusionRules +
                 "'; expected none, elementwise or all");
   if (!llvm::is_contained({"none", "selective", "full", "auto"},
@@ -1554,7 +1554,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     }
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.pipelineSchedule = pipelineScheduleFlag;
-    options.fusion = fusionRules;
+    options.fusion = *fusion;
     options.remat = rematPolicy;
     options.rematSolver = rematSolver;
     // The budget: the flag, else the training table's.
