@@ -55,7 +55,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
     buildTrainingPipeline(pm, o, a, b);
     return pm.run(m);
   };
-  if (!(options.remat == "auto" && options.memoryBudget > 0 &&
+  if (!(options.remat == RematPolicy::Auto && options.memoryBudget > 0 &&
         from < Phase::Pipeline && to >= Phase::Pipeline))
     return run(module, options, from, to);
 
@@ -65,11 +65,11 @@ LogicalResult mlir::tg::runTrainingPipeline(
   Phase start = std::max(from, Phase::Partition);
   int tries = 0;
   auto measure = [&](int64_t activationBudget,
-                     StringRef policy = "auto") -> FailureOr<Try> {
+                     RematPolicy policy = RematPolicy::Auto) -> FailureOr<Try> {
     ++tries;
     OwningOpRef<ModuleOp> copy = module.clone();
     PipelineOptions o = options;
-    o.remat = policy.str();
+    o.remat = policy;
     o.activationBudget = activationBudget;
     if (failed(run(*copy, o, start, Phase::Memory)))
       return failure();
@@ -136,7 +136,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
     // Full recomputation bounds what auto may add: its copies live only
     // through each layer's backward, which the activation budget does not
     // see, so its peak can fit where auto's do not, or at fewer FLOPs.
-    FailureOr<Try> full = measure(0, "full");
+    FailureOr<Try> full = measure(0, RematPolicy::Full);
     if (failed(full))
       return failure();
     if (full->peak < lowest) {
@@ -175,7 +175,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
   PipelineOptions chosen = options;
   chosen.activationBudget = fit;
   if (useFull)
-    chosen.remat = "full";
+    chosen.remat = RematPolicy::Full;
   if (failed(run(module, chosen, start, to)))
     return failure();
   if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))

@@ -156,7 +156,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
       opt.tieLayers = options.shardTieLayers;
       opt.schedule = options.pipelineSchedule;
       // tg-remat's full policy is priced; the others are not (as none).
-      opt.remat = options.remat == "full" ? "full" : "none";
+      opt.remat = options.remat == RematPolicy::Full ? "full" : "none";
       pm.addPass(createAutoShardPass(opt));
     }
     PropagateShardingPassOptions opt;
@@ -169,7 +169,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
   if (from < Phase::Pipeline && to >= Phase::Pipeline &&
-      options.remat != "none") {
+      options.remat != RematPolicy::None) {
     // After tg-partition: the activations kept are the local pieces.
     // Before tg-pipeline-split: a pipeline's chunks inherit the choice, so
     // what a chunk's backward recomputes is not kept in its stage's slots

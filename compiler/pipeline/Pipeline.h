@@ -10,6 +10,7 @@
 #define TGC_COMPILER_PIPELINE_PIPELINE_H
 
 #include "passes/fusion/Passes.h"
+#include "passes/remat/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -100,8 +101,8 @@ struct PipelineOptions {
   std::string pipelineSchedule = "auto";
   /// tg-fuse's rules (for a target that prints kernels).
   FusionRules fusion = FusionRules::All;
-  /// tg-remat's policy: "none", "selective", "full" or "auto".
-  std::string remat = "none";
+  /// tg-remat's policy.
+  RematPolicy remat = RematPolicy::None;
   /// remat "auto": tg-remat's budget of bytes kept for the backward, as
   /// given (-1: none), or searched by runTrainingPipeline for
   /// `memoryBudget`.
@@ -109,8 +110,8 @@ struct PipelineOptions {
   /// remat "auto": the planned peak of @train_step must fit this many
   /// bytes (0: no budget).
   int64_t memoryBudget = 0;
-  /// tg-remat's solver: "auto", "exact" or "min-cut".
-  std::string rematSolver = "auto";
+  /// tg-remat's solver.
+  RematSolver rematSolver = RematSolver::Auto;
   /// tg-schedule: an all-reduce bucket closes at this many bytes.
   int64_t bucketBytes = 25ll << 20;
   TargetOptions target = cpuTarget();

@@ -9,6 +9,17 @@
 
 namespace mlir::tg {
 
+/// tg-remat's `remat`: what the backward recomputes.
+enum class RematPolicy { None, Selective, Full, Auto };
+/// tg-remat's `solver` under remat=auto.
+enum class RematSolver { Auto, Exact, MinCut };
+
+/// As tgc's flags and the pass options spell them ("none", "selective",
+/// "full", "auto"; "auto", "exact", "min-cut"), nothing for another.
+std::optional<RematPolicy> parseRematPolicy(StringRef name);
+StringRef rematPolicyName(RematPolicy policy);
+std::optional<RematSolver> parseRematSolver(StringRef name);
+
 #define GEN_PASS_DECL
 #include "passes/remat/Passes.h.inc"
 

@@ -85,14 +85,28 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [
-    Option<"policy", "remat", "std::string", "\"none\"",
-           "What to recompute: none, selective, full or auto">,
+    Option<"policy", "remat", "::mlir::tg::RematPolicy",
+           "::mlir::tg::RematPolicy::None", "What to recompute",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::RematPolicy::None, "none", "nothing"),
+             clEnumValN(::mlir::tg::RematPolicy::Selective, "selective",
+                        "attention's cheap intermediates (Megatron-LM's)"),
+             clEnumValN(::mlir::tg::RematPolicy::Full, "full",
+                        "each layer from its input"),
+             clEnumValN(::mlir::tg::RematPolicy::Auto, "auto",
+                        "the least FLOPs under activation-budget"))}]>,
     Option<"activationBudget", "activation-budget", "int64_t", "-1",
            "remat=auto: at most this many bytes kept from the forward for "
            "the backward">,
-    Option<"solver", "solver", "std::string", "\"auto\"",
-           "remat=auto: exact (CBC), min-cut, or auto (CBC for a small "
-           "graph without layers when installed, else min-cut)">,
+    Option<"solver", "solver", "::mlir::tg::RematSolver",
+           "::mlir::tg::RematSolver::Auto", "remat=auto's solver",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::RematSolver::Auto, "auto",
+                        "CBC for a small graph without layers when "
+                        "installed, else min-cut"),
+             clEnumValN(::mlir::tg::RematSolver::Exact, "exact", "CBC"),
+             clEnumValN(::mlir::tg::RematSolver::MinCut, "min-cut",
+                        "a min cut per price"))}]>,
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed-ops",

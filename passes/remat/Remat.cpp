@@ -19,6 +19,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <chrono>
 
@@ -148,9 +149,9 @@ FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
     return best;
   }
   bool haveBest = false;
-  bool exact =
-      solver == "exact" || (solver == "auto" && graph.layers.empty() &&
-                            graph.nodes.size() <= kExactNodes && haveCbc());
+  bool exact = solver == RematSolver::Exact ||
+               (solver == RematSolver::Auto && graph.layers.empty() &&
+                graph.nodes.size() <= kExactNodes && haveCbc());
   if (exact) {
     std::string error;
     FailureOr<llvm::BitVector> choice = failure();
@@ -177,9 +178,9 @@ FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
         optimal = true;
       }
     } else {
-      auto result =
-          solveExactly(graph, activationBudget,
-                       solver == "exact" ? 3600 : kExactSeconds, error);
+      auto result = solveExactly(
+          graph, activationBudget,
+          solver == RematSolver::Exact ? 3600 : kExactSeconds, error);
       if (succeeded(result)) {
         choice = result->recompute;
         optimal = result->optimal;
@@ -191,7 +192,7 @@ FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
       solverUsed = optimal ? "cbc (optimal)" : "cbc (time limit)";
       if (haveBest && optimal)
         return best;
-    } else if (solver == "exact") {
+    } else if (solver == RematSolver::Exact) {
       emitError(func.getLoc(), "tg-remat: ") << error;
       return failure();
     }
@@ -217,22 +218,12 @@ FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
 
 void RematPass::runOnOperation() {
   func::FuncOp func = getOperation();
-  if (!llvm::is_contained({"none", "selective", "full", "auto"}, policy)) {
-    emitError(func.getLoc(), "tg-remat: unknown policy '")
-        << policy << "'; expected none, selective, full or auto";
-    return signalPassFailure();
-  }
-  if (!llvm::is_contained({"auto", "exact", "min-cut"}, solver)) {
-    emitError(func.getLoc(), "tg-remat: unknown solver '")
-        << solver << "'; expected auto, exact or min-cut";
-    return signalPassFailure();
-  }
-  if (policy == "auto" && activationBudget < 0) {
+  if (policy == RematPolicy::Auto && activationBudget < 0) {
     emitError(func.getLoc(), "tg-remat: remat=auto needs an activation budget "
                              "(activation-budget=BYTES)");
     return signalPassFailure();
   }
-  if (policy == "none")
+  if (policy == RematPolicy::None)
     return;
   std::optional<RematGraph> graph = RematGraph::build(func);
   if (!graph)
@@ -245,17 +236,17 @@ void RematPass::runOnOperation() {
   // The least any choice keeps (everything that may run again does), for
   // tgc's search of the activation budget.
   int64_t minKept =
-      policy == "auto"
+      policy == RematPolicy::Auto
           ? evaluate(*graph, recomputeAtPrice(*graph, 1e30)).keptBytes
           : 0;
   auto start = std::chrono::steady_clock::now();
   SmallVector<Operation *> copies;
   std::string solverUsed;
-  if (policy == "selective") {
+  if (policy == RematPolicy::Selective) {
     copies = selectiveCopies(*graph);
   } else {
     FailureOr<RematCost> choice;
-    if (policy == "full") {
+    if (policy == RematPolicy::Full) {
       restrictToFull(*graph);
       if (graph->layers.empty())
         emitWarning(func.getLoc(),
@@ -293,10 +284,10 @@ void RematPass::runOnOperation() {
   bytesFreed += keptBefore - keptAfter;
   Builder b(&getContext());
   NamedAttrList info;
-  info.append("policy", b.getStringAttr(policy));
+  info.append("policy", b.getStringAttr(rematPolicyName(policy)));
   if (!solverUsed.empty())
     info.append("solver", b.getStringAttr(solverUsed));
-  if (policy == "auto") {
+  if (policy == RematPolicy::Auto) {
     info.append("activation_budget", b.getI64IntegerAttr(activationBudget));
     info.append("min_kept_bytes", b.getI64IntegerAttr(minKept));
   }
@@ -311,3 +302,34 @@ void RematPass::runOnOperation() {
 }
 
 } // namespace
+
+std::optional<RematPolicy> mlir::tg::parseRematPolicy(StringRef name) {
+  return llvm::StringSwitch<std::optional<RematPolicy>>(name)
+      .Case("none", RematPolicy::None)
+      .Case("selective", RematPolicy::Selective)
+      .Case("full", RematPolicy::Full)
+      .Case("auto", RematPolicy::Auto)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::tg::rematPolicyName(RematPolicy policy) {
+  switch (policy) {
+  case RematPolicy::None:
+    return "none";
+  case RematPolicy::Selective:
+    return "selective";
+  case RematPolicy::Full:
+    return "full";
+  case RematPolicy::Auto:
+    return "auto";
+  }
+  return "";
+}
+
+std::optional<RematSolver> mlir::tg::parseRematSolver(StringRef name) {
+  return llvm::StringSwitch<std::optional<RematSolver>>(name)
+      .Case("auto", RematSolver::Auto)
+      .Case("exact", RematSolver::Exact)
+      .Case("min-cut", RematSolver::MinCut)
+      .Default(std::nullopt);
+}

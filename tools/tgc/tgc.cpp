@@ -470,7 +470,7 @@ chooseMicroBatch(MLIRContext &context, StringRef path, ModuleOp first,
                                            Phase::Partition, configure))) {
       int64_t args = argumentBytes(*m);
       argsAt[micro] = args;
-      if (o.remat == "auto" && o.memoryBudget <= 0)
+      if (o.remat == RematPolicy::Auto && o.memoryBudget <= 0)
         o.memoryBudget = std::max<int64_t>(1, deviceBytes - args);
       if (succeeded(runTrainingPipeline(*m, o, Phase::Partition, Phase::Memory,
                                         configure))) {
@@ -514,7 +514,7 @@ chooseMicroBatch(MLIRContext &context, StringRef path, ModuleOp first,
            << " (parameters, optimizer state and inputs "
            << formatBytes(argsAt.lookup(divisors.front())) << " of it)";
     else
-      diag << " (with --remat=" << options.remat << ")";
+      diag << " (with --remat=" << rematPolicyName(options.remat) << ")";
     return failure();
   }
   // The largest divisor that fits: bisection (the need grows with the
@@ -1302,11 +1302,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!fusion)
     return fail("unknown --fusion '" + fusionRules +
                 "'; expected none, elementwise or all");
-  if (!llvm::is_contained({"none", "selective", "full", "auto"},
-                          rematPolicy.getValue()))
+  std::optional<RematPolicy> remat = parseRematPolicy(rematPolicy);
+  if (!remat)
     return fail("unknown --remat '" + rematPolicy +
                 "'; expected none, selective, full or auto");
-  if (!llvm::is_contained({"auto", "exact", "min-cut"}, rematSolver.getValue()))
+  std::optional<RematSolver> solver = parseRematSolver(rematSolver);
+  if (!solver)
     return fail("unknown --remat-solver '" + rematSolver +
                 "'; expected auto, exact or min-cut");
   std::optional<int64_t> budgetFlag;
@@ -1555,14 +1556,15 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
     options.pipelineSchedule = pipelineScheduleFlag;
     options.fusion = *fusion;
-    options.remat = rematPolicy;
-    options.rematSolver = rematSolver;
+    options.remat = *remat;
+    options.rematSolver = *solver;
     // The budget: the flag, else the training table's.
     int64_t table = tableInteger(*module, "memory_budget");
     options.memoryBudget = budgetFlag ? *budgetFlag : table;
     if (options.memoryBudget > 0 && !rematPolicy.getNumOccurrences())
-      options.remat = "auto";
-    if (options.remat == "auto" && options.memoryBudget <= 0 && !autoBatch)
+      options.remat = RematPolicy::Auto;
+    if (options.remat == RematPolicy::Auto && options.memoryBudget <= 0 &&
+        !autoBatch)
       return fail("--remat=auto needs --memory-budget (or the training "
                   "table's memory_budget)");
     options.target = cuda ? cudaTarget() : cpuTarget();
@@ -1604,14 +1606,15 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       options.gradAccum = global / *micro;
       // The executable's default accumulation is the table's: the chosen.
       setTableGradAccum(*module, options.gradAccum);
-      if (options.remat == "auto" && options.memoryBudget <= 0)
+      if (options.remat == RematPolicy::Auto && options.memoryBudget <= 0)
         options.memoryBudget = std::max<int64_t>(1, *deviceBytes - args);
     }
     // The report compares with other remat policies: the module as it
     // comes, for them.
     OwningOpRef<ModuleOp> pristine;
     if (report == "sharding" ||
-        (!report.empty() && (options.remat != "none" || !reportPlot.empty())))
+        (!report.empty() &&
+         (options.remat != RematPolicy::None || !reportPlot.empty())))
       pristine = module->clone();
     // --auto-shard: the solver's plan, unless a standard plan is faster
     // by the cost model of the compiled step (which sees fusion and the
@@ -1741,16 +1744,19 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                                  limit);
     }
     if (pristine) {
-      for (StringRef policy : {"none", "selective", "full"}) {
-        if (policy == options.remat || (policy != "none" && reportPlot.empty()))
+      for (RematPolicy policy :
+           {RematPolicy::None, RematPolicy::Selective, RematPolicy::Full}) {
+        if (policy == options.remat ||
+            (policy != RematPolicy::None && reportPlot.empty()))
           continue;
         OwningOpRef<ModuleOp> other = pristine->clone();
         PipelineOptions o = options;
-        o.remat = policy.str();
+        o.remat = policy;
         o.memoryBudget = 0;
         if (failed(runTrainingPipeline(*other, o, from, to, configure)))
           return failure();
-        others.push_back({("remat " + policy).str(), std::move(other)});
+        others.push_back(
+            {("remat " + rematPolicyName(policy)).str(), std::move(other)});
       }
       // The peak without recomputation, for the remat view.
       auto step = module->lookupSymbol<func::FuncOp>("train_step");
