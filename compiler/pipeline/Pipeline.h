@@ -10,6 +10,7 @@
 #define TGC_COMPILER_PIPELINE_PIPELINE_H
 
 #include "passes/fusion/Passes.h"
+#include "passes/pipeline/PipelineSchedule.h"
 #include "passes/remat/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -96,9 +97,8 @@ struct PipelineOptions {
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.
   std::string precision;
-  /// tg-pipeline-schedule's schedule: gpipe, 1f1b, interleaved, zb-h1 or
-  /// auto (with pipeline stages).
-  std::string pipelineSchedule = "auto";
+  /// tg-pipeline-schedule's schedule (with pipeline stages).
+  pipeline::ScheduleChoice pipelineSchedule = pipeline::ScheduleChoice::Auto;
   /// tg-fuse's rules (for a target that prints kernels).
   FusionRules fusion = FusionRules::All;
   /// tg-remat's policy.

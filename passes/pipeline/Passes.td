@@ -131,8 +131,19 @@ def PipelineSchedulePass : Pass<"tg-pipeline-schedule", "ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];
   let options = [
-    Option<"schedule", "schedule", "std::string", "\"auto\"",
-           "gpipe, 1f1b, interleaved, zb-h1 or auto">,
+    Option<"schedule", "schedule", "::mlir::tg::pipeline::ScheduleChoice",
+           "::mlir::tg::pipeline::ScheduleChoice::Auto", "The schedule",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::GPipe, "gpipe",
+                        "every forward, then every backward"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::OneFOneB,
+                        "1f1b", "one forward one backward"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::Interleaved,
+                        "interleaved", "Megatron-LM's, V chunks a stage"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::ZeroBubbleH1,
+                        "zb-h1", "1F1B with W passes deferred into the bubble"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::Auto, "auto",
+                        "the fastest that suits"))}]>,
     Option<"cluster", "cluster", "std::string", "\"cpu-local\"",
            "The cluster whose cost model times the chunks (zb-h1, auto)">,
   ];

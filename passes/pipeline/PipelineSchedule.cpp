@@ -298,6 +298,42 @@ llvm::StringRef mlir::tg::pipeline::scheduleName(Schedule schedule) {
   return "";
 }
 
+std::optional<ScheduleChoice>
+mlir::tg::pipeline::parseScheduleChoice(llvm::StringRef name) {
+  if (name == "auto")
+    return ScheduleChoice::Auto;
+  std::optional<Schedule> schedule = parseSchedule(name);
+  if (!schedule)
+    return std::nullopt;
+  switch (*schedule) {
+  case Schedule::GPipe:
+    return ScheduleChoice::GPipe;
+  case Schedule::OneFOneB:
+    return ScheduleChoice::OneFOneB;
+  case Schedule::Interleaved:
+    return ScheduleChoice::Interleaved;
+  case Schedule::ZeroBubbleH1:
+    return ScheduleChoice::ZeroBubbleH1;
+  }
+  return std::nullopt;
+}
+
+llvm::StringRef mlir::tg::pipeline::scheduleChoiceName(ScheduleChoice choice) {
+  switch (choice) {
+  case ScheduleChoice::Auto:
+    return "auto";
+  case ScheduleChoice::GPipe:
+    return scheduleName(Schedule::GPipe);
+  case ScheduleChoice::OneFOneB:
+    return scheduleName(Schedule::OneFOneB);
+  case ScheduleChoice::Interleaved:
+    return scheduleName(Schedule::Interleaved);
+  case ScheduleChoice::ZeroBubbleH1:
+    return scheduleName(Schedule::ZeroBubbleH1);
+  }
+  return "";
+}
+
 Costs Costs::uniform(const Shape &shape, double f, double b, double w,
                      double transfer) {
   Costs costs;

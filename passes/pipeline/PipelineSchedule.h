@@ -37,6 +37,13 @@ enum class Schedule { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 std::optional<Schedule> parseSchedule(llvm::StringRef name);
 llvm::StringRef scheduleName(Schedule schedule);
 
+/// A schedule as options name it: one of them, or auto (the fastest that
+/// suits the shape, chooseSchedule's "auto").
+enum class ScheduleChoice { Auto, GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+/// "auto" or a schedule's name; nothing for another.
+std::optional<ScheduleChoice> parseScheduleChoice(llvm::StringRef name);
+llvm::StringRef scheduleChoiceName(ScheduleChoice choice);
+
 /// Reduce: a chunk's gradient sums reduced over the data axes once its
 /// last W has run (its own function, so that the reduction of one chunk's
 /// gradients starts while the stage still computes another's, or waits

@@ -58,8 +58,8 @@ struct PipelineSchedulePass
       return signalPassFailure();
     pipeline::Costs costs = pipelineFunctionCosts(module, shape, *cost->model);
 
-    llvm::Expected<pipeline::ChosenSchedule> chosen =
-        pipeline::chooseSchedule(schedule, shape, costs);
+    llvm::Expected<pipeline::ChosenSchedule> chosen = pipeline::chooseSchedule(
+        pipeline::scheduleChoiceName(schedule), shape, costs);
     if (!chosen) {
       module.emitError("tg-pipeline-schedule: ")
           << llvm::toString(chosen.takeError());

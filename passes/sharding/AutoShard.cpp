@@ -1022,8 +1022,9 @@ void AutoShardPass::runOnOperation() {
   // state, and the activations of its in-flight micro-batches, which for
   // the first stage is about one micro-batch of the whole model.
   PipelineStages pipeline = getPipelineStages(module);
-  llvm::Expected<PipelinePlay> play = playPipeline(
-      pipeline.stages, pipeline.virtualStages, microBatches, schedule);
+  llvm::Expected<PipelinePlay> play =
+      playPipeline(pipeline.stages, pipeline.virtualStages, microBatches,
+                   pipeline::scheduleChoiceName(schedule));
   if (!play) {
     module.emitError() << "--pipeline-stages=" << pipeline.stages
                        << " --virtual-stages=" << pipeline.virtualStages

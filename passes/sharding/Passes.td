@@ -328,11 +328,23 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
            "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">,
     Option<"remat", "remat", "std::string", "\"none\"",
            "The recomputation tg-remat will apply: none, or full (a layer's activations recomputed in the backward pass, not kept)">,
-    Option<"schedule", "schedule", "std::string", "\"auto\"",
+    Option<"schedule", "schedule", "::mlir::tg::pipeline::ScheduleChoice",
+           "::mlir::tg::pipeline::ScheduleChoice::Auto",
            "With pipeline stages: the schedule whose bubble and held "
            "micro-batches the plan is priced by (gpipe, 1f1b, interleaved, "
            "zb-h1, or auto: the fastest that suits, as "
-           "tg-pipeline-schedule chooses)">,
+           "tg-pipeline-schedule chooses)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::GPipe, "gpipe",
+                        "every forward, then every backward"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::OneFOneB,
+                        "1f1b", "one forward one backward"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::Interleaved,
+                        "interleaved", "Megatron-LM's, V chunks a stage"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::ZeroBubbleH1,
+                        "zb-h1", "1F1B with W passes deferred into the bubble"),
+             clEnumValN(::mlir::tg::pipeline::ScheduleChoice::Auto, "auto",
+                        "the fastest that suits"))}]>,
     Option<"tieLayers", "tie-layers", "bool", "true",
            "Repeated layers choose alike: each node of layer N is tied to the node in the same role of layer N-1, so the solver plans one layer for the stack">,
     Option<"priceCurrent", "price-current", "bool", "false",

@@ -1245,8 +1245,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       report != "pipeline")
     return fail("unknown --report '" + report +
                 "'; expected memory, sharding or pipeline");
-  if (pipelineScheduleFlag != "auto" &&
-      !pipeline::parseSchedule(pipelineScheduleFlag))
+  if (!pipeline::parseScheduleChoice(pipelineScheduleFlag))
     return fail("unknown --pipeline-schedule '" + pipelineScheduleFlag +
                 "'; expected gpipe, 1f1b, interleaved, zb-h1 or auto");
   if (!reportPlot.empty() && report.empty())
@@ -1554,7 +1553,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                       "' in --allow-strategies; expected dp, zero or tp");
     }
     options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
-    options.pipelineSchedule = pipelineScheduleFlag;
+    options.pipelineSchedule =
+        *pipeline::parseScheduleChoice(pipelineScheduleFlag);
     options.fusion = *fusion;
     options.remat = *remat;
     options.rematSolver = *solver;
