@@ -17,6 +17,7 @@
 #include "passes/pipeline/Chunks.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -136,8 +137,14 @@ func::FuncOp createStepFunction(OpBuilder &b, Location loc, StringRef name,
 /// says so, and moves `b` past it.
 void finishStepFunction(OpBuilder &b, func::FuncOp func, ValueRange results,
                         ArrayRef<DictionaryAttr> resultAttrs) {
-  OpBuilder body = OpBuilder::atBlockEnd(&func.getBody().front());
+  Block &block = func.getBody().front();
+  OpBuilder body = OpBuilder::atBlockEnd(&block);
   func::ReturnOp::create(body, func.getLoc(), results);
+  // What the function copied but nothing reads (an update's scaling of a
+  // sum its chunk reduced already).
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
   func.setFunctionType(
       b.getFunctionType(func.getArgumentTypes(), results.getTypes()));
   func.setAllResultAttrs(resultAttrs);
