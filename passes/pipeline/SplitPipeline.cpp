@@ -773,6 +773,9 @@ void Splitter::buildReductions(
     unsigned n, unsigned numState, ArrayRef<StringAttr> names) {
   Location loc = apply.getLoc();
   Block &applyBlock = apply.getBody().front();
+  auto chainOf = [&](unsigned k) -> const SumReduction & {
+    return reductions.find(k)->second;
+  };
   for (int64_t c = 0; c < chunks; ++c) {
     SmallVector<unsigned> mine;
     for (unsigned k = 0; k < n; ++k)
@@ -798,7 +801,7 @@ void Splitter::buildReductions(
       scalarOps.insert(def);
     };
     for (unsigned k : mine)
-      for (Operation *op : ArrayRef(reductions.lookup(k).ops).drop_back())
+      for (Operation *op : ArrayRef(chainOf(k).ops).drop_back())
         for (Value in : op->getOperands().drop_front())
           needs(in);
     SmallVector<Type> types;
@@ -831,7 +834,7 @@ void Splitter::buildReductions(
     llvm::MapVector<std::pair<Attribute, Attribute>, SmallVector<unsigned>>
         bundles;
     for (unsigned k : mine) {
-      const SumReduction &chain = reductions.lookup(k);
+      const SumReduction &chain = chainOf(k);
       for (Operation *op : ArrayRef(chain.ops).drop_back())
         body.clone(*op, mapping);
       if (auto reduce = dyn_cast<AllReduceOp>(chain.ops.back()))
@@ -843,13 +846,13 @@ void Splitter::buildReductions(
     for (auto &[key, members] : bundles) {
       SmallVector<Value> inputs;
       for (unsigned k : members) {
-        auto reduce = cast<AllReduceOp>(reductions.lookup(k).ops.back());
+        auto reduce = cast<AllReduceOp>(chainOf(k).ops.back());
         for (auto [in, out] :
              llvm::zip(reduce.getInputs(), reduce.getResults()))
-          if (out == reductions.lookup(k).end)
+          if (out == chainOf(k).end)
             inputs.push_back(mapping.lookup(in));
       }
-      auto first = cast<AllReduceOp>(reductions.lookup(members[0]).ops.back());
+      auto first = cast<AllReduceOp>(chainOf(members[0]).ops.back());
       auto bundle = AllReduceOp::create(body, first.getLoc(), inputs,
                                         first.getReductionAttr(),
                                         first.getMeshAxisAttr(), IntegerAttr());
@@ -857,12 +860,12 @@ void Splitter::buildReductions(
       // reduction runs where the list puts it.
       bundle->setDiscardableAttrs(first->getDiscardableAttrDictionary());
       for (auto [k, out] : llvm::zip(members, bundle.getResults()))
-        mapping.map(reductions.lookup(k).end, out);
+        mapping.map(chainOf(k).end, out);
     }
     SmallVector<Value> results;
     SmallVector<DictionaryAttr> resultAttrs;
     for (unsigned k : mine) {
-      results.push_back(mapping.lookup(reductions.lookup(k).end));
+      results.push_back(mapping.lookup(chainOf(k).end));
       resultAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(TgDialect::kReducedAttr, names[k])));
     }
