@@ -1,8 +1,7 @@
 //===- Ilp.cpp - The problem as an integer program for CBC ------*- C++ -*-===//
 //
-// Writes the program in CPLEX LP format to a temporary file, runs CBC on it
-// with a time limit in wall-clock seconds, and reads the solution file
-// (a status line, then `index name value reduced-cost` per nonzero).
+// Writes the program in CPLEX LP format and has CBC solve it with a time
+// limit in wall-clock seconds (compiler/lp's runCbc).
 // Memory rows: with non-negative usages only segments that begin where some
 // node starts and end where some node ends can hold a peak (any other is
 // contained in a neighbour's live set), and each node's least usage moves to
@@ -11,12 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/shardsolve/Ilp.h"
+#include "compiler/lp/Cbc.h"
 #include "compiler/shardsolve/TiedGroups.h"
 
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -27,15 +24,6 @@
 using namespace tg::shardsolve;
 
 namespace {
-
-/// Removes the temporary files when CBC is done.
-struct TempFile {
-  llvm::SmallString<128> path;
-  ~TempFile() {
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-  }
-};
 
 std::string number(double value) {
   char text[32];
@@ -416,10 +404,6 @@ llvm::Expected<IlpResult> tg::shardsolve::solveRegionWithCbc(
 llvm::Expected<IlpResult>
 tg::shardsolve::solveWithCbc(const SearchGraph &graph, llvm::StringRef cbcPath,
                              double seconds, llvm::ArrayRef<int32_t> start) {
-  auto cbc = llvm::sys::findProgramByName(cbcPath);
-  if (!cbc || !llvm::sys::fs::can_execute(*cbc))
-    return cbcError("no CBC program '" + cbcPath +
-                    "' (Debian package coinor-cbc)");
   TiedGroups groups = findTiedGroups(graph);
   ProgramWriter writer(graph, groups);
   if (!writer.prepare()) {
@@ -427,29 +411,15 @@ tg::shardsolve::solveWithCbc(const SearchGraph &graph, llvm::StringRef cbcPath,
     result.infeasible = true;
     return result;
   }
-  TempFile program, solution, log, initial;
-  if (llvm::sys::fs::createTemporaryFile("tg-shard-solve", "lp",
-                                         program.path) ||
-      llvm::sys::fs::createTemporaryFile("tg-shard-solve", "sol",
-                                         solution.path) ||
-      llvm::sys::fs::createTemporaryFile("tg-shard-solve", "log", log.path))
-    return cbcError("cannot create a temporary file for CBC");
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(program.path, ec);
-    if (ec)
-      return cbcError("cannot write " + program.path + ": " + ec.message());
-    writer.write(os);
-  }
+  tg::lp::CbcRun run;
+  run.seconds = std::max(seconds, 1.0);
+  run.elapsed = true;
+  // CBC stops itself at `sec`; the hard stop is for a CBC that hangs.
+  run.hardStopSeconds = static_cast<unsigned>(std::ceil(seconds)) + 3;
+  run.tempPrefix = "tg-shard-solve";
   if (!start.empty()) {
     // A solution file as CBC writes one, naming each group's strategy.
-    if (llvm::sys::fs::createTemporaryFile("tg-shard-solve", "start",
-                                           initial.path))
-      return cbcError("cannot create a temporary file for CBC");
-    std::error_code ec;
-    llvm::raw_fd_ostream os(initial.path, ec);
-    if (ec)
-      return cbcError("cannot write " + initial.path + ": " + ec.message());
+    llvm::raw_string_ostream os(run.start);
     os << "Stopped on time - objective value 0\n";
     for (int32_t g = 0; g < groups.numGroups(); ++g) {
       int32_t node = groups.members[g][0];
@@ -458,50 +428,27 @@ tg::shardsolve::solveWithCbc(const SearchGraph &graph, llvm::StringRef cbcPath,
           os << "  " << g << " x" << g << "_" << k << " 1 0\n";
     }
   }
-  std::string limit = number(std::max(seconds, 1.0));
-  llvm::SmallVector<llvm::StringRef> args{*cbc, program.path};
-  if (!start.empty())
-    args.append({"mips", initial.path});
-  args.append(
-      {"timeMode", "elapsed", "sec", limit, "solve", "solu", solution.path});
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
-                                                log.path.str()};
-  std::string message;
-  // CBC stops itself at `sec`; the hard stop is for a CBC that hangs.
-  int rc = llvm::sys::ExecuteAndWait(
-      *cbc, args, std::nullopt, redirects,
-      /*SecondsToWait=*/static_cast<unsigned>(std::ceil(seconds)) + 3,
-      /*MemoryLimit=*/0, &message);
-  if (rc != 0)
-    return cbcError("cbc failed (exit " + llvm::Twine(rc) + ")" +
-                    (message.empty() ? "" : ": " + message));
-  auto text = llvm::MemoryBuffer::getFile(solution.path);
-  if (!text || (*text)->getBufferSize() == 0)
-    return cbcError("cbc wrote no solution");
+  llvm::Expected<tg::lp::CbcSolution> solution = tg::lp::runCbc(
+      cbcPath, [&](llvm::raw_ostream &os) { writer.write(os); }, run);
+  if (!solution)
+    return solution.takeError();
   IlpResult result;
-  auto [status, lines] = (*text)->getBuffer().split('\n');
-  if (status.contains_insensitive("infeasible")) {
-    result.infeasible = status.starts_with("Infeasible");
+  using Status = tg::lp::CbcSolution::Status;
+  if (solution->status == Status::Infeasible ||
+      solution->status == Status::NoSolution) {
+    result.infeasible = solution->status == Status::Infeasible;
     return result;
   }
-  result.optimal = status.starts_with("Optimal");
+  result.optimal = solution->status == Status::Optimal;
   std::vector<int32_t> choice(graph.numNodes, -1);
-  while (!lines.empty()) {
-    llvm::StringRef line;
-    std::tie(line, lines) = lines.split('\n');
-    llvm::SmallVector<llvm::StringRef> fields;
-    line.split(fields, ' ', -1, /*KeepEmpty=*/false);
-    // An "**" before the index marks a value CBC thinks is off a bound.
-    if (!fields.empty() && fields[0] == "**")
-      fields.erase(fields.begin());
-    if (fields.size() < 3 || !fields[1].consume_front("x"))
+  for (const auto &[name, value] : solution->values) {
+    llvm::StringRef variable = name;
+    if (!variable.consume_front("x"))
       continue;
-    auto [group, strategy] = fields[1].split('_');
+    auto [group, strategy] = variable.split('_');
     int32_t g, k;
-    double value;
-    if (group.getAsInteger(10, g) || strategy.getAsInteger(10, k) ||
-        fields[2].getAsDouble(value) || g < 0 || g >= groups.numGroups() ||
-        k < 0 || k >= groups.numStrategies(g))
+    if (group.getAsInteger(10, g) || strategy.getAsInteger(10, k) || g < 0 ||
+        g >= groups.numGroups() || k < 0 || k >= groups.numStrategies(g))
       continue;
     if (value > 0.5)
       for (int32_t node : groups.members[g])

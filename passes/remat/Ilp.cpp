@@ -1,16 +1,15 @@
 //===- Ilp.cpp - tg-remat's choice, exactly, by CBC -------------*- C++ -*-===//
 //
-// Writes the program in CPLEX LP format to a temporary file, runs `cbc` on
-// it, and reads its solution file ("Optimal - objective value ...", then a
-// line per nonzero variable: index, name, value, reduced cost).
+// Writes the program in CPLEX LP format and has CBC solve it
+// (compiler/lp's runCbc): the recomputed nodes are the y variables at 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/remat/Ilp.h"
 
-#include "llvm/Support/FileSystem.h"
+#include "compiler/lp/Cbc.h"
+
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -22,15 +21,6 @@ bool mlir::tg::haveCbc() {
 }
 
 namespace {
-
-/// A temporary file removed when it goes out of scope.
-struct TempFile {
-  SmallString<128> path;
-  ~TempFile() {
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-  }
-};
 
 void writeProgram(const RematGraph &graph, int64_t budget,
                   llvm::raw_ostream &os) {
@@ -70,72 +60,39 @@ void writeProgram(const RematGraph &graph, int64_t budget,
 FailureOr<IlpResult> mlir::tg::solveExactly(const RematGraph &graph,
                                             int64_t budget, double seconds,
                                             std::string &error) {
-  auto cbc = llvm::sys::findProgramByName("cbc");
-  if (!cbc) {
+  if (!haveCbc()) {
     error = "the exact solver needs CBC (the cbc program, Debian package "
             "coinor-cbc), which is not on the PATH";
     return failure();
   }
-  TempFile program, solution, log;
-  if (llvm::sys::fs::createTemporaryFile("tg-remat", "lp", program.path) ||
-      llvm::sys::fs::createTemporaryFile("tg-remat", "sol", solution.path) ||
-      llvm::sys::fs::createTemporaryFile("tg-remat", "log", log.path)) {
-    error = "cannot create a temporary file for CBC";
-    return failure();
-  }
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(program.path, ec);
-    if (ec) {
-      error = "cannot write " + program.path.str().str() + ": " + ec.message();
-      return failure();
-    }
-    writeProgram(graph, budget, os);
-  }
-  std::string limit = llvm::formatv("{0}", seconds).str();
+  ::tg::lp::CbcRun run;
+  run.seconds = seconds;
+  run.tempPrefix = "tg-remat";
   // Tolerances far below CBC's defaults (1e-6, 1e-7): a value's bytes
   // reach 1e9, and at the default a k of 1e-6 passes for 0 while it
   // stands for a kilobyte, which lets CBC take a choice over the budget
   // for a bound and prove a feasible program infeasible.
-  SmallVector<StringRef> args{*cbc,      program.path, "integerT",   "1e-9",
-                              "primalT", "1e-10",      "sec",        limit,
-                              "solve",   "solu",       solution.path};
-  std::optional<StringRef> redirects[] = {std::nullopt, log.path.str(),
-                                          log.path.str()};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*cbc, args, std::nullopt, redirects,
-                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
-                                     &message);
-  if (rc != 0) {
-    error = "cbc failed (exit " + std::to_string(rc) + ")" +
-            (message.empty() ? "" : ": " + message);
+  run.options = {"integerT", "1e-9", "primalT", "1e-10"};
+  llvm::Expected<::tg::lp::CbcSolution> solution = ::tg::lp::runCbc(
+      "cbc", [&](llvm::raw_ostream &os) { writeProgram(graph, budget, os); },
+      run);
+  if (!solution) {
+    error = llvm::toString(solution.takeError());
     return failure();
   }
-  auto text = llvm::MemoryBuffer::getFile(solution.path);
-  if (!text) {
-    error = "cbc wrote no solution";
-    return failure();
-  }
-  StringRef rest = (*text)->getBuffer();
-  auto [status, lines] = rest.split('\n');
-  if (status.starts_with("Infeasible") || status.contains("infeasible") ||
-      status.contains("no integer solution")) {
+  using Status = ::tg::lp::CbcSolution::Status;
+  if (solution->status == Status::Infeasible ||
+      solution->status == Status::NoSolution) {
     error = "no choice keeps at most " + std::to_string(budget) + " bytes";
     return failure();
   }
   IlpResult result;
-  result.optimal = status.starts_with("Optimal");
+  result.optimal = solution->status == Status::Optimal;
   result.recompute.resize(graph.nodes.size());
-  while (!lines.empty()) {
-    StringRef line;
-    std::tie(line, lines) = lines.split('\n');
-    SmallVector<StringRef> fields;
-    line.split(fields, ' ', -1, /*KeepEmpty=*/false);
-    if (fields.size() < 3 || !fields[1].consume_front("y"))
-      continue;
+  for (const auto &[name, value] : solution->values) {
+    StringRef index = name;
     unsigned n;
-    double value;
-    if (fields[1].getAsInteger(10, n) || fields[2].getAsDouble(value) ||
+    if (!index.consume_front("y") || index.getAsInteger(10, n) ||
         n >= graph.nodes.size())
       continue;
     if (value > 0.5)
