@@ -3,7 +3,10 @@
 # library loads, and on a CPU whose model it does not know (a virtual
 # machine that masks it) falls back to its oldest, Prescott's (SSE3): 3.6x
 # slower steps on the development VM
-# (bench/results/openblas-coretype-2026-11-30.md). Unless the caller chose,
+# (bench/results/openblas-coretype-2026-11-30.md). tgc's executables choose
+# the same way themselves (runtime/train/BlasCore.cpp); this is for what
+# runs beside them in the same OpenBLAS, PyTorch the reference first, so
+# that both sides get the same kernels. Unless the caller chose,
 # name the core by what the CPU can do: SkylakeX's kernels need AVX-512
 # F/BW/DQ/VL, Haswell's AVX2 and FMA.
 if [[ -z ${OPENBLAS_CORETYPE:-} && -r /proc/cpuinfo ]]; then

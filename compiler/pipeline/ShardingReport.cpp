@@ -296,20 +296,15 @@ StageActivations activationsOf(func::FuncOp func, ArrayRef<int64_t> chunks,
 /// A stage holds its layers' parameters and state, the batch, and the
 /// activations of as many micro-batches as its schedule keeps in flight.
 void estimatePipelined(PlanEstimate &plan, ModuleOp module,
-                       const CostModel &cost, const StageMap &map) {
+                       const CostModel &cost, const StageMap &map,
+                       pipeline::ScheduleChoice schedule) {
   const PipelineStages &pipeline = map.pipeline;
   int64_t p = pipeline.stages, v = pipeline.virtualStages,
           k = plan.microBatches;
   plan.stages = p;
   plan.virtualStages = v;
-  // The schedule the module names, else the one tg-pipeline-schedule
-  // would choose.
-  StringRef schedule = "auto";
-  if (auto dict =
-          module->getAttrOfType<DictionaryAttr>(TgDialect::kPipelineAttr))
-    if (auto named = dict.getAs<StringAttr>("schedule"))
-      schedule = named.getValue();
-  llvm::Expected<PipelinePlay> play = playPipeline(p, v, k, schedule);
+  llvm::Expected<PipelinePlay> play =
+      playPipeline(p, v, k, pipeline::scheduleChoiceName(schedule));
   if (!play) {
     plan.error = llvm::toString(play.takeError());
     return;
@@ -637,7 +632,8 @@ mlir::tg::pipelineChunkCosts(ModuleOp module, const CostModel &cost) {
 }
 
 PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
-                                    StringRef label) {
+                                    StringRef label,
+                                    pipeline::ScheduleChoice schedule) {
   PlanEstimate plan;
   plan.label = label.str();
   func::FuncOp step = stepOf(module);
@@ -657,7 +653,7 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
       plan.error = llvm::toString(map.takeError());
       return plan;
     }
-    estimatePipelined(plan, module, cost, *map);
+    estimatePipelined(plan, module, cost, *map, schedule);
     return plan;
   }
   for (Type t : step.getArgumentTypes())

@@ -85,9 +85,12 @@ struct PlanEstimate {
 /// with gradient accumulation @forward_backward once per other micro-batch.
 /// With pipeline stages, each stage's share of both (by repeated layer,
 /// what comes before the first layer on the first stage, after the last on
-/// the last), the slowest stage setting the pace.
-PlanEstimate estimatePlan(ModuleOp module, const CostModel &cost,
-                          StringRef label);
+/// the last), the slowest stage setting the pace; before the split, the
+/// bubble is `schedule`'s (as playPipeline plays it), after it the
+/// schedule the module holds.
+PlanEstimate estimatePlan(
+    ModuleOp module, const CostModel &cost, StringRef label,
+    pipeline::ScheduleChoice schedule = pipeline::ScheduleChoice::Auto);
 
 /// Per chunk of `module`'s pipeline (its tg.pipeline, compiled through the
 /// memory phase), the modelled seconds of one micro-batch's forward (F),

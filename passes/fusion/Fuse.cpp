@@ -320,27 +320,12 @@ Group *classifierGroupFor(CrossEntropyGradOp grad,
 /// after the bias add. The last one stores the pre-activation as well (the
 /// backward reads it), so its other readers are no reason to stop.
 bool extendsCublasLtEpilogue(const Group &g, Operation *op, Value tail) {
-  auto isTanh = [](GeluApproximation a) { return a == GeluApproximation::tanh; };
   if (g.ops.size() == 2 && isa<AddOp>(g.ops[1]))
-    if (auto gelu = dyn_cast<GeluOp>(op))
-      return isTanh(gelu.getApproximate());
+    return KernelOp::isTanhGelu(op, tail);
   if (g.ops.size() != 1 || !onlyReadBy(tail, op))
     return false;
-  if (auto add = dyn_cast<AddOp>(op)) {
-    Value bias = add.getLhs() == tail ? add.getRhs() : add.getLhs();
-    auto b = cast<RankedTensorType>(bias.getType());
-    auto c = cast<RankedTensorType>(tail.getType());
-    int64_t n = c.getShape().back();
-    return bias != tail && b.getElementType() == c.getElementType() &&
-           b.getRank() >= 1 && b.getShape().back() == n &&
-           b.getNumElements() == n && add.getType() == c;
-  }
-  if (auto gelu = dyn_cast<GeluOp>(op))
-    return isTanh(gelu.getApproximate());
-  if (auto grad = dyn_cast<GeluGradOp>(op))
-    return isTanh(grad.getApproximate()) && grad.getGrad() == tail &&
-           grad.getX() != tail;
-  return false;
+  return KernelOp::isBiasAdd(op, tail) || KernelOp::isTanhGelu(op, tail) ||
+         KernelOp::isTanhGeluGrad(op, tail);
 }
 
 /// The gemm or reduction group whose result `op` extends, or null: `op` is

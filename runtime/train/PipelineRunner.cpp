@@ -200,8 +200,6 @@ void PipelineRunner::run(const PipelineAction &a, StepIO &io, double &lossSum,
       throw Error("pipeline stage " + std::to_string(stage_) +
                   " reduces chunk " + std::to_string(a.chunk) +
                   ", which has no reduction");
-    // Its scalings read the step's micro-batch count.
-    io.microBatches = desc_.microBatches;
     desc_.reduce[a.chunk](io);
     return;
   }
@@ -246,6 +244,8 @@ double PipelineRunner::evaluate(StepIO &io, const void *const *inputs) {
 }
 
 double PipelineRunner::runStep(StepIO &io) {
+  // The reductions' and the update's scalings read the step's count.
+  io.microBatches = desc_.microBatches;
   double lossSum = 0;
   const PipelineStage &stage = desc_.stageDescs[stage_];
   // Each receive is posted as soon as its buffers are free (at the start
@@ -298,7 +298,6 @@ double PipelineRunner::runStep(StepIO &io) {
       release(later);
   }
   comm::waitSends(comm_);
-  io.microBatches = desc_.microBatches;
   io.slots = nullptr;
   {
     TraceScope scope(io.trace, "update", "pipeline");

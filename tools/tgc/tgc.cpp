@@ -902,7 +902,8 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
         plan.module = nullptr;
         break;
       }
-      plan.estimate = estimatePlan(*plan.module, cost, name);
+      plan.estimate =
+          estimatePlan(*plan.module, cost, name, options.pipelineSchedule);
       auto step = plan.module->lookupSymbol<func::FuncOp>("train_step");
       auto found =
           step ? step->getAttrOfType<DictionaryAttr>(TgDialect::kAutoShardAttr)
@@ -1713,8 +1714,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
           failed(runTrainingPipeline(*other, options, otherFrom, kPlannedPhase,
                                      configure)))
         return failure();
-      PlanEstimate a = estimatePlan(*other, *cost, comparePlans);
-      PlanEstimate b = estimatePlan(*module, *cost, inputFile);
+      PlanEstimate a =
+          estimatePlan(*other, *cost, comparePlans, options.pipelineSchedule);
+      PlanEstimate b =
+          estimatePlan(*module, *cost, inputFile, options.pipelineSchedule);
       for (const PlanEstimate *plan : {&a, &b})
         if (!plan->error.empty())
           return fail("cannot price " + plan->label + ": " + plan->error);
@@ -1734,7 +1737,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         CompiledPlan self;
         self.estimate = estimatePlan(*module, *cost,
                                      given ? "as sharded in " + inputFile
-                                           : "preset " + options.shardPreset);
+                                           : "preset " + options.shardPreset,
+                                     options.pipelineSchedule);
         plans.insert(plans.begin(), std::move(self));
       }
       std::vector<PlanEstimate> others;

@@ -162,6 +162,31 @@ LogicalResult KernelOp::verifyGemmBody() {
   return success();
 }
 
+bool KernelOp::isBiasAdd(Operation *op, Value product) {
+  auto add = dyn_cast<AddOp>(op);
+  if (!add || (add.getLhs() == product) == (add.getRhs() == product))
+    return false;
+  Value bias = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  auto b = cast<RankedTensorType>(bias.getType());
+  auto p = cast<RankedTensorType>(product.getType());
+  int64_t n = p.getShape().back();
+  return b.getElementType() == p.getElementType() && b.getRank() >= 1 &&
+         b.getShape().back() == n && b.getNumElements() == n &&
+         add.getType() == p;
+}
+
+bool KernelOp::isTanhGelu(Operation *op, Value x) {
+  auto gelu = dyn_cast<GeluOp>(op);
+  return gelu && gelu.getApproximate() == GeluApproximation::tanh &&
+         gelu.getX() == x;
+}
+
+bool KernelOp::isTanhGeluGrad(Operation *op, Value product) {
+  auto grad = dyn_cast<GeluGradOp>(op);
+  return grad && grad.getApproximate() == GeluApproximation::tanh &&
+         grad.getGrad() == product && grad.getX() != product;
+}
+
 std::optional<GemmEpilogue> KernelOp::matchEpilogue(Block &body) {
   auto matmul = dyn_cast<MatmulOp>(body.front());
   if (!matmul)
@@ -171,35 +196,14 @@ std::optional<GemmEpilogue> KernelOp::matchEpilogue(Block &body) {
                                         body.getTerminator()->getIterator()))
     epilogue.push_back(&op);
   Value c = matmul.getResult();
-  auto tanhGeluOf = [](Operation *op, Value x) {
-    auto gelu = dyn_cast<GeluOp>(op);
-    return gelu && gelu.getApproximate() == GeluApproximation::tanh &&
-           gelu.getX() == x;
-  };
-  // A bias: a vector as long as the product's last dim, of its type.
-  auto biasAdd = [&](Operation *op) {
-    auto add = dyn_cast<AddOp>(op);
-    if (!add || (add.getLhs() == c) == (add.getRhs() == c))
-      return false;
-    Value bias = add.getLhs() == c ? add.getRhs() : add.getLhs();
-    auto b = cast<RankedTensorType>(bias.getType());
-    auto p = cast<RankedTensorType>(c.getType());
-    int64_t n = p.getShape().back();
-    return b.getElementType() == p.getElementType() && b.getRank() >= 1 &&
-           b.getShape().back() == n && b.getNumElements() == n &&
-           add.getType() == p;
-  };
-  if (epilogue.size() == 1 && biasAdd(epilogue[0]))
+  if (epilogue.size() == 1 && isBiasAdd(epilogue[0], c))
     return GemmEpilogue::bias;
-  if (epilogue.size() == 1 && tanhGeluOf(epilogue[0], c))
+  if (epilogue.size() == 1 && isTanhGelu(epilogue[0], c))
     return GemmEpilogue::gelu;
-  if (epilogue.size() == 2 && biasAdd(epilogue[0]) &&
-      tanhGeluOf(epilogue[1], epilogue[0]->getResult(0)))
+  if (epilogue.size() == 2 && isBiasAdd(epilogue[0], c) &&
+      isTanhGelu(epilogue[1], epilogue[0]->getResult(0)))
     return GemmEpilogue::bias_gelu;
-  if (auto grad = epilogue.size() == 1 ? dyn_cast<GeluGradOp>(epilogue[0])
-                                       : GeluGradOp();
-      grad && grad.getApproximate() == GeluApproximation::tanh &&
-      grad.getGrad() == c && grad.getX() != c)
+  if (epilogue.size() == 1 && isTanhGeluGrad(epilogue[0], c))
     return GemmEpilogue::gelu_grad;
   return std::nullopt;
 }

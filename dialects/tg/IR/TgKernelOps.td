@@ -140,6 +140,13 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
     /// The GEMM library epilogue a gemm kernel's body is (see `epilogue`),
     /// if it is one: what tg-fuse writes and the verifier checks.
     static std::optional<GemmEpilogue> matchEpilogue(Block &body);
+    /// The steps of those epilogues, after the GEMM's `product`: a
+    /// tg.add of it and a vector as long as its last dim (of its type); a
+    /// tanh tg.gelu of `x`; a tanh tg.gelu_grad whose gradient is
+    /// `product`. tg-fuse grows a cuBLASLt kernel by them.
+    static bool isBiasAdd(Operation *op, Value product);
+    static bool isTanhGelu(Operation *op, Value x);
+    static bool isTanhGeluGrad(Operation *op, Value product);
 
     /// verifyRegions, by kind.
     ::mlir::LogicalResult verifyElementwiseBody();
