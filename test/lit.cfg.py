@@ -27,6 +27,7 @@ config.environment["TGC_CACHE_DIR"] = os.path.join(config.test_exec_root,
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%tgc_src", config.tgc_src_root))
+config.substitutions.append(("%tgc_obj", config.tgc_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.tgc_src_root, "examples")))
 # The 8x8 digits Debian's python3-sklearn ships (scripts/setup.sh installs it).
 config.substitutions.append(

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Calibrates compiler/cost/clusters/cpu-local.json by measurement on this
+# Calibrates planning/cost/clusters/cpu-local.json by measurement on this
 # machine, in the setting the multi-process CPU tests run in: mpirun with
 # --oversubscribe over TCP loopback (the flags of test/lit.cfg.py), one
 # OpenMP thread per process (--threads 1).
@@ -19,7 +19,7 @@
 #   bench/sharding/calibrate.sh [--build DIR] [--runs N] [--out DIR]
 #                               [--write-spec FILE] [--max-wait SECONDS]
 #                               [--across best|median]
-#   e.g. bench/sharding/calibrate.sh --write-spec compiler/cost/clusters/cpu-local.json
+#   e.g. bench/sharding/calibrate.sh --write-spec planning/cost/clusters/cpu-local.json
 #
 # The raw CSV files stay in --out (default: a new folder under /tmp). Given
 # an --out that holds runs already, the script adds --runs more and fits

@@ -67,9 +67,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$out"
-# A cluster name is a file in compiler/cost/clusters; a path is used as is.
+# A cluster name is a file in planning/cost/clusters; a path is used as is.
 spec=$cluster
-[ -f "$spec" ] || spec=$root/compiler/cost/clusters/$cluster.json
+[ -f "$spec" ] || spec=$root/planning/cost/clusters/$cluster.json
 [ -f "$spec" ] || { echo "no cluster spec $cluster" >&2; exit 1; }
 
 # shellcheck disable=SC2054

@@ -1,6 +1,7 @@
-//===- collectives.cpp - Time the runtime's collectives and kernels -*- C++ -*-===//
+//===- collectives.cpp - Time the runtime's collectives and kernels -*- C++
+//-*-===//
 //
-// The measurements behind compiler/cost/clusters/cpu-local.json. Built and
+// The measurements behind planning/cost/clusters/cpu-local.json. Built and
 // run by bench/sharding/calibrate.sh; not part of the main build.
 //
 // Default mode: the collectives generated CPU programs call (runtime/comm's

@@ -17,7 +17,7 @@ machine is shared, and another job only ever slows a run down, so the best
 run is the one least disturbed; the median describes the machine as loaded
 while the runs went on.
 
-The model (compiler/cost/clusters/README.md), for an n-byte tensor (the
+The model (planning/cost/clusters/README.md), for an n-byte tensor (the
 whole, unsharded one) on p processes, ring algorithms:
   all_reduce                  2(p-1) alpha + 2(p-1)/p * n / bandwidth
   all_gather, reduce_scatter,

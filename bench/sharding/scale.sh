@@ -2,7 +2,7 @@
 # Plans large models on large simulated clusters with tgc --auto-shard and
 # compares each plan with Megatron-LM's published configuration of that size,
 # as tgc's cost model prices both (compute roofline + ring alpha-beta
-# collectives from compiler/cost/clusters/h100-sxm-8.json, gradient
+# collectives from planning/cost/clusters/h100-sxm-8.json, gradient
 # buckets overlapped with compute, pipeline stages as tgc builds them: the
 # split's chunk functions under the schedule's action lists, each stage's
 # memory as --report=memory plans it).

@@ -16,7 +16,7 @@
 
 #include "dialects/tg/IR/TgOps.h"
 #include "passes/pipeline/Chunks.h"
-#include "passes/pipeline/PipelineSchedule.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"

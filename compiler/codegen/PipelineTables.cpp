@@ -3,7 +3,7 @@
 #include "compiler/codegen/PipelineTables.h"
 
 #include "passes/pipeline/Chunks.h"
-#include "passes/pipeline/PipelineSchedule.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 #include "llvm/ADT/StringMap.h"
 

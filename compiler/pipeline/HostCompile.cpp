@@ -32,6 +32,48 @@ static std::string fromEnv(const char *name, const char *fallback) {
   return value && *value ? value : fallback;
 }
 
+/// The folder above the one holding this binary: a build tree (build/bin/tgc)
+/// or an install prefix (prefix/bin/tgc) alike.
+static std::string installPrefix() {
+  static const std::string prefix = [] {
+    static int anchor;
+    SmallString<256> dir(llvm::sys::fs::getMainExecutable(nullptr, &anchor));
+    llvm::sys::path::remove_filename(dir);
+    llvm::sys::path::remove_filename(dir);
+    return dir.str().str();
+  }();
+  return prefix;
+}
+
+std::string mlir::tg::runtimeRoot() {
+  SmallString<256> shared(installPrefix());
+  llvm::sys::path::append(shared, "share", "tgc");
+  return fromEnv("TGC_RUNTIME_ROOT", shared.c_str());
+}
+
+std::string mlir::tg::runtimeLibraryDir() {
+  SmallString<256> lib(installPrefix());
+  llvm::sys::path::append(lib, "lib");
+  return fromEnv("TGC_RUNTIME_LIB", lib.c_str());
+}
+
+llvm::Error mlir::tg::checkRuntimeFiles() {
+  SmallString<256> header(runtimeRoot());
+  llvm::sys::path::append(header, "runtime", "core", "Model.h");
+  if (!llvm::sys::fs::exists(header))
+    return llvm::createStringError(
+        "cannot find tgc's runtime sources: " + header.str().str() +
+        " is missing (tgc looks in share/tgc beside its bin/; set "
+        "TGC_RUNTIME_ROOT to a tgc checkout or an install's share/tgc)");
+  SmallString<256> archive(runtimeLibraryDir());
+  llvm::sys::path::append(archive, "libtgc_runtime.a");
+  if (!llvm::sys::fs::exists(archive))
+    return llvm::createStringError(
+        "cannot find tgc's runtime library: " + archive.str().str() +
+        " is missing (tgc looks in lib beside its bin/; set TGC_RUNTIME_LIB)");
+  return llvm::Error::success();
+}
+
 /// Space-separated flags from the build configuration.
 static void appendFlags(std::vector<std::string> &cmd, StringRef flags) {
   SmallVector<StringRef> parts;
@@ -63,7 +105,7 @@ static llvm::Error run(StringRef program, const std::vector<std::string> &cmd,
 static std::vector<std::string>
 unitCompileCommand(StringRef source, StringRef object,
                    const HostCompileOptions &options) {
-  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+  std::string root = runtimeRoot();
   std::vector<std::string> cmd = {fromEnv("CXX", TGC_HOST_CXX), "-std=c++17",
                                   options.optimization};
   if (options.nativeArch)
@@ -97,7 +139,7 @@ static std::string environmentDigest(StringRef compiler, bool cuda) {
       os << " " << status.getSize() << " "
          << status.getLastModificationTime().time_since_epoch().count();
     os << "\n";
-    std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+    std::string root = runtimeRoot();
     llvm::SmallString<256> runtime(root);
     llvm::sys::path::append(runtime, "runtime");
     std::vector<std::string> headers;
@@ -261,6 +303,8 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
                                    const HostCompileOptions &options,
                                    const BuildCache &cache,
                                    UnitBuildStats *stats) {
+  if (llvm::Error error = checkRuntimeFiles())
+    return error;
   std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
   auto program = llvm::sys::findProgramByName(cxx);
   if (!program)
@@ -285,7 +329,7 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
     return error;
 
   // The link.
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  std::string lib = runtimeLibraryDir();
   std::vector<std::string> cmd = {cxx};
   appendFlags(cmd, TGC_SANITIZE_FLAGS);
   cmd.push_back("-fopenmp");
@@ -326,7 +370,7 @@ llvm::Expected<std::string> mlir::tg::findNvcc() {
 static std::vector<std::string>
 cudaObjectCommand(StringRef nvcc, StringRef source, StringRef object,
                   const CudaCompileOptions &options) {
-  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+  std::string root = runtimeRoot();
   std::vector<std::string> cmd = {nvcc.str(),
                                   options.optimization,
                                   "-arch=" + options.arch,
@@ -347,7 +391,7 @@ std::vector<std::string>
 mlir::tg::cudaLinkCommand(StringRef nvcc, ArrayRef<std::string> objects,
                           StringRef executable,
                           const CudaCompileOptions &options) {
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  std::string lib = runtimeLibraryDir();
   std::vector<std::string> cmd = {nvcc.str(), "-arch=" + options.arch};
   cmd.insert(cmd.end(), objects.begin(), objects.end());
   cmd.insert(cmd.end(),
@@ -379,7 +423,11 @@ llvm::Error mlir::tg::compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
   auto nvcc = findNvcc();
   if (!nvcc)
     return nvcc.takeError();
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  SmallString<256> header(runtimeRoot());
+  llvm::sys::path::append(header, "runtime", "core", "Model.h");
+  if (!llvm::sys::fs::exists(header))
+    return checkRuntimeFiles();
+  std::string lib = runtimeLibraryDir();
   for (StringRef archive : {"libtgc_runtime_cuda.a", "libtgc_runtime.a"}) {
     SmallString<256> path(lib);
     llvm::sys::path::append(path, archive);
@@ -423,7 +471,7 @@ llvm::Error mlir::tg::compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
 
 std::vector<std::string>
 mlir::tg::simtRewriteCommand(StringRef source, StringRef rewritten) {
-  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
+  std::string root = runtimeRoot();
   SmallString<256> script(root);
   llvm::sys::path::append(script, "runtime", "cuda", "simt",
                           "simt_rewrite.py");
@@ -434,8 +482,8 @@ std::vector<std::string>
 mlir::tg::simtCompileCommand(StringRef rewritten, StringRef executable,
                              bool withNccl,
                              const SimtCompileOptions &options) {
-  std::string root = fromEnv("TGC_RUNTIME_ROOT", TGC_SOURCE_DIR);
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  std::string root = runtimeRoot();
+  std::string lib = runtimeLibraryDir();
   SmallString<256> simtDir(root);
   llvm::sys::path::append(simtDir, "runtime", "cuda", "simt");
   SmallString<256> simtHeader(simtDir), simtInclude(simtDir);
@@ -472,7 +520,7 @@ llvm::Error mlir::tg::compileSimtExecutable(StringRef source,
                                             StringRef rewritten,
                                             StringRef executable,
                                             const SimtCompileOptions &options) {
-  std::string lib = fromEnv("TGC_RUNTIME_LIB", TGC_LIBRARY_DIR);
+  std::string lib = runtimeLibraryDir();
   bool libOverridden = !fromEnv("TGC_RUNTIME_LIB", "").empty();
   if (!TGC_HAVE_SIMT && !libOverridden)
     return llvm::createStringError(
@@ -508,7 +556,8 @@ llvm::Error mlir::tg::compileSimtExecutable(StringRef source,
   if (!llvm::sys::fs::exists(rewrite[1]))
     return llvm::createStringError(
         "--simt: " + rewrite[1] +
-        " is missing (set TGC_RUNTIME_ROOT to tgc's source tree)");
+        " is missing (set TGC_RUNTIME_ROOT to a tgc checkout or an install's "
+        "share/tgc)");
   if (llvm::Error error =
           run(*python, rewrite, options.verbose, "simt_rewrite.py", source))
     return error;

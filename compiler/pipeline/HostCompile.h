@@ -25,6 +25,17 @@
 
 namespace mlir::tg {
 
+/// Where the files generated code is built with are: runtime/ (headers,
+/// sources and simt's scripts) under runtimeRoot(), the runtime's archives
+/// in runtimeLibraryDir(). They are share/tgc and lib beside the folder of
+/// the running binary (the build tree links share/tgc/runtime to the
+/// sources; `cmake --install` copies them), or $TGC_RUNTIME_ROOT and
+/// $TGC_RUNTIME_LIB.
+std::string runtimeRoot();
+std::string runtimeLibraryDir();
+/// An error naming the missing file when either is not there.
+llvm::Error checkRuntimeFiles();
+
 struct HostCompileOptions {
   /// -O3 -march=native by default; tests use -O1 to compile faster.
   std::string optimization = "-O3";

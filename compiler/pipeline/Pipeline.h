@@ -10,8 +10,8 @@
 #define TGC_COMPILER_PIPELINE_PIPELINE_H
 
 #include "passes/fusion/Passes.h"
-#include "passes/pipeline/PipelineSchedule.h"
 #include "passes/remat/Passes.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"

@@ -11,8 +11,8 @@
 #ifndef TGC_COMPILER_PIPELINE_SHARDINGREPORT_H
 #define TGC_COMPILER_PIPELINE_SHARDINGREPORT_H
 
-#include "compiler/cost/CostModel.h"
-#include "passes/pipeline/PipelineSchedule.h"
+#include "planning/cost/CostModel.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"

@@ -2,10 +2,10 @@
 
 #include "passes/pipeline/Chunks.h"
 
-#include "compiler/cost/ClusterSpec.h"
-#include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
+#include "planning/cost/ClusterSpec.h"
+#include "planning/cost/CostModel.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -434,7 +434,7 @@ mlir::tg::readSlotPlans(ModuleOp module, const pipeline::Shape &shape,
 std::optional<PipelineCostModel> mlir::tg::pipelineCostModel(ModuleOp module,
                                                              StringRef cluster,
                                                              StringRef pass) {
-  llvm::Expected<ClusterSpec> spec = readClusterSpec(clusterSpecPath(cluster));
+  llvm::Expected<ClusterSpec> spec = loadClusterSpec(cluster);
   if (!spec) {
     module.emitError(pass) << ": " << llvm::toString(spec.takeError());
     return std::nullopt;

@@ -13,7 +13,7 @@
 #define TGC_PASSES_PIPELINE_CHUNKS_H
 
 #include "dialects/tg/IR/TgDialect.h"
-#include "passes/pipeline/PipelineSchedule.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringMap.h"

@@ -9,11 +9,11 @@
 
 #include "passes/pipeline/Passes.h"
 
-#include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
 #include "passes/pipeline/Chunks.h"
-#include "passes/pipeline/PipelineSchedule.h"
+#include "planning/cost/CostModel.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 namespace mlir::tg {
 #define GEN_PASS_DEF_PIPELINESCHEDULEPASS

@@ -11,10 +11,10 @@
 
 #include "passes/pipeline/Passes.h"
 
-#include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
 #include "passes/pipeline/Chunks.h"
+#include "planning/cost/CostModel.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"

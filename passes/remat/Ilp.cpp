@@ -1,13 +1,13 @@
 //===- Ilp.cpp - tg-remat's choice, exactly, by CBC -------------*- C++ -*-===//
 //
 // Writes the program in CPLEX LP format and has CBC solve it
-// (compiler/lp's runCbc): the recomputed nodes are the y variables at 1.
+// (planning/lp's runCbc): the recomputed nodes are the y variables at 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/remat/Ilp.h"
 
-#include "compiler/lp/Cbc.h"
+#include "planning/lp/Cbc.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Program.h"

@@ -2,7 +2,7 @@
 //
 // tg-auto-shard: the shardings of @train_step as an optimisation problem (a
 // strategy per argument and op, a resharding cost per operand, memory per
-// device over the ops' order), solved by compiler/shardsolve and written
+// device over the ops' order), solved by planning/shardsolve and written
 // back as pins for tg-propagate-sharding. Strategies come from the ops'
 // sharding rules through decideOpSharding, so the partitioner decides what
 // the solver priced.
@@ -12,8 +12,8 @@
 #include "passes/sharding/Passes.h"
 #include "passes/sharding/Sharding.h"
 
-#include "compiler/cost/CostModel.h"
-#include "compiler/shardsolve/Solver.h"
+#include "planning/cost/CostModel.h"
+#include "planning/shardsolve/Solver.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -765,7 +765,7 @@ void AutoShardPass::runOnOperation() {
                           "lacks: run it after tg-optimizer";
     return signalPassFailure();
   }
-  llvm::Expected<ClusterSpec> read = readClusterSpec(clusterSpecPath(cluster));
+  llvm::Expected<ClusterSpec> read = loadClusterSpec(cluster);
   if (!read) {
     module.emitError() << llvm::toString(read.takeError());
     return signalPassFailure();

@@ -200,7 +200,7 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
       parallelism's backward sums of partial gradients and a weight
       gradient's cast and views into its accumulator are reduced once,
       after them;
-    - a node's cost: the op's modelled time on its piece (compiler/cost:
+    - a node's cost: the op's modelled time on its piece (planning/cost:
       FLOPs and bytes on the cluster's roofline); its memory: the bytes of
       its results on one device, live from the op to its last reader
       (arguments: the whole step);
@@ -221,7 +221,7 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
       has an edge from the op that computes its gradient: the other
       micro-batches' gradients are resharded into it K - 1 times.
 
-    The solver (compiler/shardsolve, also `tg-shard-solve`) returns a
+    The solver (planning/shardsolve, also `tg-shard-solve`) returns a
     strategy per node. Besides its own starting points it starts from the
     standard plans (`start-presets`: tg-propagate-sharding's presets, each
     run on a copy of the module and read as strategies of the problem, as
@@ -316,7 +316,7 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
   }];
   let options = [
     Option<"cluster", "cluster", "std::string", "\"cpu-local\"",
-           "The cluster spec: a name in compiler/cost/clusters or a JSON file">,
+           "The cluster spec: a name in planning/cost/clusters or a JSON file">,
     Option<"memoryLimit", "memory-limit", "int64_t", "0",
            "Bytes one device may hold (0: the cluster's device memory)">,
     Option<"allowStrategies", "allow-strategies", "std::string", "\"dp,zero,tp\"",

@@ -1,6 +1,6 @@
 //===- TestCostModel.cpp - Each op's modelled cost, as attributes ---------===//
 //
-// tg-test-cost-model writes what the cost model (compiler/cost) says of each
+// tg-test-cost-model writes what the cost model (planning/cost) says of each
 // op of each function as `test.cost = {flops, bytes, seconds, bound}`: the
 // FLOPs and the bytes it reads and writes at its shapes, its modelled
 // seconds on the cluster (roofline plus kernel overhead; a collective's by
@@ -13,10 +13,10 @@
 
 #include "test/lib/TestPasses.h"
 
-#include "compiler/cost/ClusterSpec.h"
-#include "compiler/cost/CostModel.h"
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
+#include "planning/cost/ClusterSpec.h"
+#include "planning/cost/CostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -49,8 +49,7 @@ struct TestCostModelPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    llvm::Expected<ClusterSpec> spec =
-        readClusterSpec(clusterSpecPath(cluster));
+    llvm::Expected<ClusterSpec> spec = loadClusterSpec(cluster);
     if (!spec) {
       module.emitError() << llvm::toString(spec.takeError());
       return signalPassFailure();

@@ -14,7 +14,6 @@
 #include "compiler/codegen/EmitCpp.h"
 #include "compiler/codegen/EmitCuda.h"
 #include "compiler/pipeline/BuildCache.h"
-#include "compiler/pipeline/Config.h"
 #include "compiler/pipeline/HostCompile.h"
 #include "compiler/pipeline/MemoryReport.h"
 #include "compiler/pipeline/Pipeline.h"
@@ -307,7 +306,7 @@ cl::opt<std::string> clusterFlag(
     "cluster",
     cl::desc("The cluster the cost model prices: a shipped spec "
              "(h100-sxm-8, h200-8, a100-8, cpu-local; see "
-             "compiler/cost/clusters/README.md) or a JSON file (default "
+             "planning/cost/clusters/README.md) or a JSON file (default "
              "cpu-local, with --target=cuda h100-sxm-8)"),
     cl::value_desc("name|file.json"), cl::cat(planCategory));
 cl::opt<std::string> memoryLimitFlag(
@@ -756,8 +755,15 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
           return emitCuda(module, os, options, &summary);
         })))
       return failure();
+    // The runtime's real folder: share/tgc/runtime is a link in the build
+    // tree, and the CMake project may be built where that link is not.
+    SmallString<256> runtime(runtimeRoot()), root;
+    llvm::sys::path::append(runtime, "runtime");
+    if (llvm::sys::fs::real_path(runtime, root))
+      root = runtime;
+    llvm::sys::path::remove_filename(root);
     if (failed(writeText(cmake, [&](llvm::raw_ostream &os) {
-          os << cudaCMakeLists(name, name + ".cu", TGC_SOURCE_DIR, arch);
+          os << cudaCMakeLists(name, name + ".cu", root, arch);
           return success();
         })))
       return failure();
@@ -1538,16 +1544,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   "--mesh=data=2,tp=2) or a mesh in the training table");
     if (pricesPlans || report == "pipeline") {
       // The cluster spec and the strategies, checked before anything runs.
-      llvm::Expected<ClusterSpec> spec =
-          readClusterSpec(clusterSpecPath(options.cluster));
-      if (!spec) {
-        std::string why = llvm::toString(spec.takeError());
-        if (!StringRef(options.cluster).contains('/') &&
-            !StringRef(options.cluster).ends_with(".json"))
-          why += " (--cluster names a shipped spec: a100-8, cpu-local, "
-                 "h100-sxm-8, h200-8; or a JSON file)";
-        return fail(why);
-      }
+      llvm::Expected<ClusterSpec> spec = loadClusterSpec(options.cluster);
+      if (!spec)
+        return fail("--cluster: " + llvm::toString(spec.takeError()));
       for (StringRef kind : llvm::split(StringRef(allowStrategies), ','))
         if (!llvm::is_contained({"dp", "zero", "tp"}, kind.trim()))
           return fail("unknown strategy '" + kind.trim() +
@@ -1626,7 +1625,7 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     std::vector<CompiledPlan> plans;
     if (autoShard || report == "sharding" || report == "pipeline" ||
         !comparePlans.empty()) {
-      spec = cantFail(readClusterSpec(clusterSpecPath(options.cluster)));
+      spec = cantFail(loadClusterSpec(options.cluster));
       cost.emplace(*spec, mesh);
       limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
                                            : spec->memoryBytes;

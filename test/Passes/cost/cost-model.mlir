@@ -1,6 +1,6 @@
 // RUN: tg-opt %s -tg-test-cost-model="cluster=h100-sxm-8" | FileCheck %s
 
-// The cost model op by op (compiler/cost, h100-sxm-8: bf16 989 TFLOP/s and
+// The cost model op by op (planning/cost, h100-sxm-8: bf16 989 TFLOP/s and
 // f32 67 TFLOP/s peak at 80% efficiency, HBM 3.35 TB/s, NVLink 450 GB/s
 // per direction at 1.07 us a step):
 // - a bf16 GEMM of 1024^3: 2.147e9 FLOPs over 791 TFLOP/s = 2.71 us against

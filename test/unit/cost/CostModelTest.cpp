@@ -1,6 +1,6 @@
 //===- CostModelTest.cpp - The cost model's pipeline terms -----*- C++ -*-===//
 
-#include "compiler/cost/CostModel.h"
+#include "planning/cost/CostModel.h"
 
 #include <gtest/gtest.h>
 

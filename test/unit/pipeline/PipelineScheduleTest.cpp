@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/pipeline/PipelineSchedule.h"
+#include "planning/pipeline/PipelineSchedule.h"
 
 #include <gtest/gtest.h>
 

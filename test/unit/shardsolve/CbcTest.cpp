@@ -1,11 +1,11 @@
-//===- CbcTest.cpp - compiler/lp's one way to run CBC -----------*- C++ -*-===//
+//===- CbcTest.cpp - planning/lp's one way to run CBC -----------*- C++ -*-===//
 //
 // runCbc on programs whose answers are known: an optimum, a proven
 // infeasible program, a start solution read, and a missing CBC named.
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/lp/Cbc.h"
+#include "planning/lp/Cbc.h"
 
 #include "llvm/Support/Program.h"
 

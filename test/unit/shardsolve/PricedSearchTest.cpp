@@ -8,13 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/shardsolve/LocalSearch.h"
-#include "compiler/shardsolve/MemoryPrices.h"
-#include "compiler/shardsolve/MessagePassing.h"
-#include "compiler/shardsolve/Pbqp.h"
-#include "compiler/shardsolve/SearchGraph.h"
-#include "compiler/shardsolve/TiedGroups.h"
-#include "compiler/shardsolve/TreeMoves.h"
+#include "planning/shardsolve/LocalSearch.h"
+#include "planning/shardsolve/MemoryPrices.h"
+#include "planning/shardsolve/MessagePassing.h"
+#include "planning/shardsolve/Pbqp.h"
+#include "planning/shardsolve/SearchGraph.h"
+#include "planning/shardsolve/TiedGroups.h"
+#include "planning/shardsolve/TreeMoves.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 

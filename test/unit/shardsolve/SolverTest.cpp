@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/shardsolve/Solver.h"
-#include "compiler/shardsolve/Pbqp.h"
-#include "compiler/shardsolve/SearchGraph.h"
-#include "compiler/shardsolve/TiedGroups.h"
+#include "planning/shardsolve/Solver.h"
+#include "planning/shardsolve/Pbqp.h"
+#include "planning/shardsolve/SearchGraph.h"
+#include "planning/shardsolve/TiedGroups.h"
 
 #include "llvm/Support/Program.h"
 
