@@ -11,6 +11,7 @@
 #include "passes/precision/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
+#include "passes/sharding/AutoPartitioner.h"
 #include "passes/sharding/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -147,17 +148,18 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // parameter with one sharding. Without a tg.mesh it does nothing.
     if (options.autoShard) {
       // Before tg-propagate-sharding: its choices are pins there.
-      AutoShardPassOptions opt;
+      AutoPartitionerOptions opt = options.partitioning;
       opt.cluster = options.cluster;
-      opt.memoryLimit = options.shardMemoryLimit;
-      opt.allowStrategies = options.allowStrategies;
-      opt.seed = options.shardSeed;
-      opt.timeLimit = options.shardTimeLimit;
-      opt.tieLayers = options.shardTieLayers;
       opt.schedule = options.pipelineSchedule;
       // tg-remat's full policy is priced; the others are not (as none).
-      opt.remat = options.remat == RematPolicy::Full ? "full" : "none";
-      pm.addPass(createAutoShardPass(opt));
+      opt.rematFull = options.remat == RematPolicy::Full;
+      registerTgAutoPartitioner();
+      const AutoPartitioner *partitioner =
+          lookupAutoPartitioner(options.autoPartitioner);
+      if (!partitioner)
+        llvm::report_fatal_error("no automatic partitioner is registered as '" +
+                                 llvm::Twine(options.autoPartitioner) + "'");
+      partitioner->build(pm, opt);
     }
     PropagateShardingPassOptions opt;
     opt.preset = options.shardPreset;

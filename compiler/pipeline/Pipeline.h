@@ -11,6 +11,7 @@
 
 #include "passes/fusion/Passes.h"
 #include "passes/remat/Passes.h"
+#include "passes/sharding/AutoPartitioner.h"
 #include "planning/pipeline/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -84,15 +85,16 @@ struct PipelineOptions {
   int64_t gradAccum = 0;
   /// tg-propagate-sharding's preset: "dp", "zero1", "zero2" or "zero3".
   std::string shardPreset = "dp";
-  /// tg-auto-shard before tg-propagate-sharding (its options below).
+  /// An automatic partitioner before tg-propagate-sharding (its options
+  /// below): `autoPartitioner` names it among those registered
+  /// (passes/sharding/AutoPartitioner.h; `tgc` is tg-auto-shard), and
+  /// whoever sets it checks that it is registered.
   bool autoShard = false;
+  std::string autoPartitioner = "tgc";
+  /// What it is told; its cluster, schedule and remat are the ones below.
+  AutoPartitionerOptions partitioning;
+  /// The cluster spec the cost model prices on (--cluster).
   std::string cluster = "cpu-local";
-  int64_t shardMemoryLimit = 0;
-  std::string allowStrategies = "dp,zero,tp";
-  uint64_t shardSeed = 0;
-  double shardTimeLimit = 10;
-  /// --auto-shard: repeated layers choose alike (tg-auto-shard's tie-layers).
-  bool shardTieLayers = true;
   /// The precision policy: "fp32" (nothing changes) or "bf16" (bf16
   /// compute, fp32 master weights, optimizer state and loss); empty: the
   /// training table's `precision`, else fp32.

@@ -24,6 +24,7 @@
 #include "frontend/ModelFile.h"
 #include "passes/pipeline/Chunks.h"
 #include "passes/precision/Passes.h"
+#include "passes/sharding/AutoPartitioner.h"
 #include "passes/sharding/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,6 +35,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -297,6 +299,18 @@ cl::opt<bool> autoShard(
              "as --allow-strategies allows), each priced on the compiled "
              "step, is built"),
     cl::cat(planCategory));
+cl::opt<std::string> autoPartitionerFlag(
+    "auto-partitioner",
+    cl::desc("--auto-shard: the automatic partitioner that plans the step, "
+             "by name (tgc: tg-auto-shard; a pass plugin, --load-pass-plugin, "
+             "registers its own)"),
+    cl::init("tgc"), cl::value_desc("name"), cl::cat(planCategory));
+cl::list<std::string>
+    passPlugins("load-pass-plugin",
+                cl::desc("Load a pass plugin (a shared library exporting "
+                         "mlirGetPassPluginInfo): its passes and the automatic "
+                         "partitioners it registers (repeatable)"),
+                cl::value_desc("file.so"), cl::cat(planCategory));
 cl::opt<bool> solverOnly(
     "solver-plan",
     cl::desc("--auto-shard: build the solver's plan even where a standard "
@@ -838,7 +852,9 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   bool hasTp = mesh && mesh.axisSize("tp") > 1;
   SmallVector<std::pair<StringRef, StringRef>> kinds;
   if (solver)
-    kinds.push_back({"", "solver"});
+    kinds.push_back({"", options.autoPartitioner == "tgc"
+                             ? "solver"
+                             : StringRef(options.autoPartitioner)});
   kinds.append({{"dp", "dp"},
                 {"zero3", "zero3"},
                 {"tp", "tp x dp"},
@@ -847,7 +863,7 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
   // The solver's rival plans use only what --allow-strategies allows.
   auto allowed = [&](StringRef kind) {
     return !solver ||
-           llvm::any_of(llvm::split(options.allowStrategies, ','),
+           llvm::any_of(llvm::split(options.partitioning.allowStrategies, ','),
                         [&](StringRef k) { return k.trim() == kind; });
   };
   for (auto [preset, name] : kinds) {
@@ -869,8 +885,9 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
     o.autoShard = preset.empty();
     if (!preset.empty())
       o.shardPreset = preset.str();
-    int64_t limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
-                                                 : cost.spec().memoryBytes;
+    int64_t limit = options.partitioning.memoryLimit > 0
+                        ? options.partitioning.memoryLimit
+                        : cost.spec().memoryBytes;
     // The solver counts memory before fusion and memory planning: where the
     // planned step comes out over the limit, it tries again with its limit
     // scaled by how far its count was off (at most three times).
@@ -919,7 +936,7 @@ compilePlans(ModuleOp pristine, const PipelineOptions &options, Phase from,
       int64_t planned = plan.estimate.memoryBytes();
       if (!counted || planned <= limit || counted.getInt() <= 0)
         break;
-      o.shardMemoryLimit =
+      o.partitioning.memoryLimit =
           (int64_t)((double)limit * counted.getInt() / (double)planned * 0.99);
     }
     plans.push_back(std::move(plan));
@@ -1261,6 +1278,24 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (solverOnly && !autoShard)
     return fail("--solver-plan picks among --auto-shard's plans: add "
                 "--auto-shard");
+  for (const std::string &path : passPlugins) {
+    llvm::Expected<PassPlugin> plugin = PassPlugin::load(path);
+    if (!plugin)
+      return fail("--load-pass-plugin: " + llvm::toString(plugin.takeError()));
+    plugin->registerPassRegistryCallbacks();
+  }
+  registerTgAutoPartitioner();
+  if (!lookupAutoPartitioner(autoPartitionerFlag)) {
+    std::vector<std::string> names;
+    for (const AutoPartitioner *p : registeredAutoPartitioners())
+      names.push_back(p->name);
+    return fail("unknown --auto-partitioner '" + autoPartitionerFlag +
+                "'; registered: " + llvm::join(names, ", ") +
+                " (a pass plugin registers its own: --load-pass-plugin)");
+  }
+  if (autoPartitionerFlag.getNumOccurrences() && !autoShard)
+    return fail("--auto-partitioner plans the shardings with --auto-shard: "
+                "add --auto-shard");
   if (!reportJson.empty() && report != "sharding")
     return fail("--report-json writes the sharding report: add "
                 "--report=sharding");
@@ -1526,14 +1561,15 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                                                             : "dp";
     options.precision = policy;
     options.autoShard = autoShard;
+    options.autoPartitioner = autoPartitionerFlag;
     options.cluster = !clusterFlag.empty() ? std::string(clusterFlag)
                       : cuda               ? "h100-sxm-8"
                                            : "cpu-local";
-    options.shardMemoryLimit = memoryLimit.value_or(0);
-    options.allowStrategies = allowStrategies;
-    options.shardSeed = shardSeed;
-    options.shardTimeLimit = shardTimeLimit;
-    options.shardTieLayers = !shardPerLayer;
+    options.partitioning.memoryLimit = memoryLimit.value_or(0);
+    options.partitioning.allowStrategies = allowStrategies;
+    options.partitioning.seed = shardSeed;
+    options.partitioning.timeLimit = shardTimeLimit;
+    options.partitioning.tieLayers = !shardPerLayer;
     bool pricesPlans =
         autoShard || report == "sharding" || !comparePlans.empty();
     if (pricesPlans && !mesh)
@@ -1627,8 +1663,9 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         !comparePlans.empty()) {
       spec = cantFail(loadClusterSpec(options.cluster));
       cost.emplace(*spec, mesh);
-      limit = options.shardMemoryLimit > 0 ? options.shardMemoryLimit
-                                           : spec->memoryBytes;
+      limit = options.partitioning.memoryLimit > 0
+                  ? options.partitioning.memoryLimit
+                  : spec->memoryBytes;
     }
     bool planned = autoShard && from < Phase::Sharding && to >= Phase::Sharding;
     // The module --pipeline-stages=auto replaced (its mesh, which `cost`
@@ -1663,10 +1700,14 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
       options.autoShard = best->preset.empty();
       if (!best->preset.empty())
         options.shardPreset = best->preset;
-      std::string chosen = "the solver's plan";
+      std::string solverName =
+          options.autoPartitioner == "tgc"
+              ? std::string("the solver's plan")
+              : "partitioner " + options.autoPartitioner + "'s plan";
+      std::string chosen = solverName;
       if (!best->preset.empty()) {
         const PlanEstimate &solverPlan = plans.front().estimate;
-        chosen = "preset " + best->preset + ", as the solver's plan " +
+        chosen = "preset " + best->preset + ", as " + solverName + " " +
                  (!solverPlan.error.empty()          ? "failed"
                   : solverPlan.memoryBytes() > limit ? "does not fit"
                                                      : "is slower");
