@@ -496,8 +496,9 @@ LogicalResult ModelExporter::run(ModelFileFormat format,
         sharding = strings(dims);
       }
       StringOffset preset;
-      if (auto own = forward.getArgAttrOfType<StringAttr>(i, kShardPresetAttr))
-        preset = string(own.getValue());
+      if (auto own =
+              forward.getArgAttrOfType<ShardPresetAttr>(i, kShardPresetAttr))
+        preset = string(stringifyShardPreset(own.getValue()));
       fbs::ParameterBuilder b(fbb);
       b.add_name(name);
       b.add_shape(shape);

@@ -575,7 +575,8 @@ FailureOr<DictionaryAttr> ModelImporter::importParam(unsigned index,
           error(where + ".shard", place)
           << "unknown sharding preset '" << preset
           << "'; expected dp, zero1, zero2, zero3, tp, sp or megatron");
-    attrs.append(kShardPresetAttr, builder.getStringAttr(preset));
+    attrs.append(kShardPresetAttr,
+                 ShardPresetAttr::get(context, *symbolizeShardPreset(preset)));
   }
   return attrs.getDictionary(context);
 }

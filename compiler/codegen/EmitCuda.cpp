@@ -395,8 +395,8 @@ static LogicalResult emitProgram(ModuleOp original, llvm::raw_ostream &os,
            << ": the module needs @forward_backward (run tg-autodiff)";
   // The module says how it was compiled (tg-precision's attribute).
   std::string precision = options.precision;
-  if (auto attr = module->getAttrOfType<StringAttr>("tg.precision"))
-    precision = attr.getValue().str();
+  if (StringRef applied = appliedPrecision(module); !applied.empty())
+    precision = applied.str();
   if (precision.empty())
     precision = "fp32";
 

@@ -42,8 +42,7 @@ func::FuncOp stepOf(ModuleOp module) {
 }
 
 double peakFlops(ModuleOp module, const CostModel &cost) {
-  auto precision = module->getAttrOfType<StringAttr>(TgDialect::kPrecisionAttr);
-  StringRef type = precision && precision.getValue() == "bf16" ? "bf16" : "f32";
+  StringRef type = appliedPrecision(module) == "bf16" ? "bf16" : "f32";
   return cost.spec().flopsFor(type) / cost.spec().flopsEfficiency;
 }
 

@@ -58,8 +58,9 @@ def PrecisionPass : Pass<"tg-precision", "ModuleOp"> {
     - `@forward`'s signature does not change: a result that comes out bf16
       (an output other than the loss) is cast back to f32 before the return.
 
-    The module gets `tg.precision = "bf16"`, which the dialect verifies and
-    later stages read. On a module that has it (other than `"fp32"`, which
+    The module gets `tg.precision = #tg<precision bf16>` (an enum the dialect
+    verifies), which later stages read. On a module that has it (other than
+    `fp32`, which
     marks an unconverted module), the pass changes nothing unless the
     `policy` option asks for another policy, which is an error
     (the training table's `precision` is the model file's default, which an
@@ -86,7 +87,7 @@ def PrecisionPass : Pass<"tg-precision", "ModuleOp"> {
     ```
     After `-tg-precision=policy=bf16`:
     ```mlir
-    module attributes {tg.precision = "bf16"} {
+    module attributes {tg.precision = #tg<precision bf16>} {
     func.func @forward(%w: tensor<64x10xf32> {tg.param = "w"},
                        %x: tensor<32x64xf32> {tg.input = "x"},
                        %y: tensor<32xi64> {tg.input = "y"}) -> tensor<f32> {

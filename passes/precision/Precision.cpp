@@ -340,14 +340,13 @@ void PrecisionPass::runOnOperation() {
   // table's precision is the model file's default, which an earlier option
   // may have overridden); undoing or redoing a conversion is not supported.
   // (A module marked fp32 was never converted.)
-  auto applied = module->getAttrOfType<StringAttr>(TgDialect::kPrecisionAttr);
-  if (applied && applied.getValue() != "fp32") {
-    if (policy.empty() || applied.getValue() == policy)
+  StringRef applied = appliedPrecision(module);
+  if (!applied.empty() && applied != "fp32") {
+    if (policy.empty() || applied == policy)
       return;
     module.emitError() << "tg-precision: the module is in precision policy '"
-                       << applied.getValue()
-                       << "' already (tg.precision); cannot apply '" << policy
-                       << "' on top of it";
+                       << applied << "' already (tg.precision); cannot apply '"
+                       << policy << "' on top of it";
     return signalPassFailure();
   }
 
@@ -389,7 +388,9 @@ void PrecisionPass::runOnOperation() {
   numCasts += converter.numCasts;
   numConverted += converter.numConverted;
   numConstants += converter.numConstants;
-  module->setAttr(TgDialect::kPrecisionAttr, StringAttr::get(context, name));
+  module->setAttr(
+      TgDialect::kPrecisionAttr,
+      PrecisionPolicyAttr::get(context, *symbolizePrecisionPolicy(name)));
 }
 
 } // namespace

@@ -71,9 +71,10 @@ struct PropagateShardingPass
       for (BlockArgument arg : func.getArguments())
         if (auto name = func.getArgAttrOfType<StringAttr>(
                 arg.getArgNumber(), TgDialect::kParamAttr))
-          if (auto own = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                           kShardPresetAttr))
-            presets[name.getValue()] = own.getValue().str();
+          if (auto own = func.getArgAttrOfType<ShardPresetAttr>(
+                  arg.getArgNumber(), kShardPresetAttr))
+            presets[name.getValue()] =
+                stringifyShardPreset(own.getValue()).str();
     // Parameters first, in every function: their state follows them.
     llvm::StringMap<ShardingAttr> &params = paramShardings;
     for (auto func : module.getOps<func::FuncOp>())

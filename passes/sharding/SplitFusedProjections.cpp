@@ -54,8 +54,8 @@ BlockArgument soleUseParam(func::FuncOp func, Value v, StringRef preset) {
       func.getArgAttr(i, TgDialect::kFileShapeAttr) ||
       func.getArgAttr(i, kShardingAttr))
     return {};
-  if (auto own = func.getArgAttrOfType<StringAttr>(i, kShardPresetAttr))
-    preset = own.getValue();
+  if (auto own = func.getArgAttrOfType<ShardPresetAttr>(i, kShardPresetAttr))
+    preset = stringifyShardPreset(own.getValue());
   if (!isTensorParallelPreset(preset))
     return {};
   return arg;

@@ -125,13 +125,14 @@ llvm::cl::opt<bool> splitInputFile(
 /// have taken to tgc's last phase.
 static LogicalResult emitSource(ModuleOp module, StringRef inputName,
                                 llvm::raw_ostream &os) {
-  auto phase = module->getAttrOfType<StringAttr>(tg::TgDialect::kPhaseAttr);
-  if (!phase || phase.getValue() != "layers")
+  std::optional<tg::IrPhase> phase = tg::recordedPhase(module);
+  if (phase != tg::IrPhase::layers)
     return emitError(module.getLoc())
            << "the emitters take planned tg IR, after tgc's last phase "
               "(tgc --compile-to=layers); this module is "
-           << (phase ? "after phase '" + phase.getValue().str() + "'"
-                     : std::string("of no phase (no tg.phase)"));
+           << (phase
+                   ? "after phase '" + tg::stringifyIrPhase(*phase).str() + "'"
+                   : std::string("of no phase (no tg.phase)"));
   std::string from = sourceName.getNumOccurrences()
                          ? sourceName.getValue()
                          : llvm::sys::path::filename(inputName).str();
@@ -147,9 +148,8 @@ static LogicalResult emitSource(ModuleOp module, StringRef inputName,
   }
   tg::CudaEmitOptions options;
   options.sourceName = from;
-  if (auto precision =
-          module->getAttrOfType<StringAttr>(tg::TgDialect::kPrecisionAttr))
-    options.precision = precision.getValue().str();
+  if (StringRef precision = tg::appliedPrecision(module); !precision.empty())
+    options.precision = precision.str();
   if (parts)
     options.launchesPerFunction = parts;
   return tg::emitCuda(module, os, options);

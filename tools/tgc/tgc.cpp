@@ -400,15 +400,14 @@ cl::opt<std::string> reportJson(
 Phase phaseOf(ModuleOp module) {
   // tgc records the phase of the IR it writes; IR from elsewhere is read
   // from its functions.
-  if (auto recorded =
-          module->getAttrOfType<StringAttr>(TgDialect::kPhaseAttr))
-    if (auto phase = parsePhase(recorded.getValue()))
+  if (std::optional<IrPhase> recorded = recordedPhase(module))
+    if (auto phase = parsePhase(stringifyIrPhase(*recorded)))
       return *phase;
   if (module.lookupSymbol("train_step"))
     return Phase::Optimizer;
   if (module.lookupSymbol("forward_backward"))
     return Phase::Autodiff;
-  if (module->hasAttr("tg.precision"))
+  if (!appliedPrecision(module).empty())
     return Phase::Precision;
   return Phase::Import;
 }
@@ -1533,10 +1532,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     policy = !cuda ? "fp32"
                    : (tablePrecision(*module).empty() ? "bf16"
                                                       : tablePrecision(*module));
-  if (auto applied = (*module)->getAttrOfType<StringAttr>("tg.precision"))
-    if (!precision.empty() && applied.getValue() != precision)
-      return fail(inputFile + " was compiled for precision '" +
-                  applied.getValue() + "', not --precision=" + precision);
+  if (StringRef applied = appliedPrecision(*module); !applied.empty())
+    if (!precision.empty() && applied != precision)
+      return fail(inputFile + " was compiled for precision '" + applied +
+                  "', not --precision=" + precision);
 
   // The passes; for the report, the step under other remat policies.
   SmallVector<std::pair<std::string, OwningOpRef<ModuleOp>>> others;
@@ -1842,9 +1841,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
             [&](PassManager &pm) { return applyPassManagerCLOptions(pm); })))
       return failure();
   }
-  (*module)->setAttr(TgDialect::kPhaseAttr,
-                     StringAttr::get(&context, phaseName(std::min(
-                                                   last, kLastIRPhase))));
+  setRecordedPhase(*module,
+                   *symbolizeIrPhase(phaseName(std::min(last, kLastIRPhase))));
   if (last <= kLastIRPhase)
     return writeText(outputFile, [&](llvm::raw_ostream &os) {
       module->print(os);

@@ -26,6 +26,49 @@ def Tg_InitKind : I32EnumAttr<"InitKind", "parameter initializer kind", [
   let genSpecializedAttr = 0;
 }
 
+// Facts about a module and its arguments that passes and tools decide and
+// read (discardable attributes, verified by the dialect):
+// - `tg.phase = #tg<phase partition>`: the last of tgc's phases the module
+//   went through;
+// - `tg.precision = #tg<precision bf16>`: the policy tg-precision applied;
+// - `tg.shard = #tg<shard zero3>` on a parameter: the model file's preset
+//   for it, over the module's.
+def Tg_IrPhase : I32EnumAttr<"IrPhase",
+    "the last of tgc's phases a module went through", [
+    I32EnumAttrCase<"import", 0>, I32EnumAttrCase<"precision", 1>,
+    I32EnumAttrCase<"autodiff", 2>, I32EnumAttrCase<"optimizer", 3>,
+    I32EnumAttrCase<"sharding", 4>, I32EnumAttrCase<"partition", 5>,
+    I32EnumAttrCase<"pipeline", 6>, I32EnumAttrCase<"fusion", 7>,
+    I32EnumAttrCase<"schedule", 8>, I32EnumAttrCase<"memory", 9>,
+    I32EnumAttrCase<"layers", 10>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_IrPhaseAttr : EnumAttr<Tg_Dialect, Tg_IrPhase, "phase">;
+
+// The precision policies tg-precision applies; fp16 and fp8 join when it
+// can.
+def Tg_PrecisionPolicy : I32EnumAttr<"PrecisionPolicy",
+    "the precision policy of a module", [
+    I32EnumAttrCase<"fp32", 0>, I32EnumAttrCase<"bf16", 1>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_PrecisionPolicyAttr : EnumAttr<Tg_Dialect, Tg_PrecisionPolicy,
+                                      "precision">;
+
+// tg-propagate-sharding's presets (passes/sharding/Passes.td says what each
+// shards).
+def Tg_ShardPreset : I32EnumAttr<"ShardPreset", "a sharding preset", [
+    I32EnumAttrCase<"dp", 0>, I32EnumAttrCase<"zero1", 1>,
+    I32EnumAttrCase<"zero2", 2>, I32EnumAttrCase<"zero3", 3>,
+    I32EnumAttrCase<"tp", 4>, I32EnumAttrCase<"sp", 5>,
+    I32EnumAttrCase<"megatron", 6>]> {
+  let cppNamespace = "::mlir::tg";
+  let genSpecializedAttr = 0;
+}
+def Tg_ShardPresetAttr : EnumAttr<Tg_Dialect, Tg_ShardPreset, "shard">;
+
 // A double with a default, held as an APFloat (which hashes and compares
 // bitwise), parsed and printed as a float literal.
 class Tg_DoubleParameter<string default> :

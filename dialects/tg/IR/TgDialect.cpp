@@ -182,10 +182,11 @@ LogicalResult TgDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (name == kShardPresetAttr) {
-    auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str || !llvm::is_contained(shardPresetNames(), str.getValue()))
-      return op->emitError()
-             << "'" << name << "' must be dp, zero1, zero2, zero3, tp or sp";
+    if (!isa<ShardPresetAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be #tg<shard dp|zero1|zero2|zero3|tp|"
+                                "sp|megatron>, got "
+                             << attr.getValue();
     return success();
   }
   if (name == kScalarAttr) {
@@ -293,12 +294,10 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kPrecisionAttr) {
-    // The policies tg-precision can apply; fp16 and fp8 join when it can.
-    auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str || !llvm::is_contained({"fp32", "bf16"}, str.getValue()))
-      return op->emitError() << "'" << name
-                             << "' must be \"fp32\" or \"bf16\", got "
-                             << attr.getValue();
+    if (!isa<PrecisionPolicyAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be #tg<precision fp32|bf16>, got "
+             << attr.getValue();
     return success();
   }
   if (name == kPipelineRoleAttr) {
@@ -467,16 +466,12 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kPhaseAttr) {
     // The pipeline phase tgc ran the module through (compiler/pipeline).
-    auto str = dyn_cast<StringAttr>(attr.getValue());
-    if (!str ||
-        !llvm::is_contained({"import", "precision", "autodiff", "optimizer",
-                             "sharding", "partition", "pipeline", "fusion",
-                             "schedule", "memory", "layers"},
-                            str.getValue()))
+    if (!isa<IrPhaseAttr>(attr.getValue()))
       return op->emitError() << "'" << name
-                             << "' must be import, precision, autodiff, "
-                                "optimizer, sharding, partition, pipeline, "
-                                "fusion, schedule, memory or layers, got "
+                             << "' must be #tg<phase NAME> (import, "
+                                "precision, autodiff, optimizer, sharding, "
+                                "partition, pipeline, fusion, schedule, "
+                                "memory or layers), got "
                              << attr.getValue();
     return success();
   }
@@ -502,6 +497,23 @@ std::string mlir::tg::nodeNameOf(Operation *op) {
       work.push_back(site.getCallee());
   }
   return "";
+}
+
+StringRef mlir::tg::appliedPrecision(ModuleOp module) {
+  auto attr =
+      module->getAttrOfType<PrecisionPolicyAttr>(TgDialect::kPrecisionAttr);
+  return attr ? stringifyPrecisionPolicy(attr.getValue()) : StringRef();
+}
+
+std::optional<IrPhase> mlir::tg::recordedPhase(ModuleOp module) {
+  if (auto attr = module->getAttrOfType<IrPhaseAttr>(TgDialect::kPhaseAttr))
+    return attr.getValue();
+  return std::nullopt;
+}
+
+void mlir::tg::setRecordedPhase(ModuleOp module, IrPhase phase) {
+  module->setAttr(TgDialect::kPhaseAttr,
+                  IrPhaseAttr::get(module.getContext(), phase));
 }
 
 PipelineStages mlir::tg::getPipelineStages(ModuleOp module) {

@@ -55,6 +55,15 @@ struct PipelineStages {
   bool pipelined() const { return stages > 1; }
 };
 PipelineStages getPipelineStages(ModuleOp module);
+
+/// The precision policy tg-precision applied to `module` (its tg.precision):
+/// "fp32" or "bf16", or "" when the module records none.
+llvm::StringRef appliedPrecision(ModuleOp module);
+
+/// The last of tgc's phases `module` went through (its tg.phase), if it
+/// records one.
+std::optional<IrPhase> recordedPhase(ModuleOp module);
+void setRecordedPhase(ModuleOp module, IrPhase phase);
 /// Records `stages` on the module (removes tg.pipeline for 1 x 1).
 void setPipelineStages(ModuleOp module, PipelineStages stages);
 

@@ -188,8 +188,12 @@ static ModuleOp moduleOf(Operation *op) {
 }
 
 ArrayRef<StringRef> mlir::tg::shardPresetNames() {
-  static const StringRef names[] = {"dp", "zero1", "zero2",   "zero3",
-                                    "tp", "sp",    "megatron"};
+  static const SmallVector<StringRef> names = [] {
+    SmallVector<StringRef> all;
+    for (uint32_t i = 0; i <= getMaxEnumValForShardPreset(); ++i)
+      all.push_back(stringifyShardPreset(static_cast<ShardPreset>(i)));
+    return all;
+  }();
   return names;
 }
 

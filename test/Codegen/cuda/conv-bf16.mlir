@@ -5,7 +5,7 @@
 // RUN: tgc %examples/cnn.json --emit=cuda --precision=bf16 -o %t/cnn
 // RUN: FileCheck %s --check-prefix=CNN --input-file=%t/cnn/cnn.cu
 
-module attributes {tg.model = "conv", tg.precision = "bf16", tg.training = {batch_size = 2 : i64, optimizer = {kind = "sgd", lr = 1.0e-01 : f64}, schedule = {kind = "constant"}}} {
+module attributes {tg.model = "conv", tg.precision = #tg<precision bf16>, tg.training = {batch_size = 2 : i64, optimizer = {kind = "sgd", lr = 1.0e-01 : f64}, schedule = {kind = "constant"}}} {
   func.func @forward(%w: tensor<4x1x3x3xf32> {tg.param = "conv.weight", tg.init = #tg.init<normal, std = 2.0e-02>},
                      %x: tensor<2x1x8x8xf32> {tg.input = "x", tg.dim_names = ["batch", "", "", ""]},
                      %y: tensor<2xi64> {tg.input = "y", tg.dim_names = ["batch"]})

@@ -1536,22 +1536,60 @@ module attributes {tg.model = "mlp", tg.training = [32]} {
 
 // -----
 
-// The precision policy tg-precision applied: one it knows.
-// expected-error @+1 {{'tg.precision' must be "fp32" or "bf16", got "fp16"}}
-module attributes {tg.precision = "fp16"} {
+// The precision policy tg-precision applied: one it knows (an enum: another
+// name is a parse error that lists them).
+// expected-error @+2 {{expected ::mlir::tg::PrecisionPolicy to be one of: fp32, bf16}}
+// expected-error @+1 {{failed to parse Tg_PrecisionPolicyAttr parameter 'value'}}
+module attributes {tg.precision = #tg<precision fp16>} {
 }
 
 // -----
 
-// expected-error @+1 {{'tg.precision' must be "fp32" or "bf16", got 16 : i64}}
+// expected-error @+1 {{'tg.precision' must be #tg<precision fp32|bf16>, got 16 : i64}}
 module attributes {tg.precision = 16} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.precision' must be #tg<precision fp32|bf16>, got "bf16"}}
+module attributes {tg.precision = "bf16"} {
+}
+
+// -----
+
+// The phase tgc recorded: one of its phases, as the enum.
+// expected-error @+2 {{expected ::mlir::tg::IrPhase to be one of: import, precision, autodiff, optimizer, sharding, partition, pipeline, fusion, schedule, memory, layers}}
+// expected-error @+1 {{failed to parse Tg_IrPhaseAttr parameter 'value'}}
+module attributes {tg.phase = #tg<phase codegen>} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.phase' must be #tg<phase NAME> (import, precision, autodiff, optimizer, sharding, partition, pipeline, fusion, schedule, memory or layers), got "layers"}}
+module attributes {tg.phase = "layers"} {
+}
+
+// -----
+
+// A parameter's own preset: one of tg-propagate-sharding's.
+// expected-error @+2 {{expected ::mlir::tg::ShardPreset to be one of: dp, zero1, zero2, zero3, tp, sp, megatron}}
+// expected-error @+1 {{failed to parse Tg_ShardPresetAttr parameter 'value'}}
+func.func @preset_unknown(%w: tensor<4xf32> {tg.param = "w", tg.shard = #tg<shard fsdp>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.shard' must be #tg<shard dp|zero1|zero2|zero3|tp|sp|megatron>, got "zero3"}}
+func.func @preset_string(%w: tensor<4xf32> {tg.param = "w", tg.shard = "zero3"}) {
+  return
 }
 
 // -----
 
 func.func @precision_belongs_on_the_module(%x: tensor<4xf32>) {
   // expected-error @+1 {{'tg.precision' belongs on the module, not on 'tg.relu'}}
-  %0 = tg.relu %x {tg.precision = "bf16"} : tensor<4xf32>
+  %0 = tg.relu %x {tg.precision = #tg<precision bf16>} : tensor<4xf32>
   return
 }
 

@@ -3,8 +3,8 @@
 // Every tg op and attribute survives printing and parsing again. Default-valued
 // attributes are left out of the printed form; given values are kept.
 
-// CHECK: module attributes {tg.model = "mlp", tg.precision = "bf16", tg.training = {batch_size = 32 : i64, lr = 1.000000e-03 : f64}}
-module attributes {tg.model = "mlp", tg.precision = "bf16", tg.training = {batch_size = 32 : i64, lr = 1.0e-3 : f64}} {
+// CHECK: module attributes {tg.model = "mlp", tg.precision = #tg<precision bf16>, tg.training = {batch_size = 32 : i64, lr = 1.000000e-03 : f64}}
+module attributes {tg.model = "mlp", tg.precision = #tg<precision bf16>, tg.training = {batch_size = 32 : i64, lr = 1.0e-3 : f64}} {
 
 //===----------------------------------------------------------------------===//
 // Function argument and result attributes

@@ -5,7 +5,7 @@
 // untouched; every op computes in bf16; the loss comes out of
 // tg.cross_entropy as f32 from the bf16 logits, and the logits output is
 // cast back to its declared f32.
-// CHECK-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "fp32"}}
+// CHECK-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "fp32"}}
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W1:[^:]+]]: tensor<64x128xf32> {tg.param = "fc1.weight"}, %[[B1:[^:]+]]: tensor<128xf32> {tg.param = "fc1.bias"}, %[[W2:[^:]+]]: tensor<128x10xf32> {tg.param = "fc2.weight"}, %[[B2:[^:]+]]: tensor<10xf32> {tg.param = "fc2.bias"}, %[[X:[^:]+]]: tensor<32x64xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<32xi64> {tg.input = "y"})
 // CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<32x10xf32> {tg.output = "logits"})

@@ -31,7 +31,7 @@
 // CHECK: return
 
 // The registered pipeline reads the table's precision as well.
-// PIPELINE-LABEL: module attributes {tg.precision = "bf16"
+// PIPELINE-LABEL: module attributes {tg.precision = #tg<precision bf16>
 // PIPELINE-LABEL: func.func @train_step
 // PIPELINE: tg.cross_entropy %{{.+}}, %{{.+}} : tensor<8x3xbf16>, tensor<8xi64> -> tensor<f32>
 // PIPELINE: tg.optimizer_update adamw %{{.+}} : tensor<4x3xf32>, tensor<4x3xf32>,
@@ -60,7 +60,7 @@ module attributes {tg.training = {precision = "bf16", optimizer = {kind = "adamw
 // CHECK: return %{{.+}}, %[[GW]] : tensor<f32>, tensor<4x2xf32>
 // CHECK-LABEL: func.func @train_step
 // CHECK: tg.optimizer_update sgd %{{.+}} : tensor<4x2xf32>, tensor<4x2xf32>, tensor<f32>, tensor<i64> -> tensor<4x2xf32>
-// PIPELINE-LABEL: module attributes {tg.precision = "bf16"
+// PIPELINE-LABEL: module attributes {tg.precision = #tg<precision bf16>
 // PIPELINE: tg.reduce_mean %{{.+}} : tensor<8x2xf32> -> tensor<f32>
 module attributes {tg.training = {precision = "bf16", optimizer = {kind = "sgd"}}} {
   func.func @forward(%w: tensor<4x2xf32> {tg.param = "w"}, %x: tensor<8x4xf32> {tg.input = "x"},

@@ -6,9 +6,9 @@
 
 // The table asks for bf16: applied without an option, and under
 // policy=bf16; policy=fp32 overrides it.
-// TABLE-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "bf16"}}
+// TABLE-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "bf16"}}
 // TABLE: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>
-// BF16-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "bf16"}}
+// BF16-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "bf16"}}
 // BF16: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>
 // FP32-LABEL: module attributes {tg.training = {precision = "bf16"}}
 // FP32: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
@@ -26,7 +26,7 @@ module attributes {tg.training = {precision = "bf16"}} {
 // The table asks for fp32: nothing changes unless policy=bf16 overrides it.
 // TABLE-LABEL: module attributes {tg.training = {precision = "fp32"}}
 // TABLE: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
-// BF16-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "fp32"}}
+// BF16-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "fp32"}}
 // BF16: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>
 // FP32-LABEL: module attributes {tg.training = {precision = "fp32"}}
 // FP32: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
@@ -41,14 +41,14 @@ module attributes {tg.training = {precision = "fp32"}} {
 
 // -----
 
-// tg.precision = "fp32" marks a module that was never converted.
-// TABLE-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "bf16"}}
+// tg.precision = #tg<precision fp32> marks a module that was never converted.
+// TABLE-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "bf16"}}
 // TABLE: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>
-// BF16-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "bf16"}}
+// BF16-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "bf16"}}
 // BF16: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>
-// FP32-LABEL: module attributes {tg.precision = "fp32", tg.training = {precision = "bf16"}}
+// FP32-LABEL: module attributes {tg.precision = #tg<precision fp32>, tg.training = {precision = "bf16"}}
 // FP32: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
-module attributes {tg.precision = "fp32", tg.training = {precision = "bf16"}} {
+module attributes {tg.precision = #tg<precision fp32>, tg.training = {precision = "bf16"}} {
   func.func @forward(%w: tensor<4x3xf32> {tg.param = "w"}, %x: tensor<8x4xf32> {tg.input = "x"},
                      %y: tensor<8xi64> {tg.input = "y"}) -> tensor<f32> {
     %h = tg.matmul %x, %w : tensor<8x4xf32>, tensor<4x3xf32> -> tensor<8x3xf32>

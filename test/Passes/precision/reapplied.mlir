@@ -4,7 +4,7 @@
 // A converted module keeps its policy: the same policy again, or the pass
 // without an option (even where the table says fp32: an earlier option
 // overrode it), changes nothing, and each value is cast once.
-// CHECK-LABEL: module attributes {tg.precision = "bf16", tg.training = {precision = "fp32"}}
+// CHECK-LABEL: module attributes {tg.precision = #tg<precision bf16>, tg.training = {precision = "fp32"}}
 // CHECK-COUNT-2: tg.cast
 // CHECK-NOT: tg.cast
 // CHECK: tg.matmul %{{.+}}, %{{.+}} : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>

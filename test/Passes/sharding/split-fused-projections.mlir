@@ -134,11 +134,11 @@ func.func @forward(%x: tensor<2x8xf32> {tg.input = "x"},
 
 // ... a weight whose own preset does not split matrices over tp ...
 // CHECK-LABEL: func.func @forward
-// CHECK-SAME: tensor<8x24xf32> {tg.param = "zero", tg.shard = "zero3"}
+// CHECK-SAME: tensor<8x24xf32> {tg.param = "zero", tg.shard = #tg<shard zero3>}
 // CHECK-NOT: tg.file_shape
 tg.mesh @mesh ["data" = 2, "tp" = 2]
 func.func @forward(%x: tensor<2x8xf32> {tg.input = "x"},
-                   %w: tensor<8x24xf32> {tg.param = "zero", tg.shard = "zero3"})
+                   %w: tensor<8x24xf32> {tg.param = "zero", tg.shard = #tg<shard zero3>})
     -> tensor<2x12xf32> {
   %y = tg.matmul %x, %w : tensor<2x8xf32>, tensor<8x24xf32> -> tensor<2x24xf32>
   %a = tg.slice %y {start = array<i64: 0, 0>, limit = array<i64: 2, 12>} : tensor<2x24xf32> -> tensor<2x12xf32>
