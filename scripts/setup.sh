@@ -16,8 +16,8 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev
   # runtime: GEMMs, threads, collectives
   libopenblas-dev libomp-dev openmpi-bin libopenmpi-dev
-  # tg-data: gzipped inputs
-  zlib1g-dev
+  # tg-data: gzipped inputs, GPT-2's pre-tokenizer regex
+  zlib1g-dev libpcre2-dev
   # tests
   libgtest-dev python3 python3-numpy python3-torch python3-sklearn
   # ILP solver for sharding and remat plans

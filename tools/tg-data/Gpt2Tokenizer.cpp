@@ -14,12 +14,16 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Json.h"
 #include "runtime/core/MappedFile.h"
-#include "tools/tg-data/UnicodeClasses.h"
 #include "tools/tg-data/Utf8.h"
 
 #include <climits>
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <queue>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 namespace tgc {
 namespace data {
@@ -30,97 +34,87 @@ namespace data {
 
 namespace {
 
-/// Decodes the (valid) UTF-8 character at text[pos].
-struct Char {
-  uint32_t codePoint;
-  size_t length;
-  CharClass cls;
-};
+/// GPT-2's pre-tokenization regex (encoder.py),
+///   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+/// with \s written \p{White_Space} and \S \P{White_Space}. White_Space is
+/// what \s means in the `regex` module GPT-2 ran it with (and in tiktoken),
+/// so U+001C..U+001F, which Python's str.isspace() accepts, are not white
+/// space. PCRE2's \s under PCRE2_UCP differs in one character: it also
+/// matches U+180E MONGOLIAN VOWEL SEPARATOR, a format character since
+/// Unicode 6.3, which would cut "!\u180E!" into three pieces. \p{L} and
+/// \p{N} are general categories from PCRE2's tables (Unicode 14 in 10.42).
+const char kGpt2Pattern[] =
+    R"('s|'t|'re|'ve|'m|'ll|'d)"
+    R"(| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
+    R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
 
-Char charAt(std::string_view text, size_t pos) {
-  uint8_t lead = static_cast<uint8_t>(text[pos]);
-  size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-  uint32_t codePoint = decodeSequence(text, pos, length);
-  return {codePoint, length, classifyCodePoint(codePoint)};
+std::string pcre2Message(int code) {
+  PCRE2_UCHAR message[256];
+  pcre2_get_error_message(code, message, sizeof(message));
+  return reinterpret_cast<const char *>(message);
 }
 
-/// The end of the run of characters of class `cls` starting at `pos`.
-size_t runEnd(std::string_view text, size_t pos, CharClass cls) {
-  while (pos < text.size()) {
-    Char c = charAt(text, pos);
-    if (c.cls != cls)
-      break;
-    pos += c.length;
-  }
-  return pos;
-}
-
-/// The length of a contraction ('s 't 're 've 'm 'll 'd) at text[pos], or 0.
-size_t contractionLength(std::string_view text, size_t pos) {
-  if (text[pos] != '\'' || pos + 1 >= text.size())
-    return 0;
-  char a = text[pos + 1];
-  if (a == 's' || a == 't' || a == 'm' || a == 'd')
-    return 2;
-  if (pos + 2 < text.size()) {
-    char b = text[pos + 2];
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') ||
-        (a == 'l' && b == 'l'))
-      return 3;
-  }
-  return 0;
+/// The pattern, compiled once (and JIT-compiled where PCRE2 has a JIT for
+/// this machine; pcre2_match interprets it otherwise). It is anchored: every
+/// character is a letter, a number, white space or none of these, so some
+/// alternative matches wherever the previous piece ended, and the pieces
+/// tile the text without a search for the next match.
+const pcre2_code *gpt2Pattern() {
+  static const std::unique_ptr<pcre2_code, void (*)(pcre2_code *)> pattern(
+      [] {
+        int error = 0;
+        PCRE2_SIZE offset = 0;
+        pcre2_code *code = pcre2_compile(
+            reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern), PCRE2_ZERO_TERMINATED,
+            PCRE2_UTF | PCRE2_UCP | PCRE2_ANCHORED, &error, &offset, nullptr);
+        if (!code)
+          throw Error("PCRE2 cannot compile GPT-2's pre-tokenizer regex: " +
+                      pcre2Message(error) + " (at character " +
+                      std::to_string(offset) + ")");
+        pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+        return code;
+      }(),
+      pcre2_code_free);
+  return pattern.get();
 }
 
 } // namespace
 
 void splitGpt2Pieces(std::string_view text,
                      const std::function<void(std::string_view)> &piece) {
-  // The alternatives of the regex, tried in order at each position:
-  //   's|'t|'re|'ve|'m|'ll|'d     contractions
-  //   ' ?\p{L}+' ' ?\p{N}+' ' ?[^\s\p{L}\p{N}]+'   a run of one class,
-  //                               with at most one leading ASCII space
-  //   \s+(?!\S)                   whitespace not followed by a non-space:
-  //                               all of a run that ends the text, else the
-  //                               run but its last character (which then
-  //                               leads the next piece)
-  //   \s+                         a single whitespace before a non-space
+  const pcre2_code *pattern = gpt2Pattern();
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data *)> match(
+      pcre2_match_data_create_from_pattern(pattern, nullptr),
+      pcre2_match_data_free);
+  if (!match)
+    throw std::bad_alloc();
+  const PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match.get());
+  const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  // The first match also checks that all of the text is UTF-8. The others
+  // skip that check, which would rescan the rest of the text at every
+  // piece, and where the pattern has JIT code they call it directly
+  // (pcre2_jit_match, PCRE2's fast path without pcre2_match's checks).
+  size_t jitSize = 0;
+  pcre2_pattern_info(pattern, PCRE2_INFO_JITSIZE, &jitSize);
+  auto matchNext = pcre2_match;
+  uint32_t options = 0;
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t start = pos;
-    if (size_t length = contractionLength(text, pos)) {
-      piece(text.substr(start, length));
-      pos += length;
-      continue;
-    }
-    Char c = charAt(text, pos);
-    if (c.codePoint == ' ' && pos + 1 < text.size()) {
-      Char next = charAt(text, pos + 1);
-      if (next.cls != CharClass::Space) {
-        size_t end = runEnd(text, pos + 1, next.cls);
-        piece(text.substr(start, end - start));
-        pos = end;
-        continue;
-      }
-    }
-    if (c.cls != CharClass::Space) {
-      size_t end = runEnd(text, pos, c.cls);
-      piece(text.substr(start, end - start));
-      pos = end;
-      continue;
-    }
-    // A whitespace run: find its end and where its last character starts.
-    size_t last = pos, end = pos;
-    while (end < text.size()) {
-      Char s = charAt(text, end);
-      if (s.cls != CharClass::Space)
-        break;
-      last = end;
-      end += s.length;
-    }
-    if (end < text.size() && last > start)
-      end = last;
-    piece(text.substr(start, end - start));
-    pos = end;
+    int found = matchNext(pattern, subject, text.size(), pos, options,
+                          match.get(), nullptr);
+    if (found <= PCRE2_ERROR_UTF8_ERR1 && found >= PCRE2_ERROR_UTF8_ERR21)
+      throw Error("the GPT-2 pre-tokenizer was given text that is not valid "
+                  "UTF-8 at byte " +
+                  std::to_string(pcre2_get_startchar(match.get())) + ": " +
+                  pcre2Message(found));
+    if (found < 0)
+      throw Error("GPT-2's pre-tokenizer regex failed at byte " +
+                  std::to_string(pos) + ": " + pcre2Message(found));
+    piece(text.substr(pos, ovector[1] - pos));
+    pos = ovector[1];
+    options = PCRE2_NO_UTF_CHECK;
+    if (jitSize > 0)
+      matchNext = pcre2_jit_match;
   }
 }
 

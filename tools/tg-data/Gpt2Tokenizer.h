@@ -1,8 +1,8 @@
 //===- Gpt2Tokenizer.h - GPT-2's byte-level BPE -----------------*- C++ -*-===//
 //
 // The tokenizer of GPT-2 (and llm.c's data): text is split into pieces by
-// GPT-2's pre-tokenization regex (see UnicodeClasses.h), each piece's UTF-8
-// bytes start as one symbol per byte, and the merges of vocab.bpe are applied
+// GPT-2's pre-tokenization regex (run by PCRE2), each piece's UTF-8 bytes
+// start as one symbol per byte, and the merges of vocab.bpe are applied
 // lowest rank first until none applies; the resulting symbols are looked up
 // in encoder.json. Both files use GPT-2's printable stand-ins for bytes
 // (bytes_to_unicode: space is "Ġ", newline "Ċ"), which are mapped back to
@@ -26,7 +26,8 @@ namespace tgc {
 namespace data {
 
 /// Calls `piece` with each piece of GPT-2's pre-tokenization of `text`
-/// (valid UTF-8), in order; the pieces concatenate to `text`.
+/// (valid UTF-8), in order; the pieces concatenate to `text`. Throws
+/// tgc::Error if `text` is not valid UTF-8 after all.
 void splitGpt2Pieces(std::string_view text,
                      const std::function<void(std::string_view)> &piece);
 
