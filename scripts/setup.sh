@@ -16,6 +16,9 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev
   # runtime: GEMMs, threads, collectives
   libopenblas-dev libomp-dev openmpi-bin libopenmpi-dev
+  # runtime: JSON files (safetensors headers, checkpoint indexes, the metrics
+  # log), header-only
+  nlohmann-json3-dev
   # tg-data: gzipped inputs, GPT-2's pre-tokenizer regex
   zlib1g-dev libpcre2-dev
   # tests

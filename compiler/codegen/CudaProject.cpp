@@ -1,10 +1,10 @@
 //===- CudaProject.cpp - A buildable folder for a GPU node --------*- C++ -*-===//
 //
 // `tgc --emit=cuda -o DIR` writes the generated .cu with what builds it on a
-// machine that has the CUDA toolkit, a C++ compiler and CMake but no LLVM:
-// a CMakeLists.txt that builds runtime/ from source next to the executable,
-// and a manifest that says what the model is (for people and scripts; the
-// executable itself carries its ModelDesc).
+// machine that has the CUDA toolkit, a C++ compiler, CMake and nlohmann-json
+// but no LLVM: a CMakeLists.txt that builds runtime/ from source next to the
+// executable, and a manifest that says what the model is (for people and
+// scripts; the executable itself carries its ModelDesc).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +32,9 @@ std::string mlir::tg::cudaCMakeLists(StringRef executableName,
 #
 # Builds {1} into {0} together with the tgc runtime, compiled from its
 # sources (TGC_RUNTIME_ROOT/runtime), on a machine with CMake >= 3.20, a C++17
-# compiler with OpenMP and the CUDA toolkit (nvcc, cuBLAS, cuBLASLt; NCCL for
-# more than one GPU). It needs no LLVM, OpenBLAS, MPI or GoogleTest.
+# compiler with OpenMP, nlohmann-json's headers (nlohmann-json3-dev) and the
+# CUDA toolkit (nvcc, cuBLAS, cuBLASLt; NCCL for more than one GPU). It needs
+# no LLVM, OpenBLAS, MPI or GoogleTest.
 #
 #   cmake -S . -B build && cmake --build build -j
 #   ./build/{0} --help

@@ -5,7 +5,7 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 
 #include <algorithm>
 #include <cstring>
@@ -51,79 +51,74 @@ SafetensorsFile::SafetensorsFile(const std::string &path) : file_(path) {
                " bytes is too short for a JSON object");
   std::string text(reinterpret_cast<const char *>(file_.data() + 8),
                    headerLength);
-  JsonValue header;
+  Json header;
   std::string jsonError;
   if (!parseJson(text, header, jsonError))
     throw fail("safetensors header is not valid JSON: " + jsonError);
-  if (!header.isObject())
-    throw fail("safetensors header is " +
-               std::string(JsonValue::kindName(header.kind())) +
+  if (!header.is_object())
+    throw fail("safetensors header is " + std::string(jsonKindName(header)) +
                ", expected an object");
 
   const uint8_t *dataStart = file_.data() + 8 + headerLength;
   uint64_t dataSize = file_.size() - 8 - headerLength;
-  for (const auto &member : header.asObject()) {
-    const std::string &name = member.first;
-    const JsonValue &entry = member.second;
+  for (const auto &[name, entry] : header.items()) {
     if (name == "__metadata__") {
-      if (!entry.isObject())
-        throw fail("\"__metadata__\" is " +
-                   std::string(JsonValue::kindName(entry.kind())) +
+      if (!entry.is_object())
+        throw fail("\"__metadata__\" is " + std::string(jsonKindName(entry)) +
                    ", expected an object of strings");
-      for (const auto &item : entry.asObject()) {
-        if (!item.second.isString())
-          throw fail("metadata \"" + item.first + "\" is " +
-                     JsonValue::kindName(item.second.kind()) +
+      for (const auto &[key, value] : entry.items()) {
+        if (!value.is_string())
+          throw fail("metadata \"" + key + "\" is " + jsonKindName(value) +
                      ", safetensors metadata values are strings");
-        metadata_[item.first] = item.second.asString();
+        metadata_[key] = value.get<std::string>();
       }
       continue;
     }
     std::string where = "tensor \"" + name + "\"";
-    if (!entry.isObject())
-      throw fail(where + " is " + JsonValue::kindName(entry.kind()) +
-                 ", expected an object");
-    for (const auto &field : entry.asObject())
-      if (field.first != "dtype" && field.first != "shape" &&
-          field.first != "data_offsets")
-        throw fail(where + " has an unknown field \"" + field.first + "\"");
-    const JsonValue *dtype = entry.find("dtype");
-    const JsonValue *shape = entry.find("shape");
-    const JsonValue *offsets = entry.find("data_offsets");
-    if (!dtype || !shape || !offsets)
-      throw fail(where + " lacks \"" +
-                 std::string(!dtype ? "dtype" : !shape ? "shape" : "data_offsets") +
-                 "\"");
+    if (!entry.is_object())
+      throw fail(where + " is " + jsonKindName(entry) + ", expected an object");
+    for (const auto &[field, value] : entry.items())
+      if (field != "dtype" && field != "shape" && field != "data_offsets")
+        throw fail(where + " has an unknown field \"" + field + "\"");
+    for (const char *field : {"dtype", "shape", "data_offsets"})
+      if (!entry.contains(field))
+        throw fail(where + " lacks \"" + field + "\"");
+    const Json &dtype = entry["dtype"];
+    const Json &shape = entry["shape"];
+    const Json &offsets = entry["data_offsets"];
     SafetensorsTensor tensor;
     tensor.name = name;
-    if (!dtype->isString() || !parseDType(dtype->asString(), tensor.dtype))
-      throw fail(where + " has unsupported dtype " +
-                 (dtype->isString() ? dtype->asString() : writeJson(*dtype)) +
-                 " (supported: F32, BF16, F16, F8_E4M3, F8_E5M2, I32, I64, "
-                 "BOOL)");
-    if (!shape->isArray() || shape->asArray().size() > kMaxRank)
-      throw fail(where + " has a bad shape " + writeJson(*shape) +
+    if (!dtype.is_string() ||
+        !parseDType(dtype.get_ref<const std::string &>(), tensor.dtype))
+      throw fail(
+          where + " has unsupported dtype " +
+          (dtype.is_string() ? dtype.get<std::string>() : writeJson(dtype)) +
+          " (supported: F32, BF16, F16, F8_E4M3, F8_E5M2, I32, I64, "
+          "BOOL)");
+    if (!shape.is_array() || shape.size() > kMaxRank)
+      throw fail(where + " has a bad shape " + writeJson(shape) +
                  " (expected an array of at most " + std::to_string(kMaxRank) +
                  " dims)");
     uint64_t elements = 1;
     bool overflow = false;
-    for (const JsonValue &dim : shape->asArray()) {
-      if (!dim.isInteger() || dim.asInt() < 0)
-        throw fail(where + " has a bad shape " + writeJson(*shape));
-      tensor.shape.push_back(dim.asInt());
-      uint64_t d = static_cast<uint64_t>(dim.asInt());
+    for (const Json &dim : shape) {
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
+        throw fail(where + " has a bad shape " + writeJson(shape));
+      tensor.shape.push_back(dim.get<int64_t>());
+      uint64_t d = dim.get<uint64_t>();
       if (d != 0 && elements > UINT64_MAX / d / 8)
         overflow = true;
       elements *= d;
     }
-    if (!offsets->isArray() || offsets->asArray().size() != 2 ||
-        !offsets->asArray()[0].isInteger() ||
-        !offsets->asArray()[1].isInteger() ||
-        offsets->asArray()[0].asInt() < 0 || offsets->asArray()[1].asInt() < 0)
-      throw fail(where + " has bad data_offsets " + writeJson(*offsets) +
+    auto isCount = [](const Json &v) {
+      return v.is_number_integer() && v.get<int64_t>() >= 0;
+    };
+    if (!offsets.is_array() || offsets.size() != 2 || !isCount(offsets[0]) ||
+        !isCount(offsets[1]))
+      throw fail(where + " has bad data_offsets " + writeJson(offsets) +
                  " (expected [begin, end])");
-    tensor.begin = static_cast<uint64_t>(offsets->asArray()[0].asInt());
-    tensor.end = static_cast<uint64_t>(offsets->asArray()[1].asInt());
+    tensor.begin = offsets[0].get<uint64_t>();
+    tensor.end = offsets[1].get<uint64_t>();
     if (tensor.begin > tensor.end || tensor.end > dataSize)
       throw fail(where + " has data_offsets [" + std::to_string(tensor.begin) +
                  ", " + std::to_string(tensor.end) +
@@ -179,34 +174,22 @@ std::string SafetensorsFile::metadataOr(const std::string &key,
 void writeSafetensors(const std::string &path,
                       const std::vector<TensorToWrite> &tensors,
                       const std::map<std::string, std::string> &metadata) {
-  JsonValue header = JsonValue::object();
-  if (!metadata.empty()) {
-    JsonValue meta = JsonValue::object();
-    for (const auto &item : metadata)
-      meta.append(item.first, item.second);
-    header.append("__metadata__", std::move(meta));
-  }
+  Json header = Json::object();
+  if (!metadata.empty())
+    header["__metadata__"] = metadata;
   uint64_t offset = 0;
   std::vector<uint64_t> sizes;
   for (const TensorToWrite &tensor : tensors) {
-    if (tensor.name == "__metadata__" || header.find(tensor.name))
+    if (tensor.name == "__metadata__" || header.contains(tensor.name))
       throw Error(path + ": tensor name \"" + tensor.name +
                   "\" is reserved or repeated");
-    JsonValue entry = JsonValue::object();
-    entry.append("dtype", dtypeName(tensor.dtype));
-    JsonValue shape = JsonValue::array();
     uint64_t elements = 1;
-    for (int64_t dim : tensor.shape) {
-      shape.push(dim);
+    for (int64_t dim : tensor.shape)
       elements *= static_cast<uint64_t>(dim);
-    }
-    entry.append("shape", std::move(shape));
     uint64_t size = elements * static_cast<uint64_t>(dtypeSize(tensor.dtype));
-    JsonValue offsets = JsonValue::array();
-    offsets.push(static_cast<int64_t>(offset));
-    offsets.push(static_cast<int64_t>(offset + size));
-    entry.append("data_offsets", std::move(offsets));
-    header.append(tensor.name, std::move(entry));
+    header[tensor.name] = {{"dtype", dtypeName(tensor.dtype)},
+                           {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + size}}};
     sizes.push_back(size);
     offset += size;
   }

@@ -5,7 +5,7 @@
 #include "runtime/core/AtomicFile.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 #include "runtime/core/MappedFile.h"
 
 #include <algorithm>
@@ -85,13 +85,6 @@ void removeShardedCheckpoint(const std::string &path) {
 // Writing
 //===----------------------------------------------------------------------===//
 
-static JsonValue intArray(const std::vector<int64_t> &values) {
-  JsonValue array = JsonValue::array();
-  for (int64_t value : values)
-    array.push(value);
-  return array;
-}
-
 void writeCheckpointShard(const std::string &partial,
                           const ShardedLayout &layout, int rank,
                           const std::vector<const void *> &local,
@@ -103,13 +96,13 @@ void writeCheckpointShard(const std::string &partial,
   std::vector<TensorToWrite> tensors;
   // Where each piece sits in its tensor, so that a reader can tell a shard
   // file that does not hold the piece the index expects.
-  JsonValue offsets = JsonValue::object();
+  Json offsets = Json::object();
   for (size_t i = 0; i < layout.tensors.size(); ++i) {
     const ShardedTensor &tensor = layout.tensors[i];
     for (const ShardPiece &piece : tensor.pieces)
       if (piece.rank == rank) {
         tensors.push_back({tensor.name, tensor.dtype, piece.shape, local[i]});
-        offsets.append(tensor.name, intArray(piece.offset));
+        offsets[tensor.name] = piece.offset;
       }
   }
   if (tensors.empty())
@@ -123,48 +116,34 @@ void writeCheckpointShard(const std::string &partial,
 }
 
 /// {"data": 2, "tp": 2}.
-static JsonValue
-meshJson(const std::vector<std::pair<std::string, int64_t>> &mesh) {
-  JsonValue json = JsonValue::object();
+static Json meshJson(const std::vector<std::pair<std::string, int64_t>> &mesh) {
+  Json json = Json::object();
   for (const auto &[name, size] : mesh)
-    json.append(name, size);
+    json[name] = size;
   return json;
-}
-
-/// [[], ["tp"]]: the axes splitting each dim.
-static JsonValue splitJson(const std::vector<std::vector<std::string>> &split) {
-  JsonValue dims = JsonValue::array();
-  for (const auto &axes : split) {
-    JsonValue names = JsonValue::array();
-    for (const std::string &axis : axes)
-      names.push(axis);
-    dims.push(std::move(names));
-  }
-  return dims;
 }
 
 std::string consolidatedShardingJson(
     const std::vector<std::pair<std::string, int64_t>> &mesh,
     const std::vector<ShardedTensor> &tensors) {
-  JsonValue json = JsonValue::object();
-  json.set("mesh", meshJson(mesh));
-  json.set("layout", "consolidated");
-  JsonValue split = JsonValue::object(), views = JsonValue::object();
+  Json json = {{"mesh", meshJson(mesh)}, {"layout", "consolidated"}};
+  Json split = Json::object(), views = Json::object();
   for (const ShardedTensor &tensor : tensors) {
     bool isSplit = false;
     for (const auto &names : tensor.split)
       isSplit = isSplit || !names.empty();
     if (!isSplit)
       continue;
-    split.append(tensor.name, splitJson(tensor.split));
+    // [[], ["tp"]]: the axes splitting each dim.
+    split[tensor.name] = tensor.split;
     // The file holds the tensor in its file shape; the split is per dim of
     // the view the step held.
     if (!tensor.fileShape.empty() && tensor.fileShape != tensor.shape)
-      views.append(tensor.name, intArray(tensor.shape));
+      views[tensor.name] = tensor.shape;
   }
-  json.set("split", std::move(split));
-  if (!views.asObject().empty())
-    json.set("views", std::move(views));
+  json["split"] = std::move(split);
+  if (!views.empty())
+    json["views"] = std::move(views);
   return writeJson(json);
 }
 
@@ -180,41 +159,31 @@ void commitShardedCheckpoint(
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
 
-  JsonValue index = JsonValue::object();
-  index.set("format", kShardedCheckpointFormat);
-  index.set("model", model);
-  index.set("mesh", meshJson(layout.mesh));
-  JsonValue meta = JsonValue::object();
-  for (const auto &[key, value] : metadata)
-    meta.append(key, value);
-  index.set("metadata", std::move(meta));
-  JsonValue files = JsonValue::array();
+  Json files = Json::array();
   for (int rank : ranks)
-    files.push(shardFileName(rank));
-  index.set("files", std::move(files));
-  JsonValue tensors = JsonValue::object();
+    files.push_back(shardFileName(rank));
+  Json index = {{"format", kShardedCheckpointFormat},
+                {"model", model},
+                {"mesh", meshJson(layout.mesh)},
+                {"metadata", metadata},
+                {"files", std::move(files)}};
+  Json tensors = Json::object();
   for (const ShardedTensor &tensor : layout.tensors) {
-    JsonValue entry = JsonValue::object();
-    entry.set("dtype", dtypeName(tensor.dtype));
-    entry.set("shape", intArray(tensor.shape));
+    Json entry = {{"dtype", dtypeName(tensor.dtype)}, {"shape", tensor.shape}};
     if (!tensor.fileShape.empty() && tensor.fileShape != tensor.shape)
-      entry.set("file_shape", intArray(tensor.fileShape));
-    entry.set("split", splitJson(tensor.split));
-    JsonValue pieces = JsonValue::array();
+      entry["file_shape"] = tensor.fileShape;
+    entry["split"] = tensor.split;
+    Json pieces = Json::array();
     for (const ShardPiece &piece : tensor.pieces) {
-      JsonValue p = JsonValue::object();
-      p.set("file",
-            static_cast<int64_t>(
-                std::lower_bound(ranks.begin(), ranks.end(), piece.rank) -
-                ranks.begin()));
-      p.set("offset", intArray(piece.offset));
-      p.set("shape", intArray(piece.shape));
-      pieces.push(std::move(p));
+      int64_t file = std::lower_bound(ranks.begin(), ranks.end(), piece.rank) -
+                     ranks.begin();
+      pieces.push_back(
+          {{"file", file}, {"offset", piece.offset}, {"shape", piece.shape}});
     }
-    entry.set("pieces", std::move(pieces));
-    tensors.append(tensor.name, std::move(entry));
+    entry["pieces"] = std::move(pieces);
+    tensors[tensor.name] = std::move(entry);
   }
-  index.set("tensors", std::move(tensors));
+  index["tensors"] = std::move(tensors);
   writeFileAtomically(joinPath(partial, kShardedIndexName),
                       writeJson(index) + "\n");
 
@@ -294,26 +263,30 @@ public:
   [[noreturn]] void fail(const std::string &problem) const {
     throw Error(path_ + ": " + problem);
   }
-  const JsonValue &member(const JsonValue &object, const std::string &key,
-                          JsonValue::Kind kind, const std::string &where) {
-    const JsonValue *value = object.find(key);
-    if (!value)
+  /// `object`'s member `key`, which must be there and of `kind`.
+  const Json &member(const Json &object, const std::string &key,
+                     Json::value_t kind, const std::string &where) {
+    auto value = object.find(key);
+    if (value == object.end())
       fail(where + " has no \"" + key + "\"");
-    if (value->kind() != kind)
-      fail(where + "'s \"" + key + "\" is " +
-           JsonValue::kindName(value->kind()) + ", expected " +
-           JsonValue::kindName(kind));
+    if (value->type() != kind)
+      fail(where + "'s \"" + key + "\" is " + jsonKindName(*value) +
+           ", expected " + jsonKindName(kind));
     return *value;
   }
-  std::vector<int64_t> dims(const JsonValue &object, const std::string &key,
+  const std::string &stringMember(const Json &object, const std::string &key,
+                                  const std::string &where) {
+    return member(object, key, Json::value_t::string, where)
+        .get_ref<const std::string &>();
+  }
+  std::vector<int64_t> dims(const Json &object, const std::string &key,
                             const std::string &where) {
     std::vector<int64_t> out;
-    for (const JsonValue &v :
-         member(object, key, JsonValue::Kind::Array, where).asArray()) {
-      if (!v.isInteger() || v.asInt() < 0)
+    for (const Json &v : member(object, key, Json::value_t::array, where)) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
         fail(where + "'s \"" + key + "\" holds " + writeJson(v) +
              ", not a count");
-      out.push_back(v.asInt());
+      out.push_back(v.get<int64_t>());
     }
     return out;
   }
@@ -330,61 +303,55 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &dir)
   std::string text(reinterpret_cast<const char *>(mapped.data()),
                    mapped.size());
   IndexReader in(indexPath_);
-  JsonValue index;
+  Json index;
   std::string jsonError;
   if (!parseJson(text, index, jsonError))
     in.fail("not valid JSON: " + jsonError);
-  if (!index.isObject())
-    in.fail("the index is " + std::string(JsonValue::kindName(index.kind())) +
+  if (!index.is_object())
+    in.fail("the index is " + std::string(jsonKindName(index)) +
             ", expected an object");
-  const std::string &format =
-      in.member(index, "format", JsonValue::Kind::String, "the index")
-          .asString();
+  const std::string &format = in.stringMember(index, "format", "the index");
   if (format != kShardedCheckpointFormat)
     in.fail("format '" + format + "', expected '" + kShardedCheckpointFormat +
             "'");
-  model_ = in.member(index, "model", JsonValue::Kind::String, "the index")
-               .asString();
+  model_ = in.stringMember(index, "model", "the index");
   for (const auto &[name, size] :
-       in.member(index, "mesh", JsonValue::Kind::Object, "the index")
-           .asObject()) {
-    if (!size.isInteger() || size.asInt() < 1)
+       in.member(index, "mesh", Json::value_t::object, "the index").items()) {
+    if (!size.is_number_integer() || size.get<int64_t>() < 1)
       in.fail("mesh axis " + name + " has size " + writeJson(size));
-    mesh_.push_back({name, size.asInt()});
+    mesh_.push_back({name, size.get<int64_t>()});
   }
   for (const auto &[key, value] :
-       in.member(index, "metadata", JsonValue::Kind::Object, "the index")
-           .asObject()) {
-    if (!value.isString())
+       in.member(index, "metadata", Json::value_t::object, "the index")
+           .items()) {
+    if (!value.is_string())
       in.fail("metadata \"" + key + "\" is not a string");
-    metadata_[key] = value.asString();
+    metadata_[key] = value.get<std::string>();
   }
   metadata_["format"] = format;
   metadata_["model"] = model_;
-  for (const JsonValue &file :
-       in.member(index, "files", JsonValue::Kind::Array, "the index")
-           .asArray()) {
-    if (!file.isString() || file.asString().empty() ||
-        file.asString().find('/') != std::string::npos)
+  for (const Json &file :
+       in.member(index, "files", Json::value_t::array, "the index")) {
+    if (!file.is_string() || file.get_ref<const std::string &>().empty() ||
+        file.get_ref<const std::string &>().find('/') != std::string::npos)
       in.fail("files holds " + writeJson(file) +
               ", not a file name in the checkpoint directory");
-    files_.push_back(file.asString());
+    files_.push_back(file.get<std::string>());
   }
   opened_.resize(files_.size());
   offsets_.resize(files_.size());
 
   for (const auto &[name, entry] :
-       in.member(index, "tensors", JsonValue::Kind::Object, "the index")
-           .asObject()) {
+       in.member(index, "tensors", Json::value_t::object, "the index")
+           .items()) {
     std::string where = "tensor " + name;
-    if (!entry.isObject())
+    if (!entry.is_object())
       in.fail(where + " is not an object");
     if (byName_.count(name))
       in.fail(where + " appears twice");
     ShardedTensor tensor;
     tensor.name = name;
-    const std::string &dtype =
-        in.member(entry, "dtype", JsonValue::Kind::String, where).asString();
+    const std::string &dtype = in.stringMember(entry, "dtype", where);
     if (!parseDType(dtype, tensor.dtype))
       in.fail(where + " has unsupported dtype " + dtype);
     tensor.shape = in.dims(entry, "shape", where);
@@ -394,47 +361,46 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &dir)
     int64_t volume = 1, covered = 0;
     for (int64_t dim : tensor.shape)
       volume *= dim;
-    if (entry.find("file_shape")) {
+    if (entry.contains("file_shape")) {
       tensor.fileShape = in.dims(entry, "file_shape", where);
       int64_t fileVolume = 1;
       for (int64_t dim : tensor.fileShape)
         fileVolume *= dim;
       if (tensor.fileShape.size() > static_cast<size_t>(kMaxRank) ||
           fileVolume != volume)
-        in.fail(where + "'s \"file_shape\" " +
-                writeJson(intArray(tensor.fileShape)) +
-                " is not a view of its shape " +
-                writeJson(intArray(tensor.shape)));
+        in.fail(where + "'s \"file_shape\" " + writeJson(tensor.fileShape) +
+                " is not a view of its shape " + writeJson(tensor.shape));
       if (tensor.fileShape == tensor.shape)
         tensor.fileShape.clear();
     }
-    if (const JsonValue *split = entry.find("split")) {
-      if (!split->isArray() || split->asArray().size() != tensor.shape.size())
+    auto split = entry.find("split");
+    if (split != entry.end()) {
+      if (!split->is_array() || split->size() != tensor.shape.size())
         in.fail(where + "'s \"split\" is not one list of axes per dim");
-      for (const JsonValue &axes : split->asArray()) {
+      for (const Json &axes : *split) {
         tensor.split.emplace_back();
-        if (!axes.isArray())
+        if (!axes.is_array())
           in.fail(where + "'s \"split\" is not one list of axes per dim");
-        for (const JsonValue &axis : axes.asArray()) {
-          if (!axis.isString())
+        for (const Json &axis : axes) {
+          if (!axis.is_string())
             in.fail(where + "'s \"split\" names " + writeJson(axis));
-          tensor.split.back().push_back(axis.asString());
+          tensor.split.back().push_back(axis.get<std::string>());
         }
       }
     }
-    for (const JsonValue &p :
-         in.member(entry, "pieces", JsonValue::Kind::Array, where).asArray()) {
+    for (const Json &p :
+         in.member(entry, "pieces", Json::value_t::array, where)) {
       std::string at =
           where + "'s piece " + std::to_string(tensor.pieces.size());
-      if (!p.isObject())
+      if (!p.is_object())
         in.fail(at + " is not an object");
-      const JsonValue &file = in.member(p, "file", JsonValue::Kind::Number, at);
-      if (!file.isInteger() || file.asInt() < 0 ||
-          file.asInt() >= static_cast<int64_t>(files_.size()))
-        in.fail(at + " names file " + writeJson(file) + " of " +
+      int64_t file = in.member(p, "file", Json::value_t::number_integer, at)
+                         .get<int64_t>();
+      if (file < 0 || file >= static_cast<int64_t>(files_.size()))
+        in.fail(at + " names file " + std::to_string(file) + " of " +
                 std::to_string(files_.size()));
       ShardPiece piece;
-      piece.file = static_cast<int>(file.asInt());
+      piece.file = static_cast<int>(file);
       piece.offset = in.dims(p, "offset", at);
       piece.shape = in.dims(p, "shape", at);
       if (piece.offset.size() != tensor.shape.size() ||
@@ -444,10 +410,10 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &dir)
       int64_t pieceVolume = 1;
       for (size_t d = 0; d < tensor.shape.size(); ++d) {
         if (piece.offset[d] + piece.shape[d] > tensor.shape[d])
-          in.fail(at + " (offset " + writeJson(intArray(piece.offset)) +
-                  ", shape " + writeJson(intArray(piece.shape)) +
+          in.fail(at + " (offset " + writeJson(piece.offset) + ", shape " +
+                  writeJson(piece.shape) +
                   ") reaches outside the tensor's shape " +
-                  writeJson(intArray(tensor.shape)));
+                  writeJson(tensor.shape));
         pieceVolume *= piece.shape[d];
       }
       // Boxes that overlap nowhere and add up to the volume tile it.
@@ -485,17 +451,17 @@ const SafetensorsFile &ShardedCheckpoint::file(size_t index) const {
       std::make_unique<SafetensorsFile>(joinPath(dir_, files_[index]));
   const SafetensorsFile &shard = *opened_[index];
   // The offset of each piece the file holds.
-  JsonValue offsets;
+  Json offsets;
   std::string jsonError;
   if (!parseJson(shard.metadataOr("offsets", ""), offsets, jsonError) ||
-      !offsets.isObject())
+      !offsets.is_object())
     throw Error(shard.path() + ": metadata \"offsets\" is missing or not a "
                                "JSON object (not a tgc checkpoint shard?)");
-  for (const auto &[name, value] : offsets.asObject()) {
+  for (const auto &[name, value] : offsets.items()) {
     std::vector<int64_t> offset;
-    if (value.isArray())
-      for (const JsonValue &v : value.asArray())
-        offset.push_back(v.isInteger() ? v.asInt() : -1);
+    if (value.is_array())
+      for (const Json &v : value)
+        offset.push_back(v.is_number_integer() ? v.get<int64_t>() : -1);
     offsets_[index][name] = offset;
   }
   return shard;
@@ -566,11 +532,10 @@ void ShardedCheckpoint::readBox(const ShardedTensor &tensor,
       throw Error(shard.path() + " has no tensor " + tensor.name + ", which " +
                   indexPath_ + " places there");
     if (pieceOffset(piece.file, tensor.name) != piece.offset)
-      throw Error(shard.path() + " holds the piece of " + tensor.name +
-                  " at offset " +
-                  writeJson(intArray(pieceOffset(piece.file, tensor.name))) +
-                  ", " + indexPath_ + " expects the one at " +
-                  writeJson(intArray(piece.offset)));
+      throw Error(
+          shard.path() + " holds the piece of " + tensor.name + " at offset " +
+          writeJson(pieceOffset(piece.file, tensor.name)) + ", " + indexPath_ +
+          " expects the one at " + writeJson(piece.offset));
     if (found->dtype != tensor.dtype || found->shape != piece.shape)
       throw Error(shard.path() + " has tensor " + tensor.name + " as " +
                   dtypeName(found->dtype) + " " + found->shapeString() + ", " +

@@ -3,7 +3,7 @@
 #include "runtime/core/Trace.h"
 
 #include "runtime/core/AtomicFile.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 
 namespace tgc {
 
@@ -27,29 +27,21 @@ void Trace::op(const char *name, const char *category, double startUs) {
 
 void Trace::write(const std::string &path) const {
   static const char *laneNames[] = {"host", "compute", "communication"};
-  JsonValue events = JsonValue::array();
-  for (int lane = Host; lane <= Comm; ++lane) {
-    JsonValue meta = JsonValue::object();
-    meta.set("name", "thread_name");
-    meta.set("ph", "M");
-    meta.set("pid", rank_);
-    meta.set("tid", lane);
-    JsonValue args = JsonValue::object();
-    args.set("name", laneNames[lane]);
-    meta.set("args", args);
-    events.push(meta);
-  }
-  for (const Event &e : events_) {
-    JsonValue event = JsonValue::object();
-    event.set("name", e.name);
-    event.set("cat", e.category);
-    event.set("ph", "X");
-    event.set("ts", e.start);
-    event.set("dur", e.duration);
-    event.set("pid", rank_);
-    event.set("tid", static_cast<int>(e.lane));
-    events.push(event);
-  }
+  Json events = Json::array();
+  for (int lane = Host; lane <= Comm; ++lane)
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", rank_},
+                      {"tid", lane},
+                      {"args", {{"name", laneNames[lane]}}}});
+  for (const Event &e : events_)
+    events.push_back({{"name", e.name},
+                      {"cat", e.category},
+                      {"ph", "X"},
+                      {"ts", e.start},
+                      {"dur", e.duration},
+                      {"pid", rank_},
+                      {"tid", static_cast<int>(e.lane)}});
   writeFileAtomically(path, writeJson(events) + "\n");
 }
 

@@ -3,48 +3,47 @@
 #include "runtime/data/DataPosition.h"
 
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 
 namespace tgc {
 
 std::string DataPosition::toJson() const {
-  JsonValue value = JsonValue::object();
-  value.set("samples", samples);
-  value.set("epoch", epoch);
-  value.set("epoch_samples", epochSamples);
-  value.set("rng", rng);
-  return writeJson(value);
+  return writeJson({{"samples", samples},
+                    {"epoch", epoch},
+                    {"epoch_samples", epochSamples},
+                    {"rng", rng}});
 }
 
 DataPosition DataPosition::fromJson(const std::string &text) {
-  JsonValue value;
+  Json value;
   std::string error;
   if (!parseJson(text, value, error))
     throw Error("data position is not valid json: " + error);
-  auto integer = [&](const char *key) -> const JsonValue * {
-    const JsonValue *v = value.find(key);
-    return v && v->isInteger() ? v : nullptr;
+  auto integer = [&](const char *key) -> const Json * {
+    auto v = value.find(key);
+    return v != value.end() && v->is_number_integer() ? &*v : nullptr;
   };
-  const JsonValue *epoch = integer("epoch");
-  const JsonValue *samples = integer("samples");
-  const JsonValue *cursor = integer("cursor");
-  const JsonValue *rng = value.find("rng");
-  if (!epoch || (!samples && !cursor) || !rng || !rng->isString())
+  const Json *epoch = integer("epoch");
+  const Json *samples = integer("samples");
+  const Json *cursor = integer("cursor");
+  auto rng = value.find("rng");
+  if (!epoch || (!samples && !cursor) || rng == value.end() ||
+      !rng->is_string())
     throw Error("data position '" + text +
                 "' lacks an integer epoch, an integer samples (or a legacy "
                 "cursor) or a string rng");
   DataPosition position;
-  position.epoch = epoch->asInt();
-  position.rng = rng->asString();
+  position.epoch = epoch->get<int64_t>();
+  position.rng = rng->get<std::string>();
   if (samples) {
-    position.samples = samples->asInt();
+    position.samples = samples->get<int64_t>();
     if (position.samples < 0)
       throw Error("data position '" + text + "' has negative samples");
-    if (const JsonValue *n = integer("epoch_samples"))
-      position.epochSamples = n->asInt();
+    if (const Json *n = integer("epoch_samples"))
+      position.epochSamples = n->get<int64_t>();
   } else {
     position.samples = -1;
-    position.cursor = cursor->asInt();
+    position.cursor = cursor->get<int64_t>();
   }
   return position;
 }

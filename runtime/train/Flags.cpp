@@ -3,7 +3,7 @@
 #include "runtime/train/Flags.h"
 
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/FloatFormat.h"
 
 #include <cerrno>
 #include <cmath>

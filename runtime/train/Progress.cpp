@@ -133,7 +133,7 @@ void MetricsLog::open(const std::string &path, bool append) {
     throwErrno(path, "cannot open the metrics log", errno);
 }
 
-void MetricsLog::write(const JsonValue &entry) {
+void MetricsLog::write(const Json &entry) {
   if (!file_)
     return;
   std::string line = writeJson(entry);

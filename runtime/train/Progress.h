@@ -11,7 +11,7 @@
 #ifndef TGC_RUNTIME_TRAIN_PROGRESS_H
 #define TGC_RUNTIME_TRAIN_PROGRESS_H
 
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -59,7 +59,7 @@ public:
   /// Opens `path` (truncating, or appending when resuming); throws
   /// tgc::Error naming the path when it cannot.
   void open(const std::string &path, bool append);
-  void write(const JsonValue &entry);
+  void write(const Json &entry);
   bool isOpen() const { return file_ != nullptr; }
 
 private:

@@ -45,7 +45,8 @@
 #include "runtime/comm/Comm.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/FloatFormat.h"
+#include "runtime/core/JsonText.h"
 #include "runtime/core/Trace.h"
 #include "runtime/data/ClassData.h"
 #include "runtime/data/TokenData.h"
@@ -1244,13 +1245,8 @@ std::string Trainer::rollBack(int64_t step, const std::string &why) {
 
 void Trainer::logEvent(int64_t step, const char *kind, const std::string &what,
                        float loss) {
-  if (log_.isOpen()) {
-    JsonValue entry = JsonValue::object();
-    entry.set("step", step);
-    entry.set(kind, what);
-    entry.set("bad_loss", JsonValue::fromFloat(loss));
-    log_.write(entry);
-  }
+  if (log_.isOpen())
+    log_.write({{"step", step}, {kind, what}, {"bad_loss", jsonFloat(loss)}});
   if (isRoot())
     std::fprintf(stderr, "step %lld %s: %s\n", static_cast<long long>(step),
                  kind, what.c_str());
@@ -1324,15 +1320,13 @@ void Trainer::checkpointWritten(int64_t step, const std::string &path,
                                 double stallMs, bool async) {
   if (!isRoot())
     return;
-  JsonValue entry = JsonValue::object();
-  entry.set("step", step);
-  entry.set("checkpoint", path);
-  // The time the training loop stood still for it: the whole write, or
-  // only the snapshot when asynchronous.
-  entry.set("checkpoint_stall_ms", stallMs);
-  entry.set("checkpoint_async", async);
   if (log_.isOpen())
-    log_.write(entry);
+    log_.write({{"step", step},
+                {"checkpoint", path},
+                // The time the training loop stood still for it: the whole
+                // write, or only the snapshot when asynchronous.
+                {"checkpoint_stall_ms", stallMs},
+                {"checkpoint_async", async}});
   progress_->message("step " + std::to_string(step) + ": checkpoint " + path);
   pruneCheckpoints();
 }
@@ -1652,11 +1646,8 @@ int Trainer::run() {
   }
   if (!opt_.log.empty() && isRoot()) {
     log_.open(opt_.log, /*append=*/startStep_ > 0);
-    if (startStep_ == 0 && model_.arenaBytes > 0) {
-      JsonValue entry = JsonValue::object();
-      entry.set("arena_bytes", model_.arenaBytes);
-      log_.write(entry);
-    }
+    if (startStep_ == 0 && model_.arenaBytes > 0)
+      log_.write({{"arena_bytes", model_.arenaBytes}});
   }
   if (isRoot() && !opt_.quiet && model_.arenaBytes > 0)
     std::printf("arena: %.2f MB for the step's buffers%s, as tgc planned it\n",
@@ -1739,13 +1730,11 @@ int Trainer::run() {
       firstValLoss_ = r.loss;
     lastValLoss_ = r.loss;
     lastAccuracy_ = r.accuracy;
-    JsonValue entry = JsonValue::object();
-    entry.set("step", step);
-    entry.set("val_loss", r.loss);
+    Json entry = {{"step", step}, {"val_loss", r.loss}};
     std::string line = "step " + std::to_string(step) +
                        ": val_loss " + formatFloat(static_cast<float>(r.loss));
     if (r.accuracy >= 0) {
-      entry.set("val_accuracy", r.accuracy);
+      entry["val_accuracy"] = r.accuracy;
       line += ", val_accuracy " +
               formatFloat(static_cast<float>(r.accuracy));
     }
@@ -1822,17 +1811,15 @@ int Trainer::run() {
     lastLoss_ = loss;
     double throughput = stepSeconds > 0 ? perStep / stepSeconds : 0;
     if (log_.isOpen()) {
-      JsonValue entry = JsonValue::object();
-      entry.set("step", step);
-      entry.set("loss", JsonValue::fromFloat(loss));
-      entry.set("lr", JsonValue::fromFloat(lastStepLr_));
-      entry.set("grad_norm", JsonValue::fromFloat(lastGradNorm_));
-      entry.set(tokens ? "tokens_per_s" : "samples_per_s", throughput);
+      Json entry = {{"step", step},
+                    {"loss", jsonFloat(loss)},
+                    {"lr", jsonFloat(lastStepLr_)},
+                    {"grad_norm", jsonFloat(lastGradNorm_)},
+                    {tokens ? "tokens_per_s" : "samples_per_s", throughput}};
       if (mfu && stepSeconds > 0)
-        entry.set("mfu", model_.flopsPerStep * microBatches_ / stepSeconds /
-                             peak);
-      entry.set("step_ms", stepSeconds * 1e3);
-      entry.set("time", elapsed);
+        entry["mfu"] = model_.flopsPerStep * microBatches_ / stepSeconds / peak;
+      entry["step_ms"] = stepSeconds * 1e3;
+      entry["time"] = elapsed;
       log_.write(entry);
     }
     progress_->step(step, loss, throughput, elapsed);

@@ -15,7 +15,7 @@
 #include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 #include "runtime/core/ToolMain.h"
 
 #include <cstdio>
@@ -72,18 +72,19 @@ std::string megabytes(double bytes) {
 std::map<std::string, std::vector<int64_t>>
 consolidatedViews(const tgc::SafetensorsFile &file) {
   std::map<std::string, std::vector<int64_t>> views;
-  tgc::JsonValue sharding;
+  tgc::Json sharding;
   std::string error;
-  if (!tgc::parseJson(file.metadataOr("sharding", ""), sharding, error) ||
-      !sharding.isObject() || !sharding.find("views") ||
-      !sharding.find("views")->isObject())
+  if (!tgc::parseJson(file.metadataOr("sharding", ""), sharding, error))
     return views;
-  for (const auto &[name, dims] : sharding.find("views")->asObject()) {
-    if (!dims.isArray())
+  auto found = sharding.find("views");
+  if (found == sharding.end() || !found->is_object())
+    return views;
+  for (const auto &[name, dims] : found->items()) {
+    if (!dims.is_array())
       continue;
     std::vector<int64_t> &view = views[name];
-    for (const tgc::JsonValue &dim : dims.asArray())
-      view.push_back(dim.isInteger() ? dim.asInt() : -1);
+    for (const tgc::Json &dim : dims)
+      view.push_back(dim.is_number_integer() ? dim.get<int64_t>() : -1);
   }
   return views;
 }

@@ -11,7 +11,7 @@
 #include "tools/tg-data/Commands.h"
 
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/FloatFormat.h"
 #include "runtime/core/Rng.h"
 #include "runtime/data/ClassData.h"
 #include "tools/tg-data/CommandLine.h"

@@ -12,7 +12,7 @@
 #include "tools/tg-data/Gpt2Tokenizer.h"
 
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/JsonText.h"
 #include "runtime/core/MappedFile.h"
 #include "tools/tg-data/Utf8.h"
 
@@ -190,22 +190,22 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string &encoderPath,
 }
 
 void Gpt2Tokenizer::loadEncoder(const std::string &path) {
-  JsonValue json;
+  Json json;
   std::string error;
   if (!parseJson(readWholeFile(path), json, error))
     throw Error(path + ": not valid JSON: " + error);
-  if (!json.isObject())
+  if (!json.is_object())
     throw Error(path + ": expected a JSON object mapping tokens to ids, got " +
-                std::string(JsonValue::kindName(json.kind())));
+                std::string(jsonKindName(json)));
   std::unordered_map<int64_t, const std::string *> tokenOfId;
   for (int &id : byteIds_)
     id = -1;
   bool haveEndOfText = false;
-  for (const auto &[token, value] : json.asObject()) {
-    if (!value.isInteger())
+  for (const auto &[token, value] : json.items()) {
+    if (!value.is_number_integer())
       throw Error(path + ": token \"" + token + "\" has id " +
                   writeJson(value) + ", expected an integer");
-    int64_t id = value.asInt();
+    int64_t id = value.get<int64_t>();
     if (id < 0 || id > 65535)
       throw Error(path + ": token \"" + token + "\" has id " +
                   std::to_string(id) +

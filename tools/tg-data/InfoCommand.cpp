@@ -9,7 +9,7 @@
 #include "tools/tg-data/Commands.h"
 
 #include "runtime/core/Error.h"
-#include "runtime/core/Json.h"
+#include "runtime/core/FloatFormat.h"
 #include "runtime/core/MappedFile.h"
 #include "runtime/data/ClassData.h"
 #include "runtime/data/TokenData.h"
