@@ -106,11 +106,47 @@ struct AutoShardPass : public mlir::tg::impl::AutoShardPassBase<AutoShardPass> {
   void runOnOperation() override;
 
 private:
+  /// The order of @train_step's ops: each op's place (from 1) and the
+  /// place after the last, where the returned values are read.
+  struct StepOrder {
+    explicit StepOrder(func::FuncOp step);
+    DenseMap<Operation *, int64_t> position;
+    int64_t end = 1;
+    Operation *terminator = nullptr;
+    /// The place of `v`'s last reader (-1 when none).
+    int64_t lastUse(Value v) const;
+  };
+  /// Per node: how many times a step counts its choice's seconds, the
+  /// share of its bytes one device holds, and its choices' pipeline sends.
+  struct NodeWeights {
+    SmallVector<double> weight, holds;
+    SmallVector<SmallVector<double>> sends;
+  };
+
+  LogicalResult readOptions(ModuleOp module);
+  void addArgumentNodes(func::FuncOp step, const StepOrder &order,
+                        llvm::StringMap<int64_t> &argNodeOf);
+  void addOpNodes(func::FuncOp step, const StepOrder &order);
+  void addEdges(func::FuncOp step, int64_t microBatches,
+                const llvm::StringMap<int64_t> &argNodeOf);
+  FailureOr<NodeWeights> weighNodes(ModuleOp module, func::FuncOp step,
+                                    const StepOrder &order,
+                                    int64_t microBatches);
+  FailureOr<::tg::shardsolve::Problem> buildProblem(ModuleOp module,
+                                                    const NodeWeights &weights,
+                                                    int64_t &fixedBytes);
+  FailureOr<::tg::shardsolve::Solution>
+  solveOrPrice(ModuleOp module, func::FuncOp step,
+               const ::tg::shardsolve::Problem &problem);
+  void recordPlan(func::FuncOp step, const ::tg::shardsolve::Problem &problem,
+                  const ::tg::shardsolve::Solution &solution,
+                  int64_t fixedBytes);
+
   mutable MeshOp mesh;
   std::optional<CostModel> cost;
   std::optional<ClusterSpec> spec;
   SmallVector<StringRef> axes;
-  bool allowZero = true;
+  bool allowZero = true, allowTp = false;
   /// The memory per device the plan must fit.
   int64_t limitBytes = 0;
   /// Nodes tied to the same role of the layer before.
@@ -765,15 +801,73 @@ void AutoShardPass::runOnOperation() {
                           "lacks: run it after tg-optimizer";
     return signalPassFailure();
   }
+  if (failed(readOptions(module)))
+    return signalPassFailure();
+
+  // The micro-batches per step tg-optimizer built @train_step for (how
+  // many the executable runs is its --batch-size's business).
+  int64_t microBatches = 1;
+  if (auto k = step->getAttrOfType<IntegerAttr>(TgDialect::kMicroBatchesAttr))
+    microBatches = std::max<int64_t>(k.getInt(), 1);
+
+  // Nodes: the parameters and their state, then the ops in order; edges
+  // between them; what each weighs in a step.
+  StepOrder order(step);
+  llvm::StringMap<int64_t> argNodeOf;
+  addArgumentNodes(step, order, argNodeOf);
+  addOpNodes(step, order);
+  if (remat == "full")
+    assumeFullRemat(step, order.position);
+  else if (remat != "none") {
+    module.emitError() << "tg-auto-shard: remat '" << remat
+                       << "' is not priced; expected none or full";
+    return signalPassFailure();
+  }
+  addEdges(step, microBatches, argNodeOf);
+  if (tieLayers)
+    tieRepeatedLayers(step);
+  FailureOr<NodeWeights> weights =
+      weighNodes(module, step, order, microBatches);
+  if (failed(weights))
+    return signalPassFailure();
+
+  int64_t fixedBytes = 0;
+  FailureOr<::tg::shardsolve::Problem> problem =
+      buildProblem(module, *weights, fixedBytes);
+  if (failed(problem))
+    return signalPassFailure();
+  FailureOr<::tg::shardsolve::Solution> solution =
+      solveOrPrice(module, step, *problem);
+  if (failed(solution))
+    return signalPassFailure();
+  recordPlan(step, *problem, *solution, fixedBytes);
+}
+
+AutoShardPass::StepOrder::StepOrder(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  terminator = body.getTerminator();
+  for (Operation &op : body.without_terminator())
+    position[&op] = end++;
+}
+
+int64_t AutoShardPass::StepOrder::lastUse(Value v) const {
+  int64_t last = -1;
+  for (Operation *user : v.getUsers())
+    last = std::max(last, user == terminator ? end : position.lookup(user));
+  return last;
+}
+
+/// The cluster, the strategies allowed and the starting presets, checked.
+LogicalResult AutoShardPass::readOptions(ModuleOp module) {
   llvm::Expected<ClusterSpec> read = loadClusterSpec(cluster);
   if (!read) {
     module.emitError() << llvm::toString(read.takeError());
-    return signalPassFailure();
+    return failure();
   }
   spec = std::move(*read);
   cost.emplace(*spec, mesh);
-  bool allowTp = false;
   allowZero = false;
+  allowTp = false;
   for (StringRef kind : llvm::split(StringRef(allowStrategies), ',')) {
     kind = kind.trim();
     if (kind == "zero")
@@ -783,7 +877,7 @@ void AutoShardPass::runOnOperation() {
     else if (kind != "dp") {
       module.emitError() << "unknown strategy '" << kind
                          << "' in allow-strategies; expected dp, zero or tp";
-      return signalPassFailure();
+      return failure();
     }
   }
   // An elastic data axis (tgc --mesh=data=auto) takes its size at launch:
@@ -797,33 +891,20 @@ void AutoShardPass::runOnOperation() {
       module.emitError() << "unknown preset '" << preset.trim()
                          << "' in start-presets; expected "
                          << llvm::join(shardPresetNames(), ", ");
-      return signalPassFailure();
+      return failure();
     }
   for (StringRef a : mesh.getAxisNames())
     if (allowTp || isDataAxis(a))
       axes.push_back(a);
+  return success();
+}
 
-  // The micro-batches per step tg-optimizer built @train_step for (how
-  // many the executable runs is its --batch-size's business).
-  int64_t microBatches = 1;
-  if (auto k = step->getAttrOfType<IntegerAttr>(TgDialect::kMicroBatchesAttr))
-    microBatches = std::max<int64_t>(k.getInt(), 1);
-
-  Block &body = step.getBody().front();
-  int64_t end = 1;
-  DenseMap<Operation *, int64_t> position;
-  for (Operation &op : body.without_terminator())
-    position[&op] = end++;
-  auto lastUse = [&](Value v) {
-    int64_t last = -1;
-    for (Operation *user : v.getUsers())
-      last = std::max(
-          last, user == body.getTerminator() ? end : position.lookup(user));
-    return last;
-  };
-
-  // Nodes: the parameters and their state, then the ops in order.
-  llvm::StringMap<int64_t> argNodeOf;
+/// A node per parameter, optimizer state and accumulator argument of
+/// `step` (its choices: argChoices, and for an accumulator also partial
+/// sums); the other arguments' shardings are fixed. `argNodeOf` maps a
+/// parameter's or state's name to its node.
+void AutoShardPass::addArgumentNodes(func::FuncOp step, const StepOrder &order,
+                                     llvm::StringMap<int64_t> &argNodeOf) {
   for (BlockArgument arg : step.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto param = step.getArgAttrOfType<StringAttr>(i, TgDialect::kParamAttr);
@@ -890,13 +971,19 @@ void AutoShardPass::runOnOperation() {
       for (StringRef a : c.results[0].partialAxes())
         mayBePartial[arg].insert(a);
     node.start = 0;
-    node.end = end + 1;
+    node.end = order.end + 1;
     if (!accum)
       argNodeOf[(param ? param : state).getValue()] = nodes.size();
     nodeOf[arg] = {(int64_t)nodes.size(), 0};
     nodes.push_back(std::move(node));
   }
-  for (Operation &op : body.without_terminator()) {
+}
+
+/// A node per op of `step` with results (its choices: opChoices; a
+/// tg.sharding_constraint's one), alive from its place to its results'
+/// last reader; constants are fixed, replicated.
+void AutoShardPass::addOpNodes(func::FuncOp step, const StepOrder &order) {
+  for (Operation &op : step.getBody().front().without_terminator()) {
     if (isa<ConstantOp>(op) || op.getNumResults() == 0) {
       for (Value v : op.getResults())
         if (auto t = dyn_cast<RankedTensorType>(v.getType()))
@@ -919,22 +1006,21 @@ void AutoShardPass::runOnOperation() {
       for (auto [v, r] : llvm::zip(op.getResults(), c.results))
         for (StringRef a : r.partialAxes())
           mayBePartial[v].insert(a);
-    node.start = position[&op];
+    node.start = order.position.lookup(&op);
     node.end = node.start + 1;
     for (Value v : op.getResults())
-      node.end = std::max(node.end, lastUse(v) + 1);
+      node.end = std::max(node.end, order.lastUse(v) + 1);
     for (auto [r, v] : llvm::enumerate(op.getResults()))
       nodeOf[v] = {(int64_t)nodes.size(), (unsigned)r};
     nodes.push_back(std::move(node));
   }
-  if (remat == "full")
-    assumeFullRemat(step, position);
-  else if (remat != "none") {
-    module.emitError() << "tg-auto-shard: remat '" << remat
-                       << "' is not priced; expected none or full";
-    return signalPassFailure();
-  }
+}
 
+/// The edges: each operand from its producer's choice to its reader's,
+/// the other micro-batches' gradients into their accumulators, and what
+/// the step returns into what the next step reads.
+void AutoShardPass::addEdges(func::FuncOp step, int64_t microBatches,
+                             const llvm::StringMap<int64_t> &argNodeOf) {
   // Edges: each operand from its producer's choice to its reader's; the
   // fixed values' resharding goes into the reader's own cost.
   for (auto [v, node] : llvm::enumerate(nodes)) {
@@ -983,7 +1069,7 @@ void AutoShardPass::runOnOperation() {
   // What the step returns: new parameters and state in their arguments'
   // sharding for the next step, metrics and the loss whole, the rest
   // without partial sums.
-  Operation *ret = body.getTerminator();
+  Operation *ret = step.getBody().front().getTerminator();
   for (auto [i, value] : llvm::enumerate(ret->getOperands())) {
     auto it = nodeOf.find(value);
     if (it == nodeOf.end() || !isa<RankedTensorType>(value.getType()))
@@ -1004,10 +1090,14 @@ void AutoShardPass::runOnOperation() {
       c.seconds += reshardSeconds(from, to, value.getType());
     }
   }
+}
 
-  if (tieLayers)
-    tieRepeatedLayers(step);
-
+/// What each node weighs in a step: how many times its choice's seconds
+/// count (micro-batches, pipeline bubble), the share of its bytes one
+/// device holds, and its choices' pipeline sends.
+FailureOr<AutoShardPass::NodeWeights>
+AutoShardPass::weighNodes(ModuleOp module, func::FuncOp step,
+                          const StepOrder &order, int64_t microBatches) {
   // With gradient accumulation a step runs the forward and backward ops on
   // every micro-batch (@forward_backward on all but the last) and the
   // optimizer's once: the first weigh microBatches times, with the
@@ -1029,7 +1119,7 @@ void AutoShardPass::runOnOperation() {
     module.emitError() << "--pipeline-stages=" << pipeline.stages
                        << " --virtual-stages=" << pipeline.virtualStages
                        << ": " << llvm::toString(play.takeError());
-    return signalPassFailure();
+    return failure();
   }
   double perMicroBatch = play->slots;
   SmallVector<double> weight(nodes.size(), 1.0);
@@ -1043,7 +1133,7 @@ void AutoShardPass::runOnOperation() {
                step.getArgAttr(arg.getArgNumber(), TgDialect::kAccumAttr);
       return perStep.contains(v.getDefiningOp());
     };
-    for (Operation &op : body.without_terminator())
+    for (Operation &op : step.getBody().front().without_terminator())
       if (isa<OptimizerUpdateOp, GlobalNormOp>(op) ||
           llvm::any_of(op.getOperands(), readsPerStep))
         perStep.insert(&op);
@@ -1061,7 +1151,7 @@ void AutoShardPass::runOnOperation() {
     double p = (double)pipeline.stages;
     double inFlight = play->inFlight[0];
     Operation *loss = forwardEndOf(step);
-    int64_t forwardEnd = loss ? position.lookup(loss) : -1;
+    int64_t forwardEnd = loss ? order.position.lookup(loss) : -1;
     // Each micro-batch in flight keeps its own activations (the values
     // computed from the batch), but not its own copy of what the weights
     // alone give (their bf16 casts), the same for every micro-batch (as
@@ -1102,26 +1192,34 @@ void AutoShardPass::runOnOperation() {
         holds[i] = *copies / p;
     }
   }
+  return NodeWeights{std::move(weight), std::move(holds), std::move(sends)};
+}
 
+/// The solver's problem: per node its weighed costs and memory, the edges'
+/// reshardings, the limit less what the fixed arguments hold (in
+/// `fixedBytes`); written to dump-problem when asked.
+FailureOr<::tg::shardsolve::Problem>
+AutoShardPass::buildProblem(ModuleOp module, const NodeWeights &weights,
+                            int64_t &fixedBytes) {
   // The problem, in the solver's terms.
   ::tg::shardsolve::Problem problem;
   problem.name =
       (module.getName() ? module.getName()->str() : "module") + "/train_step";
-  int64_t fixedBytes = 0;
+  fixedBytes = 0;
   for (auto [v, s] : fixed)
     if (isa<BlockArgument>(v))
       fixedBytes += localBytes(v.getType(), s, mesh);
-  int64_t limit = memoryLimit > 0 ? (int64_t)memoryLimit : spec->memoryBytes;
-  limitBytes = limit;
-  problem.usageLimit = std::max<int64_t>(limit - fixedBytes, 0);
+  limitBytes = memoryLimit > 0 ? (int64_t)memoryLimit : spec->memoryBytes;
+  problem.usageLimit = std::max<int64_t>(limitBytes - fixedBytes, 0);
   for (auto [i, node] : llvm::enumerate(nodes)) {
     problem.intervals.push_back({node.start, node.end});
     std::vector<double> costs;
     std::vector<int64_t> usages;
     for (auto [k, c] : llvm::enumerate(node.choices)) {
-      costs.push_back(toNanoseconds(weight[i] * c.seconds +
-                                    (sends[i].empty() ? 0.0 : sends[i][k])));
-      usages.push_back((int64_t)std::ceil(holds[i] * (double)c.bytes));
+      costs.push_back(toNanoseconds(
+          weights.weight[i] * c.seconds +
+          (weights.sends[i].empty() ? 0.0 : weights.sends[i][k])));
+      usages.push_back((int64_t)std::ceil(weights.holds[i] * (double)c.bytes));
     }
     problem.nodeCosts.push_back(std::move(costs));
     problem.usages.push_back(std::move(usages));
@@ -1129,7 +1227,7 @@ void AutoShardPass::runOnOperation() {
   for (auto &[key, costs] : edges) {
     // Between two ops of every micro-batch (or one and a parameter it
     // reads), a resharding happens on each micro-batch.
-    double w = std::min(weight[key.first], weight[key.second]);
+    double w = std::min(weights.weight[key.first], weights.weight[key.second]);
     // Into an op run again in the backward pass, the resharding runs again
     // with it (tg-remat recomputes a layer's collectives).
     if (!recomputed.empty() && recomputed[key.second])
@@ -1143,9 +1241,16 @@ void AutoShardPass::runOnOperation() {
   if (!dumpProblem.empty())
     if (llvm::Error e = ::tg::shardsolve::writeProblem(problem, dumpProblem)) {
       module.emitError() << llvm::toString(std::move(e));
-      return signalPassFailure();
+      return failure();
     }
+  return problem;
+}
 
+/// The solver's strategies (or, with price-current, the shardings given,
+/// priced), applied to the module as pins; the breakdown when asked.
+FailureOr<::tg::shardsolve::Solution>
+AutoShardPass::solveOrPrice(ModuleOp module, func::FuncOp step,
+                            const ::tg::shardsolve::Problem &problem) {
   ::tg::shardsolve::Solution solution;
   if (priceCurrent) {
     int64_t missing = 0;
@@ -1167,15 +1272,24 @@ void AutoShardPass::runOnOperation() {
   }
   if (!breakdown.empty() &&
       failed(writeBreakdown(step, problem, solution.strategies)))
-    return signalPassFailure();
+    return failure();
   if (!solution.evaluation.valid && !priceCurrent) {
     step.emitError() << "no sharding of @train_step over the mesh fits "
-                     << limit << " bytes per device ("
+                     << limitBytes << " bytes per device ("
                      << solution.evaluation.why << ")";
-    return signalPassFailure();
+    return failure();
   }
   if (!priceCurrent && failed(apply(step, solution.strategies)))
-    return signalPassFailure();
+    return failure();
+  return solution;
+}
+
+/// @train_step's tg.auto_shard: the cluster, the modelled cost and peak,
+/// the limit, the method and the problem's size.
+void AutoShardPass::recordPlan(func::FuncOp step,
+                               const ::tg::shardsolve::Problem &problem,
+                               const ::tg::shardsolve::Solution &solution,
+                               int64_t fixedBytes) {
   Builder b(&getContext());
   step->setAttr(
       TgDialect::kAutoShardAttr,
@@ -1186,7 +1300,7 @@ void AutoShardPass::runOnOperation() {
           b.getNamedAttr(
               "peak_bytes",
               b.getI64IntegerAttr(solution.evaluation.peakUsage + fixedBytes)),
-          b.getNamedAttr("memory_limit", b.getI64IntegerAttr(limit)),
+          b.getNamedAttr("memory_limit", b.getI64IntegerAttr(limitBytes)),
           b.getNamedAttr("method", b.getStringAttr(solution.method)),
           b.getNamedAttr("nodes", b.getI64IntegerAttr(problem.numNodes())),
           b.getNamedAttr("edges", b.getI64IntegerAttr(problem.edges.size())),
