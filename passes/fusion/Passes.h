@@ -6,6 +6,7 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/EnumOption.h"
 
 namespace mlir::tg {
 
@@ -18,6 +19,13 @@ enum class FusionTarget { Cpu, Cuda };
 /// "elementwise", "all"; "cpu", "cuda"), nothing for another.
 std::optional<FusionRules> parseFusionRules(StringRef name);
 std::optional<FusionTarget> parseFusionTarget(StringRef name);
+
+} // namespace mlir::tg
+
+TGC_ENUM_OPTION(::mlir::tg::FusionRules)
+TGC_ENUM_OPTION(::mlir::tg::FusionTarget)
+
+namespace mlir::tg {
 
 #define GEN_PASS_DECL
 #include "passes/fusion/Passes.h.inc"

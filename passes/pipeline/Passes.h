@@ -7,6 +7,7 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/EnumOption.h"
 #include "planning/pipeline/PipelineSchedule.h"
 
 namespace mlir::tg {

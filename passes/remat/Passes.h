@@ -6,6 +6,7 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/EnumOption.h"
 
 namespace mlir::tg {
 
@@ -19,6 +20,13 @@ enum class RematSolver { Auto, Exact, MinCut };
 std::optional<RematPolicy> parseRematPolicy(StringRef name);
 StringRef rematPolicyName(RematPolicy policy);
 std::optional<RematSolver> parseRematSolver(StringRef name);
+
+} // namespace mlir::tg
+
+TGC_ENUM_OPTION(::mlir::tg::RematPolicy)
+TGC_ENUM_OPTION(::mlir::tg::RematSolver)
+
+namespace mlir::tg {
 
 #define GEN_PASS_DECL
 #include "passes/remat/Passes.h.inc"

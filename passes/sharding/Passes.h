@@ -6,6 +6,7 @@
 #include "dialects/tg/IR/TgDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/EnumOption.h"
 #include "planning/pipeline/PipelineSchedule.h"
 
 namespace mlir::tg {

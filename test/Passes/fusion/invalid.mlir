@@ -1,9 +1,9 @@
 // tg-fuse's options are enums: a value that names no choice is refused when
-// the option is parsed, and --help lists the choices.
+// the option is parsed, naming the choices, which --help lists too.
 // RUN: not tg-opt %s -tg-fuse=fusion=greedy 2>&1 | FileCheck %s --check-prefix=RULES
-// RULES: for the --fusion option: Cannot find option named 'greedy'!
+// RULES: for the --fusion option: 'greedy' is not one of none, elementwise, all
 // RUN: not tg-opt %s -tg-fuse=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: for the --target option: Cannot find option named 'tpu'!
+// TARGET: for the --target option: 'tpu' is not one of cpu, cuda
 // RUN: tg-opt --help | FileCheck %s --check-prefix=HELP
 // HELP: --tg-fuse
 // HELP-NEXT: --fusion=<value>
