@@ -57,7 +57,8 @@ std::string mlir::tg::runtimeLibraryDir() {
   return fromEnv("TGC_RUNTIME_LIB", lib.c_str());
 }
 
-llvm::Error mlir::tg::checkRuntimeFiles() {
+/// An error naming the runtime header that is not where runtimeRoot() says.
+static llvm::Error checkRuntimeSources() {
   SmallString<256> header(runtimeRoot());
   llvm::sys::path::append(header, "runtime", "core", "Model.h");
   if (!llvm::sys::fs::exists(header))
@@ -65,6 +66,12 @@ llvm::Error mlir::tg::checkRuntimeFiles() {
         "cannot find tgc's runtime sources: " + header.str().str() +
         " is missing (tgc looks in share/tgc beside its bin/; set "
         "TGC_RUNTIME_ROOT to a tgc checkout or an install's share/tgc)");
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tg::checkRuntimeFiles() {
+  if (llvm::Error error = checkRuntimeSources())
+    return error;
   SmallString<256> archive(runtimeLibraryDir());
   llvm::sys::path::append(archive, "libtgc_runtime.a");
   if (!llvm::sys::fs::exists(archive))
@@ -423,10 +430,9 @@ llvm::Error mlir::tg::compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
   auto nvcc = findNvcc();
   if (!nvcc)
     return nvcc.takeError();
-  SmallString<256> header(runtimeRoot());
-  llvm::sys::path::append(header, "runtime", "core", "Model.h");
-  if (!llvm::sys::fs::exists(header))
-    return checkRuntimeFiles();
+  // The archives it links are the GPU runtime's, checked below.
+  if (llvm::Error error = checkRuntimeSources())
+    return error;
   std::string lib = runtimeLibraryDir();
   for (StringRef archive : {"libtgc_runtime_cuda.a", "libtgc_runtime.a"}) {
     SmallString<256> path(lib);

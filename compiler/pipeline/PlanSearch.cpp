@@ -364,7 +364,9 @@ FailureOr<StageCandidate> mlir::tg::choosePipelineStages(
         log << ", " << v << " chunk" << (v == 1 ? "" : "s") << " a stage";
       log << ", " << c.options.gradAccum << " micro-batches: ";
       if (c.best)
-        log << (c.best->preset.empty() ? std::string("the solver's")
+        // The partitioner's plan is labelled with its name ("solver" for
+        // tgc's own).
+        log << (c.best->preset.empty() ? "the " + c.best->estimate.label + "'s"
                                        : c.best->preset)
             << " plan"
             << (c.best->estimate.built
