@@ -117,3 +117,91 @@ module attributes {tg.model = "m", tg.training = {mesh = [{size = 2 : i64}]}} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Each field of tg.training has the kind its model-file field has: a bool,
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.auto_batch: expected a bool, got 1 : i64
+module attributes {tg.model = "m", tg.training = {auto_batch = 1 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// a float,
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.optimizer.lr: expected a float, got "x"
+module attributes {tg.model = "m", tg.training = {optimizer = {lr = "x"}}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// a string,
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.precision: expected a string, got 1 : i64
+module attributes {tg.model = "m", tg.training = {precision = 1 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// a dictionary (a table),
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.optimizer: expected a dictionary, got 1 : i64
+module attributes {tg.model = "m", tg.training = {optimizer = 1 : i64}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// an array,
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.mesh: expected an array, got "x"
+module attributes {tg.model = "m", tg.training = {mesh = "x"}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// of dictionaries,
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.mesh: expected dictionaries, got 1 : i64
+module attributes {tg.model = "m", tg.training = {mesh = [1 : i64]}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// of strings,
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.optimizer.no_decay: expected strings, got 1 : i64
+module attributes {tg.model = "m", tg.training = {optimizer = {no_decay = [1 : i64]}}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// of integers.
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.pipeline_cuts: expected integers, got "a"
+module attributes {tg.model = "m", tg.training = {pipeline_cuts = ["a"]}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
