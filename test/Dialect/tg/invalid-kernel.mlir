@@ -1,4 +1,5 @@
-// RUN: tg-opt %s -split-input-file -verify-diagnostics
+// RUN: tg-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
+// (Unregistered ops stand for a terminator other than tg.yield.)
 
 func.func @argument_type(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'tg.kernel' op body argument 0 is 'tensor<8xf32>', input 0 is 'tensor<4x8xf32>'}}
@@ -443,4 +444,55 @@ func.func @epilogue_on_elementwise(%a: tensor<4xf32>) -> tensor<4xf32> {
     tg.yield %r : tensor<4xf32>
   } -> tensor<4xf32>
   return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @body_ends_in_yield(%h: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tg.kernel' op body must end in tg.yield}}
+  %y = "tg.kernel"(%h) <{kind = #tg<kernel_kind elementwise>}> ({
+  ^bb0(%x: tensor<4x8xf32>):
+    %r = tg.relu %x : tensor<4x8xf32>
+    "test.terminator"(%r) : (tensor<4x8xf32>) -> ()
+  }) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @remap_results_differ(%h: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
+  // expected-error @+1 {{'tg.kernel' op results iterate over}}
+  %y:2 = tg.kernel elementwise (%h : tensor<4x8xf32>) {
+  ^bb0(%x: tensor<4x8xf32>):
+    %r = tg.relu %x : tensor<4x8xf32>
+    %t = tg.transpose %r {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+    tg.yield %t, %r : tensor<8x4xf32>, tensor<4x8xf32>
+  } -> tensor<8x4xf32>, tensor<4x8xf32>
+  return %y#0, %y#1 : tensor<8x4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+func.func @classifier_yields_an_input(%l: tensor<8x10xf32>, %y: tensor<8xi64>, %g: tensor<f32>) -> (tensor<8x10xf32>, tensor<f32>) {
+  %d:2 = tg.kernel classifier (%l, %y, %g : tensor<8x10xf32>, tensor<8xi64>, tensor<f32>) {
+  ^bb0(%a: tensor<8x10xf32>, %labels: tensor<8xi64>, %one: tensor<f32>):
+    %loss = tg.cross_entropy %a, %labels : tensor<8x10xf32>, tensor<8xi64> -> tensor<f32>
+    %grad = tg.cross_entropy_grad %one, %a, %labels : tensor<f32>, tensor<8x10xf32>, tensor<8xi64> -> tensor<8x10xf32>
+    // expected-error @+1 {{'tg.yield' op yields what is neither the loss nor its gradient}}
+    tg.yield %grad, %one : tensor<8x10xf32>, tensor<f32>
+  } -> tensor<8x10xf32>, tensor<f32>
+  return %d#0, %d#1 : tensor<8x10xf32>, tensor<f32>
+}
+
+// -----
+
+func.func @optimizer_yields_in_order(%p: tensor<8xf32>, %g: tensor<8xf32>, %q: tensor<4xf32>, %h: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %y:2 = tg.kernel optimizer (%p, %g, %q, %h, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>) {
+  ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<4xf32>, %d: tensor<4xf32>, %l: tensor<f32>, %s: tensor<i64>):
+    %u = tg.optimizer_update sgd %a, %b, %l, %s : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64> -> tensor<8xf32>
+    %v = tg.optimizer_update sgd %c, %d, %l, %s : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64> -> tensor<4xf32>
+    // expected-error @+1 {{'tg.yield' op yields other values than the updates' new parameters and states, in order}}
+    tg.yield %v, %u : tensor<4xf32>, tensor<8xf32>
+  } -> tensor<4xf32>, tensor<8xf32>
+  return %y#0, %y#1 : tensor<4xf32>, tensor<8xf32>
 }

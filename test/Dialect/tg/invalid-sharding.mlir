@@ -222,3 +222,29 @@ func.func @negative_tag(%x: tensor<4xf32>) {
   tg.send %x {mesh_axis = "pp", offset = 1 : i64, tag = -1 : i64} : tensor<4xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'tg.mesh' op mesh axes are named by non-empty strings}}
+tg.mesh @mesh ["" = 2]
+
+// -----
+
+// expected-error @+1 {{'tg.mesh' op has 1 axis names for 2 sizes}}
+"tg.mesh"() {sym_name = "mesh", axes = ["data"], shape = array<i64: 2, 2>} : () -> ()
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+// expected-error @+1 {{mesh axes are named by non-empty strings}}
+func.func @empty_axis_name(%x: tensor<4xf32> {tg.sharding = #tg.sharding<@mesh, [{""}]>}) {
+  return
+}
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+// expected-error @+1 {{argument 0: only a ranked tensor can be sharded, not 'tensor<*xf32>'}}
+func.func @unranked(%x: tensor<*xf32> {tg.sharding = #tg.sharding<@mesh, []>}) {
+  return
+}

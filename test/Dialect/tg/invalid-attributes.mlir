@@ -1,0 +1,150 @@
+// RUN: tg-opt %s -split-input-file -verify-diagnostics
+
+// The discardable attributes the passes write (and a hand-written module
+// may carry) are checked where they sit: the kind of value and the op it
+// belongs on. One case per rule of TgDialect's attribute verifiers.
+
+// A pipeline slot is a value number.
+// expected-error @+1 {{'tg.slot' must be a non-negative integer}}
+func.func @negative_slot(%x: tensor<4xf32> {tg.slot = -1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.sharding' on argument 0 must be a #tg.sharding}}
+func.func @sharding_not_a_sharding(%x: tensor<4xf32> {tg.sharding = "data"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.sharding_origin' must be a string}}
+func.func @argument_origin_not_a_string(%x: tensor<4xf32> {tg.sharding_origin = 1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.sharding_origin' must be a string}}
+func.func @result_origin_not_a_string(%x: tensor<4xf32>) -> (tensor<4xf32> {tg.sharding_origin = 1 : i64}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// A chunk function's role: its kind, and its chunk (or an update's stage).
+// expected-error @+1 {{'tg.pipeline_role' must be {kind = "forward" | "backward" | "weight" | "reduce", chunk = N} or {kind = "update", stage = N} on a function}}
+func.func @update_without_stage() attributes {tg.pipeline_role = {kind = "update", chunk = 0 : i64}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.pipeline_actions' must be an array on the module}}
+module attributes {tg.pipeline_actions = "F0"} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.remat' must be a dictionary on a function}}
+module attributes {tg.remat = {policy = "full"}} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.layer_body' must be a string (the first layer) on a function}}
+func.func @layer_body_not_a_string() attributes {tg.layer_body = 1 : i64} {
+  return
+}
+
+// -----
+
+func.func private @body(%x: tensor<4xf32>) -> tensor<4xf32>
+
+func.func @negative_slot_offset(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.slot_offsets' must list arena offsets (non-negative i64s) on the func.call of a layer body}}
+  %0 = func.call @body(%x) {tg.slot_offsets = array<i64: -64>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Arena offsets, views and slots: one per result.
+func.func @offsets_per_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.offsets' must hold one i64 per result (1)}}
+  %0 = tg.relu %x {tg.offsets = array<i64: 0, 64>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @offset_below_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.offsets' holds -2, which is no offset or -1}}
+  %0 = tg.relu %x {tg.offsets = array<i64: -2>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @view_of_no_operand(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.views' holds 1, which is no operand number or -1}}
+  %0 = tg.relu %x {tg.views = array<i64: 1>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @slot_below_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.slots' holds -3, which is no slot or -1}}
+  %0 = tg.relu %x {tg.slots = array<i64: -3>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.arena_bytes' must be a byte count on a function}}
+func.func @negative_arena() attributes {tg.arena_bytes = -1 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tg.arena_alignment' must be a power-of-two byte count on a function}}
+func.func @alignment_not_a_power_of_two() attributes {tg.arena_alignment = 48 : i64} {
+  return
+}
+
+// -----
+
+// A bucket's span is on the all-reduce that sends it.
+func.func @bucket_span_on_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.bucket_span' must be [offset, bytes] in the arena on a tg.all_reduce}}
+  %0 = tg.relu %x {tg.bucket_span = array<i64: 0, 16>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.partitioned' must be a unit attribute on a function}}
+func.func @partitioned_not_unit() attributes {tg.partitioned = true} {
+  return
+}
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+func.func @origin_not_strings(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.sharding_origin' must hold strings}}
+  %0 = tg.relu %x {tg.sharding_origin = [1 : i64]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+tg.mesh @mesh ["data" = 2]
+func.func @sharding_not_shardings(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.sharding' must hold #tg.sharding}}
+  %0 = tg.relu %x {tg.sharding = ["data"]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
