@@ -205,3 +205,44 @@ module attributes {tg.model = "m", tg.training = {pipeline_cuts = ["a"]}} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A model file names each tensor once.
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: tensor name 'w' is used by two arguments
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}, %x: tensor<2xf32> {tg.input = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// A model file's first result is its loss.
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: @forward returns nothing; result 0 must be the loss
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) {
+    return
+  }
+}
+
+// -----
+
+// A constant is written as its values: a resource blob is not.
+module attributes {tg.model = "m"} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    // CHECK: export-errors.mlir:[[@LINE+1]]:10: error: only dense constants can be written to a model file
+    %c = tg.constant dense_resource<blob> : tensor<2xf32>
+    %a = tg.add %w, %c : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+    %l = tg.reduce_sum %a : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      blob: "0x040000000000803F0000803F"
+    }
+  }
+#-}
