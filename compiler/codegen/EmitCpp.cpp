@@ -1154,7 +1154,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       })
       .Case([&](TransposeOp t) -> LogicalResult {
         if (!tensorType(t.getX()).getElementType().isF32())
-          return t.emitError("cpu backend: transpose supports f32 only");
+          return t.emitError("cpu backend: transpose supports f32 only, got ")
+                 << tensorType(t.getX()).getElementType();
         os << "  {\n    static const int64_t shape[] = "
            << intList(tensorType(t.getX()).getShape())
            << ", perm[] = " << intList(t.getPerm()) << ";\n"
@@ -1165,7 +1166,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       })
       .Case([&](SliceOp s) -> LogicalResult {
         if (!tensorType(s.getX()).getElementType().isF32())
-          return s.emitError("cpu backend: slice supports f32 only");
+          return s.emitError("cpu backend: slice supports f32 only, got ")
+                 << tensorType(s.getX()).getElementType();
         os << "  {\n    static const int64_t shape[] = "
            << intList(tensorType(s.getX()).getShape())
            << ", start[] = " << intList(s.getStart())
@@ -1192,7 +1194,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       })
       .Case([&](ConcatOp c) -> LogicalResult {
         if (!tensorType(c.getResult()).getElementType().isF32())
-          return c.emitError("cpu backend: concat supports f32 only");
+          return c.emitError("cpu backend: concat supports f32 only, got ")
+                 << tensorType(c.getResult()).getElementType();
         os << "  {\n";
         std::string inputs, shapes;
         for (auto [i, v] : llvm::enumerate(c.getInputs())) {

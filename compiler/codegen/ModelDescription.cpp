@@ -391,7 +391,8 @@ FailureOr<std::string> StepSignature::updateTarget(unsigned r,
     return llvm::formatv("io.state[{0}]", stateIndex.lookup(update.getValue()))
         .str();
   return trainStep.emitError(backend)
-         << ": update of unknown '" << update.getValue() << "'";
+         << ": result " << r << " of @train_step updates '" << update.getValue()
+         << "', which is no parameter or optimizer state";
 }
 
 FailureOr<int> StepSignature::gradResultIndex(func::FuncOp forwardBackward,
