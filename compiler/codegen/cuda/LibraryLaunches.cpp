@@ -158,40 +158,60 @@ static std::tuple<int64_t, int64_t, int64_t> splitAxis(RankedTensorType t,
           product(s.drop_front(axis + 1))};
 }
 
-LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
-  // Every operand and result of one op kernel has one float type (f32 or
-  // bf16) unless said otherwise.
-  auto sameFloat = [&](ArrayRef<Value> values) -> LogicalResult {
-    Type t;
-    for (Value v : values) {
-      if (!v)
-        continue;
-      Type e = elementType(v);
-      if (!e.isF32() && !e.isBF16())
-        return op->emitError(kBackend)
-               << ": " << op->getName() << " takes f32 or bf16, got " << e;
-      if (t && e != t)
-        return op->emitError(kBackend)
-               << ": " << op->getName() << " mixes " << t << " and " << e;
-      t = e;
-    }
-    return success();
-  };
-  auto f32Only = [&](ArrayRef<Value> values) -> LogicalResult {
-    for (Value v : values)
-      if (v && !elementType(v).isF32())
-        return op->emitError(kBackend)
-               << ": " << op->getName() << " runs in f32 only on the GPU, got "
-               << elementType(v)
-               << " (compile with --precision=fp32, or keep this op in f32)";
-    return success();
-  };
-  std::string begin = timerBegin(launch), end = timerEnd(launch);
+/// Checks that every operand and result given (null ones skipped) has one
+/// float type, f32 or bf16: what most of the runtime's kernels take.
+static LogicalResult sameFloat(Operation *op, ArrayRef<Value> values) {
+  Type t;
+  for (Value v : values) {
+    if (!v)
+      continue;
+    Type e = elementType(v);
+    if (!e.isF32() && !e.isBF16())
+      return op->emitError(kBackend)
+             << ": " << op->getName() << " takes f32 or bf16, got " << e;
+    if (t && e != t)
+      return op->emitError(kBackend)
+             << ": " << op->getName() << " mixes " << t << " and " << e;
+    t = e;
+  }
+  return success();
+}
 
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+/// Checks that every value given (null ones skipped) is f32: the kernels
+/// of convolution and pooling have no other.
+static LogicalResult f32Only(Operation *op, ArrayRef<Value> values) {
+  for (Value v : values)
+    if (v && !elementType(v).isF32())
+      return op->emitError(kBackend)
+             << ": " << op->getName() << " runs in f32 only on the GPU, got "
+             << elementType(v)
+             << " (compile with --precision=fp32, or keep this op in f32)";
+  return success();
+}
+
+LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
+  // Each family emits the ops it knows and declines the others.
+  using Family =
+      std::optional<LogicalResult> (StepEmitter::*)(Launch &, Operation *);
+  for (Family family :
+       {&StepEmitter::emitReductionCall, &StepEmitter::emitNormAndDropoutCall,
+        &StepEmitter::emitEmbeddingAndLossCall, &StepEmitter::emitAttentionCall,
+        &StepEmitter::emitConvAndPoolCall, &StepEmitter::emitCollectiveCall,
+        &StepEmitter::emitShapeCall, &StepEmitter::emitOptimizerCall})
+    if (std::optional<LogicalResult> emitted = (this->*family)(launch, op))
+      return *emitted;
+  return op->emitError(kBackend)
+         << ": no lowering for '" << op->getName() << "'";
+}
+
+/// reduce (sum, mean, max) over dims, softmax and log_softmax over an axis.
+std::optional<LogicalResult> StepEmitter::emitReductionCall(Launch &launch,
+                                                            Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(
           [&](auto r) -> LogicalResult {
-            if (failed(sameFloat({r.getX(), r.getResult()})))
+            if (failed(sameFloat(op, {r.getX(), r.getResult()})))
               return failure();
             StringRef kind = isa<ReduceSumOp>(op)    ? "Sum"
                              : isa<ReduceMeanOp>(op) ? "Mean"
@@ -218,7 +238,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
             return success();
           })
       .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) -> LogicalResult {
-        if (failed(sameFloat({s.getX(), s.getResult()})))
+        if (failed(sameFloat(op, {s.getX(), s.getResult()})))
           return failure();
         auto t = tensorType(s.getX());
         auto [outer, n, inner] =
@@ -231,9 +251,17 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// layer_norm and rms_norm with their gradients, and dropout.
+std::optional<LogicalResult>
+StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](LayerNormOp l) -> LogicalResult {
         if (failed(sameFloat(
-                {l.getX(), l.getWeight(), l.getBias(), l.getResult()})))
+                op, {l.getX(), l.getWeight(), l.getBias(), l.getResult()})))
           return failure();
         auto t = tensorType(l.getX());
         int64_t d = t.getShape().back();
@@ -246,8 +274,8 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](LayerNormGradOp l) -> LogicalResult {
-        if (failed(sameFloat({l.getGrad(), l.getX(), l.getWeight(), l.getDx(),
-                              l.getDweight(), l.getDbias()})))
+        if (failed(sameFloat(op, {l.getGrad(), l.getX(), l.getWeight(),
+                                  l.getDx(), l.getDweight(), l.getDbias()})))
           return failure();
         auto t = tensorType(l.getX());
         int64_t d = t.getShape().back(), rows = t.getNumElements() / d;
@@ -268,7 +296,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](RmsNormOp l) -> LogicalResult {
-        if (failed(sameFloat({l.getX(), l.getWeight(), l.getResult()})))
+        if (failed(sameFloat(op, {l.getX(), l.getWeight(), l.getResult()})))
           return failure();
         auto t = tensorType(l.getX());
         int64_t d = t.getShape().back();
@@ -281,8 +309,8 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](RmsNormGradOp l) -> LogicalResult {
-        if (failed(sameFloat({l.getGrad(), l.getX(), l.getWeight(), l.getDx(),
-                              l.getDweight()})))
+        if (failed(sameFloat(op, {l.getGrad(), l.getX(), l.getWeight(),
+                                  l.getDx(), l.getDweight()})))
           return failure();
         auto t = tensorType(l.getX());
         int64_t d = t.getShape().back(), rows = t.getNumElements() / d;
@@ -302,7 +330,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](DropoutOp dr) -> LogicalResult {
-        if (failed(sameFloat({dr.getX(), dr.getResult()})))
+        if (failed(sameFloat(op, {dr.getX(), dr.getResult()})))
           return failure();
         std::string x = ptr(dr.getX()), y = ptr(dr.getResult());
         os << begin << "  tgc::cuda::dropout(" << x << ", " << y << ", "
@@ -313,8 +341,16 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The embedding lookup and cross-entropy, with their gradients.
+std::optional<LogicalResult>
+StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](EmbeddingOp e) -> LogicalResult {
-        if (failed(sameFloat({e.getTable(), e.getResult()})))
+        if (failed(sameFloat(op, {e.getTable(), e.getResult()})))
           return failure();
         auto t = tensorType(e.getTable());
         std::string table = ptr(e.getTable()), idx = ptr(e.getIndices()),
@@ -326,7 +362,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](EmbeddingGradOp e) -> LogicalResult {
-        if (failed(sameFloat({e.getGrad(), e.getResult()})))
+        if (failed(sameFloat(op, {e.getGrad(), e.getResult()})))
           return failure();
         auto t = tensorType(e.getResult());
         int64_t n = numel(e.getIndices());
@@ -345,7 +381,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](CrossEntropyOp c) -> LogicalResult {
-        if (failed(sameFloat({c.getLogits()})))
+        if (failed(sameFloat(op, {c.getLogits()})))
           return failure();
         auto t = tensorType(c.getLogits());
         int64_t classes = t.getShape().back(),
@@ -369,7 +405,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](CrossEntropyGradOp c) -> LogicalResult {
-        if (failed(sameFloat({c.getLogits(), c.getResult()})))
+        if (failed(sameFloat(op, {c.getLogits(), c.getResult()})))
           return failure();
         if (!elementType(c.getGrad()).isF32())
           return c.emitError(kBackend)
@@ -392,9 +428,17 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Attention and its gradient, which reads the forward's log-sum-exp.
+std::optional<LogicalResult> StepEmitter::emitAttentionCall(Launch &launch,
+                                                            Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](AttentionOp a) -> LogicalResult {
-        if (failed(sameFloat({a.getQuery(), a.getKey(), a.getValue(),
-                              a.getMask(), a.getResult()})))
+        if (failed(sameFloat(op, {a.getQuery(), a.getKey(), a.getValue(),
+                                  a.getMask(), a.getResult()})))
           return failure();
         ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
                           k = tensorType(a.getKey()).getShape(),
@@ -416,9 +460,9 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](AttentionGradOp a) -> LogicalResult {
-        if (failed(sameFloat({a.getGrad(), a.getQuery(), a.getKey(),
-                              a.getValue(), a.getMask(), a.getDquery(),
-                              a.getDkey(), a.getDvalue(), a.getDmask()})))
+        if (failed(sameFloat(op, {a.getGrad(), a.getQuery(), a.getKey(),
+                                  a.getValue(), a.getMask(), a.getDquery(),
+                                  a.getDkey(), a.getDvalue(), a.getDmask()})))
           return failure();
         ArrayRef<int64_t> q = tensorType(a.getQuery()).getShape(),
                           k = tensorType(a.getKey()).getShape(),
@@ -456,8 +500,16 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// conv2d and the 2-d poolings, with their gradients (f32 only).
+std::optional<LogicalResult> StepEmitter::emitConvAndPoolCall(Launch &launch,
+                                                              Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](Conv2dOp c) -> LogicalResult {
-        if (failed(f32Only({c.getInput(), c.getWeight(), c.getBias()})))
+        if (failed(f32Only(op, {c.getInput(), c.getWeight(), c.getBias()})))
           return failure();
         std::string x = ptr(c.getInput()), w = ptr(c.getWeight()),
                     b = nullable(*this, c.getBias()), y = ptr(c.getResult());
@@ -471,7 +523,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](Conv2dGradInputOp c) -> LogicalResult {
-        if (failed(f32Only({c.getGrad(), c.getWeight()})))
+        if (failed(f32Only(op, {c.getGrad(), c.getWeight()})))
           return failure();
         std::string g = ptr(c.getGrad()), w = ptr(c.getWeight()),
                     dx = ptr(c.getResult());
@@ -485,7 +537,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case([&](Conv2dGradWeightOp c) -> LogicalResult {
-        if (failed(f32Only({c.getGrad(), c.getInput()})))
+        if (failed(f32Only(op, {c.getGrad(), c.getInput()})))
           return failure();
         std::string g = ptr(c.getGrad()), x = ptr(c.getInput()),
                     dw = ptr(c.getResult());
@@ -499,7 +551,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case<MaxPool2dOp, AvgPool2dOp>([&](auto p) -> LogicalResult {
-        if (failed(f32Only({p.getInput()})))
+        if (failed(f32Only(op, {p.getInput()})))
           return failure();
         std::string x = ptr(p.getInput()), y = ptr(p.getResult());
         os << begin << "  tgc::cuda::" << (isa<MaxPool2dOp>(op) ? "max" : "avg")
@@ -512,7 +564,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         return success();
       })
       .Case<MaxPool2dGradOp, AvgPool2dGradOp>([&](auto p) -> LogicalResult {
-        if (failed(f32Only({p.getGrad(), p.getInput()})))
+        if (failed(f32Only(op, {p.getGrad(), p.getInput()})))
           return failure();
         SmallVector<int64_t> stride = p.getStride()
                                           ? llvm::to_vector(*p.getStride())
@@ -533,9 +585,17 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
         }
         return success();
       })
-      // The mesh collectives other than the all-reduce buckets run on the
-      // compute stream, in order with the kernels around them: nothing
-      // overlaps them yet (the gradient buckets keep their own stream).
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The mesh collectives other than the all-reduce buckets: all_gather,
+/// reduce_scatter and all_slice. They run on the compute stream, in order
+/// with the kernels around them: nothing overlaps them yet (the gradient
+/// buckets keep their own stream).
+std::optional<LogicalResult> StepEmitter::emitCollectiveCall(Launch &launch,
+                                                             Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](AllGatherOp g) -> LogicalResult {
         FailureOr<int> axis = meshAxisIndex(g, g.getMeshAxis(), kBackend);
         if (failed(axis))
@@ -592,6 +652,14 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Data movement: transpose, slice and its gradient, concat.
+std::optional<LogicalResult> StepEmitter::emitShapeCall(Launch &launch,
+                                                        Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](TransposeOp t) -> LogicalResult {
         std::string x = ptr(t.getX()), y = ptr(t.getResult());
         os << begin << "  {\n    static const int64_t shape[] = "
@@ -658,6 +726,14 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The global gradient norm, the LR schedule and the optimizer updates.
+std::optional<LogicalResult> StepEmitter::emitOptimizerCall(Launch &launch,
+                                                            Operation *op) {
+  std::string begin = timerBegin(launch), end = timerEnd(launch);
+  return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](GlobalNormOp g) -> LogicalResult {
         std::string list, sizes;
         for (Value v : g.getInputs()) {
@@ -741,10 +817,7 @@ LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
            << end;
         return success();
       })
-      .Default([&](Operation *other) {
-        return other->emitError(kBackend)
-               << ": no lowering for '" << other->getName() << "'";
-      });
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 /// tg-fuse's multi-tensor optimizer kernel: a table of lanes (pointers and

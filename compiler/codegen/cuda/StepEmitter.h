@@ -304,7 +304,29 @@ private:
   // The code of one launch: LibraryLaunches.cpp (emitLaunch dispatches),
   // ElementwiseKernels.cpp and Streams.cpp.
   LogicalResult emitLaunch(Launch &launch);
+  /// One op's runtime/cuda call: the first family below that knows the op
+  /// emits it (each returns nothing for an op not its own).
   LogicalResult emitOp(Launch &launch, Operation *op);
+  /// reduce (sum, mean, max) over dims, softmax and log_softmax.
+  std::optional<LogicalResult> emitReductionCall(Launch &launch, Operation *op);
+  /// layer_norm and rms_norm with their gradients, and dropout.
+  std::optional<LogicalResult> emitNormAndDropoutCall(Launch &launch,
+                                                      Operation *op);
+  /// The embedding lookup and cross-entropy, with their gradients.
+  std::optional<LogicalResult> emitEmbeddingAndLossCall(Launch &launch,
+                                                        Operation *op);
+  /// Attention and its gradient.
+  std::optional<LogicalResult> emitAttentionCall(Launch &launch, Operation *op);
+  /// conv2d and the 2-d poolings, with their gradients.
+  std::optional<LogicalResult> emitConvAndPoolCall(Launch &launch,
+                                                   Operation *op);
+  /// all_gather, reduce_scatter and all_slice (not the all-reduce buckets).
+  std::optional<LogicalResult> emitCollectiveCall(Launch &launch,
+                                                  Operation *op);
+  /// Data movement: transpose, slice and its gradient, concat.
+  std::optional<LogicalResult> emitShapeCall(Launch &launch, Operation *op);
+  /// The global gradient norm, the LR schedule and the optimizer updates.
+  std::optional<LogicalResult> emitOptimizerCall(Launch &launch, Operation *op);
   LogicalResult emitElementwise(Launch &launch);
   LogicalResult emitGemm(Launch &launch);
   void emitClassifier(Launch &launch);
