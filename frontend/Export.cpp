@@ -400,14 +400,24 @@ ModelExporter::writeNode(Operation *op) {
       return failure();
     attrs.push_back(*attr);
   }
-  if (!op->getDiscardableAttrDictionary().empty())
-    return LogicalResult(
-        emitError(op->getLoc())
-        << "attribute '"
-        << op->getDiscardableAttrDictionary().begin()->getName().getValue()
-        << "' cannot be written to a model file");
+  // tg.layer is the importer's reading of the node's name: the name says
+  // it again.
+  for (NamedAttribute attr : op->getDiscardableAttrs())
+    if (attr.getName() != TgDialect::kLayerAttr)
+      return emitError(op->getLoc())
+             << "attribute '" << attr.getName().getValue()
+             << "' cannot be written to a model file";
 
+  // The node's name says its layer to the importer: one that would say
+  // another (printed IR has no locations, so its nodes are named by their
+  // outputs) is written under the layer.
   std::string nodeName = nodeNameOf(op);
+  if (StringRef layer = layerOf(op); !layer.empty()) {
+    std::string named =
+        nodeName.empty() ? tensorNames.lookup(op->getResult(0)) : nodeName;
+    if (groupOfName(named) != layer)
+      nodeName = (layer + "." + named).str();
+  }
   StringOffset name = nodeName.empty() ? StringOffset() : string(nodeName);
   StringOffset opString = string(op->getName().stripDialect());
   auto inputsVec = strings(inputs);

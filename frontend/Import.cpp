@@ -1200,8 +1200,11 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
   // Result type: from the model-file attributes, from the op's shape
   // inference, or (for the ops that keep their operand's type: unary math,
   // softmax, the norms, dropout) the first operand's type.
-  Location loc = NameLoc::get(
-      builder.getStringAttr(name.empty() ? output : name), locate(where));
+  StringRef nodeName = name.empty() ? output : name;
+  Location loc = NameLoc::get(builder.getStringAttr(nodeName), locate(where));
+  // The block the node computes for, a fact of the IR from here on (a
+  // constant has none: CSE shares it between layers).
+  std::string layer = groupOfName(nodeName);
   bool infers = opName->hasInterface<InferTypeOpInterface>();
   Type resultType;
   if (hasModelFileAttrs) {
@@ -1251,6 +1254,8 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
     created->erase();
     return failure();
   }
+  if (!isa<ConstantOp>(created))
+    setLayer(created, layer);
   Value result = created->getResult(0);
   if (const auto *sharding = node->sharding()) {
     // A pin on the node's output: the value downstream reads it through.
@@ -1260,6 +1265,7 @@ LogicalResult ModelImporter::buildNode(unsigned index) {
     if (failed(pin))
       return failure();
     auto constraint = ShardingConstraintOp::create(builder, loc, result, *pin);
+    setLayer(constraint, layer);
     constraint->setAttr(kShardingOriginAttr,
                         builder.getArrayAttr({builder.getStringAttr(
                             ("pin: " + where + " '" + output + "'").str())}));

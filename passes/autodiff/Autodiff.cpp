@@ -172,8 +172,12 @@ struct AutodiffPass : public tg::impl::AutodiffPassBase<AutodiffPass> {
         return op->emitOpError("has no gradient rule, but a trainable "
                                "parameter reaches the loss through it");
       SmallVector<Value> operandGrads;
-      if (failed(differentiable.buildVJP(builder, resultGrads, operandGrads)))
-        return failure();
+      {
+        // The gradient's ops compute for the op's layer.
+        LayerStamp stamp(builder, op);
+        if (failed(differentiable.buildVJP(builder, resultGrads, operandGrads)))
+          return failure();
+      }
       if (operandGrads.size() != op->getNumOperands())
         return op->emitOpError("gradient rule returned ")
                << operandGrads.size() << " gradients for "

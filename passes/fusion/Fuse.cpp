@@ -502,6 +502,7 @@ void formKernel(const Group &group, bool libraryEpilogues) {
       KernelOp::create(b, last->getLoc(), ValueRange(outputs).getTypes(),
                        KernelKindAttr::get(b.getContext(), group.kind), inputs,
                        GemmEpilogueAttr(), b.getStringAttr(kernelName(group)));
+  setLayer(kernel, layerOf(last));
   Block *body = b.createBlock(&kernel.getBody());
   IRMapping map;
   for (Value v : inputs)

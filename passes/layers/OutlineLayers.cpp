@@ -100,12 +100,12 @@ bool placeable(Operation *op) {
 }
 
 /// The layer an op works for: its own (layerOfOp), else for an op without
-/// a node name the layer of a parameter's argument it reads (the sum of a
+/// a tg.layer the layer of a parameter's argument it reads (the sum of a
 /// micro-batch's gradient into the accumulator), else the one layer all its
 /// readers work for (the gradient clipping's multiply), or "".
-std::string layerOf(Operation *op) {
+std::string layerWorkedFor(Operation *op) {
   std::string own = layerOfOp(op);
-  if (!layerOfName(own).empty() || !nodeNameOf(op).empty())
+  if (!layerOfName(own).empty() || !layerOf(op).empty())
     return own;
   // A parameter's, state's or accumulator's argument it reads (the
   // accumulation's sum of a gradient).
@@ -144,9 +144,9 @@ SmallVector<Run> runsOf(func::FuncOp func) {
     if (isa<ConstantOp>(op))
       continue;
     bool place = placeable(&op);
-    // An op without a node name that reads the run it follows (the sum of
+    // An op without a tg.layer that reads the run it follows (the sum of
     // a value's gradients that tg-autodiff adds) goes with that run.
-    if (place && nodeNameOf(&op).empty() &&
+    if (place && layerOf(&op).empty() &&
         llvm::any_of(op.getOperands(), [&](Value v) {
           return v.getDefiningOp() && inCurrent.contains(v.getDefiningOp());
         })) {
@@ -154,7 +154,7 @@ SmallVector<Run> runsOf(func::FuncOp func) {
       inCurrent.insert(&op);
       continue;
     }
-    std::string layer = place ? layerOf(&op) : "";
+    std::string layer = place ? layerWorkedFor(&op) : "";
     if (layerOfName(layer).empty()) {
       close();
       continue;
@@ -282,8 +282,10 @@ std::optional<Candidate> candidateOf(const Run &run) {
     copy->removeAttr(kReshardAttr);
     copy->removeAttr(kShardingOriginAttr);
     copy->setAttr(TgDialect::kSlotsAttr, b.getDenseI64ArrayAttr(slots));
+    // Nor the layer it computes for: the call says that.
     copy->walk([&](Operation *inner) {
       inner->setLoc(generalize(inner->getLoc(), layer, pattern));
+      inner->removeAttr(TgDialect::kLayerAttr);
     });
   };
   for (Operation *constant : constants) {
@@ -334,6 +336,7 @@ void replaceByCall(Candidate &c, func::FuncOp body,
     arguments.push_back(replaced.lookup(v) ? replaced.lookup(v) : v);
   auto call = func::CallOp::create(
       b, NameLoc::get(StringAttr::get(ctx, c.run.layer)), body, arguments);
+  setLayer(call, c.run.layer);
   call->setAttr(TgDialect::kSlotOffsetsAttr,
                 b.getDenseI64ArrayAttr(c.slotOffsets));
   call->setAttr(TgDialect::kOffsetsAttr,

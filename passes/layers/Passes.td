@@ -16,11 +16,12 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
     and the compiler's time stops growing with the depth.
 
     - **Runs.** In each planned function (`tg.arena_bytes`), the
-      consecutive ops of one layer (the model file's repeated names,
-      `h.3.*`; an optimizer update by its parameter's name) form a run: a
+      consecutive ops of one layer (their `tg.layer`, a repeated layer
+      such as `h.3`; an optimizer update by its parameter's name) form a
+      run: a
       layer's forward, its backward (with what tg-remat recomputes) and its
       updates are separate runs. Constants neither belong to nor end a run.
-      An op without a node name goes with the run it follows when it reads
+      An op without a `tg.layer` goes with the run it follows when it reads
       that run (the sum of a value's gradients that tg-autodiff adds), else
       with the layer of a parameter's argument it reads (the sum of a
       micro-batch's gradient into its accumulator), else with the one layer
@@ -35,8 +36,9 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
       its results. Each result's arena offset becomes a slot of the body's
       offset table (`tg.slots` on the body's ops, in place of
       `tg.offsets`), so the body says where nothing is: the call passes
-      where everything is. Locations keep their node names with the layer
-      written as `*` (`h.*.attn.c_attn`).
+      where everything is. The body's ops leave their `tg.layer` to the
+      call; their locations keep their node names with the layer written
+      as `*` (`h.*.attn.c_attn`).
     - **Sharing.** Two candidates share a body when their IR, printed, is
       the same: the same ops, shapes, attributes (fusion, shardings,
       precision, remat's copies, a dropout's seed), the same data flow and

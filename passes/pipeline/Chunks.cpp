@@ -7,17 +7,13 @@
 #include "planning/cost/ClusterSpec.h"
 #include "planning/cost/CostModel.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::tg;
-
-std::string mlir::tg::groupOfName(StringRef name) {
-  std::string layer = layerOfName(name);
-  return layer.empty() ? name.split('.').first.str() : layer;
-}
 
 std::string mlir::tg::layerOfOp(Operation *op) {
   Operation *update = op;
@@ -30,11 +26,11 @@ std::string mlir::tg::layerOfOp(Operation *op) {
         if (auto name = func.getArgAttrOfType<StringAttr>(
                 arg.getArgNumber(), TgDialect::kParamAttr))
           return groupOfName(name.getValue());
-  return groupOfName(nodeNameOf(op));
+  return layerOf(op).str();
 }
 
 bool mlir::tg::isChunkless(Operation *op) {
-  if (isa<ConstantOp>(op))
+  if (op->getNumOperands() == 0 && isMemoryEffectFree(op))
     return true;
   if (!isa<CastOp, AllGatherOp, AllSliceOp>(op))
     return false;

@@ -25,17 +25,15 @@
 
 namespace mlir::tg {
 
-/// What a model-file name is grouped under: its layer (`h.3` for
-/// `h.3.attn.c_proj`), else its first component (`wte`, `fc1`).
-std::string groupOfName(StringRef name);
-
 /// The group an op of a step works for: an optimizer update's (or a
-/// collective on its result's) is its parameter's, others' their location.
+/// collective on its result's) is its parameter's (groupOfName), others'
+/// their tg.layer.
 std::string layerOfOp(Operation *op);
 
 /// Ops of no one chunk, which each function that reads them computes
-/// itself: constants, the bf16 copies of parameters (mixed precision; their
-/// locations name where they are used, a tied weight's copy both ends),
+/// itself: constants and iotas (ops of no operands, which CSE shares between
+/// layers), the bf16 copies of parameters (mixed precision; a tied
+/// weight's is read at both ends),
 /// the gathers of a parameter split over the data axes (zero3), which a
 /// chunk's backward repeats as ZeRO-3 does rather than keep the whole
 /// weight from its forward, and a process's slice of an argument (the

@@ -139,6 +139,7 @@ Value ForwardConverter::convertTo(Value v, Type element) {
   if (Value done = converted.lookup(key))
     return done;
   OpBuilder builder(func.getContext());
+  LayerStamp stamp(builder, layerOfValue(v));
   Value result;
   if (auto constant = v.getDefiningOp<ConstantOp>()) {
     if (DenseElementsAttr attr = convertConstant(constant.getValue(), target)) {

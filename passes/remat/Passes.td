@@ -35,8 +35,10 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
       the GELU gradient; the layer norm's input is, by its gradient).
     - `full`, as Megatron-LM's full recomputation: each layer keeps only
       its input; everything a layer computes that the backward reads runs
-      again. Layers are the model file's node names up to their first
-      numeric component (`h.0` for `h.0.attn.q`); ops outside layers keep
+      again. Layers are the ops' `tg.layer` (the importer's: the model
+      file's node names up to their first numeric component, `h.0` for
+      `h.0.attn.q`; a gradient's ops are their forward op's); ops outside
+      layers keep
       their results. On a sharded step a layer's collectives run again
       too (every process makes the same copies in the same order), as in
       Megatron-LM; under the other policies collectives are kept.

@@ -60,7 +60,7 @@ std::optional<RematGraph> RematGraph::build(func::FuncOp func) {
     node.flops = flopCount(&op);
     node.mayRecompute = isMemoryEffectFree(&op) && op.getNumRegions() == 0 &&
                         !isa<ConstantOp>(op);
-    std::string layer = layerOfName(nodeNameOf(&op));
+    std::string layer = layerOfName(layerOf(&op));
     node.layer = -1;
     if (!layer.empty()) {
       auto [it, inserted] = layerIndex.try_emplace(layer, graph.layers.size());
@@ -86,7 +86,7 @@ std::optional<RematGraph> RematGraph::build(func::FuncOp func) {
           returned = true;
         else if (position.lookup(top) > end)
           needed = true;
-        else if (top != &op && layerOfName(nodeNameOf(top)) != layer)
+        else if (top != &op && layerOfName(layerOf(top)) != layer)
           leaves = true;
       }
       // A constant is not an activation: always at hand, never kept.

@@ -182,6 +182,7 @@ SmallVector<AllReduceOp> splitIntoBuckets(AllReduceOp reduce,
                                       reduce.getReductionAttr(),
                                       reduce.getMeshAxisAttr(),
                                       builder.getI64IntegerAttr(next++));
+    setLayer(bucket, layerOf(reduce));
     for (auto [m, result] : llvm::zip(b.members, bucket.getResults()))
       reduce.getResults()[m].replaceAllUsesWith(result);
     // Why tg-partition reduces these values stays with them.

@@ -622,10 +622,10 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
 /// Where the compiled step's estimate (estimatePlan's stage map) places
 /// each node under `pipeline`, as a chunk: the repeated layers, in the order
 /// the forward pass first reaches them, in P x V consecutive chunks of equal
-/// size, chunk c on stage c mod P; a named op outside them on the first
-/// stage before the first layer, else on the last; an op without a name,
-/// a parameter, its state or accumulator, with the layer of its name (as
-/// tieRepeatedLayers finds it), else with what it reads (or follows).
+/// size, chunk c on stage c mod P; an op of a top-level module (its
+/// tg.layer) on the first stage before the first layer, else on the last;
+/// an op of none with what it reads (or follows); a parameter, its state
+/// or accumulator with the layer of its name.
 std::optional<SmallVector<int64_t>>
 AutoShardPass::chunksOf(func::FuncOp step, PipelineStages pipeline) {
   int64_t chunks = pipeline.stages * pipeline.virtualStages;
@@ -634,7 +634,7 @@ AutoShardPass::chunksOf(func::FuncOp step, PipelineStages pipeline) {
   SmallVector<std::string> names(nodes.size());
   for (auto [i, node] : llvm::enumerate(nodes)) {
     names[i] =
-        node.op ? nodeNameOf(node.op) : argumentName(step, node.arg).first;
+        node.op ? layerOf(node.op).str() : argumentName(step, node.arg).first;
     std::string layer = layerOfName(names[i]);
     if (!node.op || names[i].empty())
       continue;
@@ -762,14 +762,14 @@ void AutoShardPass::assumeFullRemat(
     Operation *op = node.op;
     if (!op || node.start > forwardEnd || !isMemoryEffectFree(op))
       continue;
-    std::string layer = layerOfName(nodeNameOf(op));
+    std::string layer = layerOfName(layerOf(op));
     if (layer.empty())
       continue;
     int64_t lastForward = node.start;
     bool leaves = false;
     for (Operation *user : op->getUsers()) {
       int64_t at = position.lookup(user);
-      if (user == ret || layerOfName(nodeNameOf(user)) != layer)
+      if (user == ret || layerOfName(layerOf(user)) != layer)
         leaves = true;
       else if (at <= forwardEnd)
         lastForward = std::max(lastForward, at);
@@ -1616,6 +1616,7 @@ LogicalResult AutoShardPass::apply(func::FuncOp step,
           OpBuilder builder(reader);
           auto constraint = ShardingConstraintOp::create(
               builder, reader->getLoc(), v, wanted);
+          setLayer(constraint, layerOf(reader));
           constraint->setAttr(
               kShardingOriginAttr,
               builder.getArrayAttr({builder.getStringAttr(

@@ -62,6 +62,8 @@ public:
       ops.push_back(&op);
     for (Operation *op : ops) {
       builder.setInsertionPoint(op);
+      // An op's pieces and its reshards compute for its layer.
+      LayerStamp stamp(builder, op);
       if (failed(partition(op)))
         return failure();
     }
@@ -158,6 +160,7 @@ private:
     if (size)
       return size;
     OpBuilder::InsertionGuard guard(builder);
+    LayerStamp none(builder, StringRef());
     builder.setInsertionPointToStart(&func.getBody().front());
     Location loc = func.getLoc();
     auto scalarType = RankedTensorType::get({}, type);
@@ -228,6 +231,9 @@ private:
   Value resolve(Value old, ShardingAttr target, StringRef why) {
     Value v = mapped(old);
     ShardingAttr from = current.lookup(v);
+    // A reshard computes for the layer that made the value.
+    Operation *def = old.getDefiningOp();
+    LayerStamp stamp(builder, def ? layerOf(def) : StringRef());
     if (Value rows = rowsOfEmbeddingGrad(old, v, from, target))
       return rows;
     Value out = reshard(builder, old.getLoc(), v, from, target, mesh,

@@ -497,6 +497,7 @@ struct PropagateShardingPass
     builder.setInsertionPointAfter(op);
     auto pin =
         ShardingConstraintOp::create(builder, op->getLoc(), result, split);
+    setLayer(pin, layerOf(op));
     pin->setAttr(kShardingOriginAttr,
                  builder.getArrayAttr({builder.getStringAttr(
                      "preset sp: the sequence split after " + after)}));

@@ -162,6 +162,7 @@ void split(func::FuncOp func, FusedProjection &p) {
   // The blocks' products side by side where the fused one was, so that
   // tg-partition reshards their common input once for all of them.
   OpBuilder b(p.matmul);
+  LayerStamp stamp(b, p.matmul);
   SmallVector<Value> weights, blocks;
   for (auto [j, slice] : llvm::enumerate(p.blocks))
     weights.push_back(

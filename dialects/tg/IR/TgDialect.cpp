@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -434,6 +435,15 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' belongs on a collective";
     return verifyStringAttr(op, attr);
   }
+  if (name == kLayerAttr) {
+    auto layer = dyn_cast<StringAttr>(attr.getValue());
+    if (!layer || layer.getValue().empty())
+      return op->emitError() << "'" << name
+                             << "' must name the model file's layer or "
+                                "module the op computes for, got "
+                             << attr.getValue();
+    return success();
+  }
   if (name == kWaitsAttr) {
     auto buckets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!buckets || buckets.empty() ||
@@ -540,6 +550,75 @@ void mlir::tg::setPipelineStages(ModuleOp module, PipelineStages stages) {
           {b.getNamedAttr("stages", b.getI64IntegerAttr(stages.stages)),
            b.getNamedAttr("virtual_stages",
                           b.getI64IntegerAttr(stages.virtualStages))}));
+}
+
+std::string mlir::tg::groupOfName(StringRef name) {
+  std::string layer = layerOfName(name);
+  return layer.empty() ? name.split('.').first.str() : layer;
+}
+
+StringRef mlir::tg::layerOf(Operation *op) {
+  auto layer = op->getAttrOfType<StringAttr>(TgDialect::kLayerAttr);
+  return layer ? layer.getValue() : StringRef();
+}
+
+std::string mlir::tg::layerOfValue(Value v) {
+  if (Operation *def = v.getDefiningOp())
+    return layerOf(def).str();
+  auto arg = cast<BlockArgument>(v);
+  auto func =
+      dyn_cast_or_null<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!func)
+    return "";
+  for (StringRef kind : {TgDialect::kParamAttr, TgDialect::kInputAttr,
+                         TgDialect::kStateAttr, TgDialect::kAccumAttr})
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kind))
+      return groupOfName(name.getValue());
+  return "";
+}
+
+void mlir::tg::setLayer(Operation *op, StringRef layer) {
+  if (layer.empty())
+    op->removeAttr(TgDialect::kLayerAttr);
+  else
+    op->setAttr(TgDialect::kLayerAttr,
+                StringAttr::get(op->getContext(), layer));
+}
+
+/// The innermost LayerStamp installed on some builder (stamps nest).
+static thread_local LayerStamp *innermostStamp = nullptr;
+
+mlir::tg::LayerStamp::LayerStamp(OpBuilder &builder, StringRef layer)
+    : builder_(builder), outer_(nullptr), previous_(innermostStamp),
+      next_(builder.getListener()), layer_(layer) {
+  for (LayerStamp *s = innermostStamp; s; s = s->previous_)
+    if (next_ == s) {
+      outer_ = s;
+      next_ = s->next_;
+      break;
+    }
+  builder.setListener(this);
+  innermostStamp = this;
+}
+
+mlir::tg::LayerStamp::~LayerStamp() {
+  builder_.setListener(outer_ ? outer_ : next_);
+  innermostStamp = previous_;
+}
+
+void mlir::tg::LayerStamp::notifyOperationInserted(
+    Operation *op, OpBuilder::InsertPoint previous) {
+  if (!layer_.empty() && op->getNumOperands() > 0 &&
+      !op->hasAttr(TgDialect::kLayerAttr))
+    setLayer(op, layer_);
+  if (next_)
+    next_->notifyOperationInserted(op, previous);
+}
+
+void mlir::tg::LayerStamp::notifyBlockInserted(Block *block, Region *previous,
+                                               Region::iterator previousIt) {
+  if (next_)
+    next_->notifyBlockInserted(block, previous, previousIt);
 }
 
 std::string mlir::tg::layerOfName(StringRef name) {

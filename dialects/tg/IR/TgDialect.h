@@ -7,6 +7,7 @@
 #ifndef TGC_DIALECTS_TG_IR_TGDIALECT_H
 #define TGC_DIALECTS_TG_IR_TGDIALECT_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dialect.h"
@@ -45,6 +46,50 @@ std::string nodeNameOf(Operation *op);
 /// component after the first ("h.0" for "h.0.attn.q", "layers.11" for
 /// "layers.11.mlp"); "" for a name with no such component.
 std::string layerOfName(llvm::StringRef name);
+
+/// The group of a node name: its layer ("h.0"), else its first component
+/// ("wte" for "wte.lookup").
+std::string groupOfName(llvm::StringRef name);
+
+/// The model-file block `op` computes for (its tg.layer): a repeated layer
+/// ("h.0", layerOfName of it is itself) or a top-level module ("wte"); ""
+/// for an op of none (a constant, the optimizer's bookkeeping).
+llvm::StringRef layerOf(Operation *op);
+/// The layer of the op that defines `v`, or for a function's argument the
+/// group of its parameter's, input's, state's or accumulator's name.
+std::string layerOfValue(Value v);
+/// Sets `op`'s tg.layer ("" removes it).
+void setLayer(Operation *op, llvm::StringRef layer);
+
+/// While installed on a builder, gives each op it inserts (other than one
+/// without operands, a constant or an iota, which CSE shares between
+/// layers) `layer` as its tg.layer,
+/// unless the op has one: a pass building the ops of one op (its
+/// gradient, its pieces) installs it with that op's layer. A stamp
+/// installed inside another replaces it ("" then stamps nothing); each
+/// forwards to the builder's own listener, which it restores when
+/// destroyed.
+class LayerStamp : public OpBuilder::Listener {
+public:
+  LayerStamp(OpBuilder &builder, llvm::StringRef layer);
+  LayerStamp(OpBuilder &builder, Operation *from)
+      : LayerStamp(builder, layerOf(from)) {}
+  ~LayerStamp() override;
+  LayerStamp(const LayerStamp &) = delete;
+  LayerStamp &operator=(const LayerStamp &) = delete;
+
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint previous) override;
+  void notifyBlockInserted(Block *block, Region *previous,
+                           Region::iterator previousIt) override;
+
+private:
+  OpBuilder &builder_;
+  LayerStamp *outer_;         ///< the stamp this one replaces, if any
+  LayerStamp *previous_;      ///< the innermost stamp before this one
+  OpBuilder::Listener *next_; ///< the builder's own listener
+  std::string layer_;
+};
 
 /// Pipeline stages a plan is priced with (the module's tg.pipeline): the
 /// repeated layers in `stages` consecutive groups, each device holding

@@ -126,6 +126,13 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kAutoShardAttr = "tg.auto_shard";
     // The schedule (tg-schedule): the all-reduce buckets an op waits for.
     static constexpr ::llvm::StringLiteral kWaitsAttr = "tg.waits";
+    /// On an op: the model-file block it computes for, as the importer
+    /// read it from the node's name: a repeated layer ("h.3") or a
+    /// top-level module ("wte", "ln_f"). Passes that build ops for an op
+    /// (its gradient, its collectives, its kernel) give them its tg.layer;
+    /// remat, tg-pipeline-split, tg-outline-layers and tg-auto-shard group
+    /// by it. Printed IR keeps it where debug locations are dropped.
+    static constexpr ::llvm::StringLiteral kLayerAttr = "tg.layer";
     // Layer bodies (tg-outline-layers). On a function: a body several
     // layers share (its name, the first layer it was taken from). On an op
     // of a body: for each result, the slot of the body's offset table that

@@ -148,3 +148,19 @@ func.func @sharding_not_shardings(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tg.relu %x {tg.sharding = ["data"]} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @layer_not_a_name(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.layer' must name the model file's layer or module the op computes for, got 3 : i64}}
+  %0 = tg.relu %x {tg.layer = 3} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_empty(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.layer' must name the model file's layer or module the op computes for, got ""}}
+  %0 = tg.relu %x {tg.layer = ""} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

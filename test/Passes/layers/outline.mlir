@@ -6,8 +6,9 @@
 // reshape and h.2 ends with exp: no other layer is like either, so they
 // stay inline. The constant the layers read is copied into the body; the
 // layer's result, a view of its tanh, is at the tanh's offset at the call.
-// The head is no layer's. Layers are named by the model file's names
-// (loc("h.N....")); the body's locations name the layer as h.*.
+// The head is no layer's. Layers are the ops' tg.layer; the body's ops
+// leave theirs to the call, and their locations (the model file's names)
+// name the layer as h.*.
 // CHECK-LABEL: func.func private @layer_body_0
 // CHECK-SAME:    (%[[X:.*]]: tensor<8x64xf32>, %[[W:.*]]: tensor<8x64xf32>) -> tensor<512xf32>
 // CHECK-SAME:    attributes {tg.layer_body = "step h.0"}
@@ -18,11 +19,11 @@
 // CHECK-NEXT:    %[[R:.*]] = tg.reshape %[[T]] {tg.slots = array<i64: -1>, tg.views = array<i64: 0>}
 // CHECK-NEXT:    return %[[R]]
 // CHECK-LABEL: func.func @step
-// CHECK:         call @layer_body_0(%arg0, %arg1) {tg.offsets = array<i64: [[O0:[0-9]+]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O0]]>, tg.views = array<i64: -1>}
+// CHECK:         call @layer_body_0(%arg0, %arg1) {tg.layer = "h.0", tg.offsets = array<i64: [[O0:[0-9]+]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O0]]>, tg.views = array<i64: -1>}
 // CHECK:         tg.mul {{.*}}, %arg2
 // CHECK:         tg.mul {{.*}}, %arg3
 // CHECK:         tg.exp
-// CHECK:         call @layer_body_0({{.*}}, %arg4) {tg.offsets = array<i64: [[O3:[0-9]+]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O3]]>, tg.views = array<i64: -1>}
+// CHECK:         call @layer_body_0({{.*}}, %arg4) {tg.layer = "h.3", tg.offsets = array<i64: [[O3:[0-9]+]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O3]]>, tg.views = array<i64: -1>}
 // CHECK:         tg.neg
 // CHECK-NOT:     call
 // RUN: tg-opt %s -split-input-file -tg-plan-memory -tg-outline-layers -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
@@ -32,24 +33,24 @@
 // FOUR-NOT:    tg.layer_body
 func.func @step(%x: tensor<8x64xf32>, %w0: tensor<8x64xf32>, %w1: tensor<8x64xf32>, %w2: tensor<8x64xf32>, %w3: tensor<8x64xf32>) -> tensor<512xf32> {
   %c = tg.constant dense<2.0> : tensor<f32> loc("two")
-  %m0 = tg.mul %x, %w0 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.0.in")
-  %s0 = tg.mul %m0, %c : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.0.scale")
-  %t0 = tg.tanh %s0 : tensor<8x64xf32> loc("h.0.act")
-  %r0 = tg.reshape %t0 : tensor<8x64xf32> -> tensor<512xf32> loc("h.0.flat")
-  %u0 = tg.reshape %r0 : tensor<512xf32> -> tensor<8x64xf32> loc("h.1.unflat")
-  %m1 = tg.mul %u0, %w1 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.1.in")
-  %s1 = tg.mul %m1, %c : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.1.scale")
-  %t1 = tg.tanh %s1 : tensor<8x64xf32> loc("h.1.act")
-  %r1 = tg.reshape %t1 : tensor<8x64xf32> -> tensor<512xf32> loc("h.1.flat")
-  %u1 = tg.reshape %r1 : tensor<512xf32> -> tensor<8x64xf32> loc("between")
-  %m2 = tg.mul %u1, %w2 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.2.in")
-  %s2 = tg.mul %m2, %c : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.2.scale")
-  %t2 = tg.exp %s2 : tensor<8x64xf32> loc("h.2.act")
-  %m3 = tg.mul %t2, %w3 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.3.in")
-  %s3 = tg.mul %m3, %c : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.3.scale")
-  %t3 = tg.tanh %s3 : tensor<8x64xf32> loc("h.3.act")
-  %r3 = tg.reshape %t3 : tensor<8x64xf32> -> tensor<512xf32> loc("h.3.flat")
-  %n = tg.neg %r3 : tensor<512xf32> loc("head")
+  %m0 = tg.mul %x, %w0 {tg.layer = "h.0"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.0.in")
+  %s0 = tg.mul %m0, %c {tg.layer = "h.0"} : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.0.scale")
+  %t0 = tg.tanh %s0 {tg.layer = "h.0"} : tensor<8x64xf32> loc("h.0.act")
+  %r0 = tg.reshape %t0 {tg.layer = "h.0"} : tensor<8x64xf32> -> tensor<512xf32> loc("h.0.flat")
+  %u0 = tg.reshape %r0 {tg.layer = "h.1"} : tensor<512xf32> -> tensor<8x64xf32> loc("h.1.unflat")
+  %m1 = tg.mul %u0, %w1 {tg.layer = "h.1"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.1.in")
+  %s1 = tg.mul %m1, %c {tg.layer = "h.1"} : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.1.scale")
+  %t1 = tg.tanh %s1 {tg.layer = "h.1"} : tensor<8x64xf32> loc("h.1.act")
+  %r1 = tg.reshape %t1 {tg.layer = "h.1"} : tensor<8x64xf32> -> tensor<512xf32> loc("h.1.flat")
+  %u1 = tg.reshape %r1 {tg.layer = "between"} : tensor<512xf32> -> tensor<8x64xf32> loc("between")
+  %m2 = tg.mul %u1, %w2 {tg.layer = "h.2"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.2.in")
+  %s2 = tg.mul %m2, %c {tg.layer = "h.2"} : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.2.scale")
+  %t2 = tg.exp %s2 {tg.layer = "h.2"} : tensor<8x64xf32> loc("h.2.act")
+  %m3 = tg.mul %t2, %w3 {tg.layer = "h.3"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.3.in")
+  %s3 = tg.mul %m3, %c {tg.layer = "h.3"} : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32> loc("h.3.scale")
+  %t3 = tg.tanh %s3 {tg.layer = "h.3"} : tensor<8x64xf32> loc("h.3.act")
+  %r3 = tg.reshape %t3 {tg.layer = "h.3"} : tensor<8x64xf32> -> tensor<512xf32> loc("h.3.flat")
+  %n = tg.neg %r3 {tg.layer = "head"} : tensor<512xf32> loc("head")
   return %n : tensor<512xf32>
 }
 
@@ -67,13 +68,13 @@ func.func @step(%x: tensor<8x64xf32>, %w0: tensor<8x64xf32>, %w1: tensor<8x64xf3
 // CHECK:         call @layer_body_0
 // CHECK:         tg.add
 func.func @step2(%x: tensor<8x64xf32>, %w0: tensor<8x64xf32>, %w1: tensor<8x64xf32>, %w2: tensor<8x64xf32>) -> tensor<8x64xf32> {
-  %m0 = tg.mul %x, %w0 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.0.in")
-  %t0 = tg.tanh %m0 : tensor<8x64xf32> loc("h.0.act")
-  %m1 = tg.mul %t0, %w1 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.1.in")
-  %t1 = tg.tanh %m1 : tensor<8x64xf32> loc("h.1.act")
-  %m2 = tg.mul %t1, %w2 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.2.in")
-  %t2 = tg.tanh %m2 : tensor<8x64xf32> loc("h.2.act")
-  %a = tg.add %t2, %m0 : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("head")
+  %m0 = tg.mul %x, %w0 {tg.layer = "h.0"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.0.in")
+  %t0 = tg.tanh %m0 {tg.layer = "h.0"} : tensor<8x64xf32> loc("h.0.act")
+  %m1 = tg.mul %t0, %w1 {tg.layer = "h.1"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.1.in")
+  %t1 = tg.tanh %m1 {tg.layer = "h.1"} : tensor<8x64xf32> loc("h.1.act")
+  %m2 = tg.mul %t1, %w2 {tg.layer = "h.2"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("h.2.in")
+  %t2 = tg.tanh %m2 {tg.layer = "h.2"} : tensor<8x64xf32> loc("h.2.act")
+  %a = tg.add %t2, %m0 {tg.layer = "head"} : tensor<8x64xf32>, tensor<8x64xf32> -> tensor<8x64xf32> loc("head")
   return %a : tensor<8x64xf32>
 }
 
@@ -86,13 +87,13 @@ func.func @step2(%x: tensor<8x64xf32>, %w0: tensor<8x64xf32>, %w1: tensor<8x64xf
 // CONST:       func.func private @layer_body_0({{.*}}tg.layer_body = "consts h.0"
 // CONST-LABEL: func.func @consts
 // CONST:         call @layer_body_0(%arg0)
-// CONST:         tg.mul {{.*}}, %{{.*}} {tg.offsets
+// CONST:         tg.mul {{.*}}, %{{.*}} {tg.layer = "h.1", tg.offsets
 // CONST:         call @layer_body_0
 func.func @consts(%x: tensor<4xf32>) -> tensor<4xf32> {
   %a = tg.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> loc("a")
   %b = tg.constant dense<[1.0, 2.0, 3.0, 5.0]> : tensor<4xf32> loc("b")
-  %y0 = tg.mul %x, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("h.0.scale")
-  %y1 = tg.mul %y0, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("h.1.scale")
-  %y2 = tg.mul %y1, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("h.2.scale")
+  %y0 = tg.mul %x, %a {tg.layer = "h.0"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("h.0.scale")
+  %y1 = tg.mul %y0, %b {tg.layer = "h.1"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("h.1.scale")
+  %y2 = tg.mul %y1, %a {tg.layer = "h.2"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32> loc("h.2.scale")
   return %y2 : tensor<4xf32>
 }

@@ -6,7 +6,7 @@
 // classifier is bf16 again.
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[CW:[^:]+]]: tensor<4x1x3x3xf32> {tg.param = "conv.weight"}, %[[CB:[^:]+]]: tensor<4xf32> {tg.param = "conv.bias"}, %[[FW:[^:]+]]: tensor<16x10xf32> {tg.param = "fc.weight"}, %[[X:[^:]+]]: tensor<2x1x4x4xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<2xi64> {tg.input = "y"})
-// CHECK-NEXT: %[[FWH:.+]] = tg.cast %[[FW]] : tensor<16x10xf32> to tensor<16x10xbf16>
+// CHECK-NEXT: %[[FWH:.+]] = tg.cast %[[FW]] {tg.layer = "fc"} : tensor<16x10xf32> to tensor<16x10xbf16>
 // CHECK-NEXT: %[[C:.+]] = tg.conv2d %[[X]], %[[CW]], %[[CB]] {{.*}} : (tensor<2x1x4x4xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
 // CHECK-NEXT: %[[R:.+]] = tg.relu %[[C]] : tensor<2x4x4x4xf32>
 // CHECK-NEXT: %[[P:.+]] = tg.max_pool2d %[[R]] {{.*}} : tensor<2x4x4x4xf32> -> tensor<2x4x2x2xf32>

@@ -9,9 +9,9 @@
 // is the loss and runs in f32.
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W:[^:]+]]: tensor<4x2xf32> {tg.param = "w"}, %[[X:[^:]+]]: tensor<8x4xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<8x2xf32> {tg.input = "y"})
-// CHECK-NEXT: %[[WH:.+]] = tg.cast %[[W]] : tensor<4x2xf32> to tensor<4x2xbf16>
-// CHECK-NEXT: %[[XH:.+]] = tg.cast %[[X]] : tensor<8x4xf32> to tensor<8x4xbf16>
-// CHECK-NEXT: %[[YH:.+]] = tg.cast %[[Y]] : tensor<8x2xf32> to tensor<8x2xbf16>
+// CHECK-NEXT: %[[WH:.+]] = tg.cast %[[W]] {tg.layer = "w"} : tensor<4x2xf32> to tensor<4x2xbf16>
+// CHECK-NEXT: %[[XH:.+]] = tg.cast %[[X]] {tg.layer = "x"} : tensor<8x4xf32> to tensor<8x4xbf16>
+// CHECK-NEXT: %[[YH:.+]] = tg.cast %[[Y]] {tg.layer = "y"} : tensor<8x2xf32> to tensor<8x2xbf16>
 // CHECK-NEXT: %[[P:.+]] = tg.matmul %[[XH]], %[[WH]] : tensor<8x4xbf16>, tensor<4x2xbf16> -> tensor<8x2xbf16>
 // CHECK-NEXT: %[[D:.+]] = tg.sub %[[P]], %[[YH]] : tensor<8x2xbf16>, tensor<8x2xbf16> -> tensor<8x2xbf16>
 // CHECK-NEXT: %[[SQ:.+]] = tg.mul %[[D]], %[[D]] : tensor<8x2xbf16>, tensor<8x2xbf16> -> tensor<8x2xbf16>
@@ -33,7 +33,7 @@ func.func @forward(%w: tensor<4x2xf32> {tg.param = "w"}, %x: tensor<8x4xf32> {tg
 // sum and everything after it on scalars are f32, the constant included.
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W:[^:]+]]: tensor<4x3xf32> {tg.param = "w"}, %[[X:[^:]+]]: tensor<8x4xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<8xi64> {tg.input = "y"})
-// CHECK: %[[WH:.+]] = tg.cast %[[W]] : tensor<4x3xf32> to tensor<4x3xbf16>
+// CHECK: %[[WH:.+]] = tg.cast %[[W]] {tg.layer = "w"} : tensor<4x3xf32> to tensor<4x3xbf16>
 // CHECK: %[[CE:.+]] = tg.cross_entropy %{{.+}}, %[[Y]] : tensor<8x3xbf16>, tensor<8xi64> -> tensor<f32>
 // CHECK: %[[W2:.+]] = tg.mul %[[WH]], %[[WH]] : tensor<4x3xbf16>, tensor<4x3xbf16> -> tensor<4x3xbf16>
 // CHECK: %[[W2F:.+]] = tg.cast %[[W2]] : tensor<4x3xbf16> to tensor<4x3xf32>

@@ -9,11 +9,11 @@
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W1:[^:]+]]: tensor<64x128xf32> {tg.param = "fc1.weight"}, %[[B1:[^:]+]]: tensor<128xf32> {tg.param = "fc1.bias"}, %[[W2:[^:]+]]: tensor<128x10xf32> {tg.param = "fc2.weight"}, %[[B2:[^:]+]]: tensor<10xf32> {tg.param = "fc2.bias"}, %[[X:[^:]+]]: tensor<32x64xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<32xi64> {tg.input = "y"})
 // CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<32x10xf32> {tg.output = "logits"})
-// CHECK-NEXT: %[[W1H:.+]] = tg.cast %[[W1]] : tensor<64x128xf32> to tensor<64x128xbf16>
-// CHECK-NEXT: %[[B1H:.+]] = tg.cast %[[B1]] : tensor<128xf32> to tensor<128xbf16>
-// CHECK-NEXT: %[[W2H:.+]] = tg.cast %[[W2]] : tensor<128x10xf32> to tensor<128x10xbf16>
-// CHECK-NEXT: %[[B2H:.+]] = tg.cast %[[B2]] : tensor<10xf32> to tensor<10xbf16>
-// CHECK-NEXT: %[[XH:.+]] = tg.cast %[[X]] : tensor<32x64xf32> to tensor<32x64xbf16>
+// CHECK-NEXT: %[[W1H:.+]] = tg.cast %[[W1]] {tg.layer = "fc1"} : tensor<64x128xf32> to tensor<64x128xbf16>
+// CHECK-NEXT: %[[B1H:.+]] = tg.cast %[[B1]] {tg.layer = "fc1"} : tensor<128xf32> to tensor<128xbf16>
+// CHECK-NEXT: %[[W2H:.+]] = tg.cast %[[W2]] {tg.layer = "fc2"} : tensor<128x10xf32> to tensor<128x10xbf16>
+// CHECK-NEXT: %[[B2H:.+]] = tg.cast %[[B2]] {tg.layer = "fc2"} : tensor<10xf32> to tensor<10xbf16>
+// CHECK-NEXT: %[[XH:.+]] = tg.cast %[[X]] {tg.layer = "x"} : tensor<32x64xf32> to tensor<32x64xbf16>
 // CHECK-NEXT: %[[H:.+]] = tg.matmul %[[XH]], %[[W1H]] : tensor<32x64xbf16>, tensor<64x128xbf16> -> tensor<32x128xbf16>
 // CHECK-NEXT: %[[HB:.+]] = tg.add %[[H]], %[[B1H]] : tensor<32x128xbf16>, tensor<128xbf16> -> tensor<32x128xbf16>
 // CHECK-NEXT: %[[R:.+]] = tg.relu %[[HB]] : tensor<32x128xbf16>
@@ -43,8 +43,8 @@ module attributes {tg.training = {precision = "fp32"}} {
 // a parameter nothing reads gets no cast.
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[W:[^:]+]]: tensor<8x4xf32> {tg.frozen, tg.param = "embed"}, %[[UNUSED:[^:]+]]: tensor<4xf32> {tg.param = "unused"}, %[[X:[^:]+]]: tensor<2x8xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<2xi32> {tg.input = "y"})
-// CHECK-NEXT: %[[WH:.+]] = tg.cast %[[W]] : tensor<8x4xf32> to tensor<8x4xbf16>
-// CHECK-NEXT: %[[XH:.+]] = tg.cast %[[X]] : tensor<2x8xf32> to tensor<2x8xbf16>
+// CHECK-NEXT: %[[WH:.+]] = tg.cast %[[W]] {tg.layer = "embed"} : tensor<8x4xf32> to tensor<8x4xbf16>
+// CHECK-NEXT: %[[XH:.+]] = tg.cast %[[X]] {tg.layer = "x"} : tensor<2x8xf32> to tensor<2x8xbf16>
 // CHECK-NEXT: %[[L:.+]] = tg.matmul %[[XH]], %[[WH]] : tensor<2x8xbf16>, tensor<8x4xbf16> -> tensor<2x4xbf16>
 // CHECK-NEXT: tg.cross_entropy %[[L]], %[[Y]] : tensor<2x4xbf16>, tensor<2xi32> -> tensor<f32>
 func.func @forward(%w: tensor<8x4xf32> {tg.param = "embed", tg.frozen}, %unused: tensor<4xf32> {tg.param = "unused"},

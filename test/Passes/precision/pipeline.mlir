@@ -7,17 +7,17 @@
 // CHECK-LABEL: func.func @forward_backward
 // CHECK-SAME: (%[[W:[^:]+]]: tensor<4x3xf32> {tg.param = "fc.weight"}, %[[B:[^:]+]]: tensor<3xf32> {tg.param = "fc.bias"}, %[[X:[^:]+]]: tensor<8x4xf32> {tg.input = "x"}, %[[Y:[^:]+]]: tensor<8xi64> {tg.input = "y"})
 // CHECK-SAME: -> (tensor<f32> {tg.output = "loss"}, tensor<4x3xf32> {tg.grad = "fc.weight"}, tensor<3xf32> {tg.grad = "fc.bias"})
-// CHECK: %[[WH:.+]] = tg.cast %[[W]] : tensor<4x3xf32> to tensor<4x3xbf16>
-// CHECK: %[[BH:.+]] = tg.cast %[[B]] : tensor<3xf32> to tensor<3xbf16>
-// CHECK: %[[XH:.+]] = tg.cast %[[X]] : tensor<8x4xf32> to tensor<8x4xbf16>
+// CHECK: %[[WH:.+]] = tg.cast %[[W]] {tg.layer = "fc"} : tensor<4x3xf32> to tensor<4x3xbf16>
+// CHECK: %[[BH:.+]] = tg.cast %[[B]] {tg.layer = "fc"} : tensor<3xf32> to tensor<3xbf16>
+// CHECK: %[[XH:.+]] = tg.cast %[[X]] {tg.layer = "x"} : tensor<8x4xf32> to tensor<8x4xbf16>
 // CHECK: %[[LOGITS:.+]] = tg.add %{{.+}}, %[[BH]] : tensor<8x3xbf16>, tensor<3xbf16> -> tensor<8x3xbf16>
 // CHECK: %[[LOSS:.+]] = tg.cross_entropy %[[LOGITS]], %[[Y]] : tensor<8x3xbf16>, tensor<8xi64> -> tensor<f32>
 // CHECK: %[[ONE:.+]] = tg.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[G:.+]] = tg.cross_entropy_grad %[[ONE]], %[[LOGITS]], %[[Y]] : tensor<f32>, tensor<8x3xbf16>, tensor<8xi64> -> tensor<8x3xbf16>
 // CHECK: %[[GBH:.+]] = tg.reduce_sum %[[G]] {dims = array<i64: 0>} : tensor<8x3xbf16> -> tensor<3xbf16>
 // CHECK: %[[GWH:.+]] = tg.matmul %[[XH]], %[[G]] {transpose_lhs = true} : tensor<8x4xbf16>, tensor<8x3xbf16> -> tensor<4x3xbf16>
-// CHECK: %[[GB:.+]] = tg.cast %[[GBH]] : tensor<3xbf16> to tensor<3xf32>
-// CHECK: %[[GW:.+]] = tg.cast %[[GWH]] : tensor<4x3xbf16> to tensor<4x3xf32>
+// CHECK: %[[GB:.+]] = tg.cast %[[GBH]] {tg.layer = "fc"} : tensor<3xbf16> to tensor<3xf32>
+// CHECK: %[[GW:.+]] = tg.cast %[[GWH]] {tg.layer = "fc"} : tensor<4x3xbf16> to tensor<4x3xf32>
 // CHECK: return %[[LOSS]], %[[GW]], %[[GB]] : tensor<f32>, tensor<4x3xf32>, tensor<3xf32>
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[TW:[^:]+]]: tensor<4x3xf32> {tg.param = "fc.weight"}

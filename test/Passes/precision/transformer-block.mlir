@@ -8,14 +8,14 @@
 // them.
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[WTE:[^:]+]]: tensor<16x8xf32> {tg.param = "wte.weight"}, %[[WPE:[^:]+]]: tensor<4x8xf32> {tg.param = "wpe.weight"}, %[[LNW:[^:]+]]: tensor<8xf32> {tg.param = "h.0.ln_1.weight"}, %[[LNB:[^:]+]]: tensor<8xf32> {tg.param = "h.0.ln_1.bias"}, %[[QKV:[^:]+]]: tensor<8x24xf32> {tg.param = "h.0.attn.c_attn.weight"}, %[[PROJ:[^:]+]]: tensor<8x8xf32> {tg.param = "h.0.attn.c_proj.weight"}, %[[FC:[^:]+]]: tensor<8x32xf32> {tg.param = "h.0.mlp.c_fc.weight"}, %[[FCP:[^:]+]]: tensor<32x8xf32> {tg.param = "h.0.mlp.c_proj.weight"}, %[[IDX:[^:]+]]: tensor<2x4xi32> {tg.input = "idx"}, %[[TGT:[^:]+]]: tensor<2x4xi64> {tg.input = "targets"})
-// CHECK-NEXT: %[[WTEH:.+]] = tg.cast %[[WTE]] : tensor<16x8xf32> to tensor<16x8xbf16>
-// CHECK-NEXT: %[[WPEH:.+]] = tg.cast %[[WPE]] : tensor<4x8xf32> to tensor<4x8xbf16>
-// CHECK-NEXT: %[[LNWH:.+]] = tg.cast %[[LNW]] : tensor<8xf32> to tensor<8xbf16>
-// CHECK-NEXT: %[[LNBH:.+]] = tg.cast %[[LNB]] : tensor<8xf32> to tensor<8xbf16>
-// CHECK-NEXT: %[[QKVH:.+]] = tg.cast %[[QKV]] : tensor<8x24xf32> to tensor<8x24xbf16>
-// CHECK-NEXT: %[[PROJH:.+]] = tg.cast %[[PROJ]] : tensor<8x8xf32> to tensor<8x8xbf16>
-// CHECK-NEXT: %[[FCH:.+]] = tg.cast %[[FC]] : tensor<8x32xf32> to tensor<8x32xbf16>
-// CHECK-NEXT: %[[FCPH:.+]] = tg.cast %[[FCP]] : tensor<32x8xf32> to tensor<32x8xbf16>
+// CHECK-NEXT: %[[WTEH:.+]] = tg.cast %[[WTE]] {tg.layer = "wte"} : tensor<16x8xf32> to tensor<16x8xbf16>
+// CHECK-NEXT: %[[WPEH:.+]] = tg.cast %[[WPE]] {tg.layer = "wpe"} : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: %[[LNWH:.+]] = tg.cast %[[LNW]] {tg.layer = "h.0"} : tensor<8xf32> to tensor<8xbf16>
+// CHECK-NEXT: %[[LNBH:.+]] = tg.cast %[[LNB]] {tg.layer = "h.0"} : tensor<8xf32> to tensor<8xbf16>
+// CHECK-NEXT: %[[QKVH:.+]] = tg.cast %[[QKV]] {tg.layer = "h.0"} : tensor<8x24xf32> to tensor<8x24xbf16>
+// CHECK-NEXT: %[[PROJH:.+]] = tg.cast %[[PROJ]] {tg.layer = "h.0"} : tensor<8x8xf32> to tensor<8x8xbf16>
+// CHECK-NEXT: %[[FCH:.+]] = tg.cast %[[FC]] {tg.layer = "h.0"} : tensor<8x32xf32> to tensor<8x32xbf16>
+// CHECK-NEXT: %[[FCPH:.+]] = tg.cast %[[FCP]] {tg.layer = "h.0"} : tensor<32x8xf32> to tensor<32x8xbf16>
 // CHECK-NEXT: %[[TOK:.+]] = tg.embedding %[[WTEH]], %[[IDX]] : tensor<16x8xbf16>, tensor<2x4xi32> -> tensor<2x4x8xbf16>
 // CHECK-NEXT: %[[POS:.+]] = tg.slice %[[WPEH]] {{.*}} : tensor<4x8xbf16> -> tensor<4x8xbf16>
 // CHECK-NEXT: %[[EMB:.+]] = tg.add %[[TOK]], %[[POS]] : tensor<2x4x8xbf16>, tensor<4x8xbf16> -> tensor<2x4x8xbf16>

@@ -2,8 +2,8 @@
 // RUN: tg-opt %s -tg-remat="remat=auto activation-budget=1000000" | FileCheck %s --check-prefix=ROOMY
 // RUN: not tg-opt %s -tg-remat="remat=auto activation-budget=100" 2>&1 | FileCheck %s --check-prefix=TIGHT
 
-// remat=auto on a hand-written step of two named layers (the locations are
-// the model file's node names, which group the ops into layers). The
+// remat=auto on a hand-written step of two layers (tg.layer groups the
+// ops; the locations, the model file's node names, only label them). The
 // backward reads 320 bytes of forward values: h.0's pre-activation (128,
 // for the ReLU's gradient), its activation (128, for h.1's weight
 // gradient) and h.1's logits (64, for the loss gradient). Recomputing
@@ -41,16 +41,16 @@ module {
       attributes {tg.micro_batches = 4 : i64} {
     %zero = tg.constant dense<0.0> : tensor<f32>
     %one = tg.constant dense<1.0> : tensor<f32>
-    %h0 = tg.matmul %x, %w0 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("h.0.matmul")
-    %a0 = tg.relu %h0 : tensor<4x8xf32> loc("h.0.relu")
-    %h1 = tg.matmul %a0, %w1 : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32> loc("h.1.matmul")
-    %loss = tg.cross_entropy %h1, %y : tensor<4x4xf32>, tensor<4xi64> -> tensor<f32> loc("loss")
-    %dh1 = tg.cross_entropy_grad %one, %h1, %y : tensor<f32>, tensor<4x4xf32>, tensor<4xi64> -> tensor<4x4xf32> loc("loss")
-    %da0 = tg.matmul %dh1, %w1 {transpose_rhs = true} : tensor<4x4xf32>, tensor<8x4xf32> -> tensor<4x8xf32> loc("h.1.matmul")
-    %dw1 = tg.matmul %a0, %dh1 {transpose_lhs = true} : tensor<4x8xf32>, tensor<4x4xf32> -> tensor<8x4xf32> loc("h.1.matmul")
-    %pos = tg.compare gt, %h0, %zero : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1> loc("h.0.relu")
-    %dh0 = tg.select %pos, %da0, %zero : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32> loc("h.0.relu")
-    %dw0 = tg.matmul %x, %dh0 {transpose_lhs = true} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32> loc("h.0.matmul")
+    %h0 = tg.matmul %x, %w0 {tg.layer = "h.0"} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32> loc("h.0.matmul")
+    %a0 = tg.relu %h0 {tg.layer = "h.0"} : tensor<4x8xf32> loc("h.0.relu")
+    %h1 = tg.matmul %a0, %w1 {tg.layer = "h.1"} : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32> loc("h.1.matmul")
+    %loss = tg.cross_entropy %h1, %y {tg.layer = "loss"} : tensor<4x4xf32>, tensor<4xi64> -> tensor<f32> loc("loss")
+    %dh1 = tg.cross_entropy_grad %one, %h1, %y {tg.layer = "loss"} : tensor<f32>, tensor<4x4xf32>, tensor<4xi64> -> tensor<4x4xf32> loc("loss")
+    %da0 = tg.matmul %dh1, %w1 {transpose_rhs = true, tg.layer = "h.1"} : tensor<4x4xf32>, tensor<8x4xf32> -> tensor<4x8xf32> loc("h.1.matmul")
+    %dw1 = tg.matmul %a0, %dh1 {transpose_lhs = true, tg.layer = "h.1"} : tensor<4x8xf32>, tensor<4x4xf32> -> tensor<8x4xf32> loc("h.1.matmul")
+    %pos = tg.compare gt, %h0, %zero {tg.layer = "h.0"} : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xi1> loc("h.0.relu")
+    %dh0 = tg.select %pos, %da0, %zero {tg.layer = "h.0"} : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32> loc("h.0.relu")
+    %dw0 = tg.matmul %x, %dh0 {transpose_lhs = true, tg.layer = "h.0"} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x8xf32> loc("h.0.matmul")
     %k = tg.cast %micro_batches : tensor<i32> to tensor<f32>
     %s0 = tg.add %dw0, %g0 : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
     %m0 = tg.div %s0, %k : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
