@@ -418,15 +418,39 @@ TableWriter::writeVector(Attribute value, const FieldDef &field,
       !flatbuffers::IsBool(element.base_type)) {
     std::vector<int64_t> values;
     for (Attribute a : array) {
-      FailureOr<int64_t> v = integerOf(a, flatbuffers::BASE_TYPE_LONG);
-      if (failed(v))
+      if (failed(integerOf(a, flatbuffers::BASE_TYPE_LONG)))
         return error(path, field.name) << "expected integers, got " << a;
+      FailureOr<int64_t> v = integerOf(a, element.base_type);
+      if (failed(v))
+        return error(path, field.name)
+               << "expected " << kindName(element.base_type) << ", got " << a;
       values.push_back(*v);
     }
-    if (element.base_type != flatbuffers::BASE_TYPE_LONG)
-      return error(path, field.name)
-             << "vectors of narrow integers are not supported";
-    return builder.CreateVector(values).o;
+    // In the schema's own width (pipeline_cuts is [int]).
+    auto as = [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> narrow(values.begin(), values.end());
+      return builder.CreateVector(narrow).o;
+    };
+    switch (element.base_type) {
+    case flatbuffers::BASE_TYPE_CHAR:
+      return as(int8_t());
+    case flatbuffers::BASE_TYPE_UCHAR:
+    case flatbuffers::BASE_TYPE_UTYPE:
+      return as(uint8_t());
+    case flatbuffers::BASE_TYPE_SHORT:
+      return as(int16_t());
+    case flatbuffers::BASE_TYPE_USHORT:
+      return as(uint16_t());
+    case flatbuffers::BASE_TYPE_INT:
+      return as(int32_t());
+    case flatbuffers::BASE_TYPE_UINT:
+      return as(uint32_t());
+    case flatbuffers::BASE_TYPE_ULONG:
+      return as(uint64_t());
+    default:
+      return as(int64_t());
+    }
   }
   if (element.base_type == flatbuffers::BASE_TYPE_DOUBLE) {
     std::vector<double> values;

@@ -246,3 +246,14 @@ module attributes {tg.model = "m"} {
     }
   }
 #-}
+
+// -----
+
+// A 32-bit field's values must fit it.
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: tg.training.pipeline_cuts: expected a 32-bit integer, got 4294967296
+module attributes {tg.model = "m", tg.training = {pipeline_cuts = [4294967296]}} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
