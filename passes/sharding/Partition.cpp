@@ -334,9 +334,15 @@ private:
       newOperands.push_back(
           resolveFor(op, v, s, op->getName().getStringRef().str()));
     SmallVector<Value> results;
-    if (Value lowered = lowerVocabParallel(
-            builder, op, newOperands, vocabAxes(op, decision), mesh,
-            "vocabulary-parallel " + describeValue(op->getResult(0)))) {
+    // Only an op of one result (an embedding, a logits matmul, a loss) is
+    // vocabulary-parallel; a tg.send has none to describe.
+    Value lowered =
+        op->getNumResults() == 1
+            ? lowerVocabParallel(
+                  builder, op, newOperands, vocabAxes(op, decision), mesh,
+                  "vocabulary-parallel " + describeValue(op->getResult(0)))
+            : Value();
+    if (lowered) {
       results.push_back(lowered);
     } else {
       Operation *clone = builder.clone(*op);
