@@ -557,7 +557,12 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
     StringRef kind;
     if (node.op) {
       kind = node.op->getName().getStringRef();
+      // Its model-file name, else (IR printed without locations) its
+      // layer: the k-th op of a kind in h.N is then tied to the k-th of
+      // that kind in h.N-1.
       name = nodeNameOf(node.op);
+      if (name.empty())
+        name = layerOf(node.op).str();
       bool own = !name.empty();
       namedOps += own;
       if (!own && node.op->getNumResults() > 0) {
@@ -588,13 +593,13 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
         (pattern + "|" + kind + "|" + Twine(rank[within]++)).str();
     roles[role].push_back({n, (int64_t)v});
   }
-  // tg IR printed without --mlir-print-debuginfo loses the ops' names:
-  // then only the parameters tie, and each layer's ops are planned alone.
+  // Hand-written IR may give its ops neither names nor layers: then only
+  // the parameters tie, and each layer's ops are planned alone.
   if (repeatedArgs > 0 && namedOps == 0)
     step.emitWarning()
-        << "tg-auto-shard: the step's ops carry no model-file names (was "
-           "the IR printed without --mlir-print-debuginfo?), so the "
-           "repeated layers' ops are not tied: each layer is planned alone";
+        << "tg-auto-shard: the step's ops carry neither model-file names nor "
+           "tg.layer, so the repeated layers' ops are not tied: each layer "
+           "is planned alone";
   for (auto &[role, members] : roles) {
     llvm::stable_sort(members, [](const Member &a, const Member &b) {
       return a.layer < b.layer;

@@ -251,8 +251,9 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     backward ops, its parameter `h.3.attn.c_attn.weight` and that one's
     optimizer state) is tied to the node in the same role of layer N-1 (the
     same name with N taken out, the same op, the same place among the
-    layer's ops of that name, the same strategies) by an edge that allows
-    only equal strategies. The solver contracts each chain of ties into one
+    layer's ops of that name, the same strategies; an op whose location
+    carries no name goes by its `tg.layer`, `h.N`, and its place among the
+    layer's ops of its kind) by an edge that allows only equal strategies. The solver contracts each chain of ties into one
     node, so its search is over one layer's choices however deep the stack,
     while the memory limit still counts every layer's live ranges. Under a
     tight limit, layers that choose apart may fit where alike ones do not
@@ -306,8 +307,10 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
         --tg-auto-shard="price-current=true breakdown=tp.tsv"
     ```
 
-    (`--mlir-print-debuginfo` keeps the model file's names, which tie the
-    repeated layers.)
+    (`--mlir-print-debuginfo` keeps the model file's names, which the
+    breakdown's roles read; without them the repeated layers are still tied
+    by the ops' `tg.layer`, the k-th op of a kind in `h.N` to the k-th in
+    `h.N-1`.)
 
     Not modelled yet: overlap of collectives with compute, the memory
     planner's reuse of buffers (live ranges are the ops' order), and the
