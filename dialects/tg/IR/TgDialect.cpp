@@ -19,6 +19,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <optional>
+
 #include <cmath>
 
 using namespace mlir;
@@ -279,29 +281,73 @@ LogicalResult TgDialect::verifyRegionResultAttribute(Operation *op,
                          << attr.getName().getValue() << "'";
 }
 
-LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
-                                                  NamedAttribute attr) {
+/// The module's own attributes: its model, training table, precision, pipeline
+/// and phase. Nothing for an attribute of another kind.
+static std::optional<LogicalResult> verifyModuleAttribute(Operation *op,
+                                                          NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if ((name == kModelAttr || name == kTrainingAttr || name == kPrecisionAttr ||
-       name == kPhaseAttr || name == kPipelineAttr) &&
+  if ((name == TgDialect::kModelAttr || name == TgDialect::kTrainingAttr ||
+       name == TgDialect::kPrecisionAttr || name == TgDialect::kPhaseAttr ||
+       name == TgDialect::kPipelineAttr) &&
       !isa<ModuleOp>(op))
     return op->emitError() << "'" << name << "' belongs on the module, not on '"
                            << op->getName() << "'";
-  if (name == kModelAttr)
+  if (name == TgDialect::kModelAttr)
     return verifyStringAttr(op, attr);
-  if (name == kTrainingAttr) {
+  if (name == TgDialect::kTrainingAttr) {
     if (!isa<DictionaryAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a dictionary";
     return success();
   }
-  if (name == kPrecisionAttr) {
+  if (name == TgDialect::kPrecisionAttr) {
     if (!isa<PrecisionPolicyAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' must be #tg<precision fp32|bf16>, got "
              << attr.getValue();
     return success();
   }
-  if (name == kPipelineRoleAttr) {
+  if (name == TgDialect::kPipelineAttr) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto count = [&](StringRef key) {
+      auto v = dict ? dict.getAs<IntegerAttr>(key) : IntegerAttr();
+      return v ? v.getInt() : 0;
+    };
+    // tg-pipeline-schedule adds the schedule it wrote and its micro-batch
+    // count.
+    size_t scheduled = dict && dict.get("schedule") ? 2 : 0;
+    if (!dict || dict.size() != 2 + scheduled || count("stages") < 1 ||
+        count("virtual_stages") < 1 ||
+        (scheduled &&
+         (!dict.getAs<StringAttr>("schedule") || count("micro_batches") < 1)))
+      return op->emitError()
+             << "'" << name
+             << "' must be {stages = P, virtual_stages = V} with P and V at "
+                "least 1 (and after tg-pipeline-schedule its schedule = "
+                "\"name\" and micro_batches = M), got "
+             << attr.getValue();
+    return success();
+  }
+  if (name == TgDialect::kPhaseAttr) {
+    // The pipeline phase tgc ran the module through (compiler/pipeline).
+    if (!isa<IrPhaseAttr>(attr.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be #tg<phase NAME> (import, "
+                                "precision, autodiff, optimizer, sharding, "
+                                "partition, pipeline, fusion, schedule, "
+                                "memory or layers), got "
+                             << attr.getValue();
+    return success();
+  }
+  return std::nullopt;
+}
+
+/// tg-pipeline-split's and tg-pipeline-schedule's: a function's role, the
+/// module's transfers, actions and buffers. Nothing for an attribute of another
+/// kind.
+static std::optional<LogicalResult>
+verifyPipelineAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == TgDialect::kPipelineRoleAttr) {
     auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
     auto kind = dict ? dict.getAs<StringAttr>("kind") : nullptr;
     if (!isa<func::FuncOp>(op) || !kind ||
@@ -319,27 +365,30 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   }
   // tg.pipeline_buffers: tg-pipeline-schedule's plan of each stage's slot
   // buffers (passes/pipeline/Chunks.h reads and checks its contents).
-  if (name == kPipelineTransfersAttr || name == kPipelineActionsAttr ||
+  if (name == TgDialect::kPipelineTransfersAttr ||
+      name == TgDialect::kPipelineActionsAttr ||
       name == "tg.pipeline_buffers") {
     if (!isa<ModuleOp>(op) || !isa<ArrayAttr>(attr.getValue()))
       return op->emitError()
              << "'" << name << "' must be an array on the module";
     return success();
   }
-  if (name == kRematAttr || name == kAutoShardAttr) {
-    if (!isa<func::FuncOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
-      return op->emitError()
-             << "'" << name << "' must be a dictionary on a function";
-    return success();
-  }
-  if (name == kLayerBodyAttr) {
+  return std::nullopt;
+}
+
+/// The memory plan (tg-plan-memory, tg-outline-layers): offsets, views, slots,
+/// arena sizes, spans. Nothing for an attribute of another kind.
+static std::optional<LogicalResult>
+verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == TgDialect::kLayerBodyAttr) {
     if (!isa<func::FuncOp>(op) || !isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << name
                              << "' must be a string (the first layer) on a "
                                 "function";
     return success();
   }
-  if (name == kSlotOffsetsAttr) {
+  if (name == TgDialect::kSlotOffsetsAttr) {
     auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!isa<func::CallOp>(op) || !values ||
         llvm::any_of(values.asArrayRef(), [](int64_t v) { return v < 0; }))
@@ -348,35 +397,31 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                 "i64s) on the func.call of a layer body";
     return success();
   }
-  if (name == kOffsetsAttr || name == kViewsAttr || name == kSlotsAttr) {
+  if (name == TgDialect::kOffsetsAttr || name == TgDialect::kViewsAttr ||
+      name == TgDialect::kSlotsAttr) {
     auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!values || values.size() != (int64_t)op->getNumResults())
       return op->emitError() << "'" << name << "' must hold one i64 per result ("
                              << op->getNumResults() << ")";
     for (int64_t v : values.asArrayRef())
-      if (v < -1 || (name == kViewsAttr && v >= (int64_t)op->getNumOperands()))
-        return op->emitError()
-               << "'" << name << "' holds " << v
-               << (name == kViewsAttr   ? ", which is no operand number or -1"
-                   : name == kSlotsAttr ? ", which is no slot or -1"
-                                        : ", which is no offset or -1");
+      if (v < -1 ||
+          (name == TgDialect::kViewsAttr && v >= (int64_t)op->getNumOperands()))
+        return op->emitError() << "'" << name << "' holds " << v
+                               << (name == TgDialect::kViewsAttr
+                                       ? ", which is no operand number or -1"
+                                   : name == TgDialect::kSlotsAttr
+                                       ? ", which is no slot or -1"
+                                       : ", which is no offset or -1");
     return success();
   }
-  if (name == kArenaBytesAttr || name == kLiveBytesAttr) {
+  if (name == TgDialect::kArenaBytesAttr || name == TgDialect::kLiveBytesAttr) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() < 0)
       return op->emitError() << "'" << name
                              << "' must be a byte count on a function";
     return success();
   }
-  if (name == kMicroBatchesAttr) {
-    auto count = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!isa<func::FuncOp>(op) || !count || count.getInt() < 1)
-      return op->emitError()
-             << "'" << name << "' must be a count of at least 1 on a function";
-    return success();
-  }
-  if (name == kArenaAlignmentAttr) {
+  if (name == TgDialect::kArenaAlignmentAttr) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() <= 0 ||
         !llvm::isPowerOf2_64(bytes.getInt()))
@@ -385,18 +430,27 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                 "function";
     return success();
   }
-  if (name == kBucketSpanAttr || name == kScratchAttr) {
+  if (name == TgDialect::kBucketSpanAttr || name == TgDialect::kScratchAttr) {
     // [offset, bytes] in the arena: an all-reduce's bucket, the statistics
     // an attention keeps for its gradient.
-    bool onRightOp =
-        name == kBucketSpanAttr ? isa<AllReduceOp>(op) : isa<AttentionOp>(op);
+    bool onRightOp = name == TgDialect::kBucketSpanAttr ? isa<AllReduceOp>(op)
+                                                        : isa<AttentionOp>(op);
     auto span = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!onRightOp || !span || span.size() != 2 || span[0] < 0 || span[1] <= 0)
       return op->emitError()
              << "'" << name << "' must be [offset, bytes] in the arena on a "
-             << (name == kBucketSpanAttr ? "tg.all_reduce" : "tg.attention");
+             << (name == TgDialect::kBucketSpanAttr ? "tg.all_reduce"
+                                                    : "tg.attention");
     return success();
   }
+  return std::nullopt;
+}
+
+/// The sharding plan (tg-propagate-sharding, tg-partition): shardings, their
+/// origins, reshards. Nothing for an attribute of another kind.
+static std::optional<LogicalResult>
+verifyShardingPlanAttribute(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
   if (name == kPartitionedAttr) {
     if (!isa<func::FuncOp>(op) || !isa<UnitAttr>(attr.getValue()))
       return op->emitError()
@@ -435,7 +489,29 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' belongs on a collective";
     return verifyStringAttr(op, attr);
   }
-  if (name == kLayerAttr) {
+  return std::nullopt;
+}
+
+/// What passes record of an op or a function: remat's and the solver's reports,
+/// the micro-batches, the layer, the buckets waited for. Nothing for an
+/// attribute of another kind.
+static std::optional<LogicalResult> verifyRecordAttribute(Operation *op,
+                                                          NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == TgDialect::kRematAttr || name == TgDialect::kAutoShardAttr) {
+    if (!isa<func::FuncOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a dictionary on a function";
+    return success();
+  }
+  if (name == TgDialect::kMicroBatchesAttr) {
+    auto count = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !count || count.getInt() < 1)
+      return op->emitError()
+             << "'" << name << "' must be a count of at least 1 on a function";
+    return success();
+  }
+  if (name == TgDialect::kLayerAttr) {
     auto layer = dyn_cast<StringAttr>(attr.getValue());
     if (!layer || layer.getValue().empty())
       return op->emitError() << "'" << name
@@ -444,7 +520,7 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
-  if (name == kWaitsAttr) {
+  if (name == TgDialect::kWaitsAttr) {
     auto buckets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!buckets || buckets.empty() ||
         llvm::any_of(buckets.asArrayRef(), [](int64_t b) { return b < 0; }))
@@ -453,38 +529,17 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
                                 "waits for, as non-negative i64s";
     return success();
   }
-  if (name == kPipelineAttr) {
-    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
-    auto count = [&](StringRef key) {
-      auto v = dict ? dict.getAs<IntegerAttr>(key) : IntegerAttr();
-      return v ? v.getInt() : 0;
-    };
-    // tg-pipeline-schedule adds the schedule it wrote and its micro-batch
-    // count.
-    size_t scheduled = dict && dict.get("schedule") ? 2 : 0;
-    if (!dict || dict.size() != 2 + scheduled || count("stages") < 1 ||
-        count("virtual_stages") < 1 ||
-        (scheduled &&
-         (!dict.getAs<StringAttr>("schedule") || count("micro_batches") < 1)))
-      return op->emitError()
-             << "'" << name
-             << "' must be {stages = P, virtual_stages = V} with P and V at "
-                "least 1 (and after tg-pipeline-schedule its schedule = "
-                "\"name\" and micro_batches = M), got "
-             << attr.getValue();
-    return success();
-  }
-  if (name == kPhaseAttr) {
-    // The pipeline phase tgc ran the module through (compiler/pipeline).
-    if (!isa<IrPhaseAttr>(attr.getValue()))
-      return op->emitError() << "'" << name
-                             << "' must be #tg<phase NAME> (import, "
-                                "precision, autodiff, optimizer, sharding, "
-                                "partition, pipeline, fusion, schedule, "
-                                "memory or layers), got "
-                             << attr.getValue();
-    return success();
-  }
+  return std::nullopt;
+}
+
+LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  for (auto verify : {verifyModuleAttribute, verifyPipelineAttribute,
+                      verifyMemoryPlanAttribute, verifyShardingPlanAttribute,
+                      verifyRecordAttribute})
+    if (std::optional<LogicalResult> result = verify(op, attr))
+      return *result;
+  StringRef name = attr.getName().getValue();
   // Parameter and input markers belong on function arguments.
   return op->emitError() << "unknown tg attribute '" << name << "' on '"
                          << op->getName() << "'";
