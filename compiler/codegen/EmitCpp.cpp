@@ -537,7 +537,7 @@ static LogicalResult checkPrintable(KernelOp kernel) {
       return fail("storing more than one result");
     return success();
   case KernelKind::optimizer:
-    return fail("(an update with its gradient scale)");
+    return fail("(a multi-tensor update)");
   case KernelKind::reduction:
   case KernelKind::classifier:
     return success();
@@ -1297,7 +1297,12 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
            << "[0], " << buf(l.getBaseLr()) << "[0]);\n  }\n";
         return success();
       })
-      .Case([&](OptimizerUpdateOp u) {
+      .Case([&](OptimizerUpdateOp u) -> LogicalResult {
+        if (u.getGradScale())
+          return u.emitError("cpu backend: tg.optimizer_update with a "
+                             "grad_scale (tg-fuse's cuda target folds the "
+                             "scale; the CPU runtime's update takes the "
+                             "gradient scaled)");
         StringRef kind = runtimeOptimizerKind(u.getKind());
         std::string state;
         for (auto [i, v] : llvm::enumerate(u.getNewState()))

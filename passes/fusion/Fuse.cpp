@@ -1,11 +1,13 @@
-//===- Fuse.cpp - Group tg ops into kernels -----------------------*- C++ -*-===//
+//===- Fuse.cpp - Group tg ops into kernels -----------------------*- C++
+//-*-===//
 //
 // tg-fuse walks a function's block once, in order, growing groups of ops that
 // one kernel can compute, then replaces each group of two or more ops by a
 // tg.kernel placed where its last op stood. Every rule that decides a group
 // is in this file: elementwise chains (`--fusion=elementwise`), and with
 // `--fusion=all` GEMM epilogues, reductions with their elementwise prologue
-// and epilogue, the classifier and the optimizer update's gradient scale.
+// and epilogue, the classifier, multi-tensor optimizer updates and the
+// gradient scale each update folds in.
 // Which of them apply, and how far, is the target's: what its backend can
 // print (TargetRules).
 //
@@ -43,7 +45,8 @@ struct TargetRules {
   /// those cuBLASLt applies: bias, tanh GELU, bias then tanh GELU with the
   /// pre-activation stored as well, and the tanh GELU gradient).
   bool anyGemmEpilogue = true;
-  /// A scale multiply of the gradient joins its tg.optimizer_update.
+  /// A scale multiply of the gradient becomes its tg.optimizer_update's
+  /// grad_scale.
   bool optimizerScale = false;
   /// Consecutive updates of one kind, hyperparameters, learning rate and
   /// step form one multi-tensor kernel (one launch for many parameters).
@@ -361,40 +364,28 @@ Group *epilogueGroupFor(Operation *op,
 // Optimizer update
 //===----------------------------------------------------------------------===//
 
-/// The optimizer update with its gradient scale: a tg.mul of the gradient
-/// by an f32 scalar (the clip factor, 1 / micro-batches) that only a
-/// tg.optimizer_update reads, as its gradient, starts an `optimizer` group
-/// the update then joins: the update scales each element as it reads it.
-bool isGradientScale(Operation *op) {
-  auto mul = dyn_cast<MulOp>(op);
-  if (!mul || !mul.getResult().hasOneUse())
+/// Folds a gradient's scale into its update: a tg.mul of the gradient by
+/// an f32 scalar (the clip factor, 1 / micro-batches) that only a
+/// tg.optimizer_update reads, as its gradient, becomes the update's
+/// grad_scale. The update scales each element as it reads it, and the
+/// scaled gradient is never stored. The scale is the multiply's right
+/// operand where both are scalars.
+bool foldGradientScale(OptimizerUpdateOp update) {
+  auto mul = update.getGrad().getDefiningOp<MulOp>();
+  if (update.getGradScale() || !mul || !mul.getResult().hasOneUse())
     return false;
-  auto update = dyn_cast<OptimizerUpdateOp>(*mul.getResult().getUsers().begin());
-  if (!update || update.getGrad() != mul.getResult())
-    return false;
-  for (Value s : {mul.getLhs(), mul.getRhs()}) {
-    auto t = cast<RankedTensorType>(s.getType());
-    Value g = s == mul.getLhs() ? mul.getRhs() : mul.getLhs();
-    if (t.getRank() == 0 && t.getElementType().isF32() &&
-        g.getType() == mul.getResult().getType())
-      return true;
+  for (Value scale : {mul.getRhs(), mul.getLhs()}) {
+    auto t = cast<RankedTensorType>(scale.getType());
+    Value grad = scale == mul.getRhs() ? mul.getLhs() : mul.getRhs();
+    if (t.getRank() != 0 || !t.getElementType().isF32() ||
+        grad.getType() != mul.getType())
+      continue;
+    update.getGradMutable().assign(grad);
+    update.getGradScaleMutable().assign(scale);
+    mul.erase();
+    return true;
   }
   return false;
-}
-
-Group *startOptimizerGroup(Operation *scale, std::deque<Group> &groups) {
-  Group &g = groups.emplace_back();
-  g.kind = KernelKind::optimizer;
-  g.ops.push_back(scale);
-  return &g;
-}
-
-Group *optimizerGroupFor(OptimizerUpdateOp update,
-                         const DenseMap<Operation *, Group *> &groupOf) {
-  Operation *def = update.getGrad().getDefiningOp();
-  Group *g = def ? groupOf.lookup(def) : nullptr;
-  return g && g->kind == KernelKind::optimizer && g->ops.size() == 1 ? g
-                                                                     : nullptr;
 }
 
 /// The update of an optimizer group that decides what may join it: its
@@ -411,40 +402,26 @@ OptimizerUpdateOp firstUpdate(const Group &g) {
 /// gradients of one element type.
 bool isLaneOf(OptimizerUpdateOp update, const Group &lanes) {
   OptimizerUpdateOp first = firstUpdate(lanes);
-  return first && !lanes.closed && update.getLr() == first.getLr() &&
-         update.getStep() == first.getStep() &&
-         update->getAttrDictionary() == first->getAttrDictionary() &&
+  return first && !lanes.closed && update.sharesLaunchWith(first) &&
          cast<RankedTensorType>(update.getGrad().getType()).getElementType() ==
              cast<RankedTensorType>(first.getGrad().getType()).getElementType();
 }
 
-/// Adds `update` (with the group of its gradient scale, `own`, when it has
-/// one) as a lane of a multi-tensor group of `open` it may join (decay and
-/// no decay make two), else starts a new one from it; returns the update's
-/// group.
-Group *addLane(OptimizerUpdateOp update, Group *own,
-               SmallVectorImpl<Group *> &open, std::deque<Group> &groups,
-               DenseMap<Operation *, Group *> &groupOf) {
-  for (Group *lanes : open) {
-    if (lanes == own || !isLaneOf(update, *lanes))
-      continue;
-    SmallVector<Operation *> ops =
-        own ? own->ops : SmallVector<Operation *>{update};
-    if (own)
-      own->ops.clear();
-    for (Operation *op : ops) {
-      lanes->ops.push_back(op);
-      groupOf[op] = lanes;
+/// Adds `update` as a lane of a multi-tensor group of `open` it may join
+/// (decay and no decay make two), else starts a new one from it; returns
+/// the update's group.
+Group *addLane(OptimizerUpdateOp update, SmallVectorImpl<Group *> &open,
+               std::deque<Group> &groups) {
+  for (Group *lanes : open)
+    if (isLaneOf(update, *lanes)) {
+      lanes->ops.push_back(update);
+      return lanes;
     }
-    return lanes;
-  }
-  if (!own) {
-    own = &groups.emplace_back();
-    own->kind = KernelKind::optimizer;
-    own->ops.push_back(update);
-  }
-  open.push_back(own);
-  return own;
+  Group &own = groups.emplace_back();
+  own.kind = KernelKind::optimizer;
+  own.ops.push_back(update);
+  open.push_back(&own);
+  return &own;
 }
 
 //===----------------------------------------------------------------------===//
@@ -542,6 +519,10 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
     if (!func.getBody().hasOneBlock())
       return;
     Block &block = func.getBody().front();
+    if (allRules && rules.optimizerScale)
+      for (auto update :
+           llvm::make_early_inc_range(block.getOps<OptimizerUpdateOp>()))
+        numGradientScales += foldGradientScale(update);
 
     std::deque<Group> groups;
     DenseMap<Operation *, Group *> groupOf;
@@ -568,14 +549,9 @@ struct FusePass : public tg::impl::FusePassBase<FusePass> {
         else if (auto grad = dyn_cast<CrossEntropyGradOp>(op);
                  grad && (joined = classifierGroupFor(grad, groupOf, position)))
           joined->ops.push_back(&op);
-        else if (rules.optimizerScale && isGradientScale(&op))
-          joined = startOptimizerGroup(&op, groups);
-        else if (auto update = dyn_cast<OptimizerUpdateOp>(op)) {
-          if ((joined = optimizerGroupFor(update, groupOf)))
-            joined->ops.push_back(&op);
-          if (rules.multiTensorOptimizer)
-            joined = addLane(update, joined, lanes, groups, groupOf);
-        }
+        else if (auto update = dyn_cast<OptimizerUpdateOp>(op);
+                 update && rules.multiTensorOptimizer)
+          joined = addLane(update, lanes, groups);
         if (joined)
           groupOf[&op] = joined;
       }

@@ -39,13 +39,14 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
       between; the backend computes each row's log-sum-exp once for both,
       reading the logits once instead of twice.
 
-    - **The optimizer update** (`optimizer`, target `cuda`): a `tg.mul` of
-      a gradient by an f32 scalar (the clip factor, 1 / micro-batches) that
-      only a `tg.optimizer_update` reads joins it; the update scales each
-      element of the gradient as it reads it.
+    - **The gradient scale** (target `cuda`): a `tg.mul` of a gradient by
+      an f32 scalar (the clip factor, 1 / micro-batches) that only a
+      `tg.optimizer_update` reads becomes the update's `grad_scale`
+      operand; the update scales each element of the gradient as it reads
+      it, and the scaled gradient is never stored.
     - **Multi-tensor updates** (`optimizer`, target `cuda`): updates of one
       kind, hyperparameters, learning rate and step, over gradients of one
-      element type, with their scales, become one kernel
+      element type, each with its gradient scale or none, become one kernel
       (`multi_tensor_adamw_18`), as apex's and PyTorch's foreach optimizers
       do: one launch updates many parameters. An update joins an open
       multi-tensor kernel it matches (weight decay and no decay make two);
@@ -165,7 +166,9 @@ def FusePass : Pass<"tg-fuse", "func::FuncOp"> {
     Statistic<"numClassifierKernels", "classifier-kernels",
               "Classifier kernels (cross-entropy with its gradient) formed">,
     Statistic<"numOptimizerKernels", "optimizer-kernels",
-              "Optimizer updates with their gradient scale formed">,
+              "Multi-tensor optimizer kernels formed">,
+    Statistic<"numGradientScales", "gradient-scales",
+              "Gradient scales folded into their updates">,
     Statistic<"numFusedOps", "fused-ops", "Ops moved into kernels">,
   ];
 }

@@ -420,7 +420,8 @@ TrainStepBuilder::buildUpdate(ArrayRef<Value> params, ArrayRef<Value> stateArgs,
     SmallVector<Type> resultTypes(1 + state.size(), param.getType());
     auto update = OptimizerUpdateOp::create(
         b, loc, resultTypes, OptimizerKindAttr::get(ctx, kind), param, grads[k],
-        *lr, stepArg, state, b.getF64FloatAttr(opt.number("beta1", 0.9)),
+        *lr, stepArg, state, /*grad_scale=*/Value(),
+        b.getF64FloatAttr(opt.number("beta1", 0.9)),
         b.getF64FloatAttr(opt.number("beta2", 0.999)),
         b.getF64FloatAttr(opt.number("eps", 1e-8)),
         b.getF64FloatAttr(decay ? wd : 0.0), b.getF64FloatAttr(momentum),

@@ -195,21 +195,10 @@ LogicalResult StepEmitter::planFusion() {
       break;
     }
     case KernelKind::optimizer: {
-      // Each update reads its gradient and multiplies it by its scale; the
-      // updates of a multi-tensor kernel are one launch, at the last.
+      // The updates of a multi-tensor kernel are one launch, at the last.
       Launch launch;
-      for (auto [i, op] : llvm::enumerate(kernel.ops)) {
-        auto mul = dyn_cast<MulOp>(op);
-        if (!mul) {
-          launch.lanes.push_back(cast<OptimizerUpdateOp>(op));
-          continue;
-        }
-        auto update = cast<OptimizerUpdateOp>(kernel.ops[i + 1]);
-        bool scaleIsRhs = tensorType(mul.getRhs()).getRank() == 0 &&
-                          elementType(mul.getRhs()).isF32();
-        gradScaleOf[update] = scaleIsRhs ? mul.getRhs() : mul.getLhs();
-        alias[mul.getResult()] = scaleIsRhs ? mul.getLhs() : mul.getRhs();
-      }
+      for (Operation *op : kernel.ops)
+        launch.lanes.push_back(cast<OptimizerUpdateOp>(op));
       if (launch.lanes.size() > 1) {
         launch.op = launch.lanes.back();
         launch.covered = kernel.ops;
@@ -406,16 +395,11 @@ LogicalResult StepEmitter::buildLaunches() {
       for (OptimizerUpdateOp lane : l.lanes) {
         for (Value operand : lane->getOperands())
           addRead(operand);
-        if (Value scale = gradScaleOf.lookup(lane))
-          addRead(scale);
         if (lane != l.op)
           llvm::append_range(l.writes, lane->getResults());
       }
       for (Value operand : l.op->getOperands())
         addRead(operand);
-      if (auto update = dyn_cast<OptimizerUpdateOp>(l.op))
-        if (Value scale = gradScaleOf.lookup(update))
-          addRead(scale);
       if (auto grad = dyn_cast<AttentionGradOp>(l.op))
         if (AttentionOp fwd = forwardOf.lookup(grad))
           addRead(fwd.getResult());

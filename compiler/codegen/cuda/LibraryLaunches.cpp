@@ -778,7 +778,7 @@ std::optional<LogicalResult> StepEmitter::emitOptimizerCall(Launch &launch,
         if (!launch.lanes.empty())
           return emitOptimizerLanes(launch);
         Value grad = u.getGrad();
-        Value scale = gradScaleOf.lookup(u);
+        Value scale = u.getGradScale();
         if (!elementType(u.getParam()).isF32() ||
             llvm::any_of(u.getState(),
                          [](Value s) { return !elementType(s).isF32(); }))
@@ -841,7 +841,7 @@ LogicalResult StepEmitter::emitOptimizerLanes(Launch &launch) {
                 "gradients, all of one type";
     // Each lane's pointers as expressions: a table of every parameter's
     // would otherwise declare three pointers per parameter.
-    Value scale = gradScaleOf.lookup(u);
+    Value scale = u.getGradScale();
     std::string state[2] = {"nullptr", "nullptr"};
     for (auto [i, v] : llvm::enumerate(u.getNewState()))
       state[i] = pointerExpr(v);

@@ -372,8 +372,6 @@ private:
   DenseMap<Value, Value> alias;
   /// tg-fuse's kernels, flattened (flattenKernels).
   std::vector<FusedKernel> fusedKernels;
-  /// The multiply folded into an optimizer update: its scale operand.
-  DenseMap<Operation *, Value> gradScaleOf;
   /// tg.attention_grad -> the tg.attention on the same q, k, v that keeps
   /// its log-sum-exp for it (in its tg.scratch).
   DenseMap<Operation *, AttentionOp> forwardOf;

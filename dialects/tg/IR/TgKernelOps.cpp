@@ -5,8 +5,8 @@
 // elementwise ops over one iteration space, a gemm kernel one tg.matmul and
 // its elementwise epilogue, a reduction kernel one single-pass reduction
 // between an elementwise prologue and epilogue, a classifier kernel a
-// cross-entropy and its gradient on the same logits, an optimizer kernel an
-// update and its gradient scale.
+// cross-entropy and its gradient on the same logits, an optimizer kernel
+// updates of one kind and hyperparameters.
 //
 //===----------------------------------------------------------------------===//
 
@@ -316,36 +316,19 @@ LogicalResult KernelOp::verifyClassifierBody() {
 }
 
 LogicalResult KernelOp::verifyOptimizerBody() {
-  // Lanes: each a tg.mul scaling the gradient by an f32 scalar (optional),
-  // then the update; one kind, hyperparameters, learning rate and step.
+  // Lanes: updates of one kind, hyperparameters, learning rate and step,
+  // each with its gradient scale or none.
   Block &body = getBody().front();
   SmallVector<Value> results;
   OptimizerUpdateOp first;
-  auto isScale = [](Value v) {
-    auto t = cast<RankedTensorType>(v.getType());
-    return t.getRank() == 0 && t.getElementType().isF32();
-  };
-  for (auto it = body.begin(); it != std::prev(body.end()); ++it) {
-    auto mul = dyn_cast<MulOp>(*it);
-    if (mul && std::next(it) != std::prev(body.end()))
-      ++it;
-    auto update = dyn_cast<OptimizerUpdateOp>(*it);
+  for (Operation &op : body.without_terminator()) {
+    auto update = dyn_cast<OptimizerUpdateOp>(op);
     if (!update)
       return emitOpError("an optimizer kernel holds tg.optimizer_update ops, "
-                         "each after the tg.mul that scales its gradient, "
                          "nothing else");
-    if (mul) {
-      if (update.getGrad() != mul.getResult())
-        return update.emitOpError("does not read the scaled gradient of the "
-                                  "optimizer kernel's tg.mul before it");
-      if (!isScale(mul.getLhs()) && !isScale(mul.getRhs()))
-        return mul.emitOpError("scales the gradient by no f32 scalar");
-    }
     if (!first) {
       first = update;
-    } else if (update.getLr() != first.getLr() ||
-               update.getStep() != first.getStep() ||
-               update->getAttrDictionary() != first->getAttrDictionary()) {
+    } else if (!update.sharesLaunchWith(first)) {
       return update.emitOpError("differs from the optimizer kernel's first "
                                 "update in kind, hyperparameters, learning "
                                 "rate or step");
@@ -354,7 +337,6 @@ LogicalResult KernelOp::verifyOptimizerBody() {
   }
   if (!first)
     return emitOpError("an optimizer kernel holds tg.optimizer_update ops, "
-                       "each after the tg.mul that scales its gradient, "
                        "nothing else");
   if (!llvm::equal(getYield().getValues(), results))
     return getYield().emitOpError("yields other values than the updates' "

@@ -69,10 +69,8 @@ def Tg_KernelOp : Tg_Op<"kernel", [IsolatedFromAbove, RecursiveMemoryEffects,
       llm.c's fused classifier does, instead of sweeping the logits twice.
     - `optimizer`: `tg.optimizer_update` ops of one kind, hyperparameters,
       learning rate and step (a multi-tensor update: one launch for many
-      parameters), each after the `tg.mul` that scales its gradient by an
-      f32 scalar, where there is one; the kernel yields the updates'
-      results in order. The backend multiplies each gradient element as it
-      reads it.
+      parameters), each with its `grad_scale` or none; the kernel yields
+      the updates' results in order.
 
     `epilogue`, on a gemm kernel only, says which GEMM library epilogue
     the body is, as tg-fuse chose it for a target that runs GEMMs in such a

@@ -66,6 +66,20 @@ SmallVector<StringRef> OptimizerUpdateOp::stateSlots(OptimizerKind kind,
   llvm_unreachable("unhandled OptimizerKind");
 }
 
+bool OptimizerUpdateOp::sharesLaunchWith(OptimizerUpdateOp other) {
+  return getKindAttr() == other.getKindAttr() && getLr() == other.getLr() &&
+         getStep() == other.getStep() &&
+         getBeta1Attr() == other.getBeta1Attr() &&
+         getBeta2Attr() == other.getBeta2Attr() &&
+         getEpsAttr() == other.getEpsAttr() &&
+         getWeightDecayAttr() == other.getWeightDecayAttr() &&
+         getMomentumAttr() == other.getMomentumAttr() &&
+         getNesterovAttr() == other.getNesterovAttr() &&
+         getAlphaAttr() == other.getAlphaAttr() &&
+         (*this)->getDiscardableAttrDictionary() ==
+             other->getDiscardableAttrDictionary();
+}
+
 LogicalResult OptimizerUpdateOp::verify() {
   double momentum = getMomentum().convertToDouble();
   SmallVector<StringRef> slots = stateSlots(getKind(), momentum);

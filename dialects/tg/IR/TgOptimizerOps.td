@@ -86,7 +86,12 @@ def Tg_GlobalNormOp : Tg_Op<"global_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
+/// tensor<f32>, which the custom forms need not spell.
+def Tg_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update",
+                                 [Pure, AttrSizedOperandSegments]> {
   let summary = "One optimizer step for one parameter";
   let description = [{
     Returns the updated parameter and optimizer state. `kind` (a
@@ -103,6 +108,12 @@ def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
     - `lion`: `exp_avg` (sign update with beta1, momentum with beta2).
     The updates follow PyTorch's optimizers of the same name.
 
+    With `grad_scale` (an f32 scalar: the clip factor, 1 / micro-batches),
+    the update reads `grad * grad_scale` as its gradient, scaling each
+    element as it reads it. tg-fuse's cuda target folds a tg.mul that
+    scales a gradient only its update reads into this operand; the C++
+    backend takes updates without it.
+
     ```mlir
     %p1, %m1, %v1 = tg.optimizer_update adamw %p, %g, %lr, %step, %m, %v {weight_decay = 1.0e-01 : f64}
         : tensor<64x10xf32>, tensor<64x10xf32>, tensor<f32>, tensor<i64>, tensor<64x10xf32>, tensor<64x10xf32>
@@ -112,6 +123,7 @@ def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
   let arguments = (ins Tg_OptimizerKindAttr:$kind, Tg_FloatTensor:$param,
                    Tg_FloatTensor:$grad, 0DTensorOf<[F32]>:$lr,
                    0DTensorOf<[I64]>:$step, Variadic<Tg_FloatTensor>:$state,
+                   Optional<Tg_F32Scalar>:$grad_scale,
                    DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                    DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                    DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
@@ -122,7 +134,8 @@ def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
   let results = (outs Tg_FloatTensor:$new_param,
                   Variadic<Tg_FloatTensor>:$new_state);
   let assemblyFormat = [{
-    $kind $param `,` $grad `,` $lr `,` $step (`,` $state^)? attr-dict `:`
+    $kind $param `,` $grad `,` $lr `,` $step (`,` $state^)?
+    (`grad_scale` $grad_scale^)? attr-dict `:`
     type($param) `,` type($grad) `,` type($lr) `,` type($step) (`,` type($state)^)?
     `->` type(results)
   }];
@@ -131,6 +144,10 @@ def Tg_OptimizerUpdateOp : Tg_Op<"optimizer_update", [Pure]> {
     /// The state slot names `kind` needs with these hyperparameters.
     static ::llvm::SmallVector<::llvm::StringRef>
     stateSlots(::mlir::tg::OptimizerKind kind, double momentum);
+    /// Whether one multi-tensor launch may run this update beside `other`:
+    /// the same kind, hyperparameters, learning rate and step (each with
+    /// its own gradient scale, or none).
+    bool sharesLaunchWith(OptimizerUpdateOp other);
   }];
 }
 

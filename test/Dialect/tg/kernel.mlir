@@ -66,7 +66,7 @@ func.func @reduction_prologue_epilogue(%g: tensor<32x128xf32>, %x: tensor<32x128
 // CHECK:      tg.kernel gemm
 // CHECK:        tg.yield %{{.+}}, %{{.+}} : tensor<4x8xf32>, tensor<4x8xf32>
 // CHECK:      tg.kernel optimizer
-// CHECK:        tg.optimizer_update sgd
+// CHECK:        tg.optimizer_update sgd %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} grad_scale %{{.+}} :
 func.func @cuda_kernels(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>) {
   %t = tg.kernel elementwise (%h : tensor<4x8xf32>) {
   ^bb0(%x: tensor<4x8xf32>):
@@ -83,8 +83,7 @@ func.func @cuda_kernels(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf
   } -> tensor<4x8xf32>, tensor<4x8xf32>
   %u = tg.kernel optimizer (%w, %w, %s, %lr, %step : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
   ^bb0(%p: tensor<8x8xf32>, %q: tensor<8x8xf32>, %c: tensor<f32>, %l: tensor<f32>, %k: tensor<i64>):
-    %0 = tg.mul %q, %c : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xf32>
-    %1 = tg.optimizer_update sgd %p, %0, %l, %k : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<i64> -> tensor<8x8xf32>
+    %1 = tg.optimizer_update sgd %p, %q, %l, %k grad_scale %c : tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<i64> -> tensor<8x8xf32>
     tg.yield %1 : tensor<8x8xf32>
   } -> tensor<8x8xf32>
   return %t, %g#0, %g#1, %u : tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>
@@ -94,14 +93,12 @@ func.func @cuda_kernels(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf
 // its gradient scale or without.
 // CHECK-LABEL: func.func @optimizer_lanes
 // CHECK:      tg.kernel optimizer
-// CHECK:        tg.mul
-// CHECK-NEXT:   tg.optimizer_update adamw
-// CHECK-NEXT:   tg.optimizer_update adamw
+// CHECK:        tg.optimizer_update adamw {{.*}} grad_scale
+// CHECK-NEXT:   tg.optimizer_update adamw {{.*}}, %{{[a-z0-9]+}} :
 func.func @optimizer_lanes(%p: tensor<8xf32>, %g: tensor<8xf32>, %m: tensor<8xf32>, %v: tensor<8xf32>, %q: tensor<4xf32>, %h: tensor<4xf32>, %n: tensor<4xf32>, %w: tensor<4xf32>, %c: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %y:6 = tg.kernel optimizer (%p, %g, %m, %v, %q, %h, %n, %w, %c, %lr, %step : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
   ^bb0(%a: tensor<8xf32>, %b: tensor<8xf32>, %a1: tensor<8xf32>, %a2: tensor<8xf32>, %d: tensor<4xf32>, %e: tensor<4xf32>, %d1: tensor<4xf32>, %d2: tensor<4xf32>, %s: tensor<f32>, %l: tensor<f32>, %k: tensor<i64>):
-    %0 = tg.mul %b, %s : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
-    %1:3 = tg.optimizer_update adamw %a, %0, %l, %k, %a1, %a2 : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+    %1:3 = tg.optimizer_update adamw %a, %b, %l, %k, %a1, %a2 grad_scale %s : tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>, tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
     %2:3 = tg.optimizer_update adamw %d, %e, %l, %k, %d1, %d2 : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
     tg.yield %1#0, %1#1, %1#2, %2#0, %2#1, %2#2 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   } -> tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>

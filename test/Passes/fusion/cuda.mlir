@@ -156,20 +156,29 @@ func.func @no_reduction_kernel(%x: tensor<4x8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// The clip factor's multiply joins the update that reads it: the update
-// scales each gradient element as it reads it.
+// The clip factor's multiply becomes the update's grad_scale: the update
+// scales each gradient element as it reads it. Only the update reads the
+// scaled gradient, else it stays (and is stored).
 // CHECK-LABEL: func.func @scaled_update
-// CHECK:      %[[K:.+]] = tg.kernel optimizer(%{{.+}} : {{.*}}) attributes {name = "fused_mul_optimizer_update"}
-// CHECK:        %[[S:.+]] = tg.mul
-// CHECK-NEXT:   %[[U:.+]] = tg.optimizer_update sgd %{{.+}}, %[[S]]
-// CHECK-NEXT:   tg.yield %[[U]] : tensor<8x4xf32>
-// CHECK:      return %[[K]]
+// CHECK-NOT:  tg.mul
+// CHECK:      %[[U:.+]] = tg.optimizer_update sgd %arg0, %arg1, %arg3, %arg4 grad_scale %arg2 :
+// CHECK:      return %[[U]]
 // CPU-LABEL: func.func @scaled_update
-// CPU-NOT:   tg.kernel
+// CPU:       tg.mul
+// CPU-NOT:   grad_scale
 func.func @scaled_update(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %clip: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> tensor<8x4xf32> {
   %s = tg.mul %g, %clip : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xf32>
   %u = tg.optimizer_update sgd %p, %s, %lr, %step : tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<i64> -> tensor<8x4xf32>
   return %u : tensor<8x4xf32>
+}
+
+// CHECK-LABEL: func.func @scale_read_twice
+// CHECK:      %[[S:.+]] = tg.mul %arg1, %arg2
+// CHECK:      tg.optimizer_update sgd %arg0, %[[S]], %arg3, %arg4 :
+func.func @scale_read_twice(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %clip: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %s = tg.mul %g, %clip : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xf32>
+  %u = tg.optimizer_update sgd %p, %s, %lr, %step : tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<i64> -> tensor<8x4xf32>
+  return %u, %s : tensor<8x4xf32>, tensor<8x4xf32>
 }
 
 // -----
@@ -178,12 +187,11 @@ func.func @scaled_update(%p: tensor<8x4xf32>, %g: tensor<8x4xf32>, %clip: tensor
 // multi-tensor kernel, scaled or not; weight decay makes another; a read of
 // an update's result before the next update closes the kernel it is in.
 // CHECK-LABEL: func.func @multi_tensor
-// CHECK:      tg.kernel optimizer({{.*}}) attributes {name = "fused_mul_optimizer_update"}
-// CHECK:        tg.optimizer_update sgd {{.*}}weight_decay
+// CHECK:      tg.optimizer_update sgd %arg2, %arg3, %arg7, %arg8 grad_scale %arg6 {weight_decay
 // CHECK:      %[[A:.+]]:2 = tg.kernel optimizer({{.*}}) attributes {name = "multi_tensor_sgd_2"}
-// CHECK:        tg.mul
-// CHECK-NEXT:   tg.optimizer_update sgd
-// CHECK-NEXT:   tg.optimizer_update sgd
+// CHECK-NEXT:   ^bb0
+// CHECK-NEXT:   tg.optimizer_update sgd {{.*}} grad_scale
+// CHECK-NEXT:   tg.optimizer_update sgd {{.*}}, %{{[a-z0-9]+}} :
 // CHECK:      tg.neg %[[A]]#1
 // CHECK-NEXT: tg.optimizer_update sgd
 // CHECK-NEXT: return
