@@ -257,3 +257,37 @@ module attributes {tg.model = "m", tg.training = {pipeline_cuts = [4294967296]}}
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Results are named by tg.output: two tensors cannot take one name.
+module attributes {tg.model = "m"} {
+  // CHECK: export-errors.mlir:[[@LINE+1]]:3: error: tensor name 'w2' is used twice
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}, tensor<2xf32> {tg.output = "w2"}, tensor<2xf32> {tg.output = "w2"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    %n = tg.neg %w : tensor<2xf32>
+    %e = tg.exp %w : tensor<2xf32>
+    return %l, %n, %e : tensor<f32>, tensor<2xf32>, tensor<2xf32>
+  }
+}
+
+// -----
+
+// Every string of a model file is UTF-8; the diagnostic names the field.
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: the model file's name would not be UTF-8; model files hold UTF-8 strings
+module attributes {tg.model = "m\FF"} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// CHECK: export-errors.mlir:[[@LINE+1]]:1: error: the model file's params[0].name would not be UTF-8; model files hold UTF-8 strings
+module attributes {tg.model = "m"} {
+  func.func @forward(%w: tensor<2xf32> {tg.param = "w\C3"}) -> (tensor<f32> {tg.output = "loss"}) {
+    %l = tg.reduce_sum %w : tensor<2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
