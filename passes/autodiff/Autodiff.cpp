@@ -190,8 +190,13 @@ struct AutodiffPass : public tg::impl::AutodiffPassBase<AutodiffPass> {
                  << grad.getType() << " for an operand of type "
                  << operand.getType();
         Value &slot = grads[operand];
-        slot = slot ? AddOp::create(builder, loc, slot, grad).getResult()
-                    : grad;
+        if (!slot) {
+          slot = grad;
+          continue;
+        }
+        // The sum of an operand's gradients is this op's backward too.
+        LayerStamp stamp(builder, op);
+        slot = AddOp::create(builder, loc, slot, grad).getResult();
       }
     }
 

@@ -531,20 +531,22 @@ bool sameStrategies(const Node &a, const Node &b) {
 
 /// Ties each node of a repeated layer to the node in the same role of the
 /// layer before it, by an edge that forbids unequal strategies. A role is
-/// the model file's name with the layer's index taken out ("h.#.attn.q"),
+/// the op's tg.layer (or an argument's parameter, state or accumulator
+/// name) with the layer's index taken out ("h.#", "h.#.attn.c_attn.weight"),
 /// the op (or argument kind), and the node's rank among the layer's nodes
-/// of that name and op: the backward ops of one forward op share its name.
+/// of that name and op: the k-th tg.matmul of h.N is tied to the k-th of
+/// h.N-1. Only facts of the IR decide it, so IR printed without locations
+/// ties as the model file does.
 void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
   struct Member {
     int64_t layer, node;
   };
   std::map<std::string, SmallVector<Member>> roles;
   llvm::StringMap<int64_t> rank;
-  // An op without a name of its own (the optimizer's ops on a parameter's
-  // gradient, the sums of gradients along the residual stream) takes one
-  // from an operand of its result's type: the parameter, state or
-  // accumulator it reads, or the op that made it, best one with a layer's
-  // name and a name of its own rather than one taken so.
+  // An op without a layer (the optimizer's ops on a parameter's gradient)
+  // takes a name from an operand of its result's type: the parameter,
+  // state or accumulator it reads, or the op that made it, best one with a
+  // layer's name and a name of its own rather than one taken so.
   DenseMap<Operation *, std::pair<std::string, bool>> names;
   auto nameOf = [&](Value v) -> std::pair<std::string, bool> {
     if (auto arg = dyn_cast<BlockArgument>(v))
@@ -557,12 +559,7 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
     StringRef kind;
     if (node.op) {
       kind = node.op->getName().getStringRef();
-      // Its model-file name, else (IR printed without locations) its
-      // layer: the k-th op of a kind in h.N is then tied to the k-th of
-      // that kind in h.N-1.
-      name = nodeNameOf(node.op);
-      if (name.empty())
-        name = layerOf(node.op).str();
+      name = layerOf(node.op).str();
       bool own = !name.empty();
       namedOps += own;
       if (!own && node.op->getNumResults() > 0) {
@@ -593,13 +590,12 @@ void AutoShardPass::tieRepeatedLayers(func::FuncOp step) {
         (pattern + "|" + kind + "|" + Twine(rank[within]++)).str();
     roles[role].push_back({n, (int64_t)v});
   }
-  // Hand-written IR may give its ops neither names nor layers: then only
+  // Hand-written IR may give its ops no layers: then only
   // the parameters tie, and each layer's ops are planned alone.
   if (repeatedArgs > 0 && namedOps == 0)
     step.emitWarning()
-        << "tg-auto-shard: the step's ops carry neither model-file names nor "
-           "tg.layer, so the repeated layers' ops are not tied: each layer "
-           "is planned alone";
+        << "tg-auto-shard: the step's ops carry no tg.layer, so the "
+           "repeated layers' ops are not tied: each layer is planned alone";
   for (auto &[role, members] : roles) {
     llvm::stable_sort(members, [](const Member &a, const Member &b) {
       return a.layer < b.layer;

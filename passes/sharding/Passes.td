@@ -247,13 +247,11 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     ```
 
     Repeated layers are solved once (`tie-layers`, on by default): a node
-    of a layer named `STACK.N.*` in the model file (`h.3.attn.q`, its
-    backward ops, its parameter `h.3.attn.c_attn.weight` and that one's
+    of layer `STACK.N` (an op whose `tg.layer` is `h.3`, among them its
+    backward ops; its parameter `h.3.attn.c_attn.weight` and that one's
     optimizer state) is tied to the node in the same role of layer N-1 (the
-    same name with N taken out, the same op, the same place among the
-    layer's ops of that name, the same strategies; an op whose location
-    carries no name goes by its `tg.layer`, `h.N`, and its place among the
-    layer's ops of its kind) by an edge that allows only equal strategies. The solver contracts each chain of ties into one
+    same layer or name with N taken out, the same op, the same place among
+    the layer's ops of that kind, the same strategies) by an edge that allows only equal strategies. The solver contracts each chain of ties into one
     node, so its search is over one layer's choices however deep the stack,
     while the memory limit still counts every layer's live ranges. Under a
     tight limit, layers that choose apart may fit where alike ones do not
@@ -308,9 +306,8 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     ```
 
     (`--mlir-print-debuginfo` keeps the model file's names, which the
-    breakdown's roles read; without them the repeated layers are still tied
-    by the ops' `tg.layer`, the k-th op of a kind in `h.N` to the k-th in
-    `h.N-1`.)
+    breakdown's roles read; the repeated layers are tied by the ops'
+    `tg.layer` with or without them.)
 
     Not modelled yet: overlap of collectives with compute, the memory
     planner's reuse of buffers (live ranges are the ops' order), and the

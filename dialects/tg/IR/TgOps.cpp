@@ -187,12 +187,16 @@ struct MergeAdjacentSliceGrads : public OpRewritePattern<AddOp> {
         parts.push_back(grad);
     }
     Location loc = rewriter.getFusedLoc({lhs.getLoc(), rhs.getLoc()});
-    Value joined = ConcatOp::create(rewriter, loc, parts, axis);
+    // Both compute for the sum's layer.
+    std::string layer = layerOf(add).str();
+    auto joined = ConcatOp::create(rewriter, loc, parts, axis);
+    setLayer(joined, layer);
     SmallVector<int64_t> start(first.getStart()), limit(first.getLimit());
     limit[axis] = second.getLimit()[axis];
-    rewriter.replaceOpWithNewOp<SliceGradOp>(
+    auto merged = rewriter.replaceOpWithNewOp<SliceGradOp>(
         add, add.getType(), joined, rewriter.getDenseI64ArrayAttr(start),
         rewriter.getDenseI64ArrayAttr(limit), DenseI64ArrayAttr());
+    setLayer(merged, layer);
     return success();
   }
 };
