@@ -1270,6 +1270,9 @@ AutoShardPass::solveOrPrice(ModuleOp module, func::FuncOp step,
     options.seed = seed;
     options.starts = presetStarts(module, allowTp);
     solution = ::tg::shardsolve::solve(problem, options);
+    if (!solution.cbcFailure.empty())
+      step.emitWarning() << "tg-auto-shard: " << solution.cbcFailure
+                         << "; the plan was searched without CBC";
   }
   if (!breakdown.empty() &&
       failed(writeBreakdown(step, problem, solution.strategies)))

@@ -105,9 +105,11 @@ public:
         perRegion(std::max(2.0, options.timeLimitSeconds / 40)),
         taken(groups.numGroups(), 0) {}
 
-  /// Improves `search`'s valid choice until `until`.
+  /// Improves `search`'s valid choice until `until`, or until CBC fails
+  /// to run or to answer (`failure` then says why).
   void run(LocalSearch &search, LocalSearch::Clock::time_point until);
   int regions = 0, improved = 0;
+  std::string failure;
   double size = 150;
   /// A region held every node and CBC proved it optimal.
   bool coveredAll = false;
@@ -170,9 +172,10 @@ void RegionSearch::run(LocalSearch &search,
     double took = secondsSince(began);
     ++regions;
     if (!result) {
-      llvm::consumeError(result.takeError());
-      size = std::max(20.0, size * 0.7);
-      continue;
+      // Not a limit (a stopped CBC answers with its best): CBC is missing,
+      // crashed or wrote nothing, and would again.
+      failure = llvm::toString(result.takeError());
+      return;
     }
     if (result->optimal && region.size() == static_cast<size_t>(graph.numNodes))
       coveredAll = true;
@@ -317,7 +320,8 @@ Solution tg::shardsolve::solve(const Problem &problem,
     note(llvm::formatv("{0}: cbc for at most {1} s", method, seconds));
     auto result = solveWithCbc(program, options.cbcPath, seconds, best);
     if (!result) {
-      note("ilp: " + llvm::toString(result.takeError()));
+      solution.cbcFailure = llvm::toString(result.takeError());
+      note("ilp: " + solution.cbcFailure);
     } else if (result->infeasible && best.empty()) {
       solution.evaluation.why = "no choice keeps the usage limit (cbc proved "
                                 "the integer program infeasible)";
@@ -491,7 +495,7 @@ Solution tg::shardsolve::solve(const Problem &problem,
   // Local search and CBC on regions take turns in slices of time, each
   // turn to the one that gained more per second lately (the contest's
   // instances differ: regions win on some, local search on others).
-  if (haveCbc && !best.empty()) {
+  if (haveCbc && solution.cbcFailure.empty() && !best.empty()) {
     search.reset(best);
     RegionSearch regions(graph, groups, options);
     double slice = std::max(6.0, options.timeLimitSeconds / 15);
@@ -503,7 +507,7 @@ Solution tg::shardsolve::solve(const Problem &problem,
                    : turn % 4 == 3    ? (rate[0] > rate[1] ? 1 : 0)
                                       : (rate[1] > rate[0] ? 1 : 0);
       // CBC may overrun its limit by 3 s before it is stopped.
-      if (secondsLeft() < slice + 4)
+      if (secondsLeft() < slice + 4 || !solution.cbcFailure.empty())
         method = 0;
       auto until =
           std::min(deadline,
@@ -522,6 +526,11 @@ Solution tg::shardsolve::solve(const Problem &problem,
           search.reset(found);
       } else {
         regions.run(search, until);
+      }
+      if (!regions.failure.empty() && solution.cbcFailure.empty()) {
+        // Local search alone from here.
+        solution.cbcFailure = regions.failure;
+        note("cbc on regions: " + regions.failure);
       }
       double gain = std::max(0.0, before - search.cost());
       note(llvm::formatv("turn {0}: {1}, cost {2} -> {3}", turn,

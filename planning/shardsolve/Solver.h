@@ -44,6 +44,9 @@ struct Solution {
   std::string method;
   double seconds = 0;
   bool optimal = false;
+  /// Why CBC could not be used, when it failed to run or to answer (the
+  /// search then went on without it); empty otherwise.
+  std::string cbcFailure;
 };
 
 /// Best solution found within the time limit; deterministic for a given seed

@@ -135,6 +135,9 @@ int main(int argc, char **argv) {
   }
   Solution solution = solve(*problem, options);
   std::string name = problem->name.empty() ? inputPath : problem->name;
+  if (!solution.cbcFailure.empty())
+    llvm::errs() << "tg-shard-solve: warning: " << solution.cbcFailure
+                 << "; solved without it (--no-ilp does so on purpose)\n";
   if (!solution.evaluation.valid) {
     llvm::outs() << name << ": no valid solution: " << solution.evaluation.why
                  << "\n";
