@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include <sys/wait.h>
@@ -127,6 +128,16 @@ unitCompileCommand(StringRef source, StringRef object,
 /// flags: the compiler binary `compiler` (its path, size and time) and every
 /// runtime header the generated code can include (runtime/; its CUDA half
 /// only for `cuda` code), by content. Computed once per compiler.
+/// The program `name` runs: found on the PATH, or `name` itself when it
+/// is a path (which findProgramByName returns unchecked); nothing when it
+/// is no executable file.
+static std::optional<std::string> findExecutable(StringRef name) {
+  auto found = llvm::sys::findProgramByName(name);
+  if (!found || !llvm::sys::fs::can_execute(*found))
+    return std::nullopt;
+  return *found;
+}
+
 static std::string environmentDigest(StringRef compiler, bool cuda) {
   static llvm::StringMap<std::string> digests;
   std::string memo = (compiler + (cuda ? " cuda" : "")).str();
@@ -313,7 +324,7 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   if (llvm::Error error = checkRuntimeFiles())
     return error;
   std::string cxx = fromEnv("CXX", TGC_HOST_CXX);
-  auto program = llvm::sys::findProgramByName(cxx);
+  std::optional<std::string> program = findExecutable(cxx);
   if (!program)
     return llvm::createStringError("host C++ compiler '" + cxx +
                                    "' not found (set CXX)");
@@ -355,12 +366,12 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
 llvm::Expected<std::string> mlir::tg::findNvcc() {
   std::string fromVariable = fromEnv("NVCC", "");
   if (!fromVariable.empty()) {
-    if (auto found = llvm::sys::findProgramByName(fromVariable))
+    if (std::optional<std::string> found = findExecutable(fromVariable))
       return *found;
     return llvm::createStringError("NVCC=" + fromVariable +
                                    " is not an executable");
   }
-  if (auto found = llvm::sys::findProgramByName("nvcc"))
+  if (std::optional<std::string> found = findExecutable("nvcc"))
     return *found;
   for (StringRef candidate : {StringRef("/usr/local/cuda/bin/nvcc"),
                               StringRef(TGC_NVCC)})
@@ -551,7 +562,7 @@ llvm::Error mlir::tg::compileSimtExecutable(StringRef source,
   bool withNccl = llvm::sys::fs::exists(nccl);
 
   std::vector<std::string> rewrite = simtRewriteCommand(source, rewritten);
-  auto python = llvm::sys::findProgramByName(rewrite[0]);
+  std::optional<std::string> python = findExecutable(rewrite[0]);
   if (!python && !StringRef(TGC_PYTHON).empty() &&
       llvm::sys::fs::can_execute(TGC_PYTHON))
     python = std::string(TGC_PYTHON);
@@ -570,7 +581,7 @@ llvm::Error mlir::tg::compileSimtExecutable(StringRef source,
 
   std::vector<std::string> cmd =
       simtCompileCommand(rewritten, executable, withNccl, options);
-  auto compiler = llvm::sys::findProgramByName(cmd[0]);
+  std::optional<std::string> compiler = findExecutable(cmd[0]);
   if (!compiler)
     return llvm::createStringError("host C++ compiler '" + cmd[0] +
                                    "' not found (set CXX)");
