@@ -52,7 +52,8 @@ LogicalResult mlir::tg::runTrainingPipeline(
     PassManager pm(m.getContext());
     if (failed(configure(pm)))
       return failure();
-    buildTrainingPipeline(pm, o, a, b);
+    if (llvm::Error error = buildTrainingPipeline(pm, o, a, b))
+      return m.emitError("tgc: ") << llvm::toString(std::move(error));
     return pm.run(m);
   };
   if (!(options.remat == RematPolicy::Auto && options.memoryBudget > 0 &&

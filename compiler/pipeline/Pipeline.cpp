@@ -92,9 +92,9 @@ TargetOptions mlir::tg::cudaTarget() {
   return target;
 }
 
-void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
-                                     const PipelineOptions &options,
-                                     Phase from, Phase to) {
+llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
+                                            const PipelineOptions &options,
+                                            Phase from, Phase to) {
   if (from < Phase::Precision && to >= Phase::Precision) {
     // First, while @forward is the only function: a fused QKV weight is
     // viewed so that tensor parallelism can split its heads; every function
@@ -157,8 +157,9 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
       const AutoPartitioner *partitioner =
           lookupAutoPartitioner(options.autoPartitioner);
       if (!partitioner)
-        llvm::report_fatal_error("no automatic partitioner is registered as '" +
-                                 llvm::Twine(options.autoPartitioner) + "'");
+        return llvm::createStringError(
+            "no automatic partitioner is registered as '" +
+            options.autoPartitioner + "'");
       partitioner->build(pm, opt);
     }
     PropagateShardingPassOptions opt;
@@ -224,6 +225,7 @@ void mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     // Last: every decision about the step is made and checked; this one
     // only decides which layers the backend prints once.
     pm.addPass(createOutlineLayersPass());
+  return llvm::Error::success();
 }
 
 void mlir::tg::registerTrainingPipeline() {
@@ -235,7 +237,8 @@ void mlir::tg::registerTrainingPipeline() {
       "tg-schedule, tg-plan-memory, "
       "tg-verify-memory",
       [](OpPassManager &pm) {
-        buildTrainingPipeline(pm, PipelineOptions{}, Phase::Import,
-                              Phase::Memory);
+        // The default partitioner is tgc's own, always registered.
+        llvm::cantFail(buildTrainingPipeline(pm, PipelineOptions{},
+                                             Phase::Import, Phase::Memory));
       });
 }

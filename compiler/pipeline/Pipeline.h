@@ -127,9 +127,11 @@ constexpr Phase kLastIRPhase = Phase::Layers;
 constexpr Phase kPlannedPhase = Phase::Memory;
 
 /// Adds the passes that take IR from after `from` to after `to` (both
-/// between Import and Layers).
-void buildTrainingPipeline(OpPassManager &pm, const PipelineOptions &options,
-                           Phase from, Phase to);
+/// between Import and Layers). An error names what cannot be built (an
+/// automatic partitioner no one registered).
+llvm::Error buildTrainingPipeline(OpPassManager &pm,
+                                  const PipelineOptions &options, Phase from,
+                                  Phase to);
 
 /// Runs the passes from after `from` to after `to` on `module`, each pass
 /// manager set up by `configure` (command-line options, timing). With remat

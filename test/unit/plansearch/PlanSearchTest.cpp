@@ -153,4 +153,22 @@ TEST_F(PlanSearchTest, TheFastestFittingPlanIsChosen) {
   }
 }
 
+// A partitioner name no one registered is an error the pipeline names, not
+// an abort (tgc checks --auto-partitioner first; a library caller may not).
+TEST_F(PlanSearchTest, AnUnregisteredPartitionerIsAnError) {
+  OwningOpRef<ModuleOp> module = importModelFile(kMlp, &context);
+  ASSERT_TRUE(module);
+  PipelineOptions options;
+  options.autoShard = true;
+  options.autoPartitioner = "nobody";
+  std::string error;
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &d) {
+    error = d.str();
+    return success();
+  });
+  EXPECT_TRUE(failed(runTrainingPipeline(*module, options, Phase::Import,
+                                         Phase::Sharding, noConfiguration)));
+  EXPECT_EQ(error, "tgc: no automatic partitioner is registered as 'nobody'");
+}
+
 } // namespace
