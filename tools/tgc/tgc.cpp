@@ -804,8 +804,49 @@ OwningOpRef<ModuleOp> loadInput(StringRef path, MLIRContext &context,
   return module;
 }
 
-LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
-  // What to do.
+//===----------------------------------------------------------------------===//
+// The flags, checked
+//===----------------------------------------------------------------------===//
+
+/// What the flags ask of a run, once checked: how far to compile, the
+/// options the passes take, the target, and how to import the model.
+struct Request {
+  Phase last = Phase::Executable;
+  std::optional<int64_t> memoryLimit;
+  FusionRules fusion = FusionRules::None;
+  RematPolicy remat = RematPolicy::None;
+  RematSolver solver = RematSolver::Auto;
+  /// --memory-budget, when given.
+  std::optional<int64_t> budgetFlag;
+  bool cuda = false;
+  /// --cuda-arch without its prefix ("90").
+  std::string arch;
+  ImportOptions importOptions;
+  /// --batch-size=auto, or the training table's auto_batch.
+  bool autoBatch = false;
+  /// --device-memory, or the training table's memory_budget once the
+  /// micro-batch is chosen.
+  std::optional<int64_t> deviceBytes;
+  /// The precision policy (precisionPolicy), once the model is loaded.
+  std::string policy;
+};
+
+/// `flag`'s `value` as a positive size into `size` (none when `value` is
+/// empty), or an error that gives `examples`.
+LogicalResult parseSizeFlag(StringRef flag, StringRef value, StringRef examples,
+                            std::optional<int64_t> &size) {
+  if (value.empty())
+    return success();
+  size = parseSize(value);
+  if (!size || *size <= 0)
+    return fail(flag + " takes a positive size such as " + examples +
+                ", got '" + value + "'");
+  return success();
+}
+
+/// The last phase --compile-to and --emit ask for (--report and
+/// --compare-plans move it later: stopForReports).
+FailureOr<Phase> lastPhaseFromFlags() {
   std::optional<Phase> stopAfter;
   if (!compileTo.empty()) {
     stopAfter = parsePhase(compileTo);
@@ -827,6 +868,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
         "--emit=mlir writes IR: --compile-to must be import, "
         "precision, autodiff, optimizer, sharding, partition, pipeline, "
         "fusion, schedule, memory or layers");
+  return last;
+}
+
+/// --report, --pipeline-schedule, --report-plot and --solver-plan: known
+/// values, and the flags each needs beside it.
+LogicalResult checkReportFlags() {
   if (!report.empty() && report != "memory" && report != "sharding" &&
       report != "pipeline")
     return fail("unknown --report '" + report +
@@ -840,6 +887,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (solverOnly && !autoShard)
     return fail("--solver-plan picks among --auto-shard's plans: add "
                 "--auto-shard");
+  return success();
+}
+
+/// The pass plugins (--load-pass-plugin), and --auto-partitioner among the
+/// partitioners they and tgc register.
+LogicalResult loadAutoPartitioner() {
   for (const std::string &path : passPlugins) {
     llvm::Expected<PassPlugin> plugin = PassPlugin::load(path);
     if (!plugin)
@@ -858,6 +911,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (autoPartitionerFlag.getNumOccurrences() && !autoShard)
     return fail("--auto-partitioner plans the shardings with --auto-shard: "
                 "add --auto-shard");
+  return success();
+}
+
+/// --report and --compare-plans compile to the memory phase (`last`) and
+/// print what they find there: no --compile-to or --emit beside them.
+LogicalResult stopForReports(Phase &last) {
   if (!reportJson.empty() && report != "sharding")
     return fail("--report-json writes the sharding report: add "
                 "--report=sharding");
@@ -874,14 +933,12 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                   "--compile-to and --emit");
     last = Phase::Memory;
   }
-  std::optional<int64_t> memoryLimit;
-  if (!memoryLimitFlag.empty()) {
-    memoryLimit = parseSize(memoryLimitFlag);
-    if (!memoryLimit || *memoryLimit <= 0)
-      return fail("--memory-limit takes a positive size such as 12GB, "
-                  "80GiB or 8000000000, got '" +
-                  memoryLimitFlag + "'");
-  }
+  return success();
+}
+
+/// --pipeline-stages (a count, or auto with --auto-shard from a model
+/// file) and --virtual-stages, into pipelineStagesFlag and autoStages.
+LogicalResult parsePipelineStageFlags() {
   autoStages = pipelineStagesText == "auto";
   if ((!autoStages &&
        (StringRef(pipelineStagesText).getAsInteger(10, pipelineStagesFlag) ||
@@ -899,8 +956,11 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail("--pipeline-stages=auto imports the model file once per "
                 "stage count; " +
                 inputFile + " is tg IR");
-  if (shardTimeLimit <= 0)
-    return fail("--shard-time-limit takes a positive number of seconds");
+  return success();
+}
+
+/// --fusion, --remat, --remat-solver and --memory-budget.
+LogicalResult parseRematFlags(Request &request) {
   std::optional<FusionRules> fusion = parseFusionRules(fusionRules);
   if (!fusion)
     return fail("unknown --fusion '" + fusionRules +
@@ -913,25 +973,30 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!solver)
     return fail("unknown --remat-solver '" + rematSolver +
                 "'; expected auto, exact or min-cut");
-  std::optional<int64_t> budgetFlag;
-  if (!memoryBudget.empty()) {
-    budgetFlag = parseSize(memoryBudget);
-    if (!budgetFlag || *budgetFlag <= 0)
-      return fail("--memory-budget takes a positive size such as 12GB, "
-                  "10GiB or 8000000000, got '" +
-                  memoryBudget + "'");
-    if (rematPolicy.getNumOccurrences() && rematPolicy != "auto")
-      return fail("--memory-budget chooses what to recompute: it needs "
-                  "--remat=auto, not --remat=" +
-                  rematPolicy);
-  }
-  // The target: --emit=cuda implies cuda.
+  request.fusion = *fusion;
+  request.remat = *remat;
+  request.solver = *solver;
+  if (failed(parseSizeFlag("--memory-budget", memoryBudget,
+                           "12GB, 10GiB or 8000000000", request.budgetFlag)))
+    return failure();
+  if (request.budgetFlag && rematPolicy.getNumOccurrences() &&
+      rematPolicy != "auto")
+    return fail("--memory-budget chooses what to recompute: it needs "
+                "--remat=auto, not --remat=" +
+                rematPolicy);
+  return success();
+}
+
+/// --target (--emit=cuda implies cuda) and the flags that go with one
+/// target or the other: --emit, --simt, --precision, --cuda-arch, and the
+/// build's --opt-level and --allreduce-bucket-mb.
+LogicalResult parseTargetFlags(Request &request) {
   std::string where = target.empty()
                           ? (emit == EmitKind::Cuda ? "cuda" : "cpu")
                           : target.getValue();
   if (where != "cpu" && where != "cuda")
     return fail("unknown --target '" + where + "'; expected cpu or cuda");
-  bool cuda = where == "cuda";
+  bool cuda = request.cuda = where == "cuda";
   if (emit == EmitKind::Cuda && !cuda)
     return fail("--emit=cuda writes the CUDA sources: it needs --target=cuda "
                 "(or no --target)");
@@ -950,8 +1015,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!cuda && !precision.empty() && precision != "fp32")
     return fail("--target=cpu computes in fp32 only: --precision=" +
                 precision + " needs --target=cuda");
-  std::string arch = archNumber(cudaArch);
-  if (arch.empty())
+  request.arch = archNumber(cudaArch);
+  if (request.arch.empty())
     return fail("--cuda-arch takes an architecture like sm_90, got '" +
                 cudaArch + "'");
   if (optLevel > 3)
@@ -959,72 +1024,93 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!(bucketMiB > 0))
     return fail("--allreduce-bucket-mb must be positive, got " +
                 std::to_string(bucketMiB.getValue()));
+  return success();
+}
 
-  // --mlir-timing: the whole run, from the import to the host compiler, with
-  // each pass nested under "passes" (as mlir-opt reports them).
-  DefaultTimingManager timing;
-  applyDefaultTimingManagerCLOptions(timing);
-  TimingScope rootTiming = timing.getRootScope();
-  TimingScope importTiming = rootTiming.nest("import");
+/// The flags that need no model, checked in the order their errors are
+/// reported (the first wrong flag is the one named).
+FailureOr<Request> requestFromFlags() {
+  Request request;
+  FailureOr<Phase> last = lastPhaseFromFlags();
+  if (failed(last) || failed(checkReportFlags()) ||
+      failed(loadAutoPartitioner()) || failed(stopForReports(*last)))
+    return failure();
+  request.last = *last;
+  if (failed(parseSizeFlag("--memory-limit", memoryLimitFlag,
+                           "12GB, 80GiB or 8000000000", request.memoryLimit)))
+    return failure();
+  if (failed(parsePipelineStageFlags()))
+    return failure();
+  if (shardTimeLimit <= 0)
+    return fail("--shard-time-limit takes a positive number of seconds");
+  if (failed(parseRematFlags(request)) || failed(parseTargetFlags(request)))
+    return failure();
+  return request;
+}
 
-  // --batch-size: a number now, auto once the pipeline options are known.
-  ImportOptions importOptions;
-  bool autoBatch = batchSizeFlag == "auto";
-  std::optional<int64_t> deviceBytes;
-  if (!batchSizeFlag.empty() && !autoBatch) {
+//===----------------------------------------------------------------------===//
+// The input
+//===----------------------------------------------------------------------===//
+
+/// --mesh (data=2,tp=2; data=auto for elastic data parallel) into the
+/// mesh a model file is imported on.
+LogicalResult parseMeshFlag(ImportOptions &importOptions) {
+  SmallVector<std::pair<std::string, int64_t>> axes;
+  SmallVector<StringRef> parts;
+  StringRef(meshFlag).split(parts, ',');
+  for (StringRef part : parts) {
+    auto [name, size] = part.trim().split('=');
+    int64_t n;
+    if (!name.empty() && size == "auto") {
+      // Elastic data parallel: the size comes from the process count at
+      // launch; the plan is priced for 2 replicas.
+      if (name != "data" && name != "dp")
+        return fail("--mesh: only the data axis (data or dp) can be auto, "
+                    "since the others split the model; got '" +
+                    name.str() + "=auto'");
+      if (!importOptions.elasticAxis.empty())
+        return fail("--mesh: one axis can be auto, got '" + meshFlag + "'");
+      importOptions.elasticAxis = name.str();
+      n = 2;
+    } else if (name.empty() || size.getAsInteger(10, n) || n < 1) {
+      return fail("--mesh takes axes as name=size separated by commas "
+                  "(data=2,tp=2; data=auto for elastic data parallel), "
+                  "got '" +
+                  meshFlag + "'");
+    }
+    if (llvm::any_of(axes, [&](auto &a) { return a.first == name; }))
+      return fail("--mesh names axis '" + name.str() + "' twice");
+    axes.emplace_back(name.str(), n);
+  }
+  if (StringRef(inputFile).ends_with(".mlir"))
+    return fail("--mesh sets the mesh of a model file; " + inputFile +
+                " is tg IR (add a tg.mesh to it)");
+  importOptions.mesh = axes;
+  return success();
+}
+
+/// The flags of the import: --batch-size (a number now, auto once the
+/// pipeline options are known), --device-memory, --mesh and --shard.
+LogicalResult parseImportFlags(Request &request) {
+  request.autoBatch = batchSizeFlag == "auto";
+  if (!batchSizeFlag.empty() && !request.autoBatch) {
     int64_t n;
     if (StringRef(batchSizeFlag).getAsInteger(10, n) || n < 1)
       return fail("--batch-size takes a positive number or auto, got '" +
                   batchSizeFlag + "'");
-    importOptions.batchSize = n;
+    request.importOptions.batchSize = n;
   }
-  if (!deviceMemory.empty()) {
-    deviceBytes = parseSize(deviceMemory);
-    if (!deviceBytes || *deviceBytes <= 0)
-      return fail("--device-memory takes a positive size such as 80GB or "
-                  "80GiB, got '" +
-                  deviceMemory + "'");
-    if (!autoBatch)
-      return fail("--device-memory sizes the micro-batch: add "
-                  "--batch-size=auto");
-  }
-  if (autoBatch && last == Phase::Import)
+  if (failed(parseSizeFlag("--device-memory", deviceMemory, "80GB or 80GiB",
+                           request.deviceBytes)))
+    return failure();
+  if (request.deviceBytes && !request.autoBatch)
+    return fail("--device-memory sizes the micro-batch: add "
+                "--batch-size=auto");
+  if (request.autoBatch && request.last == Phase::Import)
     return fail("--batch-size=auto compiles the step to size it: it needs "
                 "--compile-to=precision or later (or an executable)");
-  if (!meshFlag.empty()) {
-    // data=2,tp=2
-    SmallVector<std::pair<std::string, int64_t>> axes;
-    SmallVector<StringRef> parts;
-    StringRef(meshFlag).split(parts, ',');
-    for (StringRef part : parts) {
-      auto [name, size] = part.trim().split('=');
-      int64_t n;
-      if (!name.empty() && size == "auto") {
-        // Elastic data parallel: the size comes from the process count at
-        // launch; the plan is priced for 2 replicas.
-        if (name != "data" && name != "dp")
-          return fail("--mesh: only the data axis (data or dp) can be auto, "
-                      "since the others split the model; got '" +
-                      name.str() + "=auto'");
-        if (!importOptions.elasticAxis.empty())
-          return fail("--mesh: one axis can be auto, got '" + meshFlag + "'");
-        importOptions.elasticAxis = name.str();
-        n = 2;
-      } else if (name.empty() || size.getAsInteger(10, n) || n < 1) {
-        return fail("--mesh takes axes as name=size separated by commas "
-                    "(data=2,tp=2; data=auto for elastic data parallel), "
-                    "got '" +
-                    meshFlag + "'");
-      }
-      if (llvm::any_of(axes, [&](auto &a) { return a.first == name; }))
-        return fail("--mesh names axis '" + name.str() + "' twice");
-      axes.emplace_back(name.str(), n);
-    }
-    if (StringRef(inputFile).ends_with(".mlir"))
-      return fail("--mesh sets the mesh of a model file; " + inputFile +
-                  " is tg IR (add a tg.mesh to it)");
-    importOptions.mesh = axes;
-  }
+  if (!meshFlag.empty() && failed(parseMeshFlag(request.importOptions)))
+    return failure();
   if (!shardPreset.empty() &&
       !llvm::is_contained(shardPresetNames(), StringRef(shardPreset)))
     return fail(
@@ -1033,18 +1119,14 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!batchSizeFlag.empty() && StringRef(inputFile).ends_with(".mlir"))
     return fail("--batch-size sets the batch of a model file's inputs; " +
                 inputFile + " is tg IR");
+  return success();
+}
 
-  // The input: a model file or tg IR.
-  if (!compileFrom.empty() && !StringRef(inputFile).ends_with(".mlir"))
-    return fail("--compile-from takes tg IR (.mlir), not a model file");
-  Phase from;
-  OwningOpRef<ModuleOp> module =
-      loadInput(inputFile, context, sourceMgr, importOptions, from);
-  if (!module)
-    return failure();
-  // The stages: --pipeline-stages, or the mesh's axis pp (--mesh=pp=2,
-  // data=2, or the training table's), or what tg IR says already.
-  PipelineStages planned = getPipelineStages(*module);
+/// The stages: --pipeline-stages, or the mesh's axis pp (--mesh=pp=2,
+/// data=2, or the training table's), or what tg IR says already; and the
+/// flags that need a pipelined step.
+LogicalResult applyPipelineStages(ModuleOp module) {
+  PipelineStages planned = getPipelineStages(module);
   if (pipelineStagesFlag > 1 && planned.pipelined() &&
       planned.stages != pipelineStagesFlag)
     return fail("--pipeline-stages=" + std::to_string(pipelineStagesFlag) +
@@ -1052,10 +1134,10 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
                 std::to_string(planned.stages) + " stages on its axis pp");
   if (pipelineStagesFlag > 1 ||
       (planned.pipelined() && virtualStagesFlag.getNumOccurrences()))
-    setPipelineStages(*module,
+    setPipelineStages(module,
                       {std::max<int64_t>(pipelineStagesFlag, planned.stages),
                        virtualStagesFlag});
-  int64_t stages = getPipelineStages(*module).stages;
+  int64_t stages = getPipelineStages(module).stages;
   if (report == "pipeline" && stages < 2)
     return fail("--report=pipeline plays a pipelined step: add "
                 "--pipeline-stages=P (P >= 2) or a mesh axis pp");
@@ -1065,6 +1147,21 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (virtualStagesFlag > 1 && stages < 2)
     return fail("--virtual-stages splits each pipeline stage's layers: add "
                 "--pipeline-stages or a mesh axis pp");
+  return success();
+}
+
+/// The input, a model file or tg IR, into `module` with its stages, and
+/// `from`, the phase it comes after (checked against --compile-from and
+/// the last phase asked for).
+LogicalResult loadStagedInput(MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                              Request &request, OwningOpRef<ModuleOp> &module,
+                              Phase &from) {
+  if (!compileFrom.empty() && !StringRef(inputFile).ends_with(".mlir"))
+    return fail("--compile-from takes tg IR (.mlir), not a model file");
+  module =
+      loadInput(inputFile, context, sourceMgr, request.importOptions, from);
+  if (!module || failed(applyPipelineStages(*module)))
+    return failure();
   if (!compileFrom.empty()) {
     auto given = parsePhase(compileFrom);
     if (!given || *given > kLastIRPhase)
@@ -1081,376 +1178,468 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     auto table =
         (*module)->getAttrOfType<DictionaryAttr>(TgDialect::kTrainingAttr);
     auto flag = table ? table.getAs<BoolAttr>("auto_batch") : BoolAttr();
-    autoBatch = flag && flag.getValue() && last > Phase::Import;
+    request.autoBatch = flag && flag.getValue() && request.last > Phase::Import;
   }
-  if (last < from)
-    return fail(inputFile + " is already past phase '" + phaseName(last) +
-                "'");
-  importTiming.stop();
+  if (request.last < from)
+    return fail(inputFile + " is already past phase '" +
+                phaseName(request.last) + "'");
+  return success();
+}
 
-  // The precision policy: the flag; else for cuda the training table's,
-  // else bf16; the CPU computes in fp32 whatever the table says.
+/// The precision policy: the flag; else for cuda the training table's,
+/// else bf16; the CPU computes in fp32 whatever the table says. IR
+/// compiled for one precision takes no --precision for another.
+FailureOr<std::string> precisionPolicy(ModuleOp module, bool cuda) {
   std::string policy = precision;
   if (policy.empty())
     policy = !cuda ? "fp32"
-                   : (tablePrecision(*module).empty() ? "bf16"
-                                                      : tablePrecision(*module));
-  if (StringRef applied = appliedPrecision(*module); !applied.empty())
+                   : (tablePrecision(module).empty() ? "bf16"
+                                                     : tablePrecision(module));
+  if (StringRef applied = appliedPrecision(module); !applied.empty())
     if (!precision.empty() && applied != precision)
       return fail(inputFile + " was compiled for precision '" + applied +
                   "', not --precision=" + precision);
+  return policy;
+}
 
-  // The passes; for the report, the step under other remat policies.
-  SmallVector<std::pair<std::string, OwningOpRef<ModuleOp>>> others;
-  if (std::min(last, kPlannedPhase) > from) {
-    TimingScope passTiming = rootTiming.nest("passes");
-    PipelineOptions options;
-    options.optimizer = optimizer;
-    options.schedule = schedule;
-    options.totalSteps = totalSteps;
-    options.warmupSteps = warmupSteps;
-    options.weightDecay = weightDecay;
-    options.clipGradNorm = clipGradNorm;
-    options.gradAccum = gradAccum;
-    // The executable's default accumulation is the table's: the flag's,
-    // so that a step runs the micro-batches it was compiled for.
-    if (gradAccum > 0)
-      setTableGradAccum(*module, gradAccum);
-    // Without --shard: a tp axis is there to split the matrices.
-    MeshOp mesh = getModuleMesh(*module);
-    options.shardPreset = !shardPreset.empty() ? std::string(shardPreset)
-                          : mesh && mesh.axisSize("tp") > 1 ? "tp"
-                                                            : "dp";
-    options.precision = policy;
-    options.autoShard = autoShard;
-    options.autoPartitioner = autoPartitionerFlag;
-    options.cluster = !clusterFlag.empty() ? std::string(clusterFlag)
-                      : cuda               ? "h100-sxm-8"
-                                           : "cpu-local";
-    options.partitioning.memoryLimit = memoryLimit.value_or(0);
-    options.partitioning.allowStrategies = allowStrategies;
-    options.partitioning.seed = shardSeed;
-    options.partitioning.timeLimit = shardTimeLimit;
-    options.partitioning.tieLayers = !shardPerLayer;
-    bool pricesPlans =
-        autoShard || report == "sharding" || !comparePlans.empty();
-    if (pricesPlans && !mesh)
-      return fail(std::string(autoShard               ? "--auto-shard"
-                              : !comparePlans.empty() ? "--compare-plans"
-                                                      : "--report=sharding") +
-                  " plans the shardings over a mesh: add --mesh (such as "
-                  "--mesh=data=2,tp=2) or a mesh in the training table");
-    if (pricesPlans || report == "pipeline") {
-      // The cluster spec and the strategies, checked before anything runs.
-      llvm::Expected<ClusterSpec> spec = loadClusterSpec(options.cluster);
-      if (!spec)
-        return fail("--cluster: " + llvm::toString(spec.takeError()));
-      for (StringRef kind : llvm::split(StringRef(allowStrategies), ','))
-        if (!llvm::is_contained({"dp", "zero", "tp"}, kind.trim()))
-          return fail("unknown strategy '" + kind.trim() +
-                      "' in --allow-strategies; expected dp, zero or tp");
-    }
-    options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
-    options.pipelineSchedule =
-        *pipeline::parseScheduleChoice(pipelineScheduleFlag);
-    options.fusion = *fusion;
-    options.remat = *remat;
-    options.rematSolver = *solver;
-    // The budget: the flag, else the training table's.
-    int64_t table = tableInteger(*module, "memory_budget");
-    options.memoryBudget = budgetFlag ? *budgetFlag : table;
-    if (options.memoryBudget > 0 && !rematPolicy.getNumOccurrences())
-      options.remat = RematPolicy::Auto;
-    if (options.remat == RematPolicy::Auto && options.memoryBudget <= 0 &&
-        !autoBatch)
-      return fail("--remat=auto needs --memory-budget (or the training "
-                  "table's memory_budget)");
-    options.target = cuda ? cudaTarget() : cpuTarget();
-    Phase to = std::min(last, kPlannedPhase);
-    std::function<LogicalResult(PassManager &)> configure =
-        [&](PassManager &pm) {
+//===----------------------------------------------------------------------===//
+// The passes
+//===----------------------------------------------------------------------===//
+
+/// The step compiled under the remat policies it was not compiled under,
+/// by label ("remat none"), for the memory report and its plot.
+using RematCurves = SmallVector<std::pair<std::string, OwningOpRef<ModuleOp>>>;
+
+/// The passes from the input's phase to the planned (memory) phase, with
+/// --batch-size=auto's micro-batch and --auto-shard's plan, and what the
+/// reports and --compare-plans make of the compiled step.
+class PassRun {
+public:
+  /// `module`, after phase `from`, is compiled in place (or replaced: a
+  /// new micro-batch or stage count imports it again); the passes are
+  /// timed under `timing`.
+  PassRun(MLIRContext &context, Request &request, OwningOpRef<ModuleOp> &module,
+          Phase from, TimingScope &timing)
+      : context(context), request(request), module(module), from(from),
+        to(std::min(request.last, kPlannedPhase)),
+        configure([&timing](PassManager &pm) {
           if (failed(applyPassManagerCLOptions(pm)))
             return failure();
-          pm.enableTiming(passTiming);
+          pm.enableTiming(timing);
           return success();
-        };
-    // --batch-size=auto: the largest micro-batch that fits, then the model
-    // imported with it.
-    if (autoBatch) {
-      if (!deviceBytes) {
-        int64_t table = tableInteger(*module, "memory_budget");
-        if (table <= 0)
-          return fail("--batch-size=auto needs --device-memory (or the "
-                      "training table's memory_budget)");
-        deviceBytes = table;
-      }
-      // The device holds the arguments too: remat auto's budget for the
-      // arena is what they leave (unless --memory-budget says otherwise).
-      if (!budgetFlag)
-        options.memoryBudget = 0;
-      std::string why;
-      int64_t args = 0;
-      FailureOr<int64_t> micro =
-          chooseMicroBatch(context, inputFile, *module, options, *deviceBytes,
-                           configure, why, args);
-      if (failed(micro))
-        return failure();
-      llvm::errs() << "tgc: --batch-size=auto: " << why << "\n";
-      int64_t global = globalBatchOf(*module, options);
-      importOptions.batchSize = *micro;
-      module = importModelFile(inputFile, &context, importOptions);
-      if (!module)
-        return failure();
-      options.gradAccum = global / *micro;
-      // The executable's default accumulation is the table's: the chosen.
-      setTableGradAccum(*module, options.gradAccum);
-      if (options.remat == RematPolicy::Auto && options.memoryBudget <= 0)
-        options.memoryBudget = std::max<int64_t>(1, *deviceBytes - args);
-    }
-    // The report compares with other remat policies: the module as it
-    // comes, for them.
-    OwningOpRef<ModuleOp> pristine;
-    if (report == "sharding" ||
-        (!report.empty() &&
-         (options.remat != RematPolicy::None || !reportPlot.empty())))
-      pristine = module->clone();
-    // --auto-shard: the solver's plan, unless a standard plan is faster
-    // by the cost model of the compiled step (which sees fusion and the
-    // partitioner's merged collectives, as the solver's does not) and fits.
-    std::optional<CostModel> cost;
-    std::optional<ClusterSpec> spec;
-    int64_t limit = 0;
-    std::vector<CompiledPlan> plans;
-    if (autoShard || report == "sharding" || report == "pipeline" ||
-        !comparePlans.empty()) {
-      spec = cantFail(loadClusterSpec(options.cluster));
-      cost.emplace(*spec, mesh);
-      limit = options.partitioning.memoryLimit > 0
-                  ? options.partitioning.memoryLimit
-                  : spec->memoryBytes;
-    }
-    bool planned = autoShard && from < Phase::Sharding && to >= Phase::Sharding;
-    // The module --pipeline-stages=auto replaced (its mesh, which `cost`
-    // and `mesh` came from, stays alive).
-    OwningOpRef<ModuleOp> beforeStages;
-    if (planned && autoStages) {
-      FailureOr<StageCandidate> chosen = choosePipelineStages(
-          context, inputFile, importOptions, *module, options, *cost, limit, to,
-          virtualStagesFlag.getNumOccurrences()
-              ? std::optional<int64_t>(virtualStagesFlag)
-              : std::nullopt,
-          configure, llvm::errs());
-      if (failed(chosen))
-        return failure();
-      beforeStages = std::move(module);
-      module = std::move(chosen->module);
-      options = chosen->options;
-      plans = std::move(chosen->plans);
-    } else if (planned) {
-      plans = compilePlans(*module, options, from, *cost, /*solver=*/true,
-                           /*keepSharded=*/to < kPlannedPhase, "", configure);
-    }
-    if (planned) {
-      CompiledPlan *best = fastestFitting(plans, limit, solverOnly);
-      if (!best) {
-        std::string why;
-        for (CompiledPlan &plan : plans)
-          why += "\n  " + plan.estimate.label + ": " +
-                 (plan.estimate.error.empty()
-                      ? formatBytes(plan.estimate.memoryBytes())
-                      : plan.estimate.error);
-        return fail("--auto-shard: no plan fits " + formatBytes(limit) +
-                    " per device:" + why);
-      }
-      options.autoShard = best->preset.empty();
-      if (!best->preset.empty())
-        options.shardPreset = best->preset;
-      std::string solverName =
-          options.autoPartitioner == "tgc"
-              ? std::string("the solver's plan")
-              : "partitioner " + options.autoPartitioner + "'s plan";
-      std::string chosen = solverName;
-      if (!best->preset.empty()) {
-        const PlanEstimate &solverPlan = plans.front().estimate;
-        chosen = "preset " + best->preset + ", as " + solverName + " " +
-                 (!solverPlan.error.empty()          ? "failed"
-                  : solverPlan.memoryBytes() > limit ? "does not fit"
-                                                     : "is slower");
-      }
-      best->estimate.label = "auto-shard: " + chosen;
-      if (to == kPlannedPhase) {
-        module = std::move(best->module);
-      } else if (best->sharded) {
-        // The solver's pins as it found them, carried on from there.
-        module = std::move(best->sharded);
-        if (failed(runTrainingPipeline(*module, options, Phase::Sharding, to,
-                                       configure)))
-          return failure();
-      } else if (failed(runTrainingPipeline(*module, options, from, to,
-                                            configure))) {
-        return failure();
-      }
-      if (!best->preset.empty())
-        llvm::errs() << "tgc: --auto-shard: " << chosen << " ("
-                     << formatBytes(best->estimate.memoryBytes())
-                     << " per device, modelled step "
-                     << llvm::formatv("{0:f3}",
-                                      best->estimate.stepSeconds() * 1e3)
-                     << " ms)\n";
-      std::swap(*best, plans.front());
-    } else if (failed(runTrainingPipeline(*module, options, from, to,
-                                          configure))) {
-      return failure();
-    }
-    if (!comparePlans.empty()) {
-      // Plan A: tg IR from its phase (or a model file) with the same flags.
-      // Its own source manager: a parse reads the manager's first buffer.
-      llvm::SourceMgr otherSource;
-      Phase otherFrom;
-      OwningOpRef<ModuleOp> other = loadInput(
-          comparePlans, context, otherSource, importOptions, otherFrom);
-      if (!other)
-        return failure();
-      if (otherFrom > kPlannedPhase)
-        return fail(comparePlans + " is past the memory phase");
-      if (pipelineStagesFlag > 1)
-        setPipelineStages(*other, {pipelineStagesFlag, virtualStagesFlag});
-      if (otherFrom < kPlannedPhase &&
-          failed(runTrainingPipeline(*other, options, otherFrom, kPlannedPhase,
-                                     configure)))
-        return failure();
-      PlanEstimate a =
-          estimatePlan(*other, *cost, comparePlans, options.pipelineSchedule);
-      PlanEstimate b =
-          estimatePlan(*module, *cost, inputFile, options.pipelineSchedule);
-      for (const PlanEstimate *plan : {&a, &b})
-        if (!plan->error.empty())
-          return fail("cannot price " + plan->label + ": " + plan->error);
-      printPlanComparison(*other, a, *module, b, *cost, limit, llvm::outs());
-      return success();
-    }
-    if (report == "pipeline")
-      return writePipelineReport(*module, *cost);
-    if (report == "sharding") {
-      if (!planned) {
-        // IR sharded already is priced as it is: its plan was made before.
-        bool given = from >= Phase::Sharding;
-        if (!given)
-          plans = compilePlans(*pristine, options, from, *cost,
-                               /*solver=*/false, /*keepSharded=*/false,
-                               options.shardPreset, configure);
-        CompiledPlan self;
-        self.estimate = estimatePlan(*module, *cost,
-                                     given ? "as sharded in " + inputFile
-                                           : "preset " + options.shardPreset,
-                                     options.pipelineSchedule);
-        plans.insert(plans.begin(), std::move(self));
-      }
-      std::vector<PlanEstimate> others;
-      for (CompiledPlan &plan : llvm::drop_begin(plans))
-        others.push_back(plan.estimate);
-      return writeShardingReport(*module, plans.front().estimate, others, *cost,
-                                 limit);
-    }
-    if (pristine) {
-      for (RematPolicy policy :
-           {RematPolicy::None, RematPolicy::Selective, RematPolicy::Full}) {
-        if (policy == options.remat ||
-            (policy != RematPolicy::None && reportPlot.empty()))
-          continue;
-        OwningOpRef<ModuleOp> other = pristine->clone();
-        PipelineOptions o = options;
-        o.remat = policy;
-        o.memoryBudget = 0;
-        if (failed(runTrainingPipeline(*other, o, from, to, configure)))
-          return failure();
-        others.push_back(
-            {("remat " + rematPolicyName(policy)).str(), std::move(other)});
-      }
-      // The peak without recomputation, for the remat view.
-      auto step = module->lookupSymbol<func::FuncOp>("train_step");
-      auto remat =
-          step ? step->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr)
-               : DictionaryAttr();
-      auto none =
-          others.empty()
-              ? nullptr
-              : others.front().second->lookupSymbol<func::FuncOp>("train_step");
-      if (remat && none && !remat.get("peak_before"))
-        if (auto peak =
-                none->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr)) {
-          NamedAttrList info(remat);
-          info.set("peak_before", peak);
-          step->setAttr(TgDialect::kRematAttr, info.getDictionary(&context));
-        }
-    }
-  }
-  if (!report.empty()) {
-    if (failed(printMemoryReport(*module, llvm::outs())))
-      return failure();
-    if (reportPlot.empty())
-      return success();
-    SmallVector<std::pair<std::string, ModuleOp>> curves;
-    for (auto &[label, other] : others)
-      curves.push_back({label, *other});
-    return writeText(reportPlot, [&](llvm::raw_ostream &os) {
-      return writeMemoryPlot(*module, curves, os);
-    });
-  }
-  // The layers phase: after every report, which reads each op in place.
-  if (last >= Phase::Layers && from < Phase::Layers && outlineLayers) {
-    TimingScope layerTiming = rootTiming.nest("outline layers");
-    PipelineOptions layers;
-    layers.target = cuda ? cudaTarget() : cpuTarget();
-    if (failed(runTrainingPipeline(
-            *module, layers, Phase::Memory, Phase::Layers,
-            [&](PassManager &pm) { return applyPassManagerCLOptions(pm); })))
-      return failure();
-  }
-  setRecordedPhase(*module,
-                   *symbolizeIrPhase(phaseName(std::min(last, kLastIRPhase))));
-  if (last <= kLastIRPhase)
-    return writeText(outputFile, [&](llvm::raw_ostream &os) {
-      module->print(os);
-      os << "\n";
-      return success();
-    });
+        }) {}
 
-  if (getPipelineStages(*module).stages > 1 &&
-      !(*module)->hasAttr(TgDialect::kPipelineActionsAttr))
-    return fail(inputFile +
-                " is planned with pipeline stages that its optimizer phase "
-                "did not see (no @apply_gradients): tgc prices it "
-                "(--report=sharding) but builds pipelines compiled with "
-                "their stages from the model file (--pipeline-stages or a "
-                "mesh axis pp)");
-  std::string sourceName = llvm::sys::path::filename(inputFile).str();
-  if (cuda) {
-    TimingScope emitTiming =
-        rootTiming.nest(simt ? "emit CUDA (and the host compiler)"
-                             : "emit CUDA (and nvcc)");
-    return emitForCuda(*module, sourceName, policy, arch, last);
+  /// The options from the flags, the micro-batch (--batch-size=auto), then
+  /// the passes: with --auto-shard, each plan compiled and the fastest that
+  /// fits kept.
+  LogicalResult compile();
+  /// --compare-plans: the step beside plan A (compiled from its file with
+  /// the same flags), both priced.
+  LogicalResult printComparison();
+  /// --report=pipeline.
+  LogicalResult reportPipeline() { return writePipelineReport(*module, *cost); }
+  /// --report=sharding: the chosen plan beside the others.
+  LogicalResult reportShardings();
+  /// For the memory report: the step under the other remat policies (with
+  /// --report-plot; else remat none alone), into `others`, and the peak
+  /// without recomputation recorded on the step.
+  LogicalResult compileOtherRematPolicies(RematCurves &others);
+
+private:
+  LogicalResult setOptionsFromFlags();
+  LogicalResult checkPlanFlags();
+  LogicalResult chooseBatchSize();
+  void loadCostModel();
+  LogicalResult compilePlansToChoose();
+  std::string describeChoice(const CompiledPlan &best) const;
+  LogicalResult adoptFastestPlan();
+  void recordPeakBeforeRemat(const RematCurves &others);
+
+  MLIRContext &context;
+  Request &request;
+  OwningOpRef<ModuleOp> &module;
+  Phase from, to;
+  std::function<LogicalResult(PassManager &)> configure;
+  PipelineOptions options;
+  /// The module's mesh as the flags found it (the cost model's).
+  MeshOp mesh;
+  /// The module as it came, for the reports' other plans and policies.
+  OwningOpRef<ModuleOp> pristine;
+  /// The cluster and the per-device limit the plans are priced against.
+  std::optional<ClusterSpec> spec;
+  std::optional<CostModel> cost;
+  int64_t limit = 0;
+  /// Whether --auto-shard plans here (the sharding phase is among ours).
+  bool planned = false;
+  std::vector<CompiledPlan> plans;
+  /// The module --pipeline-stages=auto replaced (its mesh, which `cost`
+  /// and `mesh` came from, stays alive).
+  OwningOpRef<ModuleOp> beforeStages;
+};
+
+/// What prices plans (--auto-shard, --report=sharding, --compare-plans)
+/// needs a mesh; it and --report=pipeline have their --cluster and
+/// --allow-strategies checked before anything runs.
+LogicalResult PassRun::checkPlanFlags() {
+  bool pricesPlans = autoShard || report == "sharding" || !comparePlans.empty();
+  if (pricesPlans && !mesh)
+    return fail(std::string(autoShard               ? "--auto-shard"
+                            : !comparePlans.empty() ? "--compare-plans"
+                                                    : "--report=sharding") +
+                " plans the shardings over a mesh: add --mesh (such as "
+                "--mesh=data=2,tp=2) or a mesh in the training table");
+  if (pricesPlans || report == "pipeline") {
+    // The cluster spec and the strategies, checked before anything runs.
+    llvm::Expected<ClusterSpec> cluster = loadClusterSpec(options.cluster);
+    if (!cluster)
+      return fail("--cluster: " + llvm::toString(cluster.takeError()));
+    for (StringRef kind : llvm::split(StringRef(allowStrategies), ','))
+      if (!llvm::is_contained({"dp", "zero", "tp"}, kind.trim()))
+        return fail("unknown strategy '" + kind.trim() +
+                    "' in --allow-strategies; expected dp, zero or tp");
   }
-  TimingScope emitTiming = rootTiming.nest("emit C++");
+  return success();
+}
 
-  // The source.
-  CppEmitOptions emitOptions;
-  emitOptions.sourceName = sourceName;
-  if (opsPerFunction.getNumOccurrences())
-    emitOptions.opsPerFunction = std::max(1u, opsPerFunction.getValue());
-  if (last == Phase::Source)
-    return writeText(outputFile, [&](llvm::raw_ostream &os) {
-      return emitCpp(*module, os, emitOptions);
-    });
+/// The pipeline options the flags and the training table ask for.
+LogicalResult PassRun::setOptionsFromFlags() {
+  options.optimizer = optimizer;
+  options.schedule = schedule;
+  options.totalSteps = totalSteps;
+  options.warmupSteps = warmupSteps;
+  options.weightDecay = weightDecay;
+  options.clipGradNorm = clipGradNorm;
+  options.gradAccum = gradAccum;
+  // The executable's default accumulation is the table's: the flag's,
+  // so that a step runs the micro-batches it was compiled for.
+  if (gradAccum > 0)
+    setTableGradAccum(*module, gradAccum);
+  // Without --shard: a tp axis is there to split the matrices.
+  mesh = getModuleMesh(*module);
+  options.shardPreset = !shardPreset.empty() ? std::string(shardPreset)
+                        : mesh && mesh.axisSize("tp") > 1 ? "tp"
+                                                          : "dp";
+  options.precision = request.policy;
+  options.autoShard = autoShard;
+  options.autoPartitioner = autoPartitionerFlag;
+  options.cluster = !clusterFlag.empty() ? std::string(clusterFlag)
+                    : request.cuda       ? "h100-sxm-8"
+                                         : "cpu-local";
+  options.partitioning.memoryLimit = request.memoryLimit.value_or(0);
+  options.partitioning.allowStrategies = allowStrategies;
+  options.partitioning.seed = shardSeed;
+  options.partitioning.timeLimit = shardTimeLimit;
+  options.partitioning.tieLayers = !shardPerLayer;
+  if (failed(checkPlanFlags()))
+    return failure();
+  options.bucketBytes = (int64_t)(bucketMiB * (1 << 20));
+  options.pipelineSchedule =
+      *pipeline::parseScheduleChoice(pipelineScheduleFlag);
+  options.fusion = request.fusion;
+  options.remat = request.remat;
+  options.rematSolver = request.solver;
+  // The budget: the flag, else the training table's.
+  int64_t table = tableInteger(*module, "memory_budget");
+  options.memoryBudget = request.budgetFlag ? *request.budgetFlag : table;
+  if (options.memoryBudget > 0 && !rematPolicy.getNumOccurrences())
+    options.remat = RematPolicy::Auto;
+  if (options.remat == RematPolicy::Auto && options.memoryBudget <= 0 &&
+      !request.autoBatch)
+    return fail("--remat=auto needs --memory-budget (or the training "
+                "table's memory_budget)");
+  options.target = request.cuda ? cudaTarget() : cpuTarget();
+  return success();
+}
 
-  // The executable: each layer body a unit of its own, compiled once into
-  // the build cache, and the steps; compiled side by side, then linked.
+/// --batch-size=auto: the largest micro-batch that fits, then the model
+/// imported with it.
+LogicalResult PassRun::chooseBatchSize() {
+  if (!request.deviceBytes) {
+    int64_t table = tableInteger(*module, "memory_budget");
+    if (table <= 0)
+      return fail("--batch-size=auto needs --device-memory (or the "
+                  "training table's memory_budget)");
+    request.deviceBytes = table;
+  }
+  // The device holds the arguments too: remat auto's budget for the
+  // arena is what they leave (unless --memory-budget says otherwise).
+  if (!request.budgetFlag)
+    options.memoryBudget = 0;
+  std::string why;
+  int64_t args = 0;
+  FailureOr<int64_t> micro =
+      chooseMicroBatch(context, inputFile, *module, options,
+                       *request.deviceBytes, configure, why, args);
+  if (failed(micro))
+    return failure();
+  llvm::errs() << "tgc: --batch-size=auto: " << why << "\n";
+  int64_t global = globalBatchOf(*module, options);
+  request.importOptions.batchSize = *micro;
+  module = importModelFile(inputFile, &context, request.importOptions);
+  if (!module)
+    return failure();
+  options.gradAccum = global / *micro;
+  // The executable's default accumulation is the table's: the chosen.
+  setTableGradAccum(*module, options.gradAccum);
+  if (options.remat == RematPolicy::Auto && options.memoryBudget <= 0)
+    options.memoryBudget = std::max<int64_t>(1, *request.deviceBytes - args);
+  return success();
+}
+
+/// The cost model and the per-device limit, for --auto-shard, the
+/// sharding and pipeline reports and --compare-plans.
+void PassRun::loadCostModel() {
+  if (autoShard || report == "sharding" || report == "pipeline" ||
+      !comparePlans.empty()) {
+    spec = cantFail(loadClusterSpec(options.cluster));
+    cost.emplace(*spec, mesh);
+    limit = options.partitioning.memoryLimit > 0
+                ? options.partitioning.memoryLimit
+                : spec->memoryBytes;
+  }
+}
+
+/// --auto-shard's candidates, each compiled and priced: the plans of the
+/// stage count --pipeline-stages=auto chooses (its module and options
+/// replacing ours), else the solver's and the standard plans.
+LogicalResult PassRun::compilePlansToChoose() {
+  if (!autoStages) {
+    plans = compilePlans(*module, options, from, *cost, /*solver=*/true,
+                         /*keepSharded=*/to < kPlannedPhase, "", configure);
+    return success();
+  }
+  FailureOr<StageCandidate> chosen =
+      choosePipelineStages(context, inputFile, request.importOptions, *module,
+                           options, *cost, limit, to,
+                           virtualStagesFlag.getNumOccurrences()
+                               ? std::optional<int64_t>(virtualStagesFlag)
+                               : std::nullopt,
+                           configure, llvm::errs());
+  if (failed(chosen))
+    return failure();
+  beforeStages = std::move(module);
+  module = std::move(chosen->module);
+  options = chosen->options;
+  plans = std::move(chosen->plans);
+  return success();
+}
+
+/// Why --auto-shard builds `best`: the solver's (or the plugged-in
+/// partitioner's) plan, or a preset when that plan failed, does not fit
+/// or is slower.
+std::string PassRun::describeChoice(const CompiledPlan &best) const {
+  std::string solverName =
+      options.autoPartitioner == "tgc"
+          ? std::string("the solver's plan")
+          : "partitioner " + options.autoPartitioner + "'s plan";
+  if (best.preset.empty())
+    return solverName;
+  const PlanEstimate &solverPlan = plans.front().estimate;
+  return "preset " + best.preset + ", as " + solverName + " " +
+         (!solverPlan.error.empty()          ? "failed"
+          : solverPlan.memoryBytes() > limit ? "does not fit"
+                                             : "is slower");
+}
+
+/// --auto-shard's plan: the solver's, unless a standard plan is faster by
+/// the cost model of the compiled step (which sees fusion and the
+/// partitioner's merged collectives, as the solver's does not) and fits.
+/// Its module becomes ours, carried on to the last phase, and it goes
+/// first among `plans`.
+LogicalResult PassRun::adoptFastestPlan() {
+  CompiledPlan *best = fastestFitting(plans, limit, solverOnly);
+  if (!best) {
+    std::string why;
+    for (CompiledPlan &plan : plans)
+      why += "\n  " + plan.estimate.label + ": " +
+             (plan.estimate.error.empty()
+                  ? formatBytes(plan.estimate.memoryBytes())
+                  : plan.estimate.error);
+    return fail("--auto-shard: no plan fits " + formatBytes(limit) +
+                " per device:" + why);
+  }
+  options.autoShard = best->preset.empty();
+  if (!best->preset.empty())
+    options.shardPreset = best->preset;
+  std::string chosen = describeChoice(*best);
+  best->estimate.label = "auto-shard: " + chosen;
+  if (to == kPlannedPhase) {
+    module = std::move(best->module);
+  } else if (best->sharded) {
+    // The solver's pins as it found them, carried on from there.
+    module = std::move(best->sharded);
+    if (failed(runTrainingPipeline(*module, options, Phase::Sharding, to,
+                                   configure)))
+      return failure();
+  } else if (failed(
+                 runTrainingPipeline(*module, options, from, to, configure))) {
+    return failure();
+  }
+  if (!best->preset.empty())
+    llvm::errs() << "tgc: --auto-shard: " << chosen << " ("
+                 << formatBytes(best->estimate.memoryBytes())
+                 << " per device, modelled step "
+                 << llvm::formatv("{0:f3}", best->estimate.stepSeconds() * 1e3)
+                 << " ms)\n";
+  std::swap(*best, plans.front());
+  return success();
+}
+
+LogicalResult PassRun::compile() {
+  if (failed(setOptionsFromFlags()))
+    return failure();
+  if (request.autoBatch && failed(chooseBatchSize()))
+    return failure();
+  // The report compares with other remat policies: the module as it
+  // comes, for them.
+  if (report == "sharding" ||
+      (!report.empty() &&
+       (options.remat != RematPolicy::None || !reportPlot.empty())))
+    pristine = module->clone();
+  loadCostModel();
+  planned = autoShard && from < Phase::Sharding && to >= Phase::Sharding;
+  if (!planned)
+    return runTrainingPipeline(*module, options, from, to, configure);
+  if (failed(compilePlansToChoose()))
+    return failure();
+  return adoptFastestPlan();
+}
+
+LogicalResult PassRun::printComparison() {
+  // Plan A: tg IR from its phase (or a model file) with the same flags.
+  // Its own source manager: a parse reads the manager's first buffer.
+  llvm::SourceMgr otherSource;
+  Phase otherFrom;
+  OwningOpRef<ModuleOp> other = loadInput(comparePlans, context, otherSource,
+                                          request.importOptions, otherFrom);
+  if (!other)
+    return failure();
+  if (otherFrom > kPlannedPhase)
+    return fail(comparePlans + " is past the memory phase");
+  if (pipelineStagesFlag > 1)
+    setPipelineStages(*other, {pipelineStagesFlag, virtualStagesFlag});
+  if (otherFrom < kPlannedPhase &&
+      failed(runTrainingPipeline(*other, options, otherFrom, kPlannedPhase,
+                                 configure)))
+    return failure();
+  PlanEstimate a =
+      estimatePlan(*other, *cost, comparePlans, options.pipelineSchedule);
+  PlanEstimate b =
+      estimatePlan(*module, *cost, inputFile, options.pipelineSchedule);
+  for (const PlanEstimate *plan : {&a, &b})
+    if (!plan->error.empty())
+      return fail("cannot price " + plan->label + ": " + plan->error);
+  printPlanComparison(*other, a, *module, b, *cost, limit, llvm::outs());
+  return success();
+}
+
+LogicalResult PassRun::reportShardings() {
+  if (!planned) {
+    // IR sharded already is priced as it is: its plan was made before.
+    bool given = from >= Phase::Sharding;
+    if (!given)
+      plans = compilePlans(*pristine, options, from, *cost,
+                           /*solver=*/false, /*keepSharded=*/false,
+                           options.shardPreset, configure);
+    CompiledPlan self;
+    self.estimate = estimatePlan(*module, *cost,
+                                 given ? "as sharded in " + inputFile
+                                       : "preset " + options.shardPreset,
+                                 options.pipelineSchedule);
+    plans.insert(plans.begin(), std::move(self));
+  }
+  std::vector<PlanEstimate> others;
+  for (CompiledPlan &plan : llvm::drop_begin(plans))
+    others.push_back(plan.estimate);
+  return writeShardingReport(*module, plans.front().estimate, others, *cost,
+                             limit);
+}
+
+/// The peak without recomputation (remat none's arena, the first of
+/// `others`), for the memory report's remat view: the step's tg.remat
+/// peak_before, unless it has one.
+void PassRun::recordPeakBeforeRemat(const RematCurves &others) {
+  auto step = module->lookupSymbol<func::FuncOp>("train_step");
+  auto remat = step ? step->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr)
+                    : DictionaryAttr();
+  auto none = others.empty()
+                  ? nullptr
+                  : others.front().second.get().lookupSymbol<func::FuncOp>(
+                        "train_step");
+  if (remat && none && !remat.get("peak_before"))
+    if (auto peak =
+            none->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr)) {
+      NamedAttrList info(remat);
+      info.set("peak_before", peak);
+      step->setAttr(TgDialect::kRematAttr, info.getDictionary(&context));
+    }
+}
+
+LogicalResult PassRun::compileOtherRematPolicies(RematCurves &others) {
+  if (!pristine)
+    return success();
+  for (RematPolicy policy :
+       {RematPolicy::None, RematPolicy::Selective, RematPolicy::Full}) {
+    if (policy == options.remat ||
+        (policy != RematPolicy::None && reportPlot.empty()))
+      continue;
+    OwningOpRef<ModuleOp> other = pristine->clone();
+    PipelineOptions o = options;
+    o.remat = policy;
+    o.memoryBudget = 0;
+    if (failed(runTrainingPipeline(*other, o, from, to, configure)))
+      return failure();
+    others.push_back(
+        {("remat " + rematPolicyName(policy)).str(), std::move(other)});
+  }
+  recordPeakBeforeRemat(others);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The outputs
+//===----------------------------------------------------------------------===//
+
+/// --report=memory: the memory report, and with --report-plot its curves
+/// beside those of the other remat policies (`others`).
+LogicalResult writeMemoryReport(ModuleOp module, const RematCurves &others) {
+  if (failed(printMemoryReport(module, llvm::outs())))
+    return failure();
+  if (reportPlot.empty())
+    return success();
+  SmallVector<std::pair<std::string, ModuleOp>> curves;
+  for (auto &[label, other] : others)
+    curves.push_back({label, *other});
+  return writeText(reportPlot, [&](llvm::raw_ostream &os) {
+    return writeMemoryPlot(module, curves, os);
+  });
+}
+
+/// The layers phase (tg-outline-layers), timed under `rootTiming`.
+LogicalResult outlineLayerBodies(ModuleOp module, bool cuda,
+                                 TimingScope &rootTiming) {
+  TimingScope layerTiming = rootTiming.nest("outline layers");
+  PipelineOptions layers;
+  layers.target = cuda ? cudaTarget() : cpuTarget();
+  return runTrainingPipeline(
+      module, layers, Phase::Memory, Phase::Layers,
+      [&](PassManager &pm) { return applyPassManagerCLOptions(pm); });
+}
+
+/// The C++ executable: each layer body a unit of its own, compiled once
+/// into the build cache, and the steps; compiled side by side, then
+/// linked. The emission is timed under `emitTiming`, the host compiler
+/// under `rootTiming`.
+LogicalResult buildCppExecutable(ModuleOp module,
+                                 const CppEmitOptions &emitOptions,
+                                 TimingScope &emitTiming,
+                                 TimingScope &rootTiming) {
   std::string executable =
       outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
   if (llvm::sys::fs::is_directory(executable))
     return fail("output '" + executable + "' is a directory");
   std::vector<CppUnit> cppUnits;
-  if (failed(emitCppUnits(*module, emitOptions, cppUnits)))
+  if (failed(emitCppUnits(module, emitOptions, cppUnits)))
     return failure();
   emitTiming.stop();
   UnitDirectory work;
@@ -1473,6 +1662,99 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return fail(llvm::toString(std::move(error)));
   printBuildStats(units.size(), stats, *cache);
   return success();
+}
+
+/// After the IR phases: the step's source for the target (--emit=cpp,
+/// --emit=cuda), or the executable built from it.
+LogicalResult emitStep(ModuleOp module, const Request &request,
+                       TimingScope &rootTiming) {
+  if (getPipelineStages(module).stages > 1 &&
+      !module->hasAttr(TgDialect::kPipelineActionsAttr))
+    return fail(inputFile +
+                " is planned with pipeline stages that its optimizer phase "
+                "did not see (no @apply_gradients): tgc prices it "
+                "(--report=sharding) but builds pipelines compiled with "
+                "their stages from the model file (--pipeline-stages or a "
+                "mesh axis pp)");
+  std::string sourceName = llvm::sys::path::filename(inputFile).str();
+  if (request.cuda) {
+    TimingScope emitTiming = rootTiming.nest(
+        simt ? "emit CUDA (and the host compiler)" : "emit CUDA (and nvcc)");
+    return emitForCuda(module, sourceName, request.policy, request.arch,
+                       request.last);
+  }
+  TimingScope emitTiming = rootTiming.nest("emit C++");
+  CppEmitOptions emitOptions;
+  emitOptions.sourceName = sourceName;
+  if (opsPerFunction.getNumOccurrences())
+    emitOptions.opsPerFunction = std::max(1u, opsPerFunction.getValue());
+  if (request.last == Phase::Source)
+    return writeText(outputFile, [&](llvm::raw_ostream &os) {
+      return emitCpp(module, os, emitOptions);
+    });
+  return buildCppExecutable(module, emitOptions, emitTiming, rootTiming);
+}
+
+//===----------------------------------------------------------------------===//
+// A run
+//===----------------------------------------------------------------------===//
+
+/// What the flags ask: the flags checked, the input imported (or parsed),
+/// the passes to the planned phase with what the reports make of them,
+/// the layers outlined, and the IR, the source or the executable written.
+LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
+  FailureOr<Request> request = requestFromFlags();
+  if (failed(request))
+    return failure();
+
+  // --mlir-timing: the whole run, from the import to the host compiler, with
+  // each pass nested under "passes" (as mlir-opt reports them).
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+  TimingScope importTiming = rootTiming.nest("import");
+  OwningOpRef<ModuleOp> module;
+  Phase from;
+  if (failed(parseImportFlags(*request)) ||
+      failed(loadStagedInput(context, sourceMgr, *request, module, from)))
+    return failure();
+  importTiming.stop();
+  FailureOr<std::string> policy = precisionPolicy(*module, request->cuda);
+  if (failed(policy))
+    return failure();
+  request->policy = *policy;
+
+  // The passes; for the report, the step under other remat policies.
+  RematCurves others;
+  if (std::min(request->last, kPlannedPhase) > from) {
+    TimingScope passTiming = rootTiming.nest("passes");
+    PassRun passes(context, *request, module, from, passTiming);
+    if (failed(passes.compile()))
+      return failure();
+    if (!comparePlans.empty())
+      return passes.printComparison();
+    if (report == "pipeline")
+      return passes.reportPipeline();
+    if (report == "sharding")
+      return passes.reportShardings();
+    if (failed(passes.compileOtherRematPolicies(others)))
+      return failure();
+  }
+  if (!report.empty())
+    return writeMemoryReport(*module, others);
+  // The layers phase: after every report, which reads each op in place.
+  if (request->last >= Phase::Layers && from < Phase::Layers && outlineLayers &&
+      failed(outlineLayerBodies(*module, request->cuda, rootTiming)))
+    return failure();
+  setRecordedPhase(*module, *symbolizeIrPhase(phaseName(
+                                std::min(request->last, kLastIRPhase))));
+  if (request->last <= kLastIRPhase)
+    return writeText(outputFile, [&](llvm::raw_ostream &os) {
+      module->print(os);
+      os << "\n";
+      return success();
+    });
+  return emitStep(*module, *request, rootTiming);
 }
 
 } // namespace
