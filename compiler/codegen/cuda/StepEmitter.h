@@ -293,6 +293,7 @@ private:
   // over them.
   LogicalResult readPlan();
   LogicalResult verifyPlan();
+  class ArenaReplay;
   /// One timer per launch that runs something (a call: one per launch of
   /// its body), with its label.
   void numberTimers();
