@@ -199,62 +199,75 @@ ShardingRule transposeRule(TransposeOp transpose) {
   return rule;
 }
 
-/// reshape and flatten: a factor per group of dims with equal products.
-ShardingRule reshapeRule(Operation *op) {
-  // Groups of dims with equal products; in each, the leading dims share
-  // a factor of the smaller size when one divides the other (a split of
-  // the outer rows stays a split of the outer rows), the rest are whole.
+/// Gives input dim `inDim` and output dim `outDim` one new factor of `size`.
+using ShareFactor =
+    llvm::function_ref<void(size_t inDim, size_t outDim, int64_t size)>;
+
+/// An op that moves its one operand's elements into its one result (linear
+/// in it): every dim whole but the pairs of an input and an output dim
+/// that `pairDims` (given both shapes) shares a factor between.
+ShardingRule pairedDimsRule(
+    Operation *op,
+    llvm::function_ref<void(ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                            ShareFactor share)>
+        pairDims) {
   ShardingRule rule;
   ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
   ArrayRef<int64_t> out = shapeOf(op->getResult(0));
   SmallVector<int64_t> inDims = whole(in.size()), outDims = whole(out.size());
-  size_t i = 0, o = 0;
-  while (i < in.size() && o < out.size()) {
-    if (in[i] == 1) {
-      ++i;
-      continue;
-    }
-    if (out[o] == 1) {
-      ++o;
-      continue;
-    }
-    int64_t small = std::min(in[i], out[o]), large = std::max(in[i], out[o]);
-    if (large % small == 0 && small > 1) {
-      int64_t f = rule.addFactor(small);
-      inDims[i] = outDims[o] = f;
-    }
-    // Walk to the end of the group.
-    int64_t pin = in[i], pout = out[o];
-    ++i, ++o;
-    while (pin != pout) {
-      if (pin < pout && i < in.size())
-        pin *= in[i++];
-      else if (o < out.size())
-        pout *= out[o++];
-      else
-        break;
-    }
-  }
+  pairDims(in, out, [&](size_t inDim, size_t outDim, int64_t size) {
+    inDims[inDim] = outDims[outDim] = rule.addFactor(size);
+  });
   rule.operandDims.push_back(inDims);
   rule.resultDims.push_back(outDims);
   rule.linearOperands = {0};
   return rule;
 }
 
+/// reshape and flatten: a factor per group of dims with equal products.
+ShardingRule reshapeRule(Operation *op) {
+  // Groups of dims with equal products; in each, the leading dims share
+  // a factor of the smaller size when one divides the other (a split of
+  // the outer rows stays a split of the outer rows), the rest are whole.
+  return pairedDimsRule(op, [](ArrayRef<int64_t> in, ArrayRef<int64_t> out,
+                               ShareFactor share) {
+    size_t i = 0, o = 0;
+    while (i < in.size() && o < out.size()) {
+      if (in[i] == 1) {
+        ++i;
+        continue;
+      }
+      if (out[o] == 1) {
+        ++o;
+        continue;
+      }
+      int64_t small = std::min(in[i], out[o]), large = std::max(in[i], out[o]);
+      if (large % small == 0 && small > 1)
+        share(i, o, small);
+      // Walk to the end of the group.
+      int64_t pin = in[i], pout = out[o];
+      ++i, ++o;
+      while (pin != pout) {
+        if (pin < pout && i < in.size())
+          pin *= in[i++];
+        else if (o < out.size())
+          pout *= out[o++];
+        else
+          break;
+      }
+    }
+  });
+}
+
 /// slice and its gradient: only the dims taken whole may be split.
 ShardingRule sliceRule(Operation *op) {
   // A dim taken whole (start 0, limit its size, stride 1) may be split.
-  ShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(op->getOperand(0));
-  ArrayRef<int64_t> out = shapeOf(op->getResult(0));
-  SmallVector<int64_t> inDims = whole(in.size()), outDims = whole(out.size());
-  for (size_t d = 0; d < in.size(); ++d)
-    if (in[d] == out[d] && in[d] > 1)
-      inDims[d] = outDims[d] = rule.addFactor(in[d]);
-  rule.operandDims.push_back(inDims);
-  rule.resultDims.push_back(outDims);
-  rule.linearOperands = {0};
-  return rule;
+  return pairedDimsRule(
+      op, [](ArrayRef<int64_t> in, ArrayRef<int64_t> out, ShareFactor share) {
+        for (size_t d = 0; d < in.size(); ++d)
+          if (in[d] == out[d] && in[d] > 1)
+            share(d, d, in[d]);
+      });
 }
 
 /// A concat: elementwise but for the concatenated axis, which stays whole.
