@@ -39,6 +39,16 @@ std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
       .Default(std::nullopt);
 }
 
+std::string mlir::tg::phaseNamesUpTo(Phase last) {
+  std::string names;
+  for (int p = 0; p <= static_cast<int>(last); ++p)
+    names += (p == 0                        ? ""
+              : p == static_cast<int>(last) ? " or "
+                                            : ", ") +
+             phaseName(static_cast<Phase>(p)).str();
+  return names;
+}
+
 StringRef mlir::tg::phaseName(Phase phase) {
   switch (phase) {
   case Phase::Import:

@@ -45,6 +45,9 @@ enum class Phase {
 /// Phase names as the driver's flags spell them.
 std::optional<Phase> parsePhase(llvm::StringRef name);
 llvm::StringRef phaseName(Phase phase);
+/// The names of the phases from Import to `last`, for a message: "import,
+/// precision, ... or layers".
+std::string phaseNamesUpTo(Phase last);
 
 /// What the backend a module is compiled for can do. The pipeline reads the
 /// target's choices from here; a new backend states its own.

@@ -58,6 +58,13 @@ namespace cl = llvm::cl;
 
 namespace {
 
+/// Where temporary files go ($TMPDIR, else /tmp), for messages.
+std::string temporaryDirectory() {
+  SmallString<128> dir;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, dir);
+  return dir.str().str();
+}
+
 cl::OptionCategory tgcCategory("tgc options");
 cl::OptionCategory trainingCategory(
     "Training overrides (the model file's training table)");
@@ -493,7 +500,8 @@ LogicalResult prepareExecutable(StringRef extension, std::string &executable,
   SmallString<128> temp;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "tgc-" + stemOf(inputFile), extension, temp))
-    return fail("cannot create a temporary source file: " + ec.message());
+    return fail("cannot create a temporary source file in " +
+                temporaryDirectory() + ": " + ec.message());
   source = temp.str().str();
   return success();
 }
@@ -539,7 +547,8 @@ struct UnitDirectory {
     }
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
             "tgc-" + stemOf(inputFile), path))
-      return fail("cannot create a temporary directory: " + ec.message());
+      return fail("cannot create a temporary directory in " +
+                  temporaryDirectory() + ": " + ec.message());
     return success();
   }
 };
@@ -651,7 +660,8 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
     SmallString<128> temp;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
             "tgc-" + stemOf(inputFile) + "-simt", "cpp", temp))
-      return fail("cannot create a temporary source file: " + ec.message());
+      return fail("cannot create a temporary source file in " +
+                  temporaryDirectory() + ": " + ec.message());
     rewritten = temp.str().str();
   }
   llvm::scope_exit removeRewritten([&] {
@@ -851,10 +861,9 @@ FailureOr<Phase> lastPhaseFromFlags() {
   if (!compileTo.empty()) {
     stopAfter = parsePhase(compileTo);
     if (!stopAfter)
-      return fail(
-          "unknown phase '" + compileTo +
-          "' for --compile-to; expected import, precision, autodiff, "
-          "optimizer, fusion, schedule, memory, layers, source or executable");
+      return fail("unknown phase '" + compileTo +
+                  "' for --compile-to; expected " +
+                  phaseNamesUpTo(Phase::Executable));
   }
   Phase last = Phase::Executable;
   if (emit == EmitKind::Mlir)
@@ -1166,9 +1175,8 @@ LogicalResult loadStagedInput(MLIRContext &context, llvm::SourceMgr &sourceMgr,
     auto given = parsePhase(compileFrom);
     if (!given || *given > kLastIRPhase)
       return fail("unknown phase '" + compileFrom +
-                  "' for --compile-from; expected import, precision, "
-                  "autodiff, optimizer, sharding, partition, pipeline, "
-                  "fusion, schedule, memory or layers");
+                  "' for --compile-from; expected " +
+                  phaseNamesUpTo(kLastIRPhase));
     if (*given != from)
       return fail("--compile-from=" + compileFrom + " but " + inputFile +
                   " holds IR after phase '" + phaseName(from) + "'");
@@ -1378,6 +1386,8 @@ LogicalResult PassRun::chooseBatchSize() {
   module = importModelFile(inputFile, &context, request.importOptions);
   if (!module)
     return failure();
+  // The old module's mesh went with it: the cost model reads this one's.
+  mesh = getModuleMesh(*module);
   options.gradAccum = global / *micro;
   // The executable's default accumulation is the table's: the chosen.
   setTableGradAccum(*module, options.gradAccum);
@@ -1724,9 +1734,14 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
     return failure();
   request->policy = *policy;
 
-  // The passes; for the report, the step under other remat policies.
+  // The passes; for the report, the step under other remat policies. The
+  // priced reports read the cost model even where no pass is left to run
+  // (IR at the planned phase).
   RematCurves others;
-  if (std::min(request->last, kPlannedPhase) > from) {
+  bool priced =
+      report == "pipeline" || report == "sharding" || !comparePlans.empty();
+  if (std::min(request->last, kPlannedPhase) > from ||
+      (priced && from == kPlannedPhase)) {
     TimingScope passTiming = rootTiming.nest("passes");
     PassRun passes(context, *request, module, from, passTiming);
     if (failed(passes.compile()))
