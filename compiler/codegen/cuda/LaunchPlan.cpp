@@ -20,17 +20,22 @@ using namespace mlir::tg::cuda_emit;
 //===----------------------------------------------------------------------===//
 
 LogicalResult StepEmitter::checkTypes() {
-  // Blame the first op that touches a value of a type the GPU lacks.
+  // Blame the first op that touches a value of a type the GPU lacks, or
+  // the function's argument.
   auto check = [&](Value v, Operation *where) -> LogicalResult {
+    std::string what = where->getName().getStringRef().str();
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && where == func)
+      what = llvm::formatv("@{0}'s argument {1}", func.getName(),
+                           arg.getArgNumber())
+                 .str();
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t)
       return where->emitError(kBackend)
-             << ": " << where->getName() << " has a value of type "
-             << v.getType() << ", expected a ranked tensor";
+             << ": " << what << " has a value of type " << v.getType()
+             << ", expected a ranked tensor";
     if (storageType(t.getElementType()).empty())
       return where->emitError(kBackend)
-             << ": " << where->getName() << " has element type "
-             << t.getElementType()
+             << ": " << what << " has element type " << t.getElementType()
              << ", which the GPU backend does not support (f32, bf16, i32, "
                 "i64 and i1 are)";
     return success();

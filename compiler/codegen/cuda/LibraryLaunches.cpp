@@ -729,6 +729,26 @@ std::optional<LogicalResult> StepEmitter::emitShapeCall(Launch &launch,
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// The runtime's updates keep fp32 master weights: an update of a
+/// parameter or state of another type is refused, naming it.
+static LogicalResult checkMasterWeights(OptimizerUpdateOp u) {
+  auto check = [&](Value v, StringRef what) -> LogicalResult {
+    if (elementType(v).isF32())
+      return success();
+    return u.emitError(kBackend)
+           << ": tg.optimizer_update needs f32 parameters and state (fp32 "
+              "master weights); its "
+           << what << " is " << v.getType();
+  };
+  if (failed(check(u.getParam(), "parameter")))
+    return failure();
+  for (auto [i, slot] : llvm::enumerate(OptimizerUpdateOp::stateSlots(
+           u.getKind(), u.getMomentum().convertToDouble())))
+    if (failed(check(u.getState()[i], (slot + " state").str())))
+      return failure();
+  return success();
+}
+
 /// The global gradient norm, the LR schedule and the optimizer updates.
 std::optional<LogicalResult> StepEmitter::emitOptimizerCall(Launch &launch,
                                                             Operation *op) {
@@ -779,12 +799,8 @@ std::optional<LogicalResult> StepEmitter::emitOptimizerCall(Launch &launch,
           return emitOptimizerLanes(launch);
         Value grad = u.getGrad();
         Value scale = u.getGradScale();
-        if (!elementType(u.getParam()).isF32() ||
-            llvm::any_of(u.getState(),
-                         [](Value s) { return !elementType(s).isF32(); }))
-          return u.emitError(kBackend)
-                 << ": tg.optimizer_update needs f32 parameters and state "
-                    "(fp32 master weights)";
+        if (failed(checkMasterWeights(u)))
+          return failure();
         Type ge = elementType(grad);
         if (!ge.isF32() && !ge.isBF16())
           return u.emitError(kBackend)
@@ -828,12 +844,8 @@ LogicalResult StepEmitter::emitOptimizerLanes(Launch &launch) {
   Type gradType = elementType(first.getGrad());
   std::vector<std::string> rows;
   for (OptimizerUpdateOp u : launch.lanes) {
-    if (!elementType(u.getParam()).isF32() ||
-        llvm::any_of(u.getState(),
-                     [](Value s) { return !elementType(s).isF32(); }))
-      return u.emitError(kBackend)
-             << ": tg.optimizer_update needs f32 parameters and state (fp32 "
-                "master weights)";
+    if (failed(checkMasterWeights(u)))
+      return failure();
     if (elementType(u.getGrad()) != gradType ||
         (!gradType.isF32() && !gradType.isBF16()))
       return u.emitError(kBackend)
