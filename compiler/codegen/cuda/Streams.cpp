@@ -74,10 +74,10 @@ LogicalResult StepEmitter::placeBucketWaits() {
           auto it = heldBy.find(root(v));
           if (it != heldBy.end() && launched[it->second] && !waited[it->second])
             return l.op->emitError(kBackend)
-                   << ": internal error: this launch touches all-reduce "
-                      "bucket "
+                   << ": this launch touches all-reduce bucket "
                    << *buckets[it->second].op.getBucket()
-                   << " before the op that waits for it (tg.waits)";
+                   << " before an op waits for it: no tg.waits before here "
+                      "names it (tg-schedule places them)";
         }
     }
     scheduled.push_back(std::move(l));
