@@ -1371,8 +1371,10 @@ SmallVector<int64_t> AutoShardPass::currentChoices(const IRMapping *copy,
     }
     chosen[i] = k;
   }
+  // At the step (the module has no location of its own).
+  Operation *step = getOperation().lookupSymbol("train_step");
   if (!copy && missing > 10)
-    getOperation().emitWarning()
+    (step ? step : getOperation().getOperation())->emitWarning()
         << "price-current: " << missing
         << " nodes in all have no strategy of the solver's for their "
            "shardings; each was priced at its first";

@@ -6,7 +6,7 @@
 // major).
 // CHECK-COUNT-10: warning: price-current: no strategy of the solver's gives [{"tp", "data"}, {}] for w{{[0-9]}}
 // CHECK-NOT:      for w10
-// CHECK:          warning: price-current: 11 nodes in all have no strategy of the solver's for their shardings; each was priced at its first
+// CHECK:          auto-shard-price-many.mlir:{{[0-9]+}}:1: warning: price-current: 11 nodes in all have no strategy of the solver's for their shardings; each was priced at its first
 
 tg.mesh @mesh ["data" = 2, "tp" = 2]
 func.func @train_step(%w0: tensor<64x16xf32> {tg.param = "w0", tg.sharding = #tg.sharding<@mesh, [{"tp", "data"}, {}]>},
