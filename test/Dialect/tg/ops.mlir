@@ -623,7 +623,7 @@ func.func @optimizer_updates_with_their_state(%p: tensor<64x10xf32>, %g: tensor<
 // CHECK: tg.optimizer_update rmsprop %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
 func.func @optimizer_kind_spellings(%p: tensor<4xf32>, %lr: tensor<f32>, %step: tensor<i64>) {
   %0:2 = tg.optimizer_update "adagrad" %p, %p, %lr, %step, %p : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
-  %1:2 = "tg.optimizer_update"(%p, %p, %lr, %step, %p) <{kind = #tg<optimizer rmsprop>}> : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %1:2 = "tg.optimizer_update"(%p, %p, %lr, %step, %p) <{kind = #tg<optimizer rmsprop>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
 

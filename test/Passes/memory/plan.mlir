@@ -92,8 +92,7 @@ func.func @kernels_in_place(%x: tensor<8x10xf32>, %labels: tensor<8xi64>, %p: te
   } -> tensor<f32>, tensor<8x10xf32>
   %u = tg.kernel optimizer (%p, %k#1, %s, %lr, %step : tensor<8x10xf32>, tensor<8x10xf32>, tensor<f32>, tensor<f32>, tensor<i64>) {
   ^bb0(%q: tensor<8x10xf32>, %gr: tensor<8x10xf32>, %c: tensor<f32>, %l: tensor<f32>, %t: tensor<i64>):
-    %0 = tg.mul %gr, %c : tensor<8x10xf32>, tensor<f32> -> tensor<8x10xf32>
-    %1 = tg.optimizer_update sgd %q, %0, %l, %t : tensor<8x10xf32>, tensor<8x10xf32>, tensor<f32>, tensor<i64> -> tensor<8x10xf32>
+    %1 = tg.optimizer_update sgd %q, %gr, %l, %t grad_scale %c : tensor<8x10xf32>, tensor<8x10xf32>, tensor<f32>, tensor<i64> -> tensor<8x10xf32>
     tg.yield %1 : tensor<8x10xf32>
   } -> tensor<8x10xf32>
   return %k#0, %u : tensor<f32>, tensor<8x10xf32>
