@@ -1268,6 +1268,7 @@ AutoShardPass::solveOrPrice(ModuleOp module, func::FuncOp step,
     ::tg::shardsolve::SolveOptions options;
     options.timeLimitSeconds = timeLimit;
     options.seed = seed;
+    options.cbcPath = cbc;
     options.starts = presetStarts(module, allowTp);
     solution = ::tg::shardsolve::solve(problem, options);
     if (!solution.cbcFailure.empty())

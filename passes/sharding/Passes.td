@@ -324,6 +324,10 @@ def AutoShardPass : Pass<"tg-auto-shard", "ModuleOp"> {
     Option<"seed", "seed", "uint64_t", "0", "The solver's seed">,
     Option<"timeLimit", "time-limit", "double", "10",
            "Seconds the solver may search">,
+    Option<"cbc", "cbc", "std::string", "\"cbc\"",
+           "The CBC program the solver runs (a name on PATH or a path; one "
+           "that is missing or fails is warned about, and the plan searched "
+           "without it)">,
     Option<"dumpProblem", "dump-problem", "std::string", "\"\"",
            "Also write the problem in the IOPDDL format to this file (for tg-shard-solve)">,
     Option<"remat", "remat", "std::string", "\"none\"",

@@ -1,4 +1,9 @@
 // RUN: tg-opt %s --tg-auto-shard="price-current=true" -o /dev/null 2>&1 | FileCheck %s
+// The solver's CBC missing: said at the step, and the plan searched
+// without it.
+// RUN: tg-opt %s --tg-auto-shard="cbc=%t.no-such-cbc time-limit=2" 2>&1 | FileCheck %s --check-prefix=NOCBC
+// NOCBC: auto-shard-price-many.mlir:{{[0-9]+}}:1: warning: tg-auto-shard: no CBC program '{{.*}}no-such-cbc' (Debian package coinor-cbc); the plan was searched without CBC
+// NOCBC: tg.auto_shard = {
 
 // price-current names the first ten nodes whose shardings no strategy of
 // the solver's has, then counts them all in one warning: eleven weights
