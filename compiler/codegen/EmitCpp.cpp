@@ -1337,8 +1337,11 @@ LogicalResult FunctionEmitter::emit(
   this->bindArgument = bindArgument;
   Block &block = func.getBody().front();
   SmallVector<Operation *> ops;
-  (void)walkStep(func, [&](Operation *op, StepPiece) {
-    ops.push_back(op);
+  // The CPU runtime's collectives block where they stand: a tg.await has
+  // nothing left to wait for.
+  (void)walkStep(func, [&](Operation *op, StepPiece piece) {
+    if (piece != StepPiece::Await)
+      ops.push_back(op);
     return success();
   });
   if (totalWeight(ops) > opsPerFunction)
@@ -1419,6 +1422,8 @@ LogicalResult FunctionEmitter::emitLayerCall(func::CallOp call) {
 }
 
 LogicalResult FunctionEmitter::emitTimedOp(Operation &op) {
+  if (stepPieceOf(&op) == StepPiece::Await)
+    return success(); // the collective blocked where it stood
   bool timed = doesWork(&op);
   if (timed)
     os << "  if (trace)\n    t0 = trace->now();\n";

@@ -12,8 +12,7 @@
 //  2. schedule (cuda/LaunchPlan.cpp, cuda/Streams.cpp): the launches in op
 //     order, which tg-schedule decided: each tg.all_reduce is one bucket,
 //     launched on the communication stream where it stands (after its last
-//     gradient); the compute stream waits for a bucket before the launch of
-//     the op its tg.waits names.
+//     gradient); the compute stream waits for a bucket at its tg.await.
 //  3. memory (cuda/MemoryPlan.cpp): every buffer at the offset
 //     tg-plan-memory gave it in one arena (256-byte aligned under the cuda
 //     target); gradients that are reduced in place are written straight
@@ -169,8 +168,8 @@ LogicalResult StepEmitter::emit(
         bindResults,
     StringRef summary) {
   bindArgument = bind;
-  if (failed(planLaunches()) || failed(placeBucketWaits()) ||
-      failed(verifyPlan()) || failed(countAndPlaceConstants()))
+  if (failed(planLaunches()) || failed(verifyPlan()) ||
+      failed(countAndPlaceConstants()))
     return failure();
   state.numBuckets = std::max<int64_t>(state.numBuckets, buckets.size());
   state.plannedBytes = std::max(state.plannedBytes, plannedBytes);

@@ -16,6 +16,8 @@ StepPiece mlir::tg::stepPieceOf(Operation *op) {
     return StepPiece::Kernel;
   if (isa<func::CallOp>(op))
     return StepPiece::Layer;
+  if (isa<AwaitOp>(op))
+    return StepPiece::Await;
   // tg.all_slice communicates nothing: a copy, an op like any other.
   if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op))
     return StepPiece::Collective;

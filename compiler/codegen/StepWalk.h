@@ -21,6 +21,8 @@ enum class StepPiece {
   Kernel,     ///< a tg.kernel of tg-fuse's: one launch or loop nest
   Collective, ///< a tg.all_reduce bucket of tg-schedule's, a tg.all_gather
               ///< or a tg.reduce_scatter
+  Await,      ///< a tg.await: the compute stream waits for a bucket here
+              ///< (nothing to print where collectives block)
   Layer,      ///< a func.call of a layer body (tg-outline-layers)
   Op,         ///< any other op: one library call or generated loop
 };

@@ -221,7 +221,7 @@ llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSchedulePass(opt));
   }
   if (from < Phase::Memory && to >= Phase::Memory) {
-    // After tg-schedule: liveness follows the final order and its waits.
+    // After tg-schedule: liveness follows the final order and its awaits.
     // After tg-fuse: a kernel's intermediates need no buffers, its results
     // do. Checked right away: a plan that overlaps live buffers is a bug.
     PlanMemoryPassOptions opt;

@@ -5,7 +5,7 @@
 // model. Time is compute plus communication, less what the gradient buckets
 // hide behind compute where the cluster runs them beside it: the step is
 // played on two streams, a bucket starting where tg-schedule placed it and
-// the op its tg.waits names waiting for it.
+// the compute stream waiting for it at its tg.await.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,12 +146,6 @@ SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
   };
   SmallVector<Clocks> clocks(stages);
   SmallVector<StageTimes> times(stages);
-  auto waitFor = [&](Operation *op, Clocks &c) {
-    if (auto waits =
-            op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
-      for (int64_t b : waits.asArrayRef())
-        c.compute = std::max(c.compute, c.bucketDone.lookup(b));
-  };
   llvm::StringMap<size_t> layerIndex;
   for (auto [i, entry] : llvm::enumerate(plan.layers))
     layerIndex[std::get<0>(entry)] = i;
@@ -160,6 +154,14 @@ SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
     StageShares whole{{0, 1.0}};
     ArrayRef<std::pair<int64_t, double>> opShares =
         shares.empty() ? ArrayRef(whole) : ArrayRef(shares[i]);
+    // The compute stream waits for a bucket at its tg.await.
+    if (auto await = dyn_cast<AwaitOp>(op)) {
+      int64_t bucket = *await.getBucketOp().getBucket();
+      for (auto [stage, share] : opShares)
+        clocks[stage].compute =
+            std::max(clocks[stage].compute, clocks[stage].bucketDone[bucket]);
+      continue;
+    }
     std::string named = layerOfOp(&op);
     if (!named.empty())
       layer = named;
@@ -190,7 +192,6 @@ SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
         Clocks &clock = clocks[stage];
         double part = share * *seconds;
         times[stage].comm += part;
-        waitFor(&op, clock);
         if (overlap && bucket) {
           clock.comm = std::max(clock.comm, clock.compute) + part;
           clock.bucketDone[bucket.getInt()] = clock.comm;
@@ -208,12 +209,10 @@ SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
       Clocks &clock = clocks[stage];
       times[stage].compute += share * seconds;
       times[stage].flops += share * flops;
-      waitFor(&op, clock);
       clock.compute += share * seconds;
     }
   }
   for (auto [clock, time] : llvm::zip(clocks, times)) {
-    waitFor(func.getBody().front().getTerminator(), clock);
     double makespan = std::max(clock.compute, clock.comm);
     time.hidden = std::max(0.0, time.compute + time.comm - makespan);
     plan.computeSeconds += weight * time.compute;

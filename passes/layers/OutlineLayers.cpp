@@ -71,12 +71,11 @@ Value viewedBy(Value v) {
 /// view, and nothing about it is placed outside the arena plan's offsets
 /// (buckets, their waits, attention scratch).
 bool placeable(Operation *op) {
-  if (isa<ConstantOp, func::CallOp>(op))
+  if (isa<ConstantOp, func::CallOp, AwaitOp>(op))
     return false;
   if (op->getNumRegions() > 0 && !isa<KernelOp>(op))
     return false;
   if (op->hasAttr(TgDialect::kBucketSpanAttr) ||
-      op->hasAttr(TgDialect::kWaitsAttr) ||
       op->hasAttr(TgDialect::kScratchAttr))
     return false;
   // An attention's backward that reads what its forward kept in scratch (the

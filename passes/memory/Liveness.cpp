@@ -117,7 +117,6 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
   };
   DenseMap<Value, Member> memberOf;
   DenseMap<Operation *, int64_t> bucketBytes;
-  DenseMap<int64_t, Operation *> bucketNumbered;
   // tg.attention_grad -> the tg.attention whose output and statistics it
   // reads.
   DenseMap<Operation *, AttentionOp> forwardOf;
@@ -129,8 +128,6 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
         bytes += live.aligned(bufferBytes(reduce.getInputs()[i]));
       }
       bucketBytes[reduce] = bytes;
-      if (std::optional<uint64_t> number = reduce.getBucket())
-        bucketNumbered[*number] = reduce;
     }
     if (auto grad = dyn_cast<AttentionGradOp>(op);
         grad && rules.attentionStatistics)
@@ -148,7 +145,11 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
     return (unsigned)live.buffers.size() - 1;
   };
   for (Operation &op : block) {
+    // A tg.await takes no time: it reads its bucket at the position of the
+    // op it precedes.
     position[&op] = live.ops.size();
+    if (isa<AwaitOp>(op))
+      continue;
     live.ops.push_back(&op);
     for (OpResult r : op.getResults()) {
       if (isa<ConstantOp>(op) || viewedOperand(r))
@@ -170,11 +171,14 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
           take({}, &op, cast<AttentionOp>(op).getStatisticsBytes());
   }
 
-  // Last reads, through views: a use of a view is a use of its root.
+  // Last reads, through views: a use of a view is a use of its root. A
+  // bucket's tg.await reads it: it is being reduced (on a backend's
+  // communication stream) until the op after it.
   auto readAt = [&](unsigned buffer, int64_t at) {
     live.buffers[buffer].lastUse = std::max(live.buffers[buffer].lastUse, at);
   };
-  for (Operation *op : live.ops) {
+  for (Operation &each : block) {
+    Operation *op = &each;
     int64_t at = position[op];
     for (Value v : op->getOperands()) {
       auto it = live.slotOf.find(live.root(v));
@@ -188,13 +192,6 @@ StepLiveness StepLiveness::analyze(func::FuncOp func,
           out != live.slotOf.end())
         readAt(out->second.buffer, at);
     }
-    // A bucket is being reduced (on a backend's communication stream)
-    // until the op that waits for it.
-    if (auto waits =
-            op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
-      for (int64_t number : waits.asArrayRef())
-        if (Operation *reduce = bucketNumbered.lookup(number))
-          readAt(live.bucketOf.lookup(reduce), at);
   }
 
   SmallVector<int64_t> delta(live.ops.size() + 1, 0);

@@ -65,7 +65,8 @@ struct Slot {
 
 struct StepLiveness {
   MemoryRules rules;
-  /// The function's top-level ops in order, the terminator last.
+  /// The function's top-level ops in order, the terminator last; not the
+  /// tg.awaits, which take no time (each reads at the next op's position).
   SmallVector<Operation *> ops;
   /// In the order they are taken (by `def`).
   SmallVector<Buffer> buffers;

@@ -18,7 +18,7 @@ def SchedulePass : Pass<"tg-schedule", "func::FuncOp"> {
       tg.kernel) whose results only feed all-reduces, directly or through
       other such ops (the division of accumulated gradients, a loss-scale
       multiply), moves up to just after the op that produces its last
-      operand (to the top when it reads arguments only, as the cast of the
+      operand (the bucket's tg.await for a bucket's result) (to the top when it reads arguments only, as the cast of the
       micro-batch count does), so its gradient is ready as early as the
       backward pass allows.
     - **Buckets.** Each tg.all_reduce without a `bucket` is split into
@@ -29,15 +29,15 @@ def SchedulePass : Pass<"tg-schedule", "func::FuncOp"> {
       gradient, so its communication overlaps the rest of the backward
       pass, as PyTorch DDP's 25 MB buckets do. `bucket-bytes=0` gives each
       gradient its own bucket.
-    - **Waits.** The first op that reads a bucket's results lists the
-      bucket in `tg.waits`: there the compute stream waits for the
-      communication stream (an event). Ops before it run concurrently
-      with the reduction. A bucket nothing reads is waited for by the
+    - **Waits.** A `tg.await` of each bucket goes right before the
+      first op that reads its results: there the compute stream waits for
+      the communication stream (an event). Ops before it run concurrently
+      with the reduction. A bucket nothing reads is awaited before the
       return.
 
-    A CPU backend runs the buckets as blocking MPI calls where they stand; a
-    CUDA backend launches each on its communication stream and prints the
-    event waits from `tg.waits`.
+    A CPU backend runs the buckets as blocking MPI calls where they stand
+    and prints nothing for a tg.await; a CUDA backend launches each bucket
+    on its communication stream and prints an event wait at its tg.await.
 
     ```mlir
     // Before: one all-reduce after the backward pass
@@ -50,7 +50,9 @@ def SchedulePass : Pass<"tg-schedule", "func::FuncOp"> {
     %r2 = tg.all_reduce %gw2 {bucket = 0 : i64, reduction = #tg<reduction mean>} : ...
     %gw1 = tg.matmul %x, %d1 {transpose_lhs} : ...
     %r1 = tg.all_reduce %gw1 {bucket = 1 : i64, reduction = #tg<reduction mean>} : ...
-    %n = tg.global_norm %r1, %r2 {tg.waits = array<i64: 0, 1>} : ...
+    tg.await %r2 : ...
+    tg.await %r1 : ...
+    %n = tg.global_norm %r1, %r2 : ...
     ```
   }];
   let dependentDialects = ["::mlir::tg::TgDialect"];

@@ -1,9 +1,11 @@
-//===- Schedule.cpp - Kernel order and all-reduce buckets ---------*- C++ -*-===//
+//===- Schedule.cpp - Kernel order and all-reduce buckets ---------*- C++
+//-*-===//
 //
 // tg-schedule decides when the pieces of a step run: gradient chains move up
 // to their producers, each gradient all-reduce is cut into buckets placed
-// where their last gradient is ready, and the first reader of a bucket says
-// that it waits for it. The block order is the schedule the backends print.
+// where their last gradient is ready, and a tg.await before the first reader
+// of a bucket says where the step waits for it. The block order is the schedule
+// the backends print.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,10 +43,22 @@ bool isElementwiseWork(Operation *op) {
 // Gradient chains
 //===----------------------------------------------------------------------===//
 
+/// Where `v` may be read from: after its producer, or for a bucket's
+/// result after the bucket's tg.await.
+Operation *readyAfter(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (auto reduce = dyn_cast_or_null<AllReduceOp>(def);
+      reduce && reduce.getBucket())
+    for (Operation *user : reduce->getUsers())
+      if (isa<AwaitOp>(user))
+        return user;
+  return def;
+}
+
 /// Moves every elementwise op whose results only feed all-reduces (directly
 /// or through other such ops) to just after the producer of its last
-/// operand, or to the top when it reads arguments only. Returns how many
-/// moved.
+/// operand (a bucket's tg.await for a bucket's result), or to the top when it
+/// reads arguments only. Returns how many moved.
 unsigned hoistGradientChains(Block &block) {
   // Backwards, so a chain's later ops are decided before its earlier ones.
   DenseSet<Operation *> feeds;
@@ -88,7 +102,7 @@ unsigned hoistGradientChains(Block &block) {
       continue;
     Operation *producer = nullptr;
     for (Value v : op.getOperands()) {
-      Operation *def = v.getDefiningOp();
+      Operation *def = readyAfter(v);
       if (def && def->getBlock() == &block &&
           (!producer || position[producer] < position[def]))
         producer = def;
@@ -195,11 +209,11 @@ SmallVector<AllReduceOp> splitIntoBuckets(AllReduceOp reduce,
   return formed;
 }
 
-/// Marks the first reader of each bucket's results (or the return, when
-/// nothing reads them) with `tg.waits`.
-void markWaits(Block &block, ArrayRef<AllReduceOp> buckets) {
-  MLIRContext *ctx = block.getParentOp()->getContext();
-  DenseMap<Operation *, SmallVector<int64_t>> waits;
+/// Places each bucket's tg.await right before the first op that reads its
+/// results (before the return when nothing does); an op that reads several
+/// buckets waits for them in bucket order.
+void placeAwaits(Block &block, ArrayRef<AllReduceOp> buckets) {
+  llvm::MapVector<Operation *, SmallVector<AllReduceOp>> waitsBefore;
   for (AllReduceOp bucket : buckets) {
     Operation *first = nullptr;
     for (Operation *user : bucket->getUsers()) {
@@ -207,15 +221,15 @@ void markWaits(Block &block, ArrayRef<AllReduceOp> buckets) {
       if (top && (!first || top->isBeforeInBlock(first)))
         first = top;
     }
-    // A bucket nothing reads is waited for at the end of the step.
-    waits[first ? first : block.getTerminator()].push_back(*bucket.getBucket());
+    waitsBefore[first ? first : block.getTerminator()].push_back(bucket);
   }
-  for (auto &[op, list] : waits) {
-    if (auto old = op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kWaitsAttr))
-      list.append(old.asArrayRef().begin(), old.asArrayRef().end());
-    llvm::sort(list);
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-    op->setAttr(TgDialect::kWaitsAttr, DenseI64ArrayAttr::get(ctx, list));
+  for (auto &[reader, list] : waitsBefore) {
+    llvm::sort(list, [](AllReduceOp a, AllReduceOp b) {
+      return *a.getBucket() < *b.getBucket();
+    });
+    OpBuilder builder(reader);
+    for (AllReduceOp bucket : list)
+      AwaitOp::create(builder, bucket.getLoc(), bucket.getResults());
   }
 }
 
@@ -248,7 +262,7 @@ struct SchedulePass : public tg::impl::SchedulePassBase<SchedulePass> {
     for (AllReduceOp reduce : unbucketed)
       llvm::append_range(formed, splitIntoBuckets(reduce, bucketBytes, next));
     numBuckets += formed.size();
-    markWaits(block, formed);
+    placeAwaits(block, formed);
   }
 };
 

@@ -99,9 +99,6 @@ LogicalResult StepEmitter::flattenKernels() {
       fused.outputs.push_back(value);
       replaced[result] = value;
     }
-    // tg-schedule's waits are the kernel's first op's.
-    if (Attribute waits = kernel->getAttr(TgDialect::kWaitsAttr))
-      fused.ops.front()->setAttr(TgDialect::kWaitsAttr, waits);
     kernel.erase();
     fusedKernels.push_back(std::move(fused));
   }
@@ -238,6 +235,9 @@ LogicalResult StepEmitter::planFusion() {
       continue;
     auto span =
         reduce->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kBucketSpanAttr);
+    if (!reduce.getBucket())
+      return reduce.emitError(kBackend)
+             << ": a tg.all_reduce without a bucket; run tg-schedule first";
     if (!span)
       return reduce.emitError(kBackend)
              << ": a tg.all_reduce without tg.bucket_span; run "
@@ -333,6 +333,14 @@ LogicalResult StepEmitter::buildLaunches() {
     case StepPiece::Op:
       launches.push_back(opLaunch(p.op));
       break;
+    case StepPiece::Await: {
+      Launch l;
+      l.kind = LaunchKind::AllReduceWait;
+      l.op = cast<AwaitOp>(p.op).getBucketOp();
+      l.bucket = bucketOf.lookup(l.op);
+      launches.push_back(std::move(l));
+      break;
+    }
     case StepPiece::Layer: {
       Launch l;
       l.kind = LaunchKind::Call;

@@ -287,8 +287,6 @@ private:
   Launch kernelLaunch(const FusedKernel &kernel);
   void countFlops();
   void countTraffic();
-  // Streams.cpp: where the compute stream waits for each bucket.
-  LogicalResult placeBucketWaits();
   // MemoryPlan.cpp: tg-plan-memory's offsets, and a replay of the launches
   // over them.
   LogicalResult readPlan();

@@ -38,9 +38,9 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
     `bucket`, set by tg-schedule, makes the op one bucket of the step's
     gradient reduction: its inputs travel as one message on the
     communication stream, starting where the op stands, while the compute
-    stream goes on; the first op that reads a result waits for it (that op
-    lists the bucket in its `tg.waits`). Without `bucket` a backend runs
-    the op where it stands and waits for it at once.
+    stream goes on, until the bucket's one `tg.await` (which comes before
+    any op that reads a result). Without `bucket` a backend runs the op
+    where it stands and waits for it at once.
 
     ```mlir
     %g:2 = tg.all_reduce %g0, %g1 {reduction = #tg<reduction mean>, mesh_axis = "data"}
@@ -56,6 +56,38 @@ def Tg_AllReduceOp : Tg_Op<"all_reduce", [InferTypeOpAdaptor]> {
   let results = (outs Variadic<Tg_FloatTensor>:$results);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
   let hasVerifier = 1;
+}
+
+def Tg_AwaitOp : Tg_Op<"await"> {
+  let summary = "Where the step waits for an all-reduce bucket";
+  let description = [{
+    The event of the execution level: a bucket (a `tg.all_reduce` with
+    `bucket`) runs on the communication stream from where it stands, and
+    its `tg.await` marks where the compute stream waits for it to finish,
+    as IREE's `stream.timepoint.await` does for a timepoint. tg-schedule
+    places one right before the first op that reads the bucket (before the
+    return when nothing does). A backend whose collectives block prints
+    nothing for it.
+
+    ```mlir
+    %h:2 = tg.all_reduce %g0, %g1 {bucket = 3 : i64, reduction = #tg<reduction mean>}
+        : tensor<64x128xf32>, tensor<128xf32>
+    ...
+    tg.await %h#0, %h#1 : tensor<64x128xf32>, tensor<128xf32>
+    %w = tg.sub %p, %h#0 : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64x128xf32>
+    ```
+
+    The verifier's rules: the operands are every result of one bucket, in
+    order; nothing else in its block reads a result before it. A bucket
+    has exactly one tg.await (the `tg.all_reduce`'s rule).
+  }];
+  let arguments = (ins Variadic<Tg_FloatTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The bucket this waits for (null when the IR is not verified).
+    AllReduceOp getBucketOp();
+  }];
 }
 
 // The collectives that change a tensor's shape along one dim: the result's

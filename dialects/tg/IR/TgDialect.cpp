@@ -520,15 +520,6 @@ static std::optional<LogicalResult> verifyRecordAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
-  if (name == TgDialect::kWaitsAttr) {
-    auto buckets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!buckets || buckets.empty() ||
-        llvm::any_of(buckets.asArrayRef(), [](int64_t b) { return b < 0; }))
-      return op->emitError() << "'" << name
-                             << "' must list the all-reduce buckets the op "
-                                "waits for, as non-negative i64s";
-    return success();
-  }
   return std::nullopt;
 }
 

@@ -124,8 +124,6 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMicroBatchesAttr = "tg.micro_batches";
     /// On @train_step after tg-auto-shard: what the solver found.
     static constexpr ::llvm::StringLiteral kAutoShardAttr = "tg.auto_shard";
-    // The schedule (tg-schedule): the all-reduce buckets an op waits for.
-    static constexpr ::llvm::StringLiteral kWaitsAttr = "tg.waits";
     /// On an op: the model-file block it computes for, as the importer
     /// read it from the node's name: a repeated layer ("h.3") or a
     /// top-level module ("wte", "ln_f"). Passes that build ops for an op

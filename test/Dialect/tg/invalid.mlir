@@ -1659,9 +1659,47 @@ func.func @all_reduce_bucket_is_not_negative(%g: tensor<4xf32>) {
 
 // -----
 
-func.func @waits_lists_buckets(%g: tensor<4xf32>) {
-  // expected-error @+1 {{'tg.waits' must list the all-reduce buckets the op waits for, as non-negative i64s}}
-  %0 = tg.neg %g {tg.waits = array<i64: -2>} : tensor<4xf32>
+func.func @await_needs_a_bucket(%g: tensor<4xf32>) {
+  %r = tg.all_reduce %g : tensor<4xf32>
+  // expected-error @+1 {{'tg.await' op must wait for the results of a tg.all_reduce bucket (one with `bucket`)}}
+  tg.await %r : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @await_names_every_result(%g: tensor<4xf32>, %h: tensor<8xf32>) {
+  %r:2 = tg.all_reduce %g, %h {bucket = 0 : i64} : tensor<4xf32>, tensor<8xf32>
+  // expected-error @+1 {{'tg.await' op must name every result of bucket 0, in order (2)}}
+  tg.await %r#1, %r#0 : tensor<8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @await_before_readers(%g: tensor<4xf32>) -> tensor<4xf32> {
+  %r = tg.all_reduce %g {bucket = 3 : i64} : tensor<4xf32>
+  %n = tg.neg %r : tensor<4xf32>
+  // expected-error @+1 {{'tg.await' op comes after 'tg.neg', which reads bucket 3 before the step waits for it}}
+  tg.await %r : tensor<4xf32>
+  return %n : tensor<4xf32>
+}
+
+// -----
+
+func.func @bucket_awaited_once(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op is bucket 1, which no tg.await waits for; a bucket has exactly one (tg-schedule places it)}}
+  %r = tg.all_reduce %g {bucket = 1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bucket_awaited_twice(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'tg.all_reduce' op is bucket 1, which several tg.await wait for; a bucket has exactly one (tg-schedule places it)}}
+  %r = tg.all_reduce %g {bucket = 1 : i64} : tensor<4xf32>
+  tg.await %r : tensor<4xf32>
+  tg.await %r : tensor<4xf32>
   return
 }
 

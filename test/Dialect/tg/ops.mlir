@@ -637,12 +637,14 @@ func.func @optimizer_kind_spellings(%p: tensor<4xf32>, %lr: tensor<f32>, %step: 
 // CHECK: %{{.+}}:2 = tg.all_reduce %[[A]], %[[B]] {reduction = #tg<reduction mean>} : tensor<64x10xf32>, tensor<10xbf16>
 // CHECK: tg.all_reduce %[[A]] {mesh_axis = "tensor"} : tensor<64x10xf32>
 // CHECK: %[[R:.+]] = tg.all_reduce %[[A]] {bucket = 2 : i64} : tensor<64x10xf32>
-// CHECK: tg.neg %[[R]] {tg.waits = array<i64: 2>} : tensor<64x10xf32>
+// CHECK: tg.await %[[R]] : tensor<64x10xf32>
+// CHECK: tg.neg %[[R]] : tensor<64x10xf32>
 func.func @all_reduce_keeps_each_input_type(%a: tensor<64x10xf32>, %b: tensor<10xbf16>) {
   %0:2 = tg.all_reduce %a, %b {reduction = #tg<reduction mean>} : tensor<64x10xf32>, tensor<10xbf16>
   %1 = tg.all_reduce %a {reduction = #tg<reduction sum>, mesh_axis = "tensor"} : tensor<64x10xf32>
   %2 = tg.all_reduce %a {bucket = 2 : i64} : tensor<64x10xf32>
-  %3 = tg.neg %2 {tg.waits = array<i64: 2>} : tensor<64x10xf32>
+  tg.await %2 : tensor<64x10xf32>
+  %3 = tg.neg %2 : tensor<64x10xf32>
   return
 }
 

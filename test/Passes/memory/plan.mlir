@@ -70,7 +70,8 @@ func.func @bucket(%x: tensor<64xf32>, %y: tensor<32xf32>) -> (tensor<64xf32>, te
   %b = tg.exp %y : tensor<32xf32>
   %r:2 = tg.all_reduce %a, %b {bucket = 0 : i64, reduction = #tg<reduction sum>} : tensor<64xf32>, tensor<32xf32>
   %late = tg.abs %b : tensor<32xf32>
-  %w = tg.neg %r#0 {tg.waits = array<i64: 0>} : tensor<64xf32>
+  tg.await %r#0, %r#1 : tensor<64xf32>, tensor<32xf32>
+  %w = tg.neg %r#0 : tensor<64xf32>
   return %w, %r#1, %late : tensor<64xf32>, tensor<32xf32>, tensor<32xf32>
 }
 

@@ -41,6 +41,7 @@ func.func @no_bucket_span(%x: tensor<256xf32>) -> tensor<256xf32> attributes {tg
   %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<256xf32>
   // expected-error @+1 {{tg-verify-memory: no tg.bucket_span of 1024 bytes for its bucket}}
   %r = tg.all_reduce %a {bucket = 0 : i64, tg.offsets = array<i64: 0>} : tensor<256xf32>
+  tg.await %r : tensor<256xf32>
   return %r : tensor<256xf32>
 }
 
@@ -52,5 +53,20 @@ func.func @outside_bucket(%x: tensor<256xf32>) -> tensor<256xf32> attributes {tg
   // expected-error @+1 {{tg-verify-memory: result 0 is planned at 0, not at byte 0 of its all-reduce bucket at 1024}}
   %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<256xf32>
   %r = tg.all_reduce %a {bucket = 0 : i64, tg.bucket_span = array<i64: 1024, 1024>, tg.offsets = array<i64: 1024>} : tensor<256xf32>
+  tg.await %r : tensor<256xf32>
   return %r : tensor<256xf32>
+}
+
+// -----
+
+// A bucket is being reduced until its tg.await, though nothing reads its
+// result before: an op between them may not take its bytes.
+func.func @bucket_until_await(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>) attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64} {
+  %a = tg.exp %x {tg.offsets = array<i64: 0>} : tensor<256xf32>
+  // expected-note @+1 {{the other buffer}}
+  %r = tg.all_reduce %a {bucket = 0 : i64, tg.bucket_span = array<i64: 0, 1024>, tg.offsets = array<i64: -1>, tg.views = array<i64: 0>} : tensor<256xf32>
+  // expected-error @+1 {{tg-verify-memory: this op's bytes [0, 1024) overlap those of a buffer live at the same time, at [0, 1024)}}
+  %b = tg.neg %x {tg.offsets = array<i64: 0>} : tensor<256xf32>
+  tg.await %r : tensor<256xf32>
+  return %r, %b : tensor<256xf32>, tensor<256xf32>
 }

@@ -9,7 +9,8 @@
 // CHECK:       %[[G1:.+]] = tg.exp %arg0
 // CHECK-NEXT:  %[[R:.+]]:2 = tg.all_reduce %[[G2]], %[[G1]] {bucket = 0 : i64, reduction = #tg<reduction mean>}
 // CHECK-NEXT:  tg.tanh %arg2
-// CHECK:       tg.add %[[R]]#1, %[[R]]#0 {tg.waits = array<i64: 0>}
+// CHECK:       tg.await %[[R]]#0, %[[R]]#1 :
+// CHECK-NEXT:  tg.add %[[R]]#1, %[[R]]#0 :
 
 // bucket-bytes=0: each gradient is its own bucket, reduced as soon as it is
 // produced, in the order they are produced.
@@ -18,7 +19,9 @@
 // EACH-NEXT:  %[[R0:.+]] = tg.all_reduce %[[G2]] {bucket = 0 : i64
 // EACH-NEXT:  %[[G1:.+]] = tg.exp %arg0
 // EACH-NEXT:  %[[R1:.+]] = tg.all_reduce %[[G1]] {bucket = 1 : i64
-// EACH:       tg.add %[[R1]], %[[R0]] {tg.waits = array<i64: 0, 1>}
+// EACH:       tg.await %[[R0]] :
+// EACH-NEXT:  tg.await %[[R1]] :
+// EACH-NEXT:  tg.add %[[R1]], %[[R0]] :
 func.func @one_bucket_after_last_gradient(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>, %c: tensor<32x32xf32>) -> tensor<32x32xf32> {
   %g2 = tg.neg %b : tensor<32x32xf32>
   %g1 = tg.exp %a : tensor<32x32xf32>
@@ -52,7 +55,9 @@ func.func @buckets_close_at_the_cap(%a: tensor<4096x1024xf32>) -> (tensor<4096x1
 // CHECK-LABEL: func.func @element_types_split_buckets
 // CHECK:       tg.all_reduce %{{.+}} {bucket = 0 : i64{{.*}} : tensor<8xf32>
 // CHECK:       tg.all_reduce %{{.+}} {bucket = 1 : i64{{.*}} : tensor<8xbf16>
-// CHECK:       return {{.*}}tg.waits = array<i64: 0, 1>
+// CHECK:       tg.await %[[F:.+]] : tensor<8xf32>
+// CHECK-NEXT:  tg.await %[[B:.+]] : tensor<8xbf16>
+// CHECK-NEXT:  return %[[F]], %[[B]] :
 func.func @element_types_split_buckets(%a: tensor<8xf32>, %b: tensor<8xbf16>) -> (tensor<8xf32>, tensor<8xbf16>) {
   %g0 = tg.neg %a : tensor<8xf32>
   %g1 = tg.neg %b : tensor<8xbf16>
@@ -69,6 +74,7 @@ func.func @element_types_split_buckets(%a: tensor<8xf32>, %b: tensor<8xbf16>) ->
 // CHECK:       tg.all_reduce %{{.+}} {bucket = 4 : i64
 func.func @existing_buckets_kept(%a: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %r0 = tg.all_reduce %a {bucket = 3 : i64} : tensor<8xf32>
+  tg.await %r0 : tensor<8xf32>
   %g = tg.neg %r0 : tensor<8xf32>
   %r1 = tg.all_reduce %g : tensor<8xf32>
   return %r0, %r1 : tensor<8xf32>, tensor<8xf32>
