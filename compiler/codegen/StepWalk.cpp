@@ -26,7 +26,7 @@ StepPiece mlir::tg::stepPieceOf(Operation *op) {
 
 FailureOr<int64_t> mlir::tg::plannedArenaBytes(func::FuncOp func,
                                                StringRef backend) {
-  auto arena = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+  auto arena = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
   if (!arena)
     return func.emitError(backend)
            << ": @" << func.getName()
@@ -37,7 +37,7 @@ FailureOr<int64_t> mlir::tg::plannedArenaBytes(func::FuncOp func,
       return op.emitError(backend)
              << ": no arena offsets (tg.offsets): the memory plan is stale; "
                 "run tg-plan-memory last";
-  return arena.getInt();
+  return arena.getBytes();
 }
 
 LogicalResult mlir::tg::walkStep(

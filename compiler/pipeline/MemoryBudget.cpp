@@ -75,9 +75,8 @@ LogicalResult mlir::tg::runTrainingPipeline(
     if (failed(run(*copy, o, start, Phase::Memory)))
       return failure();
     auto step = copy->lookupSymbol<func::FuncOp>("train_step");
-    auto peak =
-        step ? step->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr)
-             : IntegerAttr();
+    auto peak = step ? step->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr)
+                     : ArenaAttr();
     if (!peak)
       return emitError(module.getLoc(),
                        "--memory-budget needs @train_step and its plan");
@@ -95,7 +94,7 @@ LogicalResult mlir::tg::runTrainingPipeline(
         fullest = std::max(fullest, m.slots + m.arena);
       return Try{fullest, remat};
     }
-    return Try{peak.getInt(), remat};
+    return Try{peak.getBytes(), remat};
   };
 
   // Nothing recomputed: the activation budget of everything the backward

@@ -176,13 +176,13 @@ mlir::tg::stageMemoryOf(ModuleOp module) {
             m.sums += bytes, ++m.numSums;
         }
       }
-      auto bytes = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+      auto bytes = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
       if (!bytes)
         return fail("@" + func.getSymName() +
                     " has no memory plan (run tg-plan-memory)");
       StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
-      if (bytes.getInt() > m.arena) {
-        m.arena = bytes.getInt();
+      if (bytes.getBytes() > m.arena) {
+        m.arena = bytes.getBytes();
         m.largest = func.getSymName();
       }
       m.arenaBound = std::max(m.arenaBound, live.liveBound);
@@ -278,12 +278,12 @@ LogicalResult mlir::tg::printMemoryReport(ModuleOp module,
     auto func = module.lookupSymbol<func::FuncOp>(fn);
     if (!func)
       continue;
-    auto arena = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+    auto arena = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
     if (!arena)
       return func.emitError("--report=memory: @")
              << fn << " has no memory plan (run tg-plan-memory)";
     StepLiveness live = StepLiveness::analyze(func, MemoryRules::of(func));
-    int64_t peak = arena.getInt();
+    int64_t peak = arena.getBytes();
     os << llvm::formatv("\n@{0}: arena {1} at its peak, lower bound {2} "
                         "(the most bytes live at once): {3:f3}x\n",
                         fn, formatBytes(peak), formatBytes(live.liveBound),
@@ -352,14 +352,14 @@ mlir::tg::writeMemoryPlot(ModuleOp module,
   };
   SmallVector<Curve> curves;
   StepLiveness live;
-  IntegerAttr arena;
+  ArenaAttr arena;
   SmallVector<std::pair<std::string, ModuleOp>> all{{"", module}};
   all.append(others.begin(), others.end());
   for (auto [label, m] : all) {
     auto func = m.lookupSymbol<func::FuncOp>("train_step");
     if (!func)
       return m.emitError("--report-plot: the module has no @train_step");
-    auto planned = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+    auto planned = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
     if (!planned)
       return func.emitError("--report-plot: @train_step has no memory plan "
                             "(run tg-plan-memory)");
@@ -371,9 +371,9 @@ mlir::tg::writeMemoryPlot(ModuleOp module,
       name = "remat " + (policy ? policy.getValue().str() : "none");
     }
     curves.push_back(
-        {name + ": peak " + formatBytes(planned.getInt()),
+        {name + ": peak " + formatBytes(planned.getBytes()),
          SmallVector<int64_t>(l.liveBytes.begin(), l.liveBytes.end()),
-         planned.getInt()});
+         planned.getBytes()});
     if (m == module) {
       live = std::move(l);
       arena = planned;
@@ -454,8 +454,8 @@ mlir::tg::writeMemoryPlot(ModuleOp module,
                         left, y(bytes), width - right, color, width - right - 4,
                         y(bytes) + labelShift, label);
   };
-  level(arena.getInt(), "#d62728",
-        ("arena peak " + formatBytes(arena.getInt())), -4);
+  level(arena.getBytes(), "#d62728",
+        ("arena peak " + formatBytes(arena.getBytes())), -4);
   level(live.liveBound, "#2ca02c",
         ("lower bound " + formatBytes(live.liveBound)), 14);
   os << "</svg>\n";

@@ -100,8 +100,8 @@ FailureOr<int64_t> mlir::tg::chooseMicroBatch(
           // The executable's one arena serves every step function.
           for (auto fn : m->getOps<func::FuncOp>())
             if (auto arena =
-                    fn->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
-              result = std::max(result.value_or(0), arena.getInt() + args);
+                    fn->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr))
+              result = std::max(result.value_or(0), arena.getBytes() + args);
         }
       }
     }

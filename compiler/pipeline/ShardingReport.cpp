@@ -385,7 +385,7 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
   SmallVector<int64_t> arena(p, 0);
   auto addArena = [&](func::FuncOp func, ArrayRef<StageShares> shares,
                       const StageActivations &acts) {
-    auto bytes = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+    auto bytes = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
     if (!bytes)
       return;
     // Each stage's peak of live bytes over the step (a value's bytes go
@@ -429,7 +429,7 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
         live[s] += d[s];
         peak[s] = std::max(peak[s], live[s]);
       }
-    double scale = peak[p] > 0 ? (double)bytes.getInt() / peak[p] : 1.0;
+    double scale = peak[p] > 0 ? (double)bytes.getBytes() / peak[p] : 1.0;
     for (int64_t s = 0; s < p; ++s)
       arena[s] = std::max(
           arena[s], (int64_t)std::ceil(
@@ -657,8 +657,8 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
   for (Type t : step.getArgumentTypes())
     if (isa<RankedTensorType>(t))
       plan.argumentBytes += tensorBytes(t);
-  if (auto arena = step->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
-    plan.arenaBytes = arena.getInt();
+  if (auto arena = step->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr))
+    plan.arenaBytes = arena.getBytes();
   // With gradient accumulation a step is @train_step on the last
   // micro-batch (its gradient sync, clipping and update once per step)
   // and @forward_backward on the others.
@@ -669,8 +669,8 @@ PlanEstimate mlir::tg::estimatePlan(ModuleOp module, const CostModel &cost,
     addFunction(plan, fb, cost, plan.microBatches - 1,
                 /*listCollectives=*/false);
     // The functions share one arena, as large as the larger peak.
-    if (auto arena = fb->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
-      plan.arenaBytes = std::max(plan.arenaBytes, arena.getInt());
+    if (auto arena = fb->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr))
+      plan.arenaBytes = std::max(plan.arenaBytes, arena.getBytes());
   }
   return plan;
 }

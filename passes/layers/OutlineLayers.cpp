@@ -357,7 +357,7 @@ struct OutlineLayersPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr(TgDialect::kArenaBytesAttr) &&
+      if (func->hasAttr(TgDialect::kArenaAttr) &&
           !func->hasAttr(TgDialect::kLayerBodyAttr) &&
           func.getBody().hasOneBlock())
         funcs.push_back(func);

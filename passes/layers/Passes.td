@@ -15,7 +15,7 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
     layers share code, so that the backend prints each distinct body once
     and the compiler's time stops growing with the depth.
 
-    - **Runs.** In each planned function (`tg.arena_bytes`), the
+    - **Runs.** In each planned function (`tg.arena`), the
       consecutive ops of one layer (their `tg.layer`, a repeated layer
       such as `h.3`; an optimizer update by its parameter's name) form a
       run: a

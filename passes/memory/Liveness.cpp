@@ -15,8 +15,8 @@ using namespace mlir::tg;
 
 MemoryRules MemoryRules::of(func::FuncOp func) {
   MemoryRules rules;
-  if (auto a = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaAlignmentAttr))
-    rules.alignment = a.getInt();
+  if (auto arena = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr))
+    rules.alignment = arena.getAlignment();
   func.walk([&](AttentionOp op) {
     if (op->hasAttr(TgDialect::kScratchAttr))
       rules.attentionStatistics = true;

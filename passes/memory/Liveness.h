@@ -29,7 +29,7 @@ struct MemoryRules {
   bool attentionStatistics = false;
 
   /// The rules a planned function was planned with (its
-  /// tg.arena_alignment, and whether an attention holds tg.scratch).
+  /// #tg.arena's alignment, and whether an attention holds tg.scratch).
   static MemoryRules of(func::FuncOp func);
 };
 

@@ -39,13 +39,15 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
     offset, or -1 for a view or a constant) and, where a result views an
     operand, `tg.views` (per result, the operand it shares, or -1); on each
     all-reduce `tg.bucket_span` and on each attention that keeps statistics
-    `tg.scratch` (`[offset, bytes]`); on the function `tg.arena_bytes` (the
-    peak), `tg.live_bytes` (the bound) and `tg.arena_alignment`.
+    `tg.scratch` (`[offset, bytes]`); on the function `tg.arena`, a
+    `#tg.arena` of the peak (`bytes`), the bound (`live`) and the
+    `alignment`. The dialect checks each offset against it (aligned, and
+    inside the arena).
 
     ```mlir
     // After
     func.func @f(%x: tensor<8x64xf32>, %w: tensor<64x64xf32>) -> tensor<f32>
-        attributes {tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64} {
+        attributes {tg.arena = #tg.arena<bytes = 4096, live = 4096, alignment = 64>} {
       %h = tg.matmul %x, %w {tg.offsets = array<i64: 0>} : ...
       %r = tg.reshape %h {tg.offsets = array<i64: -1>, tg.views = array<i64: 0>} : ...
       %l = tg.reduce_sum %r {tg.offsets = array<i64: 2048>} : ...
@@ -73,8 +75,8 @@ def VerifyMemoryPass : Pass<"tg-verify-memory", "func::FuncOp"> {
   let summary = "Checks that no two buffers live at once share arena bytes";
   let description = [{
     Reads the plan tg-plan-memory wrote and fails, naming both ops, when two
-    buffers whose lives overlap overlap in the arena, when a buffer ends
-    past `tg.arena_bytes`, when an op that owns memory has no offset, or
+    buffers whose lives overlap overlap in the arena, when a buffer (with
+    its padding) ends past the arena, when an op that owns memory has no offset, or
     when a bucket's gradients do not lie side by side in its span. It
     recomputes the lives from the IR, so it also catches a plan that a later
     pass made stale.

@@ -81,12 +81,9 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (anyView)
         op->setAttr(TgDialect::kViewsAttr, builder.getDenseI64ArrayAttr(views));
     }
-    func->setAttr(TgDialect::kArenaBytesAttr,
-                  builder.getI64IntegerAttr(placement.peak));
-    func->setAttr(TgDialect::kLiveBytesAttr,
-                  builder.getI64IntegerAttr(live.liveBound));
-    func->setAttr(TgDialect::kArenaAlignmentAttr,
-                  builder.getI64IntegerAttr(alignment));
+    func->setAttr(TgDialect::kArenaAttr,
+                  ArenaAttr::get(builder.getContext(), placement.peak,
+                                 live.liveBound, alignment));
   }
 };
 

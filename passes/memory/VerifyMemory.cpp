@@ -32,13 +32,13 @@ struct VerifyMemoryPass
     func::FuncOp func = getOperation();
     if (!func.getBody().hasOneBlock())
       return;
-    auto arenaAttr = func->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr);
+    auto arenaAttr = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
     if (!arenaAttr) {
       func.emitError("tg-verify-memory: @")
           << func.getName() << " has no memory plan (run tg-plan-memory)";
       return signalPassFailure();
     }
-    int64_t arenaBytes = arenaAttr.getInt();
+    int64_t arenaBytes = arenaAttr.getBytes();
     MemoryRules rules = MemoryRules::of(func);
     StepLiveness live = StepLiveness::analyze(func, rules);
 

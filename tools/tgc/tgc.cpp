@@ -1577,10 +1577,10 @@ void PassRun::recordPeakBeforeRemat(const RematCurves &others) {
                   : others.front().second.get().lookupSymbol<func::FuncOp>(
                         "train_step");
   if (remat && none && !remat.get("peak_before"))
-    if (auto peak =
-            none->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr)) {
+    if (auto peak = none->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr)) {
       NamedAttrList info(remat);
-      info.set("peak_before", peak);
+      info.set("peak_before", IntegerAttr::get(IntegerType::get(&context, 64),
+                                               peak.getBytes()));
       step->setAttr(TgDialect::kRematAttr, info.getDictionary(&context));
     }
 }

@@ -1,6 +1,7 @@
 //===- TgAttrs.td - tg dialect attributes ------------------*- tablegen -*-===//
 //
-// Attributes of the tg dialect: parameter initializers and shardings.
+// Attributes of the tg dialect: parameter initializers, shardings and the
+// memory plan's arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +116,30 @@ def Tg_InitializerAttr : AttrDef<Tg_Dialect, "Initializer"> {
   let assemblyFormat = [{
     `<` $kind (`,` struct($mean, $std, $low, $high, $gain, $value, $file, $key)^)? `>`
   }];
+  let genVerifyDecl = 1;
+}
+
+def Tg_ArenaAttr : AttrDef<Tg_Dialect, "Arena"> {
+  let mnemonic = "arena";
+  let summary = "A function's memory plan: one arena, its peak and alignment";
+  let description = [{
+    tg-plan-memory places every buffer a function computes at an offset in
+    one arena, which the backends allocate once: `bytes` is the arena's size
+    (the plan's peak), `live` the most bytes live at once (a lower bound on
+    any plan's peak, so `live <= bytes`), `alignment` the power of two every
+    offset is a multiple of (64 for the C++ backend's vector loops, 256 for
+    cuBLASLt's fastest kernels). On a planned function it is `tg.arena`;
+    the offsets of its ops (`tg.offsets`, `tg.bucket_span`, `tg.scratch`)
+    are checked against it: aligned, and their bytes inside.
+
+    ```mlir
+    func.func @train_step(...) attributes {
+        tg.arena = #tg.arena<bytes = 4096, live = 3072, alignment = 64>}
+    ```
+  }];
+  let parameters = (ins "int64_t":$bytes, "int64_t":$live,
+                        "int64_t":$alignment);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 

@@ -376,8 +376,41 @@ verifyPipelineAttribute(Operation *op, NamedAttribute attr) {
   return std::nullopt;
 }
 
+LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t bytes, int64_t live,
+                                int64_t alignment) {
+  if (live < 0 || live > bytes)
+    return emitError() << "#tg.arena needs 0 <= live <= bytes, got live = "
+                       << live << ", bytes = " << bytes;
+  if (alignment <= 0 || !llvm::isPowerOf2_64(alignment))
+    return emitError() << "#tg.arena needs a power-of-two alignment, got "
+                       << alignment;
+  return success();
+}
+
+/// Bytes [offset, offset + bytes) that `attr` of `op` places in the arena
+/// of its function (when it has one): aligned as it says, and inside.
+static LogicalResult checkInArena(Operation *op, StringRef attr, int64_t offset,
+                                  int64_t bytes) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto arena =
+      func ? func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr) : nullptr;
+  if (!arena)
+    return success();
+  if (offset % arena.getAlignment() != 0)
+    return op->emitError() << "'" << attr << "' places bytes at " << offset
+                           << ", not a multiple of the arena's alignment ("
+                           << arena.getAlignment() << ")";
+  if (offset + bytes > arena.getBytes())
+    return op->emitError() << "'" << attr << "' places bytes [" << offset
+                           << ", " << offset + bytes
+                           << ") outside the arena of " << arena.getBytes()
+                           << " bytes";
+  return success();
+}
+
 /// The memory plan (tg-plan-memory, tg-outline-layers): offsets, views, slots,
-/// arena sizes, spans. Nothing for an attribute of another kind.
+/// the arena, spans. Nothing for an attribute of another kind.
 static std::optional<LogicalResult>
 verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -412,22 +445,18 @@ verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
                                    : name == TgDialect::kSlotsAttr
                                        ? ", which is no slot or -1"
                                        : ", which is no offset or -1");
+    if (name == TgDialect::kOffsetsAttr)
+      for (auto [offset, result] :
+           llvm::zip(values.asArrayRef(), op->getResults()))
+        if (offset >= 0 && failed(checkInArena(op, name, offset,
+                                               tensorBytes(result.getType()))))
+          return failure();
     return success();
   }
-  if (name == TgDialect::kArenaBytesAttr || name == TgDialect::kLiveBytesAttr) {
-    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() < 0)
-      return op->emitError() << "'" << name
-                             << "' must be a byte count on a function";
-    return success();
-  }
-  if (name == TgDialect::kArenaAlignmentAttr) {
-    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!isa<func::FuncOp>(op) || !bytes || bytes.getInt() <= 0 ||
-        !llvm::isPowerOf2_64(bytes.getInt()))
-      return op->emitError() << "'" << name
-                             << "' must be a power-of-two byte count on a "
-                                "function";
+  if (name == TgDialect::kArenaAttr) {
+    if (!isa<func::FuncOp>(op) || !isa<ArenaAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a #tg.arena on a function";
     return success();
   }
   if (name == TgDialect::kBucketSpanAttr || name == TgDialect::kScratchAttr) {
@@ -441,7 +470,7 @@ verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
              << "'" << name << "' must be [offset, bytes] in the arena on a "
              << (name == TgDialect::kBucketSpanAttr ? "tg.all_reduce"
                                                     : "tg.attention");
-    return success();
+    return checkInArena(op, name, span[0], span[1]);
   }
   return std::nullopt;
 }

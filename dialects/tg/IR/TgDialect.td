@@ -54,8 +54,8 @@ def Tg_Dialect : Dialect {
     `tgc --compile-from` reads.
     The memory plan (tg-plan-memory): op attributes `tg.offsets` (per
     result, its arena offset or -1) and `tg.views` (per result, the operand
-    whose buffer it shares or -1); function attributes `tg.arena_bytes` and
-    `tg.live_bytes` (the peak and its lower bound).
+    whose buffer it shares or -1); the function attribute `tg.arena`
+    (`#tg.arena`: the peak, its lower bound and the alignment).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -112,9 +112,7 @@ def Tg_Dialect : Dialect {
     // The memory plan (tg-plan-memory).
     static constexpr ::llvm::StringLiteral kOffsetsAttr = "tg.offsets";
     static constexpr ::llvm::StringLiteral kViewsAttr = "tg.views";
-    static constexpr ::llvm::StringLiteral kArenaBytesAttr = "tg.arena_bytes";
-    static constexpr ::llvm::StringLiteral kLiveBytesAttr = "tg.live_bytes";
-    static constexpr ::llvm::StringLiteral kArenaAlignmentAttr = "tg.arena_alignment";
+    static constexpr ::llvm::StringLiteral kArenaAttr = "tg.arena";
     static constexpr ::llvm::StringLiteral kBucketSpanAttr = "tg.bucket_span";
     static constexpr ::llvm::StringLiteral kScratchAttr = "tg.scratch";
     // What tg-remat chose, for the memory report.

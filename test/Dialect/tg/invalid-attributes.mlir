@@ -103,16 +103,49 @@ func.func @slot_below_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{'tg.arena_bytes' must be a byte count on a function}}
-func.func @negative_arena() attributes {tg.arena_bytes = -1 : i64} {
+// expected-error @+1 {{'tg.arena' must be a #tg.arena on a function}}
+func.func @arena_is_typed() attributes {tg.arena = 4096 : i64} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{'tg.arena_alignment' must be a power-of-two byte count on a function}}
-func.func @alignment_not_a_power_of_two() attributes {tg.arena_alignment = 48 : i64} {
+// expected-error @+1 {{#tg.arena needs 0 <= live <= bytes, got live = 5000, bytes = 4096}}
+func.func @live_above_peak() attributes {tg.arena = #tg.arena<bytes = 4096, live = 5000, alignment = 64>} {
   return
+}
+
+// -----
+
+// expected-error @+1 {{#tg.arena needs a power-of-two alignment, got 48}}
+func.func @alignment_not_a_power_of_two() attributes {tg.arena = #tg.arena<bytes = 4096, live = 0, alignment = 48>} {
+  return
+}
+
+// -----
+
+// A result's bytes past the end of its function's arena.
+func.func @offset_outside_arena(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena = #tg.arena<bytes = 2048, live = 2048, alignment = 64>} {
+  // expected-error @+1 {{'tg.offsets' places bytes [64, 2112) outside the arena of 2048 bytes}}
+  %a = tg.exp %x {tg.offsets = array<i64: 64>} : tensor<8x64xf32>
+  return %a : tensor<8x64xf32>
+}
+
+// -----
+
+func.func @offset_misaligned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.arena = #tg.arena<bytes = 2048, live = 16, alignment = 256>} {
+  // expected-error @+1 {{'tg.offsets' places bytes at 64, not a multiple of the arena's alignment (256)}}
+  %a = tg.exp %x {tg.offsets = array<i64: 64>} : tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+func.func @span_outside_arena(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.arena = #tg.arena<bytes = 1024, live = 1024, alignment = 64>} {
+  // expected-error @+1 {{'tg.bucket_span' places bytes [512, 1536) outside the arena of 1024 bytes}}
+  %r = tg.all_reduce %x {bucket = 0 : i64, tg.bucket_span = array<i64: 512, 1024>} : tensor<4xf32>
+  tg.await %r : tensor<4xf32>
+  return %r : tensor<4xf32>
 }
 
 // -----

@@ -8,5 +8,5 @@ import sys
 arena = json.loads(open(sys.argv[1]).readline())["arena_bytes"]
 text = open(sys.argv[2]).read()
 step = text[text.index("func.func @train_step"):]
-planned = int(re.search(r"tg\.arena_bytes = (\d+)", step).group(1))
+planned = int(re.search(r"tg\.arena = #tg\.arena<bytes = (\d+)", step).group(1))
 print("arena equals the plan" if arena == planned else "DIFFERENT", arena, planned)

@@ -7,7 +7,7 @@
 // the reshape views its operand; constants and arguments need no arena.
 // The peak meets the lower bound.
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME:  attributes {tg.arena_alignment = 64 : i64, tg.arena_bytes = 4096 : i64, tg.live_bytes = 4096 : i64}
+// CHECK-SAME:  attributes {tg.arena = #tg.arena<bytes = 4096, live = 4096, alignment = 64>}
 // CHECK:       tg.constant {{.*}}: tensor<f32>
 // CHECK-NOT:   tg.offsets
 // CHECK:       tg.mul {{.*}} {tg.offsets = array<i64: 0>}
@@ -28,7 +28,7 @@ func.func @chain(%x: tensor<8x64xf32>) -> tensor<512xf32> {
 // A value read late keeps its block; buffers whose lives do not overlap
 // share bytes, and the plan is placed by size when that is tighter.
 // CHECK-LABEL: func.func @long_life
-// CHECK-SAME:  tg.arena_bytes = 6144 : i64, tg.live_bytes = 6144 : i64
+// CHECK-SAME:  tg.arena = #tg.arena<bytes = 6144, live = 6144, alignment = 64>
 func.func @long_life(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %a = tg.exp %x : tensor<8x64xf32>
   %b = tg.neg %x : tensor<8x64xf32>
@@ -63,7 +63,7 @@ func.func @in_place(%p: tensor<64xf32>, %g: tensor<64xf32>, %lr: tensor<f32>, %s
 // CHECK:       %[[A:.+]] = tg.neg %arg0 {tg.offsets = array<i64: [[A_AT:[0-9]+]]>}
 // CHECK:       tg.all_reduce %[[A]], %{{.+}} {bucket = 0 : i64, tg.bucket_span = array<i64: [[A_AT]], 384>, tg.offsets = array<i64: -1, {{[0-9]+}}>, tg.views = array<i64: 0, -1>}
 // CUDA-LABEL: func.func @bucket
-// CUDA-SAME:  tg.arena_alignment = 256 : i64
+// CUDA-SAME:  alignment = 256>
 // CUDA:       tg.all_reduce {{.*}}tg.bucket_span = array<i64: {{[0-9]+}}, 512>
 func.func @bucket(%x: tensor<64xf32>, %y: tensor<32xf32>) -> (tensor<64xf32>, tensor<32xf32>, tensor<32xf32>) {
   %a = tg.neg %x : tensor<64xf32>

@@ -51,9 +51,8 @@ struct PlanSearchTest : ::testing::Test {
                                               Phase::Memory, noConfiguration)));
     int64_t arena = 0;
     for (auto fn : m->getOps<func::FuncOp>())
-      if (auto bytes =
-              fn->getAttrOfType<IntegerAttr>(TgDialect::kArenaBytesAttr))
-        arena = std::max(arena, bytes.getInt());
+      if (auto bytes = fn->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr))
+        arena = std::max(arena, bytes.getBytes());
     return arena + argumentBytes(*m);
   }
 
