@@ -146,7 +146,7 @@ LogicalResult StepEmitter::planLaunches() {
     return func.emitError(kBackend)
            << ": @" << func.getName() << " must have a single block";
   return success(succeeded(checkTypes()) && succeeded(readPlan()) &&
-                 succeeded(flattenKernels()) && succeeded(planFusion()) &&
+                 succeeded(readKernels()) && succeeded(planFusion()) &&
                  succeeded(buildLaunches()));
 }
 
@@ -370,14 +370,10 @@ static void emitProgram(llvm::raw_ostream &os, const StepEmitter &e,
 /// The program: into `os` as one file, or, with `units`, its layer bodies
 /// as units of their own (each with the generated kernels it launches) and
 /// `os` the rest, which declares them.
-static LogicalResult emitProgram(ModuleOp original, llvm::raw_ostream &os,
+static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
                                  const CudaEmitOptions &options,
                                  CudaEmitSummary *summary,
                                  std::vector<CudaUnit> *units) {
-  // The step emitters flatten tg.kernel ops into their functions: a copy,
-  // so the caller's module keeps them.
-  OwningOpRef<ModuleOp> copy(original.clone());
-  ModuleOp module = *copy;
   auto analyzed = StepSignature::analyze(module, kBackend);
   if (failed(analyzed))
     return failure();

@@ -170,9 +170,13 @@ namespace {
 /// slice at the remapped one), down to loads of the kernel's parameters.
 class KernelBody {
 public:
+  /// `flat` gives the value of the step a value of a kernel's body stands
+  /// for (StepEmitter::flat).
   KernelBody(ArrayRef<Operation *> tree,
-             const DenseMap<Value, std::string> &params)
-      : inside(tree.begin(), tree.end()), params(params) {}
+             const DenseMap<Value, std::string> &params,
+             std::function<Value(Value)> flat)
+      : inside(tree.begin(), tree.end()), params(params),
+        flat(std::move(flat)) {}
 
   /// A local holding `v` at linear index `idx` (in `v`'s shape), in the
   /// math type of its element type.
@@ -195,6 +199,7 @@ private:
 
   llvm::SmallPtrSet<Operation *, 8> inside;
   const DenseMap<Value, std::string> &params;
+  std::function<Value(Value)> flat;
   std::map<std::pair<const void *, std::string>, std::string> memo;
   unsigned counter = 0;
 };
@@ -237,6 +242,7 @@ std::string ravel(ArrayRef<std::string> dims, ArrayRef<int64_t> shape) {
 }
 
 FailureOr<std::string> KernelBody::value(Value v, const std::string &idx) {
+  v = flat(v);
   auto key = std::make_pair(v.getAsOpaquePointer(), idx);
   if (auto it = memo.find(key); it != memo.end())
     return it->second;
@@ -420,7 +426,8 @@ LogicalResult StepEmitter::emitElementwise(Launch &launch) {
     args += ptr(v) + ", ";
   }
   bool one = launch.writes.size() == 1;
-  KernelBody kernelBody(launch.covered, param);
+  KernelBody kernelBody(launch.covered, param,
+                        [this](Value v) { return flat(v); });
   std::string stores;
   for (auto [k, result] : llvm::enumerate(launch.writes)) {
     std::string y = one ? "y" : "y" + std::to_string(k);

@@ -1,7 +1,7 @@
 //===- LaunchPlan.cpp - Which ops share a CUDA launch -----------*- C++ -*-===//
 //
 // The first stages of a step function's emission: tg-fuse's tg.kernel ops
-// flattened into launches (a matmul with its cuBLASLt epilogue, the fused
+// read as launches (a matmul with its cuBLASLt epilogue, the fused
 // classifier, a generated elementwise kernel, an optimizer update that
 // takes the clip factor), one bucket per tg.all_reduce, and the launches in
 // op order with what each reads and writes. Also the step's model FLOPs and the
@@ -63,60 +63,54 @@ LogicalResult StepEmitter::checkTypes() {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-/// tg-fuse's tg.kernel ops, each replaced by its body's ops where it stood:
-/// the launches are built from the recorded groups over one flat block, in
-/// the order of the step's pieces (StepWalk.h), recorded first.
-LogicalResult StepEmitter::flattenKernels() {
-  DenseMap<Value, Value> replaced; // kernel results -> the values yielded
-  // The pieces of the step as both backends walk it; a kernel by its index
-  // in fusedKernels, since flattening erases it.
+/// tg-fuse's tg.kernel ops, read where they stand: each one's body ops and
+/// the values it stores, and the value of the step each body value stands
+/// for (flatOf), so that the launches are built over the body ops as if
+/// they stood in the step's block, in the order of the step's pieces
+/// (StepWalk.h). The IR is not changed.
+LogicalResult StepEmitter::readKernels() {
   SmallVector<KernelOp> kernels;
   (void)walkStep(func, [&](Operation *op, StepPiece piece) {
     Piece p{op, piece};
     if (piece == StepPiece::Kernel) {
-      p.op = nullptr;
       p.kernel = kernels.size();
       kernels.push_back(cast<KernelOp>(op));
     }
     pieces.push_back(p);
     return success();
   });
+  // A body's argument stands for the kernel's input; a kernel's result for
+  // the value its body yields.
   for (KernelOp kernel : kernels) {
     Block &body = kernel.getBody().front();
     for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
-      arg.replaceAllUsesWith(input);
+      flatOf[arg] = input;
+    for (auto [result, value] :
+         llvm::zip(kernel.getResults(), kernel.getYield().getValues()))
+      flatOf[result] = value;
+  }
+  for (KernelOp kernel : kernels) {
     FusedKernel fused;
     fused.kind = kernel.getKind();
     fused.epilogue = kernel.getEpilogue();
-    for (Operation &op :
-         llvm::make_early_inc_range(body.without_terminator())) {
-      op.moveBefore(kernel);
+    for (Operation &op : kernel.getBody().front().without_terminator())
       fused.ops.push_back(&op);
-    }
-    for (auto [result, value] :
-         llvm::zip(kernel.getResults(), kernel.getYield().getValues())) {
-      result.replaceAllUsesWith(value);
-      fused.outputs.push_back(value);
-      replaced[result] = value;
-    }
-    kernel.erase();
+    for (Value value : kernel.getYield().getValues())
+      fused.outputs.push_back(flat(value));
     fusedKernels.push_back(std::move(fused));
   }
-  // The plan of a kernel's result is its yielded value's now.
-  auto current = [&](Value v) {
-    return replaced.lookup(v) ? replaced.lookup(v) : v;
-  };
+  // The plan of a kernel's result is its yielded value's.
   DenseMap<Value, int64_t> offsets;
   for (auto [v, offset] : offsetOf)
-    offsets[current(v)] = offset;
+    offsets[flat(v)] = offset;
   offsetOf = std::move(offsets);
   DenseMap<Value, int64_t> slots;
   for (auto [v, slot] : slotOf)
-    slots[current(v)] = slot;
+    slots[flat(v)] = slot;
   slotOf = std::move(slots);
   DenseMap<Value, Value> views;
   for (auto [v, viewed] : alias)
-    views[current(v)] = current(viewed);
+    views[flat(v)] = flat(viewed);
   alias = std::move(views);
   return success();
 }
@@ -150,7 +144,7 @@ LogicalResult StepEmitter::gemmLaunch(FusedKernel &kernel) {
   switch (*kernel.epilogue) {
   case GemmEpilogue::bias:
     launch.epilogue = "Bias";
-    launch.bias = biasOf(first);
+    launch.bias = flat(biasOf(first));
     break;
   case GemmEpilogue::gelu:
     launch.epilogue = "Gelu";
@@ -158,12 +152,12 @@ LogicalResult StepEmitter::gemmLaunch(FusedKernel &kernel) {
     break;
   case GemmEpilogue::bias_gelu:
     launch.epilogue = "BiasGelu";
-    launch.bias = biasOf(first);
+    launch.bias = flat(biasOf(first));
     launch.aux = first->getResult(0);
     break;
   case GemmEpilogue::gelu_grad:
     launch.epilogue = "GeluGrad";
-    launch.aux = cast<GeluGradOp>(first).getX();
+    launch.aux = flat(cast<GeluGradOp>(first).getX());
     break;
   }
   launch.out = kernel.ops.back()->getResult(0);
@@ -173,9 +167,13 @@ LogicalResult StepEmitter::gemmLaunch(FusedKernel &kernel) {
 }
 
 LogicalResult StepEmitter::planFusion() {
-  Block &block = func.getBody().front();
-  for (Operation &op : block.without_terminator())
-    ops.push_back(&op);
+  // The step's ops in order, a kernel's body ops where the kernel stands.
+  for (const Piece &p : pieces) {
+    if (p.piece == StepPiece::Kernel)
+      llvm::append_range(ops, fusedKernels[p.kernel].ops);
+    else
+      ops.push_back(p.op);
+  }
 
   for (FusedKernel &kernel : fusedKernels) {
     switch (kernel.kind) {
@@ -247,8 +245,9 @@ LogicalResult StepEmitter::planFusion() {
     b.offset = span[0];
     b.bytes = span[1];
     b.elementType = elementType(reduce.getInputs()[0]);
-    for (auto [input, result] :
+    for (auto [stepInput, result] :
          llvm::zip(reduce.getInputs(), reduce.getResults())) {
+      Value input = flat(stepInput);
       if (elementType(input) != b.elementType)
         return reduce.emitError(kBackend)
                << ": a tg.all_reduce of " << b.elementType << " and "
@@ -291,7 +290,7 @@ Launch StepEmitter::opLaunch(Operation *op) {
     Bucket &b = buckets[launch.bucket];
     for (auto [i, own] : llvm::enumerate(b.inPlace))
       if (!own) {
-        launch.reads.push_back(reduce.getInputs()[i]);
+        launch.reads.push_back(flat(reduce.getInputs()[i]));
         launch.writes.push_back(reduce.getResults()[i]);
       }
   } else if (auto mm = dyn_cast<MatmulOp>(op)) {
@@ -320,7 +319,7 @@ Launch StepEmitter::kernelLaunch(const FusedKernel &kernel) {
 }
 
 LogicalResult StepEmitter::buildLaunches() {
-  // StepWalk's pieces, in schedule order (recorded before flattening).
+  // StepWalk's pieces, in schedule order.
   for (const Piece &p : pieces) {
     switch (p.piece) {
     case StepPiece::Constant:
@@ -363,6 +362,7 @@ LogicalResult StepEmitter::buildLaunches() {
     llvm::SmallPtrSet<Operation *, 8> inside(l.covered.begin(),
                                              l.covered.end());
     auto addRead = [&](Value v) {
+      v = flat(v);
       if (!llvm::is_contained(l.reads, v))
         l.reads.push_back(v);
     };
@@ -370,6 +370,7 @@ LogicalResult StepEmitter::buildLaunches() {
     case LaunchKind::Elementwise:
       for (Operation *op : l.covered)
         for (Value operand : op->getOperands()) {
+          operand = flat(operand);
           Operation *def = operand.getDefiningOp();
           if (def && inside.contains(def))
             continue;
@@ -392,7 +393,7 @@ LogicalResult StepEmitter::buildLaunches() {
     case LaunchKind::Classifier:
       addRead(l.crossEntropy.getLogits());
       addRead(l.crossEntropy.getLabels());
-      if (!isSplatOne(l.crossEntropyGrad.getGrad()))
+      if (!isSplatOne(flat(l.crossEntropyGrad.getGrad())))
         addRead(l.crossEntropyGrad.getGrad());
       l.writes.push_back(l.crossEntropy.getResult());
       l.writes.push_back(l.crossEntropyGrad.getResult());

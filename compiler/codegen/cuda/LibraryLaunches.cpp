@@ -42,7 +42,7 @@ LogicalResult StepEmitter::emitLaunch(Launch &launch) {
       os << "  //   (the fused classifier: loss and dlogits in one read of "
             "the logits"
          << (root(launch.crossEntropyGrad.getResult()) ==
-                     launch.crossEntropy.getLogits()
+                     flat(launch.crossEntropy.getLogits())
                  ? ", in place"
                  : "")
          << ")\n";
@@ -121,7 +121,8 @@ void StepEmitter::emitClassifier(Launch &launch) {
   StringRef reduction = runtimeLossReduction(ce.getReduction());
   bool none = reduction == "None";
   std::string logits = ptr(ce.getLogits()), labels = ptr(ce.getLabels()),
-              g = isSplatOne(grad.getGrad()) ? "nullptr" : ptr(grad.getGrad()),
+              g = isSplatOne(flat(grad.getGrad())) ? "nullptr"
+                                                   : ptr(grad.getGrad()),
               loss = ptr(ce.getResult()), dlogits = ptr(grad.getResult());
   os << timerBegin(launch) << "  tgc::cuda::fused_classifier(" << logits << ", "
      << labels << ", " << rows << ", " << classes << ", "

@@ -362,6 +362,7 @@ LogicalResult StepEmitter::ArenaReplay::run() {
 LogicalResult StepEmitter::verifyPlan() { return ArenaReplay(*this).run(); }
 
 std::string StepEmitter::pointerExpr(Value v) {
+  v = flat(v);
   if (declaredHere.contains(v))
     return names.lookup(v);
   Value r = root(v);
@@ -382,6 +383,7 @@ std::string StepEmitter::pointerExpr(Value v) {
 }
 
 std::string StepEmitter::ptr(Value v) {
+  v = flat(v);
   auto it = names.find(v);
   if (it != names.end()) {
     // Declared in an earlier part: again in this one.

@@ -195,8 +195,9 @@ struct Launch {
   int timer = -1;
 };
 
-/// A tg.kernel of tg-fuse's, flattened: its ops in order, in the block where
-/// it stood, and the values it stores (its results).
+/// A tg.kernel of tg-fuse's: its body's ops in order (launched where the
+/// kernel stands) and the values it stores (what its body yields, as
+/// StepEmitter::flat names them).
 struct FusedKernel {
   KernelKind kind;
   /// A gemm kernel's cuBLASLt epilogue, as tg-fuse named it.
@@ -279,7 +280,7 @@ private:
   LogicalResult countAndPlaceConstants();
   // LaunchPlan.cpp: which ops share a launch, and the launches in op order.
   LogicalResult checkTypes();
-  LogicalResult flattenKernels();
+  LogicalResult readKernels();
   LogicalResult gemmLaunch(FusedKernel &kernel);
   LogicalResult planFusion();
   LogicalResult buildLaunches();
@@ -345,7 +346,21 @@ private:
         .str();
   }
 
+  /// The value of the step `v` stands for: a kernel body's argument is the
+  /// kernel's input, a kernel's result the value its body yields. Every
+  /// value the emitter names, places or compares is one of these, as if
+  /// the kernels' bodies stood in the step's block.
+  Value flat(Value v) const {
+    for (auto it = flatOf.find(v); it != flatOf.end(); it = flatOf.find(v))
+      v = it->second;
+    return v;
+  }
+  /// The ops that read `v` where kernels' bodies are read in place (a
+  /// kernel's body ops for the kernel, the readers of its result for its
+  /// yield).
+  SmallVector<Operation *> flatUsers(Value v) const;
   Value root(Value v) const {
+    v = flat(v);
     while (true) {
       auto it = alias.find(v);
       if (it == alias.end())
@@ -369,16 +384,18 @@ private:
   SmallVector<Operation *> ops;
   /// Views and in-place results: the value whose buffer a value uses.
   DenseMap<Value, Value> alias;
-  /// tg-fuse's kernels, flattened (flattenKernels).
+  /// tg-fuse's kernels (readKernels), and the value each of their body
+  /// arguments and results stands for (flat).
   std::vector<FusedKernel> fusedKernels;
+  DenseMap<Value, Value> flatOf;
   /// tg.attention_grad -> the tg.attention on the same q, k, v that keeps
   /// its log-sum-exp for it (in its tg.scratch).
   DenseMap<Operation *, AttentionOp> forwardOf;
   /// Constants read through memory (not as literals).
   llvm::SetVector<Value> materialized;
 
-  /// The step's pieces (StepWalk.h) in schedule order; a kernel by its
-  /// index in fusedKernels.
+  /// The step's pieces (StepWalk.h) in schedule order; a kernel's also by
+  /// its index in fusedKernels.
   struct Piece {
     Operation *op;
     StepPiece piece;

@@ -16,15 +16,40 @@ using namespace mlir;
 using namespace mlir::tg;
 using namespace mlir::tg::cuda_emit;
 
+SmallVector<Operation *> StepEmitter::flatUsers(Value v) const {
+  SmallVector<Operation *> users;
+  for (OpOperand &use : v.getUses()) {
+    Operation *owner = use.getOwner();
+    if (auto kernel = dyn_cast<KernelOp>(owner))
+      llvm::append_range(users, flatUsers(kernel.getBody().getArgument(
+                                    use.getOperandNumber())));
+    else if (isa<YieldOp>(owner))
+      llvm::append_range(users, flatUsers(owner->getParentOp()->getResult(
+                                    use.getOperandNumber())));
+    else
+      users.push_back(owner);
+  }
+  return users;
+}
+
 void StepEmitter::emitBucket(Launch &launch) {
   Bucket &b = buckets[launch.bucket];
   // Each gradient by the parameter the optimizer updates with it.
+  // (Readers in op order: a sum every update reads, as the squared
+  // gradient norm, is named by the first.)
+  DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = i;
   auto parameterOf = [&](unsigned m) -> std::string {
     SmallVector<Value> worklist = {b.op.getResults()[m]};
-    for (size_t i = 0; i < worklist.size() && i < 8; ++i)
-      for (Operation *user : worklist[i].getUsers()) {
+    for (size_t i = 0; i < worklist.size() && i < 8; ++i) {
+      SmallVector<Operation *> users = flatUsers(worklist[i]);
+      llvm::stable_sort(users, [&](Operation *a, Operation *b) {
+        return position.lookup(a) < position.lookup(b);
+      });
+      for (Operation *user : users) {
         if (auto update = dyn_cast<OptimizerUpdateOp>(user)) {
-          if (auto arg = dyn_cast<BlockArgument>(update.getParam()))
+          if (auto arg = dyn_cast<BlockArgument>(flat(update.getParam())))
             if (auto name = func.getArgAttrOfType<StringAttr>(
                     arg.getArgNumber(), TgDialect::kParamAttr))
               return name.getValue().str();
@@ -32,7 +57,8 @@ void StepEmitter::emitBucket(Launch &launch) {
           worklist.push_back(user->getResult(0));
         }
       }
-    Value v = b.op.getInputs()[m];
+    }
+    Value v = flat(b.op.getInputs()[m]);
     std::string where =
         v.getDefiningOp() ? describeLoc(v.getDefiningOp()->getLoc()) : "";
     return where.empty() ? "#" + std::to_string(m) : where;
