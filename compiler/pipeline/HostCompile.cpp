@@ -222,8 +222,10 @@ struct ObjectRecipe {
 /// has cores; `objects` are theirs in order.
 static llvm::Error buildObjects(llvm::ArrayRef<SourceUnit> units,
                                 StringRef workDir, const ObjectRecipe &recipe,
-                                const BuildCache &cache, UnitBuildStats &counts,
+                                const BuildCache &cache, UnitBuildStats *stats,
                                 std::vector<std::string> &objects) {
+  UnitBuildStats local;
+  UnitBuildStats &counts = stats ? *stats : local;
   // Each unit's object: from the cache, or compiled (then stored).
   struct Job {
     std::string source, object, key;
@@ -328,22 +330,18 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   if (!program)
     return llvm::createStringError("host C++ compiler '" + cxx +
                                    "' not found (set CXX)");
-  UnitBuildStats local;
-  UnitBuildStats &counts = stats ? *stats : local;
-  ObjectRecipe recipe;
-  recipe.program = *program;
-  recipe.extension = "cpp";
-  recipe.what = "host compiler";
-  recipe.command = [&](StringRef source, StringRef object) {
-    return unitCompileCommand(source, object, options);
-  };
-  recipe.key = [&](const SourceUnit &unit) {
-    return unitCacheKey(unit, options);
-  };
-  recipe.verbose = options.verbose;
+  ObjectRecipe recipe{
+      *program,
+      "cpp",
+      "host compiler",
+      [&](StringRef source, StringRef object) {
+        return unitCompileCommand(source, object, options);
+      },
+      [&](const SourceUnit &unit) { return unitCacheKey(unit, options); },
+      options.verbose};
   std::vector<std::string> objects;
   if (llvm::Error error =
-          buildObjects(units, workDir, recipe, cache, counts, objects))
+          buildObjects(units, workDir, recipe, cache, stats, objects))
     return error;
 
   // The link.
@@ -454,15 +452,6 @@ llvm::Error mlir::tg::compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
           " is missing (build tgc where CMake finds the CUDA toolkit, or set "
           "TGC_RUNTIME_LIB)");
   }
-  UnitBuildStats local;
-  UnitBuildStats &counts = stats ? *stats : local;
-  ObjectRecipe recipe;
-  recipe.program = *nvcc;
-  recipe.extension = "cu";
-  recipe.what = "nvcc";
-  recipe.command = [&](StringRef source, StringRef object) {
-    return cudaObjectCommand(*nvcc, source, object, options);
-  };
   // An object by content: the unit, nvcc's command (without the file
   // names), nvcc itself and the runtime headers, CUDA's included.
   std::string environment;
@@ -470,13 +459,20 @@ llvm::Error mlir::tg::compileCudaUnits(llvm::ArrayRef<SourceUnit> units,
        cudaObjectCommand(*nvcc, "SOURCE", "OBJECT", options))
     environment += arg + " ";
   environment += "\n" + environmentDigest(*nvcc, true) + "\n";
-  recipe.key = [&](const SourceUnit &unit) {
-    return sha256Hex(environment + unit.text);
-  };
-  recipe.verbose = options.verbose;
+  ObjectRecipe recipe{*nvcc,
+                      "cu",
+                      "nvcc",
+                      [&](StringRef source, StringRef object) {
+                        return cudaObjectCommand(*nvcc, source, object,
+                                                 options);
+                      },
+                      [&](const SourceUnit &unit) {
+                        return sha256Hex(environment + unit.text);
+                      },
+                      options.verbose};
   std::vector<std::string> objects;
   if (llvm::Error error =
-          buildObjects(units, workDir, recipe, cache, counts, objects))
+          buildObjects(units, workDir, recipe, cache, stats, objects))
     return error;
   return run(*nvcc, cudaLinkCommand(*nvcc, objects, executable, options),
              options.verbose, "nvcc", executable);

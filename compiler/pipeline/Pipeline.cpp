@@ -16,27 +16,15 @@
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::tg;
 
 std::optional<Phase> mlir::tg::parsePhase(StringRef name) {
-  return llvm::StringSwitch<std::optional<Phase>>(name)
-      .Case("import", Phase::Import)
-      .Case("precision", Phase::Precision)
-      .Case("autodiff", Phase::Autodiff)
-      .Case("optimizer", Phase::Optimizer)
-      .Case("sharding", Phase::Sharding)
-      .Case("partition", Phase::Partition)
-      .Case("pipeline", Phase::Pipeline)
-      .Case("fusion", Phase::Fusion)
-      .Case("schedule", Phase::Schedule)
-      .Case("memory", Phase::Memory)
-      .Case("layers", Phase::Layers)
-      .Case("source", Phase::Source)
-      .Case("executable", Phase::Executable)
-      .Default(std::nullopt);
+  for (int p = 0; p <= static_cast<int>(Phase::Executable); ++p)
+    if (phaseName(static_cast<Phase>(p)) == name)
+      return static_cast<Phase>(p);
+  return std::nullopt;
 }
 
 std::string mlir::tg::phaseNamesUpTo(Phase last) {

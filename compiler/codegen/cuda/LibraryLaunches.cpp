@@ -190,6 +190,15 @@ static LogicalResult f32Only(Operation *op, ArrayRef<Value> values) {
   return success();
 }
 
+LogicalResult StepEmitter::libraryCall(const Launch &launch, StringRef fn,
+                                       ArrayRef<std::string> args) {
+  os << timerBegin(launch) << "  tgc::cuda::" << fn << "(";
+  for (const std::string &arg : args)
+    os << arg << ", ";
+  os << "stream);\n" << timerEnd(launch);
+  return success();
+}
+
 LogicalResult StepEmitter::emitOp(Launch &launch, Operation *op) {
   // Each family emits the ops it knows and declines the others.
   using Family =
@@ -245,12 +254,10 @@ std::optional<LogicalResult> StepEmitter::emitReductionCall(Launch &launch,
         auto [outer, n, inner] =
             splitAxis(t, *normalizeAxis(s.getAxis(), t.getRank()));
         std::string in = ptr(s.getX()), out = ptr(s.getResult());
-        os << begin << "  tgc::cuda::"
-           << (isa<SoftmaxOp>(op) ? "softmax" : "log_softmax") << "(" << in
-           << ", " << out << ", " << outer << ", " << n << ", " << inner
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(launch,
+                           isa<SoftmaxOp>(op) ? "softmax" : "log_softmax",
+                           {in, out, std::to_string(outer), std::to_string(n),
+                            std::to_string(inner)});
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -258,7 +265,6 @@ std::optional<LogicalResult> StepEmitter::emitReductionCall(Launch &launch,
 /// layer_norm and rms_norm with their gradients, and dropout.
 std::optional<LogicalResult>
 StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
-  std::string begin = timerBegin(launch), end = timerEnd(launch);
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](LayerNormOp l) -> LogicalResult {
         if (failed(sameFloat(
@@ -268,11 +274,10 @@ StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
         int64_t d = t.getShape().back();
         std::string x = ptr(l.getX()), w = nullable(*this, l.getWeight()),
                     b = nullable(*this, l.getBias()), y = ptr(l.getResult());
-        os << begin << "  tgc::cuda::layer_norm(" << x << ", " << w << ", " << b
-           << ", " << y << ", " << t.getNumElements() / d << ", " << d << ", "
-           << floatLiteral(l.getEps().convertToDouble()) << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(launch, "layer_norm",
+                           {x, w, b, y, std::to_string(t.getNumElements() / d),
+                            std::to_string(d),
+                            floatLiteral(l.getEps().convertToDouble())});
       })
       .Case([&](LayerNormGradOp l) -> LogicalResult {
         if (failed(sameFloat(op, {l.getGrad(), l.getX(), l.getWeight(),
@@ -283,18 +288,15 @@ StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
         std::string g = ptr(l.getGrad()), x = ptr(l.getX()),
                     w = nullable(*this, l.getWeight()), dx = ptr(l.getDx()),
                     dw = ptr(l.getDweight()), db = ptr(l.getDbias());
-        os << begin << "  tgc::cuda::layer_norm_grad(" << g << ", " << x << ", "
-           << w << ", " << dx << ", " << dw << ", " << db << ", " << rows
-           << ", " << d << ", " << floatLiteral(l.getEps().convertToDouble())
-           << ", "
-           << workspace(llvm::formatv(
-                            "tgc::cuda::layer_norm_grad_workspace_bytes({0}, "
-                            "{1})",
-                            rows, d)
-                            .str())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "layer_norm_grad",
+            {g, x, w, dx, dw, db, std::to_string(rows), std::to_string(d),
+             floatLiteral(l.getEps().convertToDouble()),
+             workspace(llvm::formatv(
+                           "tgc::cuda::layer_norm_grad_workspace_bytes({0}, "
+                           "{1})",
+                           rows, d)
+                           .str())});
       })
       .Case([&](RmsNormOp l) -> LogicalResult {
         if (failed(sameFloat(op, {l.getX(), l.getWeight(), l.getResult()})))
@@ -303,11 +305,10 @@ StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
         int64_t d = t.getShape().back();
         std::string x = ptr(l.getX()), w = nullable(*this, l.getWeight()),
                     y = ptr(l.getResult());
-        os << begin << "  tgc::cuda::rms_norm(" << x << ", " << w << ", " << y
-           << ", " << t.getNumElements() / d << ", " << d << ", "
-           << floatLiteral(l.getEps().convertToDouble()) << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(launch, "rms_norm",
+                           {x, w, y, std::to_string(t.getNumElements() / d),
+                            std::to_string(d),
+                            floatLiteral(l.getEps().convertToDouble())});
       })
       .Case([&](RmsNormGradOp l) -> LogicalResult {
         if (failed(sameFloat(op, {l.getGrad(), l.getX(), l.getWeight(),
@@ -318,29 +319,24 @@ StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
         std::string g = ptr(l.getGrad()), x = ptr(l.getX()),
                     w = nullable(*this, l.getWeight()), dx = ptr(l.getDx()),
                     dw = ptr(l.getDweight());
-        os << begin << "  tgc::cuda::rms_norm_grad(" << g << ", " << x << ", "
-           << w << ", " << dx << ", " << dw << ", " << rows << ", " << d << ", "
-           << floatLiteral(l.getEps().convertToDouble()) << ", "
-           << workspace(
-                  llvm::formatv(
-                      "tgc::cuda::rms_norm_grad_workspace_bytes({0}, {1})",
-                      rows, d)
-                      .str())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "rms_norm_grad",
+            {g, x, w, dx, dw, std::to_string(rows), std::to_string(d),
+             floatLiteral(l.getEps().convertToDouble()),
+             workspace(llvm::formatv(
+                           "tgc::cuda::rms_norm_grad_workspace_bytes({0}, {1})",
+                           rows, d)
+                           .str())});
       })
       .Case([&](DropoutOp dr) -> LogicalResult {
         if (failed(sameFloat(op, {dr.getX(), dr.getResult()})))
           return failure();
         std::string x = ptr(dr.getX()), y = ptr(dr.getResult());
-        os << begin << "  tgc::cuda::dropout(" << x << ", " << y << ", "
-           << numel(dr.getX()) << ", "
-           << floatLiteral(dr.getP().convertToDouble()) << ", "
-           << (uint64_t)dr.getSeed()
-           << "ull, &d.scalars->step, &d.scalars->randomStream, stream);\n"
-           << end;
-        return success();
+        return libraryCall(launch, "dropout",
+                           {x, y, std::to_string(numel(dr.getX())),
+                            floatLiteral(dr.getP().convertToDouble()),
+                            std::to_string((uint64_t)dr.getSeed()) + "ull",
+                            "&d.scalars->step", "&d.scalars->randomStream"});
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -348,7 +344,6 @@ StepEmitter::emitNormAndDropoutCall(Launch &launch, Operation *op) {
 /// The embedding lookup and cross-entropy, with their gradients.
 std::optional<LogicalResult>
 StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
-  std::string begin = timerBegin(launch), end = timerEnd(launch);
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](EmbeddingOp e) -> LogicalResult {
         if (failed(sameFloat(op, {e.getTable(), e.getResult()})))
@@ -356,11 +351,10 @@ StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
         auto t = tensorType(e.getTable());
         std::string table = ptr(e.getTable()), idx = ptr(e.getIndices()),
                     out = ptr(e.getResult());
-        os << begin << "  tgc::cuda::embedding(" << table << ", "
-           << t.getDimSize(0) << ", " << t.getDimSize(1) << ", " << idx << ", "
-           << numel(e.getIndices()) << ", " << out << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(launch, "embedding",
+                           {table, std::to_string(t.getDimSize(0)),
+                            std::to_string(t.getDimSize(1)), idx,
+                            std::to_string(numel(e.getIndices())), out});
       })
       .Case([&](EmbeddingGradOp e) -> LogicalResult {
         if (failed(sameFloat(op, {e.getGrad(), e.getResult()})))
@@ -369,17 +363,15 @@ StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
         int64_t n = numel(e.getIndices());
         std::string g = ptr(e.getGrad()), idx = ptr(e.getIndices()),
                     out = ptr(e.getResult());
-        os << begin << "  tgc::cuda::embedding_grad(" << g << ", " << idx
-           << ", " << n << ", " << t.getDimSize(0) << ", " << t.getDimSize(1)
-           << ", " << out << ", "
-           << workspace(llvm::formatv(
-                            "tgc::cuda::embedding_grad_workspace_bytes({0}, "
-                            "{1})",
-                            n, t.getDimSize(0))
-                            .str())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "embedding_grad",
+            {g, idx, std::to_string(n), std::to_string(t.getDimSize(0)),
+             std::to_string(t.getDimSize(1)), out,
+             workspace(
+                 llvm::formatv("tgc::cuda::embedding_grad_workspace_bytes({0}, "
+                               "{1})",
+                               n, t.getDimSize(0))
+                     .str())});
       })
       .Case([&](CrossEntropyOp c) -> LogicalResult {
         if (failed(sameFloat(op, {c.getLogits()})))
@@ -391,19 +383,16 @@ StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
         bool none = reduction == "None";
         std::string logits = ptr(c.getLogits()), labels = ptr(c.getLabels()),
                     loss = ptr(c.getResult());
-        os << begin << "  tgc::cuda::cross_entropy(" << logits << ", " << labels
-           << ", " << rows << ", " << classes << ", "
-           << (int64_t)c.getIgnoreIndex()
-           << ", tgc::cuda::Reduction::" << reduction << ", "
-           << (none ? "nullptr" : loss) << ", " << (none ? loss : "nullptr")
-           << ", "
-           << workspace(
-                  llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})",
-                                rows)
-                      .str())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "cross_entropy",
+            {logits, labels, std::to_string(rows), std::to_string(classes),
+             std::to_string((int64_t)c.getIgnoreIndex()),
+             ("tgc::cuda::Reduction::" + reduction).str(),
+             none ? "nullptr" : loss, none ? loss : "nullptr",
+             workspace(
+                 llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})",
+                               rows)
+                     .str())});
       })
       .Case([&](CrossEntropyGradOp c) -> LogicalResult {
         if (failed(sameFloat(op, {c.getLogits(), c.getResult()})))
@@ -417,17 +406,15 @@ StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
         StringRef reduction = runtimeLossReduction(c.getReduction());
         std::string g = ptr(c.getGrad()), logits = ptr(c.getLogits()),
                     labels = ptr(c.getLabels()), out = ptr(c.getResult());
-        os << begin << "  tgc::cuda::cross_entropy_grad(" << g << ", " << logits
-           << ", " << labels << ", " << rows << ", " << classes << ", "
-           << (int64_t)c.getIgnoreIndex()
-           << ", tgc::cuda::Reduction::" << reduction << ", " << out << ", "
-           << workspace(
-                  llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})",
-                                rows)
-                      .str())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "cross_entropy_grad",
+            {g, logits, labels, std::to_string(rows), std::to_string(classes),
+             std::to_string((int64_t)c.getIgnoreIndex()),
+             ("tgc::cuda::Reduction::" + reduction).str(), out,
+             workspace(
+                 llvm::formatv("tgc::cuda::cross_entropy_workspace_bytes({0})",
+                               rows)
+                     .str())});
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -435,7 +422,6 @@ StepEmitter::emitEmbeddingAndLossCall(Launch &launch, Operation *op) {
 /// Attention and its gradient, which reads the forward's log-sum-exp.
 std::optional<LogicalResult> StepEmitter::emitAttentionCall(Launch &launch,
                                                             Operation *op) {
-  std::string begin = timerBegin(launch), end = timerEnd(launch);
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](AttentionOp a) -> LogicalResult {
         if (failed(sameFloat(op, {a.getQuery(), a.getKey(), a.getValue(),
@@ -451,14 +437,13 @@ std::optional<LogicalResult> StepEmitter::emitAttentionCall(Launch &launch,
         std::string lse = "nullptr";
         if (auto it = scratchOffset.find(a); it != scratchOffset.end())
           lse = llvm::formatv("(float *)(work + {0})", it->second).str();
-        os << begin << "  tgc::cuda::attention(" << qp << ", " << kp << ", "
-           << vp << ", " << mask << ", " << attentionMaskShape(a.getMask())
-           << ", " << out << ", " << lse << ", " << q[0] << ", " << q[1] << ", "
-           << k[1] << ", " << q[2] << ", " << k[2] << ", " << q[3] << ", "
-           << v[3] << ", " << (a.getCausal() ? "true" : "false") << ", "
-           << floatLiteral(a.getEffectiveScale()) << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "attention",
+            {qp, kp, vp, mask, attentionMaskShape(a.getMask()), out, lse,
+             std::to_string(q[0]), std::to_string(q[1]), std::to_string(k[1]),
+             std::to_string(q[2]), std::to_string(k[2]), std::to_string(q[3]),
+             std::to_string(v[3]), a.getCausal() ? "true" : "false",
+             floatLiteral(a.getEffectiveScale())});
       })
       .Case([&](AttentionGradOp a) -> LogicalResult {
         if (failed(sameFloat(op, {a.getGrad(), a.getQuery(), a.getKey(),
@@ -484,22 +469,34 @@ std::optional<LogicalResult> StepEmitter::emitAttentionCall(Launch &launch,
                     dv = ptr(a.getDvalue()),
                     dmask = nullable(*this, a.getDmask());
         bool maskGrad = (bool)a.getDmask();
-        os << begin << "  tgc::cuda::attention_grad(" << g << ", " << qp << ", "
-           << kp << ", " << vp << ", " << mask << ", "
-           << attentionMaskShape(a.getMask()) << ", " << out << ", " << lse
-           << ", " << dq << ", " << dk << ", " << dv << ", " << dmask << ", "
-           << q[0] << ", " << q[1] << ", " << k[1] << ", " << q[2] << ", "
-           << k[2] << ", " << q[3] << ", " << v[3] << ", "
-           << (a.getCausal() ? "true" : "false") << ", " << floatLiteral(scale)
-           << ", "
-           << workspace(llvm::formatv(
-                            "tgc::cuda::attention_grad_workspace_bytes({0}, "
-                            "{1}, {2}, {3}, {4})",
-                            q[0], q[1], q[2], k[2], maskGrad ? "true" : "false")
-                            .str())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "attention_grad",
+            {g,
+             qp,
+             kp,
+             vp,
+             mask,
+             attentionMaskShape(a.getMask()),
+             out,
+             lse,
+             dq,
+             dk,
+             dv,
+             dmask,
+             std::to_string(q[0]),
+             std::to_string(q[1]),
+             std::to_string(k[1]),
+             std::to_string(q[2]),
+             std::to_string(k[2]),
+             std::to_string(q[3]),
+             std::to_string(v[3]),
+             a.getCausal() ? "true" : "false",
+             floatLiteral(scale),
+             workspace(llvm::formatv(
+                           "tgc::cuda::attention_grad_workspace_bytes({0}, "
+                           "{1}, {2}, {3}, {4})",
+                           q[0], q[1], q[2], k[2], maskGrad ? "true" : "false")
+                           .str())});
       })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -507,62 +504,53 @@ std::optional<LogicalResult> StepEmitter::emitAttentionCall(Launch &launch,
 /// conv2d and the 2-d poolings, with their gradients (f32 only).
 std::optional<LogicalResult> StepEmitter::emitConvAndPoolCall(Launch &launch,
                                                               Operation *op) {
-  std::string begin = timerBegin(launch), end = timerEnd(launch);
   return llvm::TypeSwitch<Operation *, std::optional<LogicalResult>>(op)
       .Case([&](Conv2dOp c) -> LogicalResult {
         if (failed(f32Only(op, {c.getInput(), c.getWeight(), c.getBias()})))
           return failure();
         std::string x = ptr(c.getInput()), w = ptr(c.getWeight()),
                     b = nullable(*this, c.getBias()), y = ptr(c.getResult());
-        os << begin << "  tgc::cuda::conv2d(" << x << ", " << w << ", " << b
-           << ", " << y << ", "
-           << conv2dDims("tgc::cuda", c.getInput(), c.getWeight(),
-                         c.getResult(), c.getStride(), c.getPadding(),
-                         c.getDilation(), c.getGroups())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "conv2d",
+            {x, w, b, y,
+             conv2dDims("tgc::cuda", c.getInput(), c.getWeight(), c.getResult(),
+                        c.getStride(), c.getPadding(), c.getDilation(),
+                        c.getGroups())});
       })
       .Case([&](Conv2dGradInputOp c) -> LogicalResult {
         if (failed(f32Only(op, {c.getGrad(), c.getWeight()})))
           return failure();
         std::string g = ptr(c.getGrad()), w = ptr(c.getWeight()),
                     dx = ptr(c.getResult());
-        os << begin << "  tgc::cuda::conv2d_grad_input(" << g << ", " << w
-           << ", " << dx << ", "
-           << conv2dDims("tgc::cuda", c.getResult(), c.getWeight(), c.getGrad(),
-                         c.getStride(), c.getPadding(), c.getDilation(),
-                         c.getGroups())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "conv2d_grad_input",
+            {g, w, dx,
+             conv2dDims("tgc::cuda", c.getResult(), c.getWeight(), c.getGrad(),
+                        c.getStride(), c.getPadding(), c.getDilation(),
+                        c.getGroups())});
       })
       .Case([&](Conv2dGradWeightOp c) -> LogicalResult {
         if (failed(f32Only(op, {c.getGrad(), c.getInput()})))
           return failure();
         std::string g = ptr(c.getGrad()), x = ptr(c.getInput()),
                     dw = ptr(c.getResult());
-        os << begin << "  tgc::cuda::conv2d_grad_weight(" << g << ", " << x
-           << ", " << dw << ", "
-           << conv2dDims("tgc::cuda", c.getInput(), c.getResult(), c.getGrad(),
-                         c.getStride(), c.getPadding(), c.getDilation(),
-                         c.getGroups())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, "conv2d_grad_weight",
+            {g, x, dw,
+             conv2dDims("tgc::cuda", c.getInput(), c.getResult(), c.getGrad(),
+                        c.getStride(), c.getPadding(), c.getDilation(),
+                        c.getGroups())});
       })
       .Case<MaxPool2dOp, AvgPool2dOp>([&](auto p) -> LogicalResult {
         if (failed(f32Only(op, {p.getInput()})))
           return failure();
         std::string x = ptr(p.getInput()), y = ptr(p.getResult());
-        os << begin << "  tgc::cuda::" << (isa<MaxPool2dOp>(op) ? "max" : "avg")
-           << "_pool2d(" << x << ", " << y << ", "
-           << pool2dDims("tgc::cuda", p.getInput(), p.getResult(),
-                         p.getKernelSize(), p.getEffectiveStride(),
-                         p.getPadding())
-           << ", stream);\n"
-           << end;
-        return success();
+        return libraryCall(
+            launch, isa<MaxPool2dOp>(op) ? "max_pool2d" : "avg_pool2d",
+            {x, y,
+             pool2dDims("tgc::cuda", p.getInput(), p.getResult(),
+                        p.getKernelSize(), p.getEffectiveStride(),
+                        p.getPadding())});
       })
       .Case<MaxPool2dGradOp, AvgPool2dGradOp>([&](auto p) -> LogicalResult {
         if (failed(f32Only(op, {p.getGrad(), p.getInput()})))
@@ -574,17 +562,10 @@ std::optional<LogicalResult> StepEmitter::emitConvAndPoolCall(Launch &launch,
             pool2dDims("tgc::cuda", p.getInput(), p.getGrad(),
                        p.getKernelSize(), stride, p.getPadding());
         std::string g = ptr(p.getGrad()), dx = ptr(p.getResult());
-        if (isa<MaxPool2dGradOp>(op)) {
-          std::string x = ptr(p.getInput());
-          os << begin << "  tgc::cuda::max_pool2d_grad(" << g << ", " << x
-             << ", " << dx << ", " << dims << ", stream);\n"
-             << end;
-        } else {
-          os << begin << "  tgc::cuda::avg_pool2d_grad(" << g << ", " << dx
-             << ", " << dims << ", stream);\n"
-             << end;
-        }
-        return success();
+        if (isa<MaxPool2dGradOp>(op))
+          return libraryCall(launch, "max_pool2d_grad",
+                             {g, ptr(p.getInput()), dx, dims});
+        return libraryCall(launch, "avg_pool2d_grad", {g, dx, dims});
       })
       .Default([](Operation *) { return std::nullopt; });
 }

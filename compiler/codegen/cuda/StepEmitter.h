@@ -304,6 +304,10 @@ private:
   // The code of one launch: LibraryLaunches.cpp (emitLaunch dispatches),
   // ElementwiseKernels.cpp and Streams.cpp.
   LogicalResult emitLaunch(Launch &launch);
+  /// One runtime/cuda call on the compute stream, timed as `launch`:
+  /// `tgc::cuda::FN(ARGS..., stream);`.
+  LogicalResult libraryCall(const Launch &launch, StringRef fn,
+                            ArrayRef<std::string> args);
   /// One op's runtime/cuda call: the first family below that knows the op
   /// emits it (each returns nothing for an op not its own).
   LogicalResult emitOp(Launch &launch, Operation *op);
