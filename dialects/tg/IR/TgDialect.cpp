@@ -409,6 +409,39 @@ static LogicalResult checkInArena(Operation *op, StringRef attr, int64_t offset,
   return success();
 }
 
+/// The bytes of a value of `type`, when it is a tensor of static shape.
+static std::optional<int64_t> staticBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat())
+    return std::nullopt;
+  return tensorBytes(t);
+}
+
+/// A result that views an operand (`views`, tg-plan-memory's tg.views) has
+/// no offset of its own and fits in the operand's bytes.
+static LogicalResult checkViews(Operation *op, DenseI64ArrayAttr views) {
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
+  for (auto [n, operand] : llvm::enumerate(views.asArrayRef())) {
+    if (operand < 0)
+      continue;
+    if (offsets && offsets.size() == views.size() && offsets[n] >= 0)
+      return op->emitError()
+             << "'" << TgDialect::kViewsAttr << "' makes result " << n
+             << " a view of operand " << operand
+             << ", but 'tg.offsets' gives it bytes of its own at "
+             << offsets[n];
+    std::optional<int64_t> have =
+                               staticBytes(op->getOperand(operand).getType()),
+                           need = staticBytes(op->getResult(n).getType());
+    if (have && need && *need > *have)
+      return op->emitError()
+             << "'" << TgDialect::kViewsAttr << "' makes result " << n << " ("
+             << *need << " bytes) a view of operand " << operand
+             << ", which has " << *have << " bytes";
+  }
+  return success();
+}
+
 /// The memory plan (tg-plan-memory, tg-outline-layers): offsets, views, slots,
 /// the arena, spans. Nothing for an attribute of another kind.
 static std::optional<LogicalResult>
@@ -448,9 +481,12 @@ verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
     if (name == TgDialect::kOffsetsAttr)
       for (auto [offset, result] :
            llvm::zip(values.asArrayRef(), op->getResults()))
-        if (offset >= 0 && failed(checkInArena(op, name, offset,
-                                               tensorBytes(result.getType()))))
+        if (std::optional<int64_t> bytes = staticBytes(result.getType());
+            offset >= 0 && bytes &&
+            failed(checkInArena(op, name, offset, *bytes)))
           return failure();
+    if (name == TgDialect::kViewsAttr)
+      return checkViews(op, values);
     return success();
   }
   if (name == TgDialect::kArenaAttr) {

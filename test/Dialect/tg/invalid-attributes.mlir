@@ -197,3 +197,21 @@ func.func @layer_empty(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tg.relu %x {tg.layer = ""} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A view shares its operand's bytes: it has no offset of its own.
+func.func @view_with_offset(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.arena = #tg.arena<bytes = 1024, live = 16, alignment = 64>} {
+  // expected-error @+1 {{'tg.views' makes result 0 a view of operand 0, but 'tg.offsets' gives it bytes of its own at 64}}
+  %0 = tg.reshape %x {tg.offsets = array<i64: 64>, tg.views = array<i64: 0>} : tensor<4xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// ... and fits in them.
+func.func @view_larger_than_operand(%x: tensor<4xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tg.views' makes result 0 (32 bytes) a view of operand 0, which has 16 bytes}}
+  %0 = tg.add %x, %y {tg.views = array<i64: 0>} : tensor<4xf32>, tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
