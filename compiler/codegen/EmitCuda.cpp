@@ -683,7 +683,7 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
      << "constexpr int64_t kWorkOffset = " << workOffset << ";\n"
      << "constexpr int64_t kArenaBytes = " << arenaBytes << ";\n"
      << "/// The intermediates' part, as tg-plan-memory planned it (the "
-        "largest step\n/// function's tg.arena_bytes).\n"
+        "largest step\n/// function's #tg.arena).\n"
      << "constexpr int64_t kPlannedBytes = " << state.plannedBytes << ";\n"
      << "constexpr int kNumBuckets = " << state.numBuckets << ";\n"
      << "constexpr double kFlopsPerStep = " << llvm::formatv("{0:e6}", flops)

@@ -27,7 +27,7 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
       micro-batch's gradient into its accumulator), else with the one layer
       all its readers work for (the gradient clipping's multiply).
       An op the body could not place ends one: an all-reduce bucket
-      (`tg.bucket_span`), an op that waits for one (`tg.waits`), an op with
+      (`tg.bucket_span`), the `tg.await` of one, an op with
       attention scratch (`tg.scratch`) or an attention backward that reads
       its forward's, or a result with no arena offset that is not a view.
     - **Bodies.** A run becomes a candidate function: the values it reads

@@ -23,8 +23,8 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
     one bucket, in operand order, each at a multiple of the alignment (a
     gradient reduced in place is computed there; any other is copied in).
     The bucket is taken when its first gradient is computed and stays
-    taken until the op that waits for it (`tg.waits`, tg-schedule's), since
-    a backend may reduce it on another stream until then. With
+    taken until its `tg.await` (tg-schedule's), since a backend may reduce
+    it on another stream until then. With
     `attention-statistics`, each `tg.attention` that has a gradient keeps
     its output and one f32 per query row (the log-sum-exp) for it, as the
     CUDA backend's flash attention does.

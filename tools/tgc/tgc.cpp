@@ -593,53 +593,47 @@ LogicalResult buildCudaExecutable(ModuleOp module,
   return success();
 }
 
-/// --target=cuda after the passes: the .cu source (--emit=cuda: with its
-/// CMakeLists.txt and manifest, in a directory), or the executable built
-/// with nvcc (--simt: for this host, with the host compiler).
-LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
-                          StringRef policy, StringRef arch, Phase last) {
-  CudaEmitOptions options;
-  options.sourceName = sourceName.str();
-  options.precision = policy.str();
-  if (opsPerFunction.getNumOccurrences())
-    options.launchesPerFunction = std::max(1u, opsPerFunction.getValue());
-  if (last == Phase::Source) {
-    std::string dir =
-        outputFile.empty() ? stemOf(inputFile) + "-cuda" : outputFile.getValue();
-    if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
-      return fail("--emit=cuda writes a directory, and '" + dir +
-                  "' is a file");
-    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-      return fail("cannot create '" + dir + "': " + ec.message());
-    std::string name = stemOf(inputFile);
-    SmallString<256> cu(dir), cmake(dir), manifest(dir);
-    llvm::sys::path::append(cu, name + ".cu");
-    llvm::sys::path::append(cmake, "CMakeLists.txt");
-    llvm::sys::path::append(manifest, name + ".manifest.json");
-    CudaEmitSummary summary;
-    if (failed(writeText(cu, [&](llvm::raw_ostream &os) {
-          return emitCuda(module, os, options, &summary);
-        })))
-      return failure();
-    // The runtime's real folder: share/tgc/runtime is a link in the build
-    // tree, and the CMake project may be built where that link is not.
-    SmallString<256> runtime(runtimeRoot()), root;
-    llvm::sys::path::append(runtime, "runtime");
-    if (llvm::sys::fs::real_path(runtime, root))
-      root = runtime;
-    llvm::sys::path::remove_filename(root);
-    if (failed(writeText(cmake, [&](llvm::raw_ostream &os) {
-          os << cudaCMakeLists(name, name + ".cu", root, arch);
-          return success();
-        })))
-      return failure();
-    return writeText(manifest, [&](llvm::raw_ostream &os) {
-      return writeCudaManifest(module, summary, name + ".cu", os);
-    });
-  }
-  if (!simt)
-    return buildCudaExecutable(module, options, arch);
-  // --simt: the program as one .cu, rewritten for the host compiler.
+/// --emit=cuda: the .cu source with its CMakeLists.txt and manifest, in a
+/// directory (-o, default NAME-cuda).
+LogicalResult writeCudaProject(ModuleOp module, const CudaEmitOptions &options,
+                               StringRef arch) {
+  std::string dir =
+      outputFile.empty() ? stemOf(inputFile) + "-cuda" : outputFile.getValue();
+  if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
+    return fail("--emit=cuda writes a directory, and '" + dir + "' is a file");
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return fail("cannot create '" + dir + "': " + ec.message());
+  std::string name = stemOf(inputFile);
+  SmallString<256> cu(dir), cmake(dir), manifest(dir);
+  llvm::sys::path::append(cu, name + ".cu");
+  llvm::sys::path::append(cmake, "CMakeLists.txt");
+  llvm::sys::path::append(manifest, name + ".manifest.json");
+  CudaEmitSummary summary;
+  if (failed(writeText(cu, [&](llvm::raw_ostream &os) {
+        return emitCuda(module, os, options, &summary);
+      })))
+    return failure();
+  // The runtime's real folder: share/tgc/runtime is a link in the build
+  // tree, and the CMake project may be built where that link is not.
+  SmallString<256> runtime(runtimeRoot()), root;
+  llvm::sys::path::append(runtime, "runtime");
+  if (llvm::sys::fs::real_path(runtime, root))
+    root = runtime;
+  llvm::sys::path::remove_filename(root);
+  if (failed(writeText(cmake, [&](llvm::raw_ostream &os) {
+        os << cudaCMakeLists(name, name + ".cu", root, arch);
+        return success();
+      })))
+    return failure();
+  return writeText(manifest, [&](llvm::raw_ostream &os) {
+    return writeCudaManifest(module, summary, name + ".cu", os);
+  });
+}
+
+/// --simt: the program as one .cu, rewritten for the host compiler and
+/// built for this host.
+LogicalResult buildSimtExecutable(ModuleOp module,
+                                  const CudaEmitOptions &options) {
   std::string executable, source;
   if (failed(prepareExecutable("cu", executable, source)))
     return failure();
@@ -678,47 +672,80 @@ LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
   return success();
 }
 
+/// --target=cuda after the passes: the .cu source (--emit=cuda: with its
+/// CMakeLists.txt and manifest, in a directory), or the executable built
+/// with nvcc (--simt: for this host, with the host compiler).
+LogicalResult emitForCuda(ModuleOp module, StringRef sourceName,
+                          StringRef policy, StringRef arch, Phase last) {
+  CudaEmitOptions options;
+  options.sourceName = sourceName.str();
+  options.precision = policy.str();
+  if (opsPerFunction.getNumOccurrences())
+    options.launchesPerFunction = std::max(1u, opsPerFunction.getValue());
+  if (last == Phase::Source)
+    return writeCudaProject(module, options, arch);
+  if (simt)
+    return buildSimtExecutable(module, options);
+  return buildCudaExecutable(module, options, arch);
+}
+
+/// The pipeline --report=pipeline shows: its shape, per-chunk costs and
+/// the schedule played on them.
+struct ReportedPipeline {
+  pipeline::Shape shape;
+  pipeline::Costs costs;
+  pipeline::StageActions actions;
+  pipeline::Timeline timeline;
+  std::string schedule;
+};
+
+/// Built (tg-pipeline-schedule's action lists, as the executable runs
+/// them), or priced (stages given after the optimizer phase: the
+/// --pipeline-schedule choice played on the step's ops placed on chunks).
+FailureOr<ReportedPipeline> reportedPipeline(ModuleOp module,
+                                             const CostModel &cost) {
+  ReportedPipeline out;
+  if (module->hasAttr(TgDialect::kPipelineActionsAttr)) {
+    llvm::Expected<BuiltPipeline> played = playBuiltPipeline(module, cost);
+    if (!played)
+      return fail("--report=pipeline: " + llvm::toString(played.takeError()));
+    out.shape = played->shape;
+    out.costs = std::move(played->costs);
+    out.actions = std::move(played->actions);
+    out.timeline = std::move(played->timeline);
+    out.schedule = played->schedule;
+    return out;
+  }
+  llvm::Expected<pipeline::Costs> chunkCosts = pipelineChunkCosts(module, cost);
+  if (!chunkCosts)
+    return fail("--report=pipeline: " + llvm::toString(chunkCosts.takeError()));
+  out.costs = std::move(*chunkCosts);
+  PipelineStages stages = getPipelineStages(module);
+  int64_t micro = std::max<int64_t>(1, tableInteger(module, "grad_accum"));
+  out.shape = pipeline::Shape{stages.stages, stages.virtualStages, micro};
+  llvm::Expected<pipeline::ChosenSchedule> chosen =
+      pipeline::chooseSchedule(pipelineScheduleFlag, out.shape, out.costs);
+  if (!chosen)
+    return fail("--pipeline-schedule: " + llvm::toString(chosen.takeError()));
+  out.actions = std::move(chosen->actions);
+  out.timeline = std::move(chosen->timeline);
+  out.schedule = scheduleName(chosen->schedule).str();
+  return out;
+}
+
 /// --report=pipeline: the schedule (--pipeline-schedule) each stage runs,
 /// played on the cost model's per-chunk times: the action lists, the step
 /// and each stage's bubble and peak of micro-batches held, and with
 /// --report-plot the timeline as an SVG picture.
 LogicalResult writePipelineReport(ModuleOp module, const CostModel &cost) {
-  pipeline::Shape shape;
-  pipeline::Costs costs;
-  pipeline::StageActions bestActions;
-  pipeline::Timeline bestTimeline;
-  std::string scheduleText;
-  if (module->hasAttr(TgDialect::kPipelineActionsAttr)) {
-    // Built: the lists tg-pipeline-schedule chose, as the executable runs
-    // them.
-    llvm::Expected<BuiltPipeline> played = playBuiltPipeline(module, cost);
-    if (!played)
-      return fail("--report=pipeline: " + llvm::toString(played.takeError()));
-    shape = played->shape;
-    costs = std::move(played->costs);
-    bestActions = std::move(played->actions);
-    bestTimeline = std::move(played->timeline);
-    scheduleText = played->schedule;
-  } else {
-    // Priced, not split (stages given after the optimizer phase): the
-    // schedules played on the step's ops placed on chunks.
-    llvm::Expected<pipeline::Costs> chunkCosts =
-        pipelineChunkCosts(module, cost);
-    if (!chunkCosts)
-      return fail("--report=pipeline: " +
-                  llvm::toString(chunkCosts.takeError()));
-    costs = std::move(*chunkCosts);
-    PipelineStages stages = getPipelineStages(module);
-    int64_t micro = std::max<int64_t>(1, tableInteger(module, "grad_accum"));
-    shape = pipeline::Shape{stages.stages, stages.virtualStages, micro};
-    llvm::Expected<pipeline::ChosenSchedule> chosen =
-        pipeline::chooseSchedule(pipelineScheduleFlag, shape, costs);
-    if (!chosen)
-      return fail("--pipeline-schedule: " + llvm::toString(chosen.takeError()));
-    bestActions = std::move(chosen->actions);
-    bestTimeline = std::move(chosen->timeline);
-    scheduleText = scheduleName(chosen->schedule).str();
-  }
+  FailureOr<ReportedPipeline> reported = reportedPipeline(module, cost);
+  if (failed(reported))
+    return failure();
+  const pipeline::Shape &shape = reported->shape;
+  const pipeline::Costs &costs = reported->costs;
+  const pipeline::StageActions &bestActions = reported->actions;
+  const pipeline::Timeline &bestTimeline = reported->timeline;
+  const std::string &scheduleText = reported->schedule;
   llvm::raw_ostream &os = llvm::outs();
   auto ms = [](double seconds) {
     return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
