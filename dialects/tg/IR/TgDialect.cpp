@@ -17,6 +17,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <optional>
@@ -596,6 +597,18 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
     if (std::optional<LogicalResult> result = verify(op, attr))
       return *result;
   StringRef name = attr.getName().getValue();
+  // The memory plan and the schedule as an older tgc printed them.
+  if (StringRef now =
+          llvm::StringSwitch<StringRef>(name)
+              .Case("tg.waits", "a tg.await op of each bucket")
+              .Cases({"tg.arena_bytes", "tg.live_bytes", "tg.arena_alignment"},
+                     "the function's tg.arena = #tg.arena<bytes, "
+                     "live, alignment>")
+              .Default("");
+      !now.empty())
+    return op->emitError() << "'" << name
+                           << "' is IR of an older tgc: it is now " << now
+                           << "; compile from the model file again";
   // Parameter and input markers belong on function arguments.
   return op->emitError() << "unknown tg attribute '" << name << "' on '"
                          << op->getName() << "'";

@@ -215,3 +215,19 @@ func.func @view_larger_than_operand(%x: tensor<4xf32>, %y: tensor<8xf32>) -> ten
   %0 = tg.add %x, %y {tg.views = array<i64: 0>} : tensor<4xf32>, tensor<8xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// IR an older tgc printed: the error says what replaced it.
+// expected-error @+1 {{'tg.arena_bytes' is IR of an older tgc: it is now the function's tg.arena = #tg.arena<bytes, live, alignment>; compile from the model file again}}
+func.func @old_arena() attributes {tg.arena_bytes = 4096 : i64} {
+  return
+}
+
+// -----
+
+func.func @old_waits(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.waits' is IR of an older tgc: it is now a tg.await op of each bucket; compile from the model file again}}
+  %0 = tg.neg %x {tg.waits = array<i64: 0>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
