@@ -158,8 +158,8 @@ SmallVector<StageTimes> addFunction(PlanEstimate &plan, func::FuncOp func,
     if (auto await = dyn_cast<AwaitOp>(op)) {
       int64_t bucket = *await.getBucketOp().getBucket();
       for (auto [stage, share] : opShares)
-        clocks[stage].compute =
-            std::max(clocks[stage].compute, clocks[stage].bucketDone[bucket]);
+        clocks[stage].compute = std::max(
+            clocks[stage].compute, clocks[stage].bucketDone.lookup(bucket));
       continue;
     }
     std::string named = layerOfOp(&op);

@@ -174,6 +174,8 @@ LogicalResult StepEmitter::planFusion() {
     else
       ops.push_back(p.op);
   }
+  for (auto [i, op] : llvm::enumerate(ops))
+    opIndex[op] = i;
 
   for (FusedKernel &kernel : fusedKernels) {
     switch (kernel.kind) {

@@ -361,8 +361,9 @@ private:
   }
   /// The ops that read `v` where kernels' bodies are read in place (a
   /// kernel's body ops for the kernel, the readers of its result for its
-  /// yield).
+  /// yield), in op order.
   SmallVector<Operation *> flatUsers(Value v) const;
+  void collectFlatUsers(Value v, SmallVectorImpl<Operation *> &users) const;
   Value root(Value v) const {
     v = flat(v);
     while (true) {
@@ -386,6 +387,8 @@ private:
   llvm::function_ref<std::string(unsigned)> bindArgument;
 
   SmallVector<Operation *> ops;
+  /// Each op's index in `ops`.
+  DenseMap<Operation *, size_t> opIndex;
   /// Views and in-place results: the value whose buffer a value uses.
   DenseMap<Value, Value> alias;
   /// tg-fuse's kernels (readKernels), and the value each of their body

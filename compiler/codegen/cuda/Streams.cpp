@@ -18,36 +18,37 @@ using namespace mlir::tg::cuda_emit;
 
 SmallVector<Operation *> StepEmitter::flatUsers(Value v) const {
   SmallVector<Operation *> users;
+  collectFlatUsers(v, users);
+  llvm::stable_sort(users, [&](Operation *a, Operation *b) {
+    return opIndex.lookup(a) < opIndex.lookup(b);
+  });
+  return users;
+}
+
+void StepEmitter::collectFlatUsers(Value v,
+                                   SmallVectorImpl<Operation *> &users) const {
   for (OpOperand &use : v.getUses()) {
     Operation *owner = use.getOwner();
     if (auto kernel = dyn_cast<KernelOp>(owner))
-      llvm::append_range(users, flatUsers(kernel.getBody().getArgument(
-                                    use.getOperandNumber())));
+      collectFlatUsers(kernel.getBody().getArgument(use.getOperandNumber()),
+                       users);
     else if (isa<YieldOp>(owner))
-      llvm::append_range(users, flatUsers(owner->getParentOp()->getResult(
-                                    use.getOperandNumber())));
+      collectFlatUsers(owner->getParentOp()->getResult(use.getOperandNumber()),
+                       users);
     else
       users.push_back(owner);
   }
-  return users;
 }
 
 void StepEmitter::emitBucket(Launch &launch) {
   Bucket &b = buckets[launch.bucket];
   // Each gradient by the parameter the optimizer updates with it.
-  // (Readers in op order: a sum every update reads, as the squared
-  // gradient norm, is named by the first.)
-  DenseMap<Operation *, size_t> position;
-  for (auto [i, op] : llvm::enumerate(ops))
-    position[op] = i;
+  // (A sum every update reads, as the squared gradient norm, is named by
+  // the first reader in op order.)
   auto parameterOf = [&](unsigned m) -> std::string {
     SmallVector<Value> worklist = {b.op.getResults()[m]};
     for (size_t i = 0; i < worklist.size() && i < 8; ++i) {
-      SmallVector<Operation *> users = flatUsers(worklist[i]);
-      llvm::stable_sort(users, [&](Operation *a, Operation *b) {
-        return position.lookup(a) < position.lookup(b);
-      });
-      for (Operation *user : users) {
+      for (Operation *user : flatUsers(worklist[i])) {
         if (auto update = dyn_cast<OptimizerUpdateOp>(user)) {
           if (auto arg = dyn_cast<BlockArgument>(flat(update.getParam())))
             if (auto name = func.getArgAttrOfType<StringAttr>(
