@@ -59,8 +59,9 @@ static std::string escape(StringRef s) {
 // Constants
 //===----------------------------------------------------------------------===//
 
-/// Places `constant` in the constants region; returns its offset.
-FailureOr<int64_t> ModuleState::addConstant(ConstantOp constant) {
+/// `constant`'s host array and its upload to `offset` (tg-place-constants')
+/// in the constants section.
+LogicalResult ModuleState::uploadConstant(ConstantOp constant, int64_t offset) {
   auto attr = dyn_cast<DenseElementsAttr>(constant.getValue());
   if (!attr)
     return constant.emitError(kBackend)
@@ -69,8 +70,6 @@ FailureOr<int64_t> ModuleState::addConstant(ConstantOp constant) {
   Type elem = elementType(v);
   int64_t n = numel(v);
   std::string name = llvm::formatv("kConstant{0}", constantCounter++).str();
-  int64_t offset = constantBytes;
-  constantBytes += (std::max<int64_t>(bytesOf(v), 1) + 255) / 256 * 256;
   // bf16 goes up as its bits.
   StringRef hostType = elem.isBF16() ? "uint16_t" : storageType(elem);
   auto literal = [&](int64_t i) -> std::string {
@@ -96,7 +95,7 @@ FailureOr<int64_t> ModuleState::addConstant(ConstantOp constant) {
             << name << ".data(), " << bytesOf(v)
             << ", cudaMemcpyHostToDevice));\n  }\n";
     arrays << "// (a splat of " << n << ", filled at start-up)\n";
-    return offset;
+    return success();
   }
   arrays << "const " << hostType << " " << name << "[" << n << "] = {";
   for (int64_t i = 0; i < n; ++i)
@@ -104,7 +103,7 @@ FailureOr<int64_t> ModuleState::addConstant(ConstantOp constant) {
   arrays << "};\n";
   uploads << "  TGC_CUDA_CHECK(cudaMemcpy(constants + " << offset << ", "
           << name << ", " << bytesOf(v) << ", cudaMemcpyHostToDevice));\n";
-  return offset;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -150,15 +149,13 @@ LogicalResult StepEmitter::planLaunches() {
                  succeeded(buildLaunches()));
 }
 
-LogicalResult StepEmitter::countAndPlaceConstants() {
+LogicalResult StepEmitter::countAndUploadConstants() {
   countFlops();
   countTraffic();
-  for (Value c : materialized) {
-    auto offset = state.addConstant(c.getDefiningOp<ConstantOp>());
-    if (failed(offset))
+  for (auto constant : func.getOps<ConstantOp>())
+    if (std::optional<int64_t> offset = constantOffsetOf(constant);
+        offset && failed(state.uploadConstant(constant, *offset)))
       return failure();
-    constantOffset[c] = *offset;
-  }
   return success();
 }
 
@@ -169,7 +166,7 @@ LogicalResult StepEmitter::emit(
     StringRef summary) {
   bindArgument = bind;
   if (failed(planLaunches()) || failed(verifyPlan()) ||
-      failed(countAndPlaceConstants()))
+      failed(countAndUploadConstants()))
     return failure();
   state.numBuckets = std::max<int64_t>(state.numBuckets, buckets.size());
   state.plannedBytes = std::max(state.plannedBytes, plannedBytes);
@@ -594,9 +591,14 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
       return failure();
   }
 
-  // The layout of the arena.
+  // The layout of the arena: the runtime's scalars first (Device.h), then
+  // tg-place-constants' section, then tg-plan-memory's.
   int64_t constantsOffset = 256;
-  int64_t workOffset = constantsOffset + state.constantBytes;
+  int64_t constantBytes = 0;
+  if (auto section =
+          module->getAttrOfType<ConstantsAttr>(TgDialect::kConstantsAttr))
+    constantBytes = section.getBytes();
+  int64_t workOffset = constantsOffset + constantBytes;
   int64_t arenaBytes = workOffset + state.plannedBytes;
   // FLOPs of one micro-batch's step: a pipeline's are its chunks' F, B and
   // W together.

@@ -87,6 +87,8 @@ TargetOptions mlir::tg::cudaTarget() {
   target.arenaAlignment = 256;
   target.attentionStatistics = true;
   target.outlinesLayers = true;
+  // Device memory holds the constants kernels do not write as literals.
+  target.placesConstants = true;
   return target;
 }
 
@@ -218,11 +220,18 @@ llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createPlanMemoryPass(opt));
     pm.addNestedPass<func::FuncOp>(createVerifyMemoryPass());
   }
-  if (from < Phase::Layers && to >= Phase::Layers &&
-      options.target.outlinesLayers)
+  if (from < Phase::Layers && to >= Phase::Layers) {
     // Last: every decision about the step is made and checked; this one
     // only decides which layers the backend prints once.
-    pm.addPass(createOutlineLayersPass());
+    if (options.target.outlinesLayers)
+      pm.addPass(createOutlineLayersPass());
+    // After tg-outline-layers, which copies constants into the bodies.
+    if (options.target.placesConstants) {
+      PlaceConstantsPassOptions opt;
+      opt.alignment = options.target.arenaAlignment;
+      pm.addPass(createPlaceConstantsPass(opt));
+    }
+  }
   return llvm::Error::success();
 }
 

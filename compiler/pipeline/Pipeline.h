@@ -69,6 +69,9 @@ struct TargetOptions {
   /// The backend prints layer bodies and their calls: tg-outline-layers
   /// runs in the layers phase.
   bool outlinesLayers = false;
+  /// The backend reads constants that are not literals from one section of
+  /// its memory: tg-place-constants runs last, in the layers phase.
+  bool placesConstants = false;
 };
 
 /// C++ with OpenMP and OpenBLAS (EmitCpp): every kernel kind, the plan.

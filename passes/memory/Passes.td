@@ -71,6 +71,49 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
   ];
 }
 
+def PlaceConstantsPass : Pass<"tg-place-constants", "ModuleOp"> {
+  let summary = "Places the constants a backend reads from memory in one section";
+  let description = [{
+    Most constants of a step are literals in the code a backend prints: a
+    one-value constant an elementwise op or kernel reads, a classifier
+    kernel's unit gradient seed. Every other constant (a table a GEMM or a
+    layer body reads, a seed that is not one, a constant a function returns)
+    is read from memory, and this pass gives each such `tg.constant` an
+    offset in one section of the module, which a backend fills once when it
+    starts: `tg.constant_offset` on the constant, and on the module
+    `tg.constants`, a `#tg.constants` of the section's size and alignment.
+    The dialect checks each offset against it: aligned, inside, apart from
+    every other. Which reads are literals is the dialect's rule
+    (`readsConstantFromMemory`), which the CUDA emitter follows.
+
+    Constants are laid out in module order, each at a multiple of
+    `alignment`, for the functions the backend runs: the layer bodies, and
+    the pipeline's functions in a pipelined module (the unpipelined step
+    functions stay in the module but are not run), every function
+    otherwise. It runs last (after tg-outline-layers, which copies
+    constants into the bodies), for the CUDA target, whose constants live
+    in device memory; the C++ backend prints them as arrays.
+
+    ```mlir
+    // After
+    module attributes {tg.constants = #tg.constants<bytes = 256, alignment = 256>} {
+      func.func @train_step(...) {
+        %seed = tg.constant {tg.constant_offset = 0 : i64} dense<5.000000e-01> : tensor<f32>
+        %one = tg.constant dense<1.000000e+00> : tensor<f32>  // a literal
+        ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Offsets are multiples of this many bytes, and each constant "
+           "takes a multiple of it (a power of two)">,
+  ];
+  let statistics = [
+    Statistic<"numPlaced", "placed", "Constants read from memory">,
+  ];
+}
+
 def VerifyMemoryPass : Pass<"tg-verify-memory", "func::FuncOp"> {
   let summary = "Checks that no two buffers live at once share arena bytes";
   let description = [{

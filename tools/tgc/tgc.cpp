@@ -1652,12 +1652,14 @@ LogicalResult writeMemoryReport(ModuleOp module, const RematCurves &others) {
   });
 }
 
-/// The layers phase (tg-outline-layers), timed under `rootTiming`.
-LogicalResult outlineLayerBodies(ModuleOp module, bool cuda,
-                                 TimingScope &rootTiming) {
-  TimingScope layerTiming = rootTiming.nest("outline layers");
+/// The layers phase (tg-outline-layers unless `outline` is off, and on
+/// CUDA tg-place-constants), timed under `rootTiming`.
+LogicalResult runLayersPhase(ModuleOp module, bool cuda, bool outline,
+                             TimingScope &rootTiming) {
+  TimingScope layerTiming = rootTiming.nest("layers phase");
   PipelineOptions layers;
   layers.target = cuda ? cudaTarget() : cpuTarget();
+  layers.target.outlinesLayers = outline;
   return runTrainingPipeline(
       module, layers, Phase::Memory, Phase::Layers,
       [&](PassManager &pm) { return applyPassManagerCLOptions(pm); });
@@ -1785,8 +1787,8 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   if (!report.empty())
     return writeMemoryReport(*module, others);
   // The layers phase: after every report, which reads each op in place.
-  if (request->last >= Phase::Layers && from < Phase::Layers && outlineLayers &&
-      failed(outlineLayerBodies(*module, request->cuda, rootTiming)))
+  if (request->last >= Phase::Layers && from < Phase::Layers &&
+      failed(runLayersPhase(*module, request->cuda, outlineLayers, rootTiming)))
     return failure();
   setRecordedPhase(*module, *symbolizeIrPhase(phaseName(
                                 std::min(request->last, kLastIRPhase))));

@@ -250,7 +250,7 @@ FailureOr<std::string> KernelBody::value(Value v, const std::string &idx) {
   StringRef math = mathType(elem);
   std::string result;
   Operation *def = v.getDefiningOp();
-  if (auto splat = splatValue(v)) {
+  if (auto splat = literalValue(v)) {
     result = literalOf(*splat, math);
   } else if (!def || !inside.contains(def)) {
     // A parameter of the kernel.

@@ -376,7 +376,7 @@ LogicalResult StepEmitter::buildLaunches() {
           Operation *def = operand.getDefiningOp();
           if (def && inside.contains(def))
             continue;
-          if (splatValue(operand))
+          if (literalValue(operand))
             continue; // a literal in the kernel
           addRead(operand);
         }
@@ -427,12 +427,19 @@ LogicalResult StepEmitter::buildLaunches() {
       break;
     }
   }
-  // Constants read through memory.
+  // Constants read through memory (by a launch, or copied out as a
+  // result): tg-place-constants placed them.
+  SmallVector<Value> fromMemory(
+      func.getBody().front().getTerminator()->getOperands());
   for (Launch &l : launches)
-    for (Value v : l.reads)
-      if (Operation *def = root(v).getDefiningOp())
-        if (isa<ConstantOp>(def))
-          materialized.insert(root(v));
+    llvm::append_range(fromMemory, l.reads);
+  for (Value v : fromMemory)
+    if (auto constant = root(flat(v)).getDefiningOp<ConstantOp>();
+        constant && !constantOffsetOf(constant))
+      return constant.emitError(kBackend)
+             << ": this constant is read from memory, but it has no place "
+                "in the constants section (tg.constant_offset; run "
+                "tg-place-constants, as tgc's layers phase does)";
   return success();
 }
 

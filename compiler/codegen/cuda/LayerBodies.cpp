@@ -30,7 +30,7 @@ LogicalResult StepEmitter::emitBody() {
            << ": the layer body @" << func.getName()
            << " holds an all-reduce bucket or attention scratch, which "
               "tg-outline-layers leaves in the step";
-  if (failed(countAndPlaceConstants()))
+  if (failed(countAndUploadConstants()))
     return failure();
   numberTimers();
 

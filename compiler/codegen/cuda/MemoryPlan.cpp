@@ -374,7 +374,7 @@ std::string StepEmitter::pointerExpr(Value v) {
     return "(" + type.str() + " *)" + bindArgument(arg.getArgNumber());
   if (r.getDefiningOp<ConstantOp>())
     return llvm::formatv("({0} *)(d.constants + {1})", type,
-                         constantOffset.lookup(r))
+                         *constantOffsetOf(r))
         .str();
   if (isBody)
     return llvm::formatv("({0} *)(work + off[{1}])", type, slotOf.lookup(r))
@@ -411,9 +411,9 @@ std::string StepEmitter::ptr(Value v) {
     expr = "(" + type.str() + " *)" + bindArgument(arg.getArgNumber());
   } else if (r.getDefiningOp<ConstantOp>()) {
     name = "c" + std::to_string(valueCounter++);
-    expr = llvm::formatv("({0} *)(d.constants + {1})", type,
-                         constantOffset.lookup(r))
-               .str();
+    expr =
+        llvm::formatv("({0} *)(d.constants + {1})", type, *constantOffsetOf(r))
+            .str();
   } else if (isBody) {
     name = "v" + std::to_string(valueCounter++);
     expr =

@@ -88,23 +88,21 @@ inline std::string describeOp(Operation *op) {
 
 inline bool isView(Operation *op) { return isa<ReshapeOp, FlattenOp>(op); }
 
-/// A constant the generated kernels write as a literal: one value.
-inline std::optional<Attribute> splatValue(Value v) {
+/// tg-place-constants' offset of a constant in the constants section, or
+/// nothing when it is not read from memory.
+inline std::optional<int64_t> constantOffsetOf(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
+  auto at =
+      constant
+          ? constant->getAttrOfType<IntegerAttr>(TgDialect::kConstantOffsetAttr)
+          : nullptr;
+  if (!at)
     return std::nullopt;
-  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-  if (!dense)
-    return std::nullopt;
-  if (dense.isSplat())
-    return dense.getSplatValue<Attribute>();
-  if (dense.getNumElements() == 1)
-    return *dense.getValues<Attribute>().begin();
-  return std::nullopt;
+  return at.getInt();
 }
 
 inline bool isSplatOne(Value v) {
-  auto value = splatValue(v);
+  auto value = literalValue(v);
   if (!value)
     return false;
   if (auto f = dyn_cast<FloatAttr>(*value))
@@ -133,7 +131,6 @@ struct ModuleState {
   llvm::StringMap<unsigned> kernelByText;
   /// Host arrays of the constants and the copies that upload them.
   std::string constantArrays, constantUploads;
-  int64_t constantBytes = 0;
   unsigned constantCounter = 0;
   /// One call of a *_workspace_bytes function each, in first-use order.
   std::vector<std::string> workspaceNeeds;
@@ -146,9 +143,9 @@ struct ModuleState {
   /// (ElementwiseKernels.cpp).
   std::string kernel(StringRef baseName, StringRef text, StringRef site);
 
-  /// Places `constant` in the constants region; returns its offset
-  /// (EmitCuda.cpp).
-  FailureOr<int64_t> addConstant(ConstantOp constant);
+  /// Prints `constant`'s host array and the copy that uploads it to its
+  /// offset in the constants section (EmitCuda.cpp).
+  LogicalResult uploadConstant(ConstantOp constant, int64_t offset);
 };
 
 //===----------------------------------------------------------------------===//
@@ -275,9 +272,9 @@ public:
 private:
   /// The stages both a step function and a layer body go through: the
   /// launches planned (single block, types, plan, fusion, launch list),
-  /// then counted and their constants placed (EmitCuda.cpp).
+  /// then counted and their constants uploaded (EmitCuda.cpp).
   LogicalResult planLaunches();
-  LogicalResult countAndPlaceConstants();
+  LogicalResult countAndUploadConstants();
   // LaunchPlan.cpp: which ops share a launch, and the launches in op order.
   LogicalResult checkTypes();
   LogicalResult readKernels();
@@ -398,8 +395,6 @@ private:
   /// tg.attention_grad -> the tg.attention on the same q, k, v that keeps
   /// its log-sum-exp for it (in its tg.scratch).
   DenseMap<Operation *, AttentionOp> forwardOf;
-  /// Constants read through memory (not as literals).
-  llvm::SetVector<Value> materialized;
 
   /// The step's pieces (StepWalk.h) in schedule order; a kernel's also by
   /// its index in fusedKernels.
@@ -425,7 +420,6 @@ private:
   DenseMap<Value, int64_t> slotOf;
   llvm::SetVector<unsigned> usedKernels;
   int64_t plannedBytes = 0;
-  DenseMap<Value, int64_t> constantOffset;
 
   DenseMap<Value, std::string> names;
   /// The line that declares each named pointer, for the parts that

@@ -143,6 +143,30 @@ def Tg_ArenaAttr : AttrDef<Tg_Dialect, "Arena"> {
   let genVerifyDecl = 1;
 }
 
+def Tg_ConstantsAttr : AttrDef<Tg_Dialect, "Constants"> {
+  let mnemonic = "constants";
+  let summary = "A module's constants section: the constants read from memory";
+  let description = [{
+    Most constants of a step are literals in the code a backend prints (a
+    splat an elementwise kernel reads, a classifier's unit gradient seed);
+    the others are read from memory. tg-place-constants lays those out in
+    one section of the module, which a backend uploads once: `bytes` is its
+    size, `alignment` the power of two each constant's offset is a multiple
+    of. On the module it is `tg.constants`; each placed `tg.constant` has
+    its offset, `tg.constant_offset`, checked against it: aligned, inside,
+    and overlapping no other.
+
+    ```mlir
+    module attributes {tg.constants = #tg.constants<bytes = 512, alignment = 256>} {
+      ...
+      %table = tg.constant {tg.constant_offset = 256 : i64} dense<[...]> : tensor<6xf32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$bytes, "int64_t":$alignment);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tg_ShardingAttr : AttrDef<Tg_Dialect, "Sharding"> {
   let mnemonic = "sharding";
   let summary = "How a tensor is split over the axes of a device mesh";

@@ -389,6 +389,77 @@ LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// The bytes of a value of `type`, when it is a tensor of static shape.
+static std::optional<int64_t> staticBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat())
+    return std::nullopt;
+  return tensorBytes(t);
+}
+
+LogicalResult
+ConstantsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t bytes, int64_t alignment) {
+  if (bytes < 0)
+    return emitError() << "#tg.constants needs bytes >= 0, got " << bytes;
+  if (alignment <= 0 || !llvm::isPowerOf2_64(alignment))
+    return emitError() << "#tg.constants needs a power-of-two alignment, got "
+                       << alignment;
+  return success();
+}
+
+/// A tg.constant's place in its module's constants section (tg.constants):
+/// aligned as the section says, and inside it.
+static LogicalResult checkConstantOffset(Operation *op, Attribute value) {
+  auto offset = dyn_cast<IntegerAttr>(value);
+  if (!isa<ConstantOp>(op) || !offset || offset.getInt() < 0)
+    return op->emitError() << "'" << TgDialect::kConstantOffsetAttr
+                           << "' must be a non-negative offset on a "
+                              "tg.constant";
+  auto module = op->getParentOfType<ModuleOp>();
+  auto section =
+      module ? module->getAttrOfType<ConstantsAttr>(TgDialect::kConstantsAttr)
+             : nullptr;
+  if (!section)
+    return op->emitError() << "'" << TgDialect::kConstantOffsetAttr
+                           << "' places a constant in a section the module "
+                              "does not have (no tg.constants)";
+  int64_t at = offset.getInt();
+  int64_t bytes = staticBytes(op->getResult(0).getType()).value_or(0);
+  if (at % section.getAlignment() != 0)
+    return op->emitError() << "'" << TgDialect::kConstantOffsetAttr
+                           << "' places the constant at " << at
+                           << ", not a multiple of the section's alignment ("
+                           << section.getAlignment() << ")";
+  if (at + bytes > section.getBytes())
+    return op->emitError() << "'" << TgDialect::kConstantOffsetAttr
+                           << "' places the constant's bytes [" << at << ", "
+                           << at + bytes << ") outside the constants section "
+                           << "of " << section.getBytes() << " bytes";
+  return success();
+}
+
+/// No two constants of the module share bytes of its section.
+static LogicalResult checkConstantsApart(ModuleOp module) {
+  SmallVector<std::pair<int64_t, ConstantOp>> placed;
+  module.walk([&](ConstantOp c) {
+    if (auto at = c->getAttrOfType<IntegerAttr>(TgDialect::kConstantOffsetAttr))
+      placed.push_back({at.getInt(), c});
+  });
+  llvm::stable_sort(
+      placed, [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (size_t i = 1; i < placed.size(); ++i) {
+    auto [at, before] = placed[i - 1];
+    int64_t end = at + staticBytes(before.getResult().getType()).value_or(0);
+    if (placed[i].first < end)
+      return placed[i].second.emitError()
+             << "'" << TgDialect::kConstantOffsetAttr << "' places the "
+             << "constant at " << placed[i].first << ", inside the bytes ["
+             << at << ", " << end << ") of another constant";
+  }
+  return success();
+}
+
 /// Bytes [offset, offset + bytes) that `attr` of `op` places in the arena
 /// of its function (when it has one): aligned as it says, and inside.
 static LogicalResult checkInArena(Operation *op, StringRef attr, int64_t offset,
@@ -408,14 +479,6 @@ static LogicalResult checkInArena(Operation *op, StringRef attr, int64_t offset,
                            << ") outside the arena of " << arena.getBytes()
                            << " bytes";
   return success();
-}
-
-/// The bytes of a value of `type`, when it is a tensor of static shape.
-static std::optional<int64_t> staticBytes(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat())
-    return std::nullopt;
-  return tensorBytes(t);
 }
 
 /// A result that views an operand (`views`, tg-plan-memory's tg.views) has
@@ -496,6 +559,15 @@ verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
              << "'" << name << "' must be a #tg.arena on a function";
     return success();
   }
+  if (name == TgDialect::kConstantsAttr) {
+    auto module = dyn_cast<ModuleOp>(op);
+    if (!module || !isa<ConstantsAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << name << "' must be a #tg.constants on the module";
+    return checkConstantsApart(module);
+  }
+  if (name == TgDialect::kConstantOffsetAttr)
+    return checkConstantOffset(op, attr.getValue());
   if (name == TgDialect::kBucketSpanAttr || name == TgDialect::kScratchAttr) {
     // [offset, bytes] in the arena: an all-reduce's bucket, the statistics
     // an attention keeps for its gradient.

@@ -115,6 +115,11 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kArenaAttr = "tg.arena";
     static constexpr ::llvm::StringLiteral kBucketSpanAttr = "tg.bucket_span";
     static constexpr ::llvm::StringLiteral kScratchAttr = "tg.scratch";
+    // The constants a backend reads from memory (tg-place-constants): on
+    // the module, the section's #tg.constants; on each such tg.constant,
+    // its offset in the section.
+    static constexpr ::llvm::StringLiteral kConstantsAttr = "tg.constants";
+    static constexpr ::llvm::StringLiteral kConstantOffsetAttr = "tg.constant_offset";
     // What tg-remat chose, for the memory report.
     static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
     /// On @train_step with gradient accumulation: the micro-batches per

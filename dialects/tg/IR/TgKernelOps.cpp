@@ -27,6 +27,46 @@ bool mlir::tg::isDataMovementOp(Operation *op) {
              FlattenOp>(op);
 }
 
+std::optional<Attribute> mlir::tg::literalValue(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto dense =
+      constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense)
+    return std::nullopt;
+  if (dense.isSplat())
+    return dense.getSplatValue<Attribute>();
+  if (dense.getNumElements() == 1)
+    return *dense.getValues<Attribute>().begin();
+  return std::nullopt;
+}
+
+/// A unit gradient seed: the classifier launch computes dlogits for it.
+static bool isUnitSeed(Value v) {
+  auto value = dyn_cast_or_null<FloatAttr>(literalValue(v).value_or(nullptr));
+  return value && value.getValueAsDouble() == 1.0;
+}
+
+bool mlir::tg::readsConstantFromMemory(OpOperand &use) {
+  Operation *user = use.getOwner();
+  Value v = use.get();
+  if (isElementwiseOp(user))
+    return !literalValue(v);
+  auto kernel = dyn_cast<KernelOp>(user);
+  if (!kernel)
+    return true;
+  BlockArgument arg = kernel.getBody().getArgument(use.getOperandNumber());
+  if (arg.use_empty())
+    return false;
+  if (kernel.getKind() == KernelKind::elementwise)
+    return !literalValue(v);
+  if (kernel.getKind() == KernelKind::classifier)
+    return !isUnitSeed(v) || llvm::any_of(arg.getUses(), [](OpOperand &u) {
+      auto grad = dyn_cast<CrossEntropyGradOp>(u.getOwner());
+      return !grad || u.get() != grad.getGrad();
+    });
+  return true;
+}
+
 YieldOp KernelOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }

@@ -39,6 +39,21 @@ bool isElementwiseOp(Operation *op);
 /// elementwise kernel that reads at remapped indices may compute it.
 bool isDataMovementOp(Operation *op);
 
+/// The one value of a dense constant that holds one (a splat, or a single
+/// element): what generated kernels write as a literal. Nothing for any
+/// other value.
+std::optional<Attribute> literalValue(Value v);
+
+/// Whether running the owner of `use` reads the constant it holds from
+/// memory. Not when the constant is a literal: one value read by an
+/// elementwise op or an `elementwise` kernel, or a unit gradient seed of a
+/// `classifier` kernel's tg.cross_entropy_grad (the launch computes it);
+/// nor when a kernel's body never reads it. Every other reader, the return
+/// and any reader of a view included, reads memory. tg-place-constants
+/// places what this says is read; the CUDA emitter prints launches that
+/// read no more.
+bool readsConstantFromMemory(OpOperand &use);
+
 /// The bytes a ranked tensor of `type` holds: its elements times their
 /// bytes (i1 one byte, others their bit width rounded up to bytes).
 int64_t tensorBytes(Type type);

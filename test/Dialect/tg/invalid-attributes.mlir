@@ -231,3 +231,65 @@ func.func @old_waits(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tg.neg %x {tg.waits = array<i64: 0>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// The constants section (tg-place-constants): on the module, a
+// #tg.constants; each placed tg.constant aligned, inside, apart.
+// expected-error @+1 {{'tg.constants' must be a #tg.constants on the module}}
+func.func @section_on_function() attributes {tg.constants = #tg.constants<bytes = 0, alignment = 256>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#tg.constants needs a power-of-two alignment, got 100}}
+module attributes {tg.constants = #tg.constants<bytes = 0, alignment = 100>} {
+}
+
+// -----
+
+func.func @offset_on_other_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.constant_offset' must be a non-negative offset on a tg.constant}}
+  %0 = tg.neg %x {tg.constant_offset = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @offset_without_section() -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.constant_offset' places a constant in a section the module does not have (no tg.constants)}}
+  %0 = tg.constant {tg.constant_offset = 0 : i64} dense<1.0> : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+module attributes {tg.constants = #tg.constants<bytes = 512, alignment = 256>} {
+  func.func @offset_misaligned() -> tensor<4xf32> {
+    // expected-error @+1 {{'tg.constant_offset' places the constant at 64, not a multiple of the section's alignment (256)}}
+    %0 = tg.constant {tg.constant_offset = 64 : i64} dense<1.0> : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {tg.constants = #tg.constants<bytes = 256, alignment = 256>} {
+  func.func @offset_outside() -> tensor<128xf32> {
+    // expected-error @+1 {{'tg.constant_offset' places the constant's bytes [256, 768) outside the constants section of 256 bytes}}
+    %0 = tg.constant {tg.constant_offset = 256 : i64} dense<1.0> : tensor<128xf32>
+    return %0 : tensor<128xf32>
+  }
+}
+
+// -----
+
+module attributes {tg.constants = #tg.constants<bytes = 1024, alignment = 256>} {
+  func.func @constants_overlap() -> (tensor<128xf32>, tensor<4xf32>) {
+    %0 = tg.constant {tg.constant_offset = 0 : i64} dense<1.0> : tensor<128xf32>
+    // expected-error @+1 {{'tg.constant_offset' places the constant at 256, inside the bytes [0, 512) of another constant}}
+    %1 = tg.constant {tg.constant_offset = 256 : i64} dense<2.0> : tensor<4xf32>
+    return %0, %1 : tensor<128xf32>, tensor<4xf32>
+  }
+}
