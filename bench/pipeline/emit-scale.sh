@@ -50,7 +50,9 @@ for entry in "${plans[@]}"; do
   end=$(date +%s.%N)
   cu=$work/$label/$model.cu
   programs=$(grep -c "tgc::cuda::runStep(" "$cu")
-  arena=$(sed -n 's/^constexpr int64_t kArenaBytes = \([0-9]*\);/\1/p' "$cu")
+  # Constants and intermediates (the manifest's arena_bytes).
+  arena=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["arena_bytes"])' \
+    "$work/$label/$model.manifest.json")
   printf "| %s | %s | %.1f | %.1f | %d | %.1f |\n" "$model" "$flags" \
     "$(echo "$end - $start" | bc)" \
     "$(echo "$(stat -c %s "$cu") / 1000000" | bc -l)" "$programs" \

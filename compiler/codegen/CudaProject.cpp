@@ -129,8 +129,9 @@ LogicalResult mlir::tg::writeCudaManifest(ModuleOp module,
     j.attribute("target", "cuda");
     j.attribute("precision", summary.precision);
     j.attribute("arena_bytes", summary.arenaBytes);
-    j.attribute("arena_note", "intermediates, scalars and constants; the "
-                              "launchers' workspace is added at start-up");
+    j.attribute("arena_note", "constants and intermediates; the runtime "
+                              "adds its scalars and the launchers' "
+                              "workspace at start-up");
     j.attribute("flops_per_step", summary.flopsPerStep);
     j.attribute("generated_kernels", summary.numKernels);
     j.attribute("allreduce_buckets", summary.numBuckets);

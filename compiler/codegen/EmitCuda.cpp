@@ -591,15 +591,12 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
       return failure();
   }
 
-  // The layout of the arena: the runtime's scalars first (Device.h), then
-  // tg-place-constants' section, then tg-plan-memory's.
-  int64_t constantsOffset = 256;
+  // The sizes the runtime lays its device arena out with (StepProgram.h):
+  // tg-place-constants' section, tg-plan-memory's largest arena.
   int64_t constantBytes = 0;
   if (auto section =
           module->getAttrOfType<ConstantsAttr>(TgDialect::kConstantsAttr))
     constantBytes = section.getBytes();
-  int64_t workOffset = constantsOffset + constantBytes;
-  int64_t arenaBytes = workOffset + state.plannedBytes;
   // FLOPs of one micro-batch's step: a pipeline's are its chunks' F, B and
   // W together.
   double flops = trainEmitter.flops();
@@ -664,11 +661,12 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
      << "// end, to read its metrics; with --cuda-graph it is captured and "
         "replayed.\n"
      << "//\n"
-     << "// Memory: one device arena of kArenaBytes (scalars, constants, and "
-        "every\n"
-     << "// intermediate at an offset planned by liveness, 256-byte aligned) "
-        "plus the\n"
-     << "// launchers' workspace, allocated at the first step.\n"
+     << "// Memory: one device arena (the runtime's scalars, the constants "
+        "at the offsets\n"
+     << "// tg-place-constants planned, and every intermediate at an offset "
+        "planned by\n"
+     << "// liveness, 256-byte aligned) plus the launchers' workspace, "
+        "allocated at the\n// first step.\n"
      << "//\n"
      << "// FLOPs per step (one micro-batch of @train_step), for MFU:\n"
      << flopsComment
@@ -679,13 +677,10 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
      << "//===---===//\n\n"
      << kIncludes << "namespace {\n\n"
      << kUsings
-     << "/// The arena: [scalars | constants | intermediates]; the "
-        "launchers' workspace\n/// follows it.\n"
-     << "constexpr int64_t kConstantsOffset = " << constantsOffset << ";\n"
-     << "constexpr int64_t kWorkOffset = " << workOffset << ";\n"
-     << "constexpr int64_t kArenaBytes = " << arenaBytes << ";\n"
-     << "/// The intermediates' part, as tg-plan-memory planned it (the "
-        "largest step\n/// function's #tg.arena).\n"
+     << "/// The arena's parts after the scalars: the constants section "
+        "(the module's\n/// #tg.constants) and the intermediates (the "
+        "largest step function's\n/// #tg.arena).\n"
+     << "constexpr int64_t kConstantBytes = " << constantBytes << ";\n"
      << "constexpr int64_t kPlannedBytes = " << state.plannedBytes << ";\n"
      << "constexpr int kNumBuckets = " << state.numBuckets << ";\n"
      << "constexpr double kFlopsPerStep = " << llvm::formatv("{0:e6}", flops)
@@ -793,7 +788,7 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
         "(runtime/cuda/StepProgram.h)\n//===------------------------------"
         "----------------------------------------===//\n\n"
      << "const tgc::cuda::ProgramDesc kProgram = {\n"
-     << "    kArenaBytes, kConstantsOffset, kWorkOffset,\n"
+     << "    kConstantBytes, kPlannedBytes,\n"
      << "    kNumBuckets,\n"
      << "    kNumParams, kNumState, kNumInputs, kNumOutputs, kNumGrads,\n"
      << "    workspaceBytes, uploadConstants, /*numSlots=*/"
@@ -821,7 +816,7 @@ static LogicalResult emitProgram(ModuleOp module, llvm::raw_ostream &os,
   if (summary) {
     summary->modelName = model;
     summary->precision = precision;
-    summary->arenaBytes = arenaBytes;
+    summary->arenaBytes = constantBytes + state.plannedBytes;
     summary->flopsPerStep = flops;
     summary->numKernels = state.kernels.size();
     summary->numBuckets = state.numBuckets;

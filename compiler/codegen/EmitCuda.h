@@ -45,8 +45,9 @@ struct CudaEmitOptions {
 struct CudaEmitSummary {
   std::string modelName;
   std::string precision;
-  /// Device memory of the steps' intermediates (the arena, without the
-  /// launchers' workspace, which is sized at start-up).
+  /// Device memory of the constants and the steps' intermediates (the
+  /// arena without the runtime's scalars and the launchers' workspace,
+  /// which it adds at start-up).
   int64_t arenaBytes = 0;
   /// Model FLOPs of one micro-batch's training step.
   double flopsPerStep = 0;

@@ -26,19 +26,32 @@ namespace tgc::cuda {
 // Device state
 //===----------------------------------------------------------------------===//
 
+static int64_t alignUp(int64_t bytes) {
+  return (bytes + kScalarsBlock - 1) / kScalarsBlock * kScalarsBlock;
+}
+
+ArenaLayout arenaLayout(const ProgramDesc &program) {
+  ArenaLayout layout;
+  layout.constantsOffset = kScalarsBlock;
+  layout.workOffset = layout.constantsOffset + alignUp(program.constantBytes);
+  layout.arenaBytes = layout.workOffset + alignUp(program.plannedBytes);
+  return layout;
+}
+
 Device &device(const ProgramDesc &program) {
   static Device *instance = [&program] {
     auto *d = new Device;
     Context &context = Context::get();
     d->compute = context.computeStream();
     d->comm = context.commStream();
-    int64_t workspace = (program.workspaceBytes() + 255) / 256 * 256;
-    d->arenaMemory = new DeviceArena(program.arenaBytes + workspace);
+    ArenaLayout layout = arenaLayout(program);
+    int64_t workspace = alignUp(program.workspaceBytes());
+    d->arenaMemory = new DeviceArena(layout.arenaBytes + workspace);
     d->arena = d->arenaMemory->base();
     d->scalars = reinterpret_cast<Scalars *>(d->arena);
-    d->constants = d->arena + program.constantsOffset;
-    d->work = d->arena + program.workOffset;
-    d->workspace = workspace ? d->arena + program.arenaBytes : nullptr;
+    d->constants = d->arena + layout.constantsOffset;
+    d->work = d->arena + layout.workOffset;
+    d->workspace = workspace ? d->arena + layout.arenaBytes : nullptr;
     TGC_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void **>(&d->host),
                                  sizeof(HostBlock), cudaHostAllocDefault));
     std::memset(d->host, 0, sizeof(HostBlock));

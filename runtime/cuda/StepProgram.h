@@ -50,12 +50,13 @@ namespace tgc::cuda {
 /// What a generated .cu tells the runtime about itself; its step functions
 /// share one.
 struct ProgramDesc {
-  /// The arena: [scalars | constants | intermediates], at offsets the
-  /// compiler planned (256-byte multiples). The launchers' workspace follows
-  /// it.
-  int64_t arenaBytes;
-  int64_t constantsOffset; ///< the constants, uploaded at start-up
-  int64_t workOffset;      ///< the intermediates
+  /// The sizes the compiler planned: the constants section
+  /// (tg-place-constants' #tg.constants), uploaded at start-up, and the
+  /// intermediates (the largest #tg.arena of tg-plan-memory). The device
+  /// arena is [scalars | constants | intermediates], then the launchers'
+  /// workspace (arenaLayout).
+  int64_t constantBytes;
+  int64_t plannedBytes;
   /// Gradient all-reduce buckets: each gets a bucketReady and a bucketDone
   /// event.
   int numBuckets;
@@ -84,6 +85,18 @@ struct Scalars {
   int32_t microBatches;
   int32_t microBatch;
 };
+
+/// The device arena's first block holds the step's Scalars; each part
+/// after it starts at a multiple of this (cuBLASLt's fastest alignment).
+constexpr int64_t kScalarsBlock = 256;
+static_assert(sizeof(Scalars) <= kScalarsBlock, "the scalars fit their block");
+
+/// Where the parts of `program`'s device arena start, and its size before
+/// the launchers' workspace.
+struct ArenaLayout {
+  int64_t constantsOffset, workOffset, arenaBytes;
+};
+ArenaLayout arenaLayout(const ProgramDesc &program);
 
 /// The step's metrics: copied from the device into pinned memory by the
 /// step's last launches and read after its one synchronisation.

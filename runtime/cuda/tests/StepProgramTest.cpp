@@ -38,11 +38,12 @@ void uploadConstants(char *constants) {
 }
 
 const ProgramDesc kProgram = {
-    /*arenaBytes=*/1024, /*constantsOffset=*/256, /*workOffset=*/512,
+    /*constantBytes=*/4, /*plannedBytes=*/512,
     /*numBuckets=*/2,
-    /*numParams=*/0, /*numState=*/0, /*numInputs=*/0, /*numOutputs=*/0,
-    /*numGrads=*/0,
-    workspaceBytes, uploadConstants,
+    /*numParams=*/0,     /*numState=*/0,
+    /*numInputs=*/0,     /*numOutputs=*/0,
+    /*numGrads=*/0,      workspaceBytes,
+    uploadConstants,
 };
 
 /// As a generated step: the scalars to the device first, the metrics to the
