@@ -38,7 +38,7 @@ def record(text):
 
 def peak_of(mlir):
     step = mlir[mlir.index("func.func @train_step"):]
-    return int(re.search(r"tg\.arena_bytes = (\d+)", step).group(1))
+    return int(re.search(r"tg\.arena = #tg\.arena<bytes = (\d+)", step).group(1))
 
 model = f"{root}/examples/gpt2-124m.json"
 opt = f"{work}/gpt2.mlir"
