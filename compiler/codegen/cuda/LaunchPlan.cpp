@@ -395,7 +395,7 @@ LogicalResult StepEmitter::buildLaunches() {
     case LaunchKind::Classifier:
       addRead(l.crossEntropy.getLogits());
       addRead(l.crossEntropy.getLabels());
-      if (!isSplatOne(flat(l.crossEntropyGrad.getGrad())))
+      if (!isLiteralOne(flat(l.crossEntropyGrad.getGrad())))
         addRead(l.crossEntropyGrad.getGrad());
       l.writes.push_back(l.crossEntropy.getResult());
       l.writes.push_back(l.crossEntropyGrad.getResult());

@@ -121,8 +121,8 @@ void StepEmitter::emitClassifier(Launch &launch) {
   StringRef reduction = runtimeLossReduction(ce.getReduction());
   bool none = reduction == "None";
   std::string logits = ptr(ce.getLogits()), labels = ptr(ce.getLabels()),
-              g = isSplatOne(flat(grad.getGrad())) ? "nullptr"
-                                                   : ptr(grad.getGrad()),
+              g = isLiteralOne(flat(grad.getGrad())) ? "nullptr"
+                                                     : ptr(grad.getGrad()),
               loss = ptr(ce.getResult()), dlogits = ptr(grad.getResult());
   os << timerBegin(launch) << "  tgc::cuda::fused_classifier(" << logits << ", "
      << labels << ", " << rows << ", " << classes << ", "

@@ -101,15 +101,6 @@ inline std::optional<int64_t> constantOffsetOf(Value v) {
   return at.getInt();
 }
 
-inline bool isSplatOne(Value v) {
-  auto value = literalValue(v);
-  if (!value)
-    return false;
-  if (auto f = dyn_cast<FloatAttr>(*value))
-    return f.getValueAsDouble() == 1.0;
-  return false;
-}
-
 //===----------------------------------------------------------------------===//
 // Module-wide state: generated kernels, constants, workspaces
 //===----------------------------------------------------------------------===//

@@ -40,8 +40,7 @@ std::optional<Attribute> mlir::tg::literalValue(Value v) {
   return std::nullopt;
 }
 
-/// A unit gradient seed: the classifier launch computes dlogits for it.
-static bool isUnitSeed(Value v) {
+bool mlir::tg::isLiteralOne(Value v) {
   auto value = dyn_cast_or_null<FloatAttr>(literalValue(v).value_or(nullptr));
   return value && value.getValueAsDouble() == 1.0;
 }
@@ -60,7 +59,7 @@ bool mlir::tg::readsConstantFromMemory(OpOperand &use) {
   if (kernel.getKind() == KernelKind::elementwise)
     return !literalValue(v);
   if (kernel.getKind() == KernelKind::classifier)
-    return !isUnitSeed(v) || llvm::any_of(arg.getUses(), [](OpOperand &u) {
+    return !isLiteralOne(v) || llvm::any_of(arg.getUses(), [](OpOperand &u) {
       auto grad = dyn_cast<CrossEntropyGradOp>(u.getOwner());
       return !grad || u.get() != grad.getGrad();
     });

@@ -44,6 +44,10 @@ bool isDataMovementOp(Operation *op);
 /// other value.
 std::optional<Attribute> literalValue(Value v);
 
+/// Whether `v` is the literal 1.0: as a classifier's gradient seed, the
+/// launch computes the logits' gradient without reading it.
+bool isLiteralOne(Value v);
+
 /// Whether running the owner of `use` reads the constant it holds from
 /// memory. Not when the constant is a literal: one value read by an
 /// elementwise op or an `elementwise` kernel, or a unit gradient seed of a
