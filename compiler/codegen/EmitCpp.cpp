@@ -253,8 +253,6 @@ private:
   LogicalResult checkTypes();
   /// Reads tg-plan-memory's plan; fails where it is missing.
   LogicalResult readPlan();
-  /// The operand whose buffer `v` shares (tg.views), or null.
-  Value viewOf(Value v);
   /// One piece of the step (StepWalk.h), printed.
   LogicalResult emitOp(Operation *op);
   /// emitOp, timed into io.trace under --profile.
@@ -366,16 +364,6 @@ LogicalResult FunctionEmitter::readPlan() {
   return success();
 }
 
-Value FunctionEmitter::viewOf(Value v) {
-  auto r = dyn_cast<OpResult>(v);
-  auto views = r ? r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
-                       TgDialect::kViewsAttr)
-                 : DenseI64ArrayAttr();
-  if (!views || views[r.getResultNumber()] < 0)
-    return {};
-  return r.getOwner()->getOperand(views[r.getResultNumber()]);
-}
-
 void FunctionEmitter::declareResult(Value v) {
   names[v] = "v" + std::to_string(counter++);
   declarePointer(v);
@@ -383,7 +371,7 @@ void FunctionEmitter::declareResult(Value v) {
 
 std::string FunctionEmitter::pointerExpr(Value v) {
   std::string type = "(" + cTypeOf(v).str() + " *)";
-  if (Value viewed = viewOf(v))
+  if (Value viewed = plannedView(v))
     return type + (declared.contains(viewed) ? buf(viewed)
                                              : "(" + pointerExpr(viewed) + ")");
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -393,16 +381,12 @@ std::string FunctionEmitter::pointerExpr(Value v) {
     return constantPointers.count(v) ? stepName + "_" + names[v] + "()"
                                      : names[v];
   auto r = cast<OpResult>(v);
-  Operation *owner = r.getOwner();
+  PlaceAttr place = placeOf(r.getOwner());
   // In a layer body, the slot of the offset table the caller passes.
-  if (auto slots =
-          owner->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kSlotsAttr))
-    return type + "(arena + off[" + std::to_string(slots[r.getResultNumber()]) +
-           "])";
+  if (std::optional<int64_t> slot = place.slot(r.getResultNumber()))
+    return type + "(arena + off[" + std::to_string(*slot) + "])";
   return type + "(arena + " +
-         std::to_string(owner->getAttrOfType<DenseI64ArrayAttr>(
-             TgDialect::kOffsetsAttr)[r.getResultNumber()]) +
-         ")";
+         std::to_string(*place.arenaOffset(r.getResultNumber())) + ")";
 }
 
 std::string FunctionEmitter::refOf(Value v) {
@@ -1214,8 +1198,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
       })
       .Case([&](AllReduceOp r) -> LogicalResult {
         // tg-plan-memory laid the gradients out side by side: one message.
-        auto span = r->getAttrOfType<DenseI64ArrayAttr>(
-            TgDialect::kBucketSpanAttr);
+        auto span = r->getAttrOfType<SpanAttr>(TgDialect::kBucketSpanAttr);
         if (!span)
           return r.emitError("cpu backend: a tg.all_reduce without "
                              "tg.bucket_span; run tg-plan-memory");
@@ -1223,7 +1206,7 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
         if (failed(axis))
           return failure();
         for (auto [in, out] : llvm::zip(r.getInputs(), r.getResults()))
-          if (viewOf(out) != in)
+          if (plannedView(out) != in)
             os << "  std::memcpy(" << buf(out) << ", " << buf(in) << ", "
                << numel(in) << " * sizeof(float));\n";
         if (*axis < 0) {
@@ -1231,13 +1214,13 @@ LogicalResult FunctionEmitter::emitOp(Operation *op) {
           os << "  tgc::comm::"
              << (r.getReduction() == Reduction::mean ? "allReduceMean"
                                                      : "allReduceSum")
-             << "(io.comm, (float *)(arena + " << span[0] << "), "
-             << span[1] / 4 << ");\n";
+             << "(io.comm, (float *)(arena + " << span.getOffset() << "), "
+             << span.getBytes() / 4 << ");\n";
           return success();
         }
         os << "  tgc::comm::allReduce(io.comm, /*axis=*/" << *axis << " /* "
-           << r.getMeshAxis() << " */, arena + " << span[0] << ", "
-           << span[1] / 4 << ", tgc::DType::F32, "
+           << r.getMeshAxis() << " */, arena + " << span.getOffset() << ", "
+           << span.getBytes() / 4 << ", tgc::DType::F32, "
            << commReduceOp(r.getReduction()) << ", nullptr);\n";
         return success();
       })
@@ -1590,7 +1573,7 @@ void FunctionEmitter::declareInPart(Value v) {
        << names[v] << "();\n";
     return;
   }
-  if (Value viewed = viewOf(v))
+  if (Value viewed = plannedView(v))
     declareInPart(viewed);
   declarePointer(v);
 }

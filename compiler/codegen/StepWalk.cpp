@@ -33,10 +33,10 @@ FailureOr<int64_t> mlir::tg::plannedArenaBytes(func::FuncOp func,
            << " has no memory plan (run tg-plan-memory)";
   for (Operation &op : func.getBody().front().without_terminator())
     if (op.getNumResults() > 0 && !isa<ConstantOp>(op) &&
-        !op.hasAttr(TgDialect::kOffsetsAttr))
+        !op.hasAttr(TgDialect::kPlaceAttr))
       return op.emitError(backend)
-             << ": no arena offsets (tg.offsets): the memory plan is stale; "
-                "run tg-plan-memory last";
+             << ": no place in the arena (tg.place): the memory plan is "
+                "stale; run tg-plan-memory last";
   return arena.getBytes();
 }
 

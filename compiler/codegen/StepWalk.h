@@ -32,7 +32,7 @@ StepPiece stepPieceOf(Operation *op);
 
 /// The function's memory plan, read where the backends start: its arena
 /// bytes, or an error naming `backend` when the plan is missing or stale
-/// (an op that computes something without tg.offsets).
+/// (an op that computes something without tg.place).
 FailureOr<int64_t> plannedArenaBytes(func::FuncOp func, StringRef backend);
 
 /// Calls `visit` on each top-level op but the terminator, in schedule

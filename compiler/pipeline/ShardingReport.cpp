@@ -409,11 +409,11 @@ void estimatePipelined(PlanEstimate &plan, ModuleOp module,
     for (auto [i, op] : llvm::enumerate(body.without_terminator())) {
       // What the memory plan placed in the arena (not views, not what
       // updates an argument in place).
-      auto offsets =
-          op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
+      PlaceAttr place = placeOf(&op);
       for (OpResult r : op.getResults()) {
         if (!isa<RankedTensorType>(r.getType()) || r.use_empty() ||
-            (offsets && offsets[r.getResultNumber()] < 0))
+            (place && !place.arenaOffset(r.getResultNumber())) ||
+            isa<ConstantOp>(op))
           continue;
         int64_t last = position[&op];
         for (Operation *user : r.getUsers())

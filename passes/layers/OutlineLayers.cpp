@@ -48,24 +48,10 @@ struct Candidate {
   SmallVector<Value> arguments, results;
   /// The arena offset of each slot of the body's table, for this run.
   SmallVector<int64_t> slotOffsets;
-  /// Each result's storage at the call: its arena offset, or the argument
-  /// it is a view of (-1 otherwise).
-  SmallVector<int64_t> resultOffsets, resultViews;
+  /// Each result's place at the call: its arena offset, or the argument it
+  /// is a view of.
+  SmallVector<ResultPlace> resultPlaces;
 };
-
-DenseI64ArrayAttr arrayAttr(Operation *op, StringRef name) {
-  return op->getAttrOfType<DenseI64ArrayAttr>(name);
-}
-
-/// The operand whose buffer result `v` shares (tg.views), or null.
-Value viewedBy(Value v) {
-  auto r = dyn_cast<OpResult>(v);
-  DenseI64ArrayAttr views =
-      r ? arrayAttr(r.getOwner(), TgDialect::kViewsAttr) : nullptr;
-  if (!views || views[r.getResultNumber()] < 0)
-    return {};
-  return r.getOwner()->getOperand(views[r.getResultNumber()]);
-}
 
 /// Whether a body can hold `op`: every result has an arena offset or is a
 /// view, and nothing about it is placed outside the arena plan's offsets
@@ -89,13 +75,9 @@ bool placeable(Operation *op) {
   });
   if (readsScratch.wasInterrupted())
     return false;
-  DenseI64ArrayAttr offsets = arrayAttr(op, TgDialect::kOffsetsAttr);
-  if (!offsets || offsets.size() != (int64_t)op->getNumResults())
-    return false;
-  for (OpResult r : op->getResults())
-    if (offsets[r.getResultNumber()] < 0 && !viewedBy(r))
-      return false;
-  return true;
+  // Every result has an offset or views an operand (the dialect checks
+  // that tg.place places each).
+  return placeOf(op) != nullptr;
 }
 
 /// The layer an op works for: its own (layerOfOp), else for an op without
@@ -236,7 +218,7 @@ std::optional<Candidate> candidateOf(const Run &run) {
   // root's, or the argument the chain ends at.
   for (Value r : c.results) {
     Value root = r;
-    while (Value viewed = viewedBy(root)) {
+    while (Value viewed = plannedView(root)) {
       root = viewed;
       if (!root.getDefiningOp() ||
           !members.contains(block.findAncestorOpInBlock(*root.getDefiningOp())))
@@ -245,17 +227,14 @@ std::optional<Candidate> candidateOf(const Run &run) {
     auto result = dyn_cast<OpResult>(root);
     bool member = result && members.contains(result.getOwner());
     if (member) {
-      c.resultOffsets.push_back(
-          arrayAttr(result.getOwner(),
-                    TgDialect::kOffsetsAttr)[result.getResultNumber()]);
-      c.resultViews.push_back(-1);
+      c.resultPlaces.push_back(ResultPlace::arena(
+          *placeOf(result.getOwner()).arenaOffset(result.getResultNumber())));
       continue;
     }
     const Value *at = llvm::find(c.arguments, root);
     if (at == c.arguments.end())
       return std::nullopt;
-    c.resultOffsets.push_back(-1);
-    c.resultViews.push_back(at - c.arguments.begin());
+    c.resultPlaces.push_back(ResultPlace::view(at - c.arguments.begin()));
   }
 
   // The body.
@@ -275,32 +254,34 @@ std::optional<Candidate> candidateOf(const Run &run) {
   OpBuilder b = OpBuilder::atBlockEnd(entry);
   StringRef layer = run.layer;
   std::string pattern = (layer.rsplit('.').first + ".*").str();
-  auto place = [&](Operation *copy, ArrayRef<int64_t> slots) {
-    copy->removeAttr(TgDialect::kOffsetsAttr);
+  auto place = [&](Operation *copy, ArrayRef<ResultPlace> places) {
+    copy->removeAttr(TgDialect::kPlaceAttr);
     // What a report says of the op names nodes: not the body's business.
     copy->removeAttr(kReshardAttr);
     copy->removeAttr(kShardingOriginAttr);
-    copy->setAttr(TgDialect::kSlotsAttr, b.getDenseI64ArrayAttr(slots));
+    if (!places.empty())
+      copy->setAttr(TgDialect::kPlaceAttr, PlaceAttr::get(ctx, places));
     // Nor the layer it computes for: the call says that.
     copy->walk([&](Operation *inner) {
       inner->setLoc(generalize(inner->getLoc(), layer, pattern));
       inner->removeAttr(TgDialect::kLayerAttr);
     });
   };
-  for (Operation *constant : constants) {
-    Operation *copy = b.clone(*constant, map);
-    place(copy, {-1});
-  }
+  for (Operation *constant : constants)
+    place(b.clone(*constant, map), {});
   for (Operation *op : run.ops) {
     Operation *copy = b.clone(*op, map);
-    DenseI64ArrayAttr offsets = arrayAttr(op, TgDialect::kOffsetsAttr);
-    SmallVector<int64_t> slots;
-    for (int64_t offset : offsets.asArrayRef()) {
-      slots.push_back(offset < 0 ? -1 : (int64_t)c.slotOffsets.size());
-      if (offset >= 0)
-        c.slotOffsets.push_back(offset);
+    // An offset becomes the next slot of the body's table; a view stays.
+    SmallVector<ResultPlace> places;
+    for (ResultPlace entry : placeOf(op).getPlaces()) {
+      if (entry.kind == ResultPlace::Kind::Arena) {
+        places.push_back(ResultPlace::slot(c.slotOffsets.size()));
+        c.slotOffsets.push_back(entry.value);
+        continue;
+      }
+      places.push_back(entry);
     }
-    place(copy, slots);
+    place(copy, places);
   }
   SmallVector<Value> returned;
   for (Value v : c.results)
@@ -338,9 +319,7 @@ void replaceByCall(Candidate &c, func::FuncOp body,
   setLayer(call, c.run.layer);
   call->setAttr(TgDialect::kSlotOffsetsAttr,
                 b.getDenseI64ArrayAttr(c.slotOffsets));
-  call->setAttr(TgDialect::kOffsetsAttr,
-                b.getDenseI64ArrayAttr(c.resultOffsets));
-  call->setAttr(TgDialect::kViewsAttr, b.getDenseI64ArrayAttr(c.resultViews));
+  call->setAttr(TgDialect::kPlaceAttr, PlaceAttr::get(ctx, c.resultPlaces));
   for (auto [old, now] : llvm::zip(c.results, call.getResults())) {
     old.replaceAllUsesWith(now);
     replaced[old] = now;

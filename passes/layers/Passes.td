@@ -29,14 +29,14 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
       An op the body could not place ends one: an all-reduce bucket
       (`tg.bucket_span`), the `tg.await` of one, an op with
       attention scratch (`tg.scratch`) or an attention backward that reads
-      its forward's, or a result with no arena offset that is not a view.
+      its forward's, or an op without a `tg.place` (a constant).
     - **Bodies.** A run becomes a candidate function: the values it reads
       from before it are its arguments (in the order first read), the
       constants it reads are copied in, and the values read after it are
       its results. Each result's arena offset becomes a slot of the body's
-      offset table (`tg.slots` on the body's ops, in place of
-      `tg.offsets`), so the body says where nothing is: the call passes
-      where everything is. The body's ops leave their `tg.layer` to the
+      offset table (`slot N` in the `#tg.place` of the body's ops, in place
+      of the offset; views stay views), so the body says where nothing is:
+      the call passes where everything is. The body's ops leave their `tg.layer` to the
       call; their locations keep their node names with the layer written
       as `*` (`h.*.attn.c_attn`).
     - **Sharing.** Two candidates share a body when their IR, printed, is
@@ -50,8 +50,8 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
       @train_step's can share when they compute the same.
     - **Calls.** Each run becomes a `func.call` of its body with the run's
       arguments, `tg.slot_offsets` (the arena offset of each slot for this
-      layer), and `tg.offsets` / `tg.views` for its results as the ops had
-      them. The memory plan is unchanged: every buffer stays where
+      layer), and a `tg.place` for its results: the offsets the ops had,
+      or `view N` of the argument a result's view chain ends at. The memory plan is unchanged: every buffer stays where
       tg-plan-memory put it, and the ops run in the same order.
 
     Bodies are `func.func private @layer_body_N` with `tg.layer_body` naming
@@ -61,12 +61,12 @@ def OutlineLayersPass : Pass<"tg-outline-layers", "ModuleOp"> {
     // After: layer 1's forward is layer 0's body at other offsets
     func.func private @layer_body_0(%x: tensor<16x64x128xf32>, ...)
         -> (...) attributes {tg.layer_body = "train_step h.0"} {
-      %0 = tg.layer_norm %x weight %w bias %b {tg.slots = array<i64: 0>} ...
+      %0 = tg.layer_norm %x weight %w bias %b {tg.place = #tg.place<[slot 0]>} ...
       ...
     }
     %12:9 = func.call @layer_body_0(%11, %arg14, ...) {
-        tg.offsets = array<i64: ...>, tg.slot_offsets = array<i64: ...>,
-        tg.views = array<i64: ...>} : (...) -> (...)
+        tg.place = #tg.place<[...]>, tg.slot_offsets = array<i64: ...>}
+        : (...) -> (...)
     ```
   }];
   let dependentDialects = ["::mlir::tg::TgDialect",

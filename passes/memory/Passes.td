@@ -35,22 +35,22 @@ def PlanMemoryPass : Pass<"tg-plan-memory", "func::FuncOp"> {
     the smallest peak wins, and it stays near the lower bound: the largest
     number of bytes live at once, which no placement can beat.
 
-    The plan is in the IR: on each op `tg.offsets` (per result, the arena
-    offset, or -1 for a view or a constant) and, where a result views an
-    operand, `tg.views` (per result, the operand it shares, or -1); on each
-    all-reduce `tg.bucket_span` and on each attention that keeps statistics
-    `tg.scratch` (`[offset, bytes]`); on the function `tg.arena`, a
-    `#tg.arena` of the peak (`bytes`), the bound (`live`) and the
-    `alignment`. The dialect checks each offset against it (aligned, and
-    inside the arena).
+    The plan is in the IR: on each op but a constant `tg.place`, a
+    `#tg.place` with per result either its arena offset or `view N` (it
+    shares the bytes of operand N); on each all-reduce `tg.bucket_span` and
+    on each attention that keeps statistics `tg.scratch`, a
+    `#tg.span<offset, bytes>`; on the function `tg.arena`, a `#tg.arena` of
+    the peak (`bytes`), the bound (`live`) and the `alignment`. The dialect
+    checks each offset against it (aligned, and inside the arena) and each
+    view against its operand (which holds the result's bytes).
 
     ```mlir
     // After
     func.func @f(%x: tensor<8x64xf32>, %w: tensor<64x64xf32>) -> tensor<f32>
         attributes {tg.arena = #tg.arena<bytes = 4096, live = 4096, alignment = 64>} {
-      %h = tg.matmul %x, %w {tg.offsets = array<i64: 0>} : ...
-      %r = tg.reshape %h {tg.offsets = array<i64: -1>, tg.views = array<i64: 0>} : ...
-      %l = tg.reduce_sum %r {tg.offsets = array<i64: 2048>} : ...
+      %h = tg.matmul %x, %w {tg.place = #tg.place<[0]>} : ...
+      %r = tg.reshape %h {tg.place = #tg.place<[view 0]>} : ...
+      %l = tg.reduce_sum %r {tg.place = #tg.place<[2048]>} : ...
       return %l : tensor<f32>
     }
     ```

@@ -43,10 +43,10 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
     StepLiveness live = StepLiveness::analyze(func, rules);
     ArenaPlacement placement = placeBuffers(live.buffers, live.ops.size());
 
-    Builder builder(func.getContext());
+    MLIRContext *ctx = func.getContext();
     auto span = [&](unsigned buffer) {
-      return builder.getDenseI64ArrayAttr(
-          {placement.offsets[buffer], live.buffers[buffer].bytes});
+      return SpanAttr::get(ctx, placement.offsets[buffer],
+                           live.buffers[buffer].bytes);
     };
     for (Operation *op : live.ops) {
       if (auto it = live.bucketOf.find(op); it != live.bucketOf.end()) {
@@ -55,35 +55,30 @@ struct PlanMemoryPass : public tg::impl::PlanMemoryPassBase<PlanMemoryPass> {
       }
       if (auto it = live.scratchOf.find(op); it != live.scratchOf.end())
         op->setAttr(TgDialect::kScratchAttr, span(it->second));
-      if (op->getNumResults() == 0)
+      // A constant is a literal of the code or in the module's constants
+      // section (tg-place-constants), never in the arena.
+      if (op->getNumResults() == 0 || isa<ConstantOp>(op))
         continue;
-      SmallVector<int64_t> offsets, views;
-      bool anyView = false;
+      SmallVector<ResultPlace> places;
       for (OpResult r : op->getResults()) {
-        auto it = live.slotOf.find(r);
-        int64_t offset = -1, view = -1;
-        if (it != live.slotOf.end()) {
-          offset = placement.offsets[it->second.buffer] + it->second.offset;
+        if (auto it = live.slotOf.find(r); it != live.slotOf.end()) {
+          places.push_back(ResultPlace::arena(
+              placement.offsets[it->second.buffer] + it->second.offset));
           ++numBuffers;
-        } else if (Value viewed = viewedOperand(r)) {
-          for (OpOperand &operand : op->getOpOperands())
-            if (operand.get() == viewed) {
-              view = operand.getOperandNumber();
-              break;
-            }
-          anyView = true;
-          ++numViews;
+          continue;
         }
-        offsets.push_back(offset);
-        views.push_back(view);
+        // StepLiveness gives every result of an op other than a constant
+        // bytes of its own unless it views an operand.
+        Value viewed = viewedOperand(r);
+        places.push_back(ResultPlace::view(
+            llvm::find(op->getOperands(), viewed) - op->operand_begin()));
+        ++numViews;
       }
-      op->setAttr(TgDialect::kOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
-      if (anyView)
-        op->setAttr(TgDialect::kViewsAttr, builder.getDenseI64ArrayAttr(views));
+      op->setAttr(TgDialect::kPlaceAttr, PlaceAttr::get(ctx, places));
     }
-    func->setAttr(TgDialect::kArenaAttr,
-                  ArenaAttr::get(builder.getContext(), placement.peak,
-                                 live.liveBound, alignment));
+    func->setAttr(
+        TgDialect::kArenaAttr,
+        ArenaAttr::get(ctx, placement.peak, live.liveBound, alignment));
   }
 };
 

@@ -45,16 +45,8 @@ struct VerifyMemoryPass
     // Each value's planned offset, -1 where it has none.
     auto plannedOffset = [](Value v) -> int64_t {
       auto r = dyn_cast<OpResult>(v);
-      auto planned = r ? r.getOwner()->getAttrOfType<DenseI64ArrayAttr>(
-                             TgDialect::kOffsetsAttr)
-                       : DenseI64ArrayAttr();
-      if (!planned || planned.size() != r.getOwner()->getNumResults())
-        return -1;
-      return planned[r.getResultNumber()];
-    };
-    auto spanOf = [](Operation *op, StringRef attr) -> int64_t {
-      auto span = op->getAttrOfType<DenseI64ArrayAttr>(attr);
-      return span ? span[0] : -1;
+      PlaceAttr place = r ? placeOf(r.getOwner()) : nullptr;
+      return place ? place.arenaOffset(r.getResultNumber()).value_or(-1) : -1;
     };
     SmallVector<int64_t> offsets(live.buffers.size());
     for (auto [i, b] : llvm::enumerate(live.buffers)) {
@@ -70,14 +62,14 @@ struct VerifyMemoryPass
         bool bucket = live.bucketOf.count(b.owner);
         StringRef attr =
             bucket ? TgDialect::kBucketSpanAttr : TgDialect::kScratchAttr;
-        offsets[i] = spanOf(b.owner, attr);
-        auto span = b.owner->getAttrOfType<DenseI64ArrayAttr>(attr);
-        if (!span || span[1] != b.bytes) {
+        auto span = b.owner->getAttrOfType<SpanAttr>(attr);
+        if (!span || span.getBytes() != b.bytes) {
           b.owner->emitError("tg-verify-memory: no ")
               << attr << " of " << b.bytes << " bytes for its "
               << (bucket ? "bucket" : "statistics");
           return signalPassFailure();
         }
+        offsets[i] = span.getOffset();
       }
       if (offsets[i] % rules.alignment != 0 ||
           offsets[i] + b.bytes > arenaBytes) {

@@ -233,8 +233,7 @@ LogicalResult StepEmitter::planFusion() {
     auto reduce = dyn_cast<AllReduceOp>(op);
     if (!reduce)
       continue;
-    auto span =
-        reduce->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kBucketSpanAttr);
+    auto span = reduce->getAttrOfType<SpanAttr>(TgDialect::kBucketSpanAttr);
     if (!reduce.getBucket())
       return reduce.emitError(kBackend)
              << ": a tg.all_reduce without a bucket; run tg-schedule first";
@@ -244,8 +243,8 @@ LogicalResult StepEmitter::planFusion() {
                 "tg-plan-memory";
     Bucket b;
     b.op = reduce;
-    b.offset = span[0];
-    b.bytes = span[1];
+    b.offset = span.getOffset();
+    b.bytes = span.getBytes();
     b.elementType = elementType(reduce.getInputs()[0]);
     for (auto [stepInput, result] :
          llvm::zip(reduce.getInputs(), reduce.getResults())) {

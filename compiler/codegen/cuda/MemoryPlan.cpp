@@ -19,9 +19,7 @@ using namespace mlir::tg::cuda_emit;
 
 LogicalResult StepEmitter::readPlan() {
   // A layer body's ops say which slot of the caller's offset table holds
-  // each result (tg.slots) instead of where (tg.offsets).
-  StringRef placeAttr =
-      isBody ? TgDialect::kSlotsAttr : TgDialect::kOffsetsAttr;
+  // each result instead of its offset.
   if (!isBody) {
     FailureOr<int64_t> arenaBytes = plannedArenaBytes(func, kBackend);
     if (failed(arenaBytes))
@@ -29,34 +27,33 @@ LogicalResult StepEmitter::readPlan() {
     plannedBytes = *arenaBytes;
   }
   for (Operation &op : func.getBody().front().without_terminator()) {
-    if (auto span =
-            op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kScratchAttr)) {
+    if (auto span = op.getAttrOfType<SpanAttr>(TgDialect::kScratchAttr)) {
       // The launcher writes the statistics the op says; the plan's span
       // must hold them.
       auto attention = dyn_cast<AttentionOp>(op);
-      if (!attention || span.size() != 2 ||
-          span[1] < attention.getStatisticsBytes())
+      if (!attention || span.getBytes() < attention.getStatisticsBytes())
         return op.emitError(kBackend)
                << ": " << describeOp(&op) << "'s " << TgDialect::kScratchAttr
                << " does not hold its attention statistics ("
                << (attention ? attention.getStatisticsBytes() : 0) << " bytes)";
-      scratchOffset[&op] = span[0];
+      scratchOffset[&op] = span.getOffset();
     }
     if (op.getNumResults() == 0 || isa<ConstantOp>(op))
       continue;
-    auto offsets = op.getAttrOfType<DenseI64ArrayAttr>(placeAttr);
-    if (!offsets || offsets.size() != (int64_t)op.getNumResults())
+    PlaceAttr place = placeOf(&op);
+    if (!place)
       return op.emitError(kBackend)
-             << ": " << describeOp(&op) << " has no " << placeAttr
-             << " for each result; run tg-plan-memory"
+             << ": " << describeOp(&op) << " has no " << TgDialect::kPlaceAttr
+             << "; run tg-plan-memory"
              << (isBody ? " and tg-outline-layers" : "") << " last";
-    auto views = op.getAttrOfType<DenseI64ArrayAttr>(TgDialect::kViewsAttr);
     for (OpResult r : op.getResults()) {
       unsigned n = r.getResultNumber();
-      if (views && views[n] >= 0)
-        alias[r] = op.getOperand(views[n]);
-      else if (offsets[n] >= 0)
-        (isBody ? slotOf : offsetOf)[r] = offsets[n];
+      if (Value viewed = plannedView(r))
+        alias[r] = viewed;
+      else if (std::optional<int64_t> slot = place.slot(n))
+        slotOf[r] = *slot;
+      else if (std::optional<int64_t> offset = place.arenaOffset(n))
+        offsetOf[r] = *offset;
     }
     if (auto call = dyn_cast<func::CallOp>(op))
       aliasCallResults(call);
@@ -298,7 +295,7 @@ LogicalResult StepEmitter::ArenaReplay::replayBodyLaunch(
   return success();
 }
 
-/// What the body returns must be where the call's tg.offsets say, from
+/// What the body returns must be where the call's tg.place says, from
 /// where on it is the call's result.
 LogicalResult
 StepEmitter::ArenaReplay::checkCallResults(Launch &l,
@@ -311,15 +308,15 @@ StepEmitter::ArenaReplay::checkCallResults(Launch &l,
     if (failed(p))
       return failure();
     if (!p->planned || step.alias.count(result))
-      continue; // a view of an argument (the call's tg.views) or of an
+      continue; // a view of an argument (in the call's tg.place) or of an
                 // earlier result
     Value r = step.root(result);
     if (!step.offsetOf.count(r) || rangeOf(r).first != p->start ||
         !holds(p->start, p->end, p->owner))
       return call.emitError(kBackend)
              << ": internal error: @" << call.getCallee()
-             << " returns a value that is not where the call's tg.offsets "
-                "say";
+             << " returns a value that is not where the call's tg.place "
+                "says";
     write(p->start, p->end, own(r.getAsOpaquePointer()));
   }
   return success();

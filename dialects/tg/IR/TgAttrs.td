@@ -129,8 +129,8 @@ def Tg_ArenaAttr : AttrDef<Tg_Dialect, "Arena"> {
     any plan's peak, so `live <= bytes`), `alignment` the power of two every
     offset is a multiple of (64 for the C++ backend's vector loops, 256 for
     cuBLASLt's fastest kernels). On a planned function it is `tg.arena`;
-    the offsets of its ops (`tg.offsets`, `tg.bucket_span`, `tg.scratch`)
-    are checked against it: aligned, and their bytes inside.
+    the offsets of its ops (their `#tg.place`, `tg.bucket_span` and
+    `tg.scratch`) are checked against it: aligned, and their bytes inside.
 
     ```mlir
     func.func @train_step(...) attributes {
@@ -139,6 +139,64 @@ def Tg_ArenaAttr : AttrDef<Tg_Dialect, "Arena"> {
   }];
   let parameters = (ins "int64_t":$bytes, "int64_t":$live,
                         "int64_t":$alignment);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Tg_PlaceAttr : AttrDef<Tg_Dialect, "Place"> {
+  let mnemonic = "place";
+  let summary = "Where the memory plan puts each result of an op";
+  let description = [{
+    tg-plan-memory gives every op of a planned function that computes
+    tensors its `tg.place`: for each result, in order, either an offset in
+    the function's `#tg.arena` (the result's own bytes), `view N` (the
+    result shares the bytes of operand N: a reshape, an optimizer update
+    writing over its parameter, an all-reduce in place), or, in a layer
+    body that tg-outline-layers built, `slot N` (the arena offset the
+    body's caller passes at index N of its `tg.slot_offsets`). Constants
+    have none: they are literals of the code or in the module's constants
+    section (`tg.constant_offset`).
+
+    The dialect checks each entry where it stands: an offset aligned and
+    inside the arena with the result's bytes, a view of an operand that
+    exists and holds at least the result's bytes, a slot only in a layer
+    body and an offset never in one. tg-verify-memory checks what needs
+    the lives of the values: that no two live buffers overlap.
+
+    ```mlir
+    %h = tg.reshape %x {tg.place = #tg.place<[view 0]>} : ...
+    %y, %s = tg.kernel ... {tg.place = #tg.place<[0, 4096]>}
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"::mlir::tg::ResultPlace",
+                                          "each result's place">:$places);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The arena offset of result `n`, when it has bytes of its own there.
+    std::optional<int64_t> arenaOffset(unsigned n) const;
+    /// The operand result `n` is a view of, if it is one.
+    std::optional<unsigned> viewedOperand(unsigned n) const;
+    /// The slot of the caller's table that holds result `n`'s offset.
+    std::optional<int64_t> slot(unsigned n) const;
+  }];
+}
+
+def Tg_SpanAttr : AttrDef<Tg_Dialect, "Span"> {
+  let mnemonic = "span";
+  let summary = "Bytes of a function's arena an op keeps for itself";
+  let description = [{
+    `bytes` at `offset` of the function's `#tg.arena` that tg-plan-memory
+    gives an op beyond its results: an all-reduce's bucket, where its
+    gradients lie side by side for one message (`tg.bucket_span`), or the
+    statistics an attention keeps for its gradient (`tg.scratch`). Checked
+    against the arena like a result's place.
+
+    ```mlir
+    %g:2 = tg.all_reduce ... {tg.bucket_span = #tg.span<offset = 512, bytes = 2048>}
+    ```
+  }];
+  let parameters = (ins "int64_t":$offset, "int64_t":$bytes);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -389,6 +389,100 @@ LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// The memory plan's attributes
+//===----------------------------------------------------------------------===//
+
+// #tg.place<[0, view 1, slot 2]>: an offset alone, else the kind's word and
+// its number.
+Attribute PlaceAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<ResultPlace> places;
+  auto parseEntry = [&]() -> ParseResult {
+    ResultPlace place;
+    if (succeeded(parser.parseOptionalKeyword("view")))
+      place.kind = ResultPlace::Kind::View;
+    else if (succeeded(parser.parseOptionalKeyword("slot")))
+      place.kind = ResultPlace::Kind::Slot;
+    if (parser.parseInteger(place.value))
+      return failure();
+    places.push_back(place);
+    return success();
+  };
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     parseEntry) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<PlaceAttr>(loc, parser.getContext(), places);
+}
+
+void PlaceAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getPlaces(), printer, [&](const ResultPlace &place) {
+    if (place.kind == ResultPlace::Kind::View)
+      printer << "view ";
+    else if (place.kind == ResultPlace::Kind::Slot)
+      printer << "slot ";
+    printer << place.value;
+  });
+  printer << "]>";
+}
+
+LogicalResult PlaceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ArrayRef<ResultPlace> places) {
+  for (auto [n, place] : llvm::enumerate(places))
+    if (place.value < 0)
+      return emitError() << "#tg.place: result " << n << " has "
+                         << (place.kind == ResultPlace::Kind::View   ? "operand"
+                             : place.kind == ResultPlace::Kind::Slot ? "slot"
+                                                                     : "offset")
+                         << " " << place.value << ", which is negative";
+  return success();
+}
+
+static std::optional<int64_t> valueOfKind(ArrayRef<ResultPlace> places,
+                                          unsigned n, ResultPlace::Kind kind) {
+  if (n >= places.size() || places[n].kind != kind)
+    return std::nullopt;
+  return places[n].value;
+}
+
+std::optional<int64_t> PlaceAttr::arenaOffset(unsigned n) const {
+  return valueOfKind(getPlaces(), n, ResultPlace::Kind::Arena);
+}
+
+std::optional<unsigned> PlaceAttr::viewedOperand(unsigned n) const {
+  return valueOfKind(getPlaces(), n, ResultPlace::Kind::View);
+}
+
+std::optional<int64_t> PlaceAttr::slot(unsigned n) const {
+  return valueOfKind(getPlaces(), n, ResultPlace::Kind::Slot);
+}
+
+PlaceAttr mlir::tg::placeOf(Operation *op) {
+  return op->getAttrOfType<PlaceAttr>(TgDialect::kPlaceAttr);
+}
+
+Value mlir::tg::plannedView(Value v) {
+  auto r = dyn_cast<OpResult>(v);
+  PlaceAttr place = r ? placeOf(r.getOwner()) : nullptr;
+  std::optional<unsigned> operand =
+      place ? place.viewedOperand(r.getResultNumber()) : std::nullopt;
+  if (!operand || *operand >= r.getOwner()->getNumOperands())
+    return {};
+  return r.getOwner()->getOperand(*operand);
+}
+
+LogicalResult SpanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t offset, int64_t bytes) {
+  if (offset < 0 || bytes <= 0)
+    return emitError() << "#tg.span needs offset >= 0 and bytes > 0, got "
+                          "offset = "
+                       << offset << ", bytes = " << bytes;
+  return success();
+}
+
 /// The bytes of a value of `type`, when it is a tensor of static shape.
 static std::optional<int64_t> staticBytes(Type type) {
   auto t = dyn_cast<RankedTensorType>(type);
@@ -481,32 +575,59 @@ static LogicalResult checkInArena(Operation *op, StringRef attr, int64_t offset,
   return success();
 }
 
-/// A result that views an operand (`views`, tg-plan-memory's tg.views) has
-/// no offset of its own and fits in the operand's bytes.
-static LogicalResult checkViews(Operation *op, DenseI64ArrayAttr views) {
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(TgDialect::kOffsetsAttr);
-  for (auto [n, operand] : llvm::enumerate(views.asArrayRef())) {
-    if (operand < 0)
-      continue;
-    if (offsets && offsets.size() == views.size() && offsets[n] >= 0)
-      return op->emitError()
-             << "'" << TgDialect::kViewsAttr << "' makes result " << n
-             << " a view of operand " << operand
-             << ", but 'tg.offsets' gives it bytes of its own at "
-             << offsets[n];
-    std::optional<int64_t> have =
-                               staticBytes(op->getOperand(operand).getType()),
-                           need = staticBytes(op->getResult(n).getType());
-    if (have && need && *need > *have)
-      return op->emitError()
-             << "'" << TgDialect::kViewsAttr << "' makes result " << n << " ("
-             << *need << " bytes) a view of operand " << operand
-             << ", which has " << *have << " bytes";
+/// Each result's place (`place`, tg-plan-memory's tg.place) where it
+/// stands: an offset in the arena, outside layer bodies; a view of an
+/// operand the op has, with at least the result's bytes; a slot, only in a
+/// layer body.
+static LogicalResult checkPlaces(Operation *op, PlaceAttr place) {
+  if (place.getPlaces().size() != op->getNumResults())
+    return op->emitError() << "'" << TgDialect::kPlaceAttr
+                           << "' must place each result ("
+                           << op->getNumResults() << "), not "
+                           << place.getPlaces().size();
+  auto func = op->getParentOfType<func::FuncOp>();
+  bool inBody = func && func->hasAttr(TgDialect::kLayerBodyAttr);
+  for (auto [n, entry] : llvm::enumerate(place.getPlaces())) {
+    std::optional<int64_t> bytes = staticBytes(op->getResult(n).getType());
+    switch (entry.kind) {
+    case ResultPlace::Kind::Arena:
+      if (inBody)
+        return op->emitError()
+               << "'" << TgDialect::kPlaceAttr << "' places result " << n
+               << " at offset " << entry.value
+               << " in a layer body, whose results are in slots";
+      if (bytes &&
+          failed(checkInArena(op, TgDialect::kPlaceAttr, entry.value, *bytes)))
+        return failure();
+      break;
+    case ResultPlace::Kind::Slot:
+      if (!inBody)
+        return op->emitError()
+               << "'" << TgDialect::kPlaceAttr << "' places result " << n
+               << " in slot " << entry.value
+               << " outside a layer body (no tg.layer_body)";
+      break;
+    case ResultPlace::Kind::View: {
+      if (entry.value >= (int64_t)op->getNumOperands())
+        return op->emitError()
+               << "'" << TgDialect::kPlaceAttr << "' makes result " << n
+               << " a view of operand " << entry.value << ", but the op has "
+               << op->getNumOperands() << " operands";
+      std::optional<int64_t> have =
+          staticBytes(op->getOperand(entry.value).getType());
+      if (have && bytes && *bytes > *have)
+        return op->emitError()
+               << "'" << TgDialect::kPlaceAttr << "' makes result " << n << " ("
+               << *bytes << " bytes) a view of operand " << entry.value
+               << ", which has " << *have << " bytes";
+      break;
+    }
+    }
   }
   return success();
 }
 
-/// The memory plan (tg-plan-memory, tg-outline-layers): offsets, views, slots,
+/// The memory plan (tg-plan-memory, tg-outline-layers): places, slot tables,
 /// the arena, spans. Nothing for an attribute of another kind.
 static std::optional<LogicalResult>
 verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
@@ -527,31 +648,12 @@ verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
                                 "i64s) on the func.call of a layer body";
     return success();
   }
-  if (name == TgDialect::kOffsetsAttr || name == TgDialect::kViewsAttr ||
-      name == TgDialect::kSlotsAttr) {
-    auto values = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!values || values.size() != (int64_t)op->getNumResults())
-      return op->emitError() << "'" << name << "' must hold one i64 per result ("
-                             << op->getNumResults() << ")";
-    for (int64_t v : values.asArrayRef())
-      if (v < -1 ||
-          (name == TgDialect::kViewsAttr && v >= (int64_t)op->getNumOperands()))
-        return op->emitError() << "'" << name << "' holds " << v
-                               << (name == TgDialect::kViewsAttr
-                                       ? ", which is no operand number or -1"
-                                   : name == TgDialect::kSlotsAttr
-                                       ? ", which is no slot or -1"
-                                       : ", which is no offset or -1");
-    if (name == TgDialect::kOffsetsAttr)
-      for (auto [offset, result] :
-           llvm::zip(values.asArrayRef(), op->getResults()))
-        if (std::optional<int64_t> bytes = staticBytes(result.getType());
-            offset >= 0 && bytes &&
-            failed(checkInArena(op, name, offset, *bytes)))
-          return failure();
-    if (name == TgDialect::kViewsAttr)
-      return checkViews(op, values);
-    return success();
+  if (name == TgDialect::kPlaceAttr) {
+    auto place = dyn_cast<PlaceAttr>(attr.getValue());
+    if (!place || op->getNumResults() == 0)
+      return op->emitError()
+             << "'" << name << "' must be a #tg.place on an op with results";
+    return checkPlaces(op, place);
   }
   if (name == TgDialect::kArenaAttr) {
     if (!isa<func::FuncOp>(op) || !isa<ArenaAttr>(attr.getValue()))
@@ -569,17 +671,17 @@ verifyMemoryPlanAttribute(Operation *op, NamedAttribute attr) {
   if (name == TgDialect::kConstantOffsetAttr)
     return checkConstantOffset(op, attr.getValue());
   if (name == TgDialect::kBucketSpanAttr || name == TgDialect::kScratchAttr) {
-    // [offset, bytes] in the arena: an all-reduce's bucket, the statistics
-    // an attention keeps for its gradient.
+    // Bytes in the arena: an all-reduce's bucket, the statistics an
+    // attention keeps for its gradient.
     bool onRightOp = name == TgDialect::kBucketSpanAttr ? isa<AllReduceOp>(op)
                                                         : isa<AttentionOp>(op);
-    auto span = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!onRightOp || !span || span.size() != 2 || span[0] < 0 || span[1] <= 0)
+    auto span = dyn_cast<SpanAttr>(attr.getValue());
+    if (!onRightOp || !span)
       return op->emitError()
-             << "'" << name << "' must be [offset, bytes] in the arena on a "
+             << "'" << name << "' must be a #tg.span on a "
              << (name == TgDialect::kBucketSpanAttr ? "tg.all_reduce"
                                                     : "tg.attention");
-    return checkInArena(op, name, span[0], span[1]);
+    return checkInArena(op, name, span.getOffset(), span.getBytes());
   }
   return std::nullopt;
 }
@@ -673,6 +775,8 @@ LogicalResult TgDialect::verifyOperationAttribute(Operation *op,
   if (StringRef now =
           llvm::StringSwitch<StringRef>(name)
               .Case("tg.waits", "a tg.await op of each bucket")
+              .Cases({"tg.offsets", "tg.views", "tg.slots"},
+                     "the op's tg.place = #tg.place<[...]>")
               .Cases({"tg.arena_bytes", "tg.live_bytes", "tg.arena_alignment"},
                      "the function's tg.arena = #tg.arena<bytes, "
                      "live, alignment>")

@@ -12,11 +12,38 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/Hashing.h"
 
 #include <string>
 
 #include "dialects/tg/IR/TgDialect.h.inc"
 #include "dialects/tg/IR/TgEnums.h.inc"
+
+namespace mlir::tg {
+
+/// Where the memory plan puts one result of an op (an entry of #tg.place):
+/// bytes of its own at an offset in its function's arena, the bytes of one
+/// of the op's operands (a view: a reshape, an update in place), or in a
+/// layer body the arena offset its caller passes in one slot of the body's
+/// table.
+struct ResultPlace {
+  enum class Kind : uint8_t { Arena, View, Slot };
+  Kind kind = Kind::Arena;
+  /// The arena offset, the viewed operand's number, or the slot.
+  int64_t value = 0;
+
+  static ResultPlace arena(int64_t offset) { return {Kind::Arena, offset}; }
+  static ResultPlace view(int64_t operand) { return {Kind::View, operand}; }
+  static ResultPlace slot(int64_t slot) { return {Kind::Slot, slot}; }
+  bool operator==(const ResultPlace &other) const {
+    return kind == other.kind && value == other.value;
+  }
+};
+inline llvm::hash_code hash_value(const ResultPlace &place) {
+  return llvm::hash_combine(place.kind, place.value);
+}
+
+} // namespace mlir::tg
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/tg/IR/TgAttrs.h.inc"
@@ -90,6 +117,13 @@ private:
   OpBuilder::Listener *next_; ///< the builder's own listener
   std::string layer_;
 };
+
+/// The memory plan's place of each result of `op` (its tg.place), or null
+/// when the op has none (a constant, an op of an unplanned function).
+PlaceAttr placeOf(Operation *op);
+/// The operand whose bytes `v` shares in the memory plan (a view in its
+/// op's tg.place), or null.
+Value plannedView(Value v);
 
 /// Pipeline stages a plan is priced with (the module's tg.pipeline): the
 /// repeated layers in `stages` consecutive groups, each device holding

@@ -52,10 +52,12 @@ def Tg_Dialect : Dialect {
     when everything computes in f32), and `tg.phase`, the last pipeline
     phase tgc ran the module through (`"optimizer"`, `"fusion"`, ...), which
     `tgc --compile-from` reads.
-    The memory plan (tg-plan-memory): op attributes `tg.offsets` (per
-    result, its arena offset or -1) and `tg.views` (per result, the operand
-    whose buffer it shares or -1); the function attribute `tg.arena`
-    (`#tg.arena`: the peak, its lower bound and the alignment).
+    The memory plan (tg-plan-memory): the op attribute `tg.place`
+    (`#tg.place`: per result, its arena offset, the operand whose buffer it
+    shares, or in a layer body the slot of the caller's offset table), the
+    `#tg.span`s `tg.bucket_span` and `tg.scratch`, and the function
+    attribute `tg.arena` (`#tg.arena`: the peak, its lower bound and the
+    alignment).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
@@ -109,9 +111,9 @@ def Tg_Dialect : Dialect {
     /// ("F0", "send-F0", "B0", "W0", ... as tgc --report=pipeline prints
     /// them) and the schedule's name.
     static constexpr ::llvm::StringLiteral kPipelineActionsAttr = "tg.pipeline_actions";
-    // The memory plan (tg-plan-memory).
-    static constexpr ::llvm::StringLiteral kOffsetsAttr = "tg.offsets";
-    static constexpr ::llvm::StringLiteral kViewsAttr = "tg.views";
+    // The memory plan (tg-plan-memory): each op's #tg.place, the
+    // function's #tg.arena, the #tg.span of buckets and attention scratch.
+    static constexpr ::llvm::StringLiteral kPlaceAttr = "tg.place";
     static constexpr ::llvm::StringLiteral kArenaAttr = "tg.arena";
     static constexpr ::llvm::StringLiteral kBucketSpanAttr = "tg.bucket_span";
     static constexpr ::llvm::StringLiteral kScratchAttr = "tg.scratch";
@@ -135,12 +137,10 @@ def Tg_Dialect : Dialect {
     /// by it. Printed IR keeps it where debug locations are dropped.
     static constexpr ::llvm::StringLiteral kLayerAttr = "tg.layer";
     // Layer bodies (tg-outline-layers). On a function: a body several
-    // layers share (its name, the first layer it was taken from). On an op
-    // of a body: for each result, the slot of the body's offset table that
-    // holds its arena offset (-1: a view or no buffer). On the func.call of
-    // a body: the arena offset of each slot for this layer.
+    // layers share (its name, the first layer it was taken from); its ops'
+    // tg.place say slots of its offset table instead of offsets. On the
+    // func.call of a body: the arena offset of each slot for this layer.
     static constexpr ::llvm::StringLiteral kLayerBodyAttr = "tg.layer_body";
-    static constexpr ::llvm::StringLiteral kSlotsAttr = "tg.slots";
     static constexpr ::llvm::StringLiteral kSlotOffsetsAttr = "tg.slot_offsets";
   }];
 }

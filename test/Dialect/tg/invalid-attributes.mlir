@@ -70,34 +70,60 @@ func.func @negative_slot_offset(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Arena offsets, views and slots: one per result.
-func.func @offsets_per_result(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tg.offsets' must hold one i64 per result (1)}}
-  %0 = tg.relu %x {tg.offsets = array<i64: 0, 64>} : tensor<4xf32>
+// Each result's place (#tg.place): one per result, of the right kind
+// where it stands.
+func.func @places_per_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.place' must place each result (1), not 2}}
+  %0 = tg.relu %x {tg.place = #tg.place<[0, 64]>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-func.func @offset_below_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tg.offsets' holds -2, which is no offset or -1}}
-  %0 = tg.relu %x {tg.offsets = array<i64: -2>} : tensor<4xf32>
+func.func @place_is_typed(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.place' must be a #tg.place on an op with results}}
+  %0 = tg.relu %x {tg.place = array<i64: 0>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @negative_offset(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{#tg.place: result 0 has offset -64, which is negative}}
+  %0 = tg.relu %x {tg.place = #tg.place<[-64]>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @unknown_place(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expected integer value}}
+  %0 = tg.relu %x {tg.place = #tg.place<[at 0]>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
 func.func @view_of_no_operand(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tg.views' holds 1, which is no operand number or -1}}
-  %0 = tg.relu %x {tg.views = array<i64: 1>} : tensor<4xf32>
+  // expected-error @+1 {{'tg.place' makes result 0 a view of operand 1, but the op has 1 operands}}
+  %0 = tg.relu %x {tg.place = #tg.place<[view 1]>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-func.func @slot_below_minus_one(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tg.slots' holds -3, which is no slot or -1}}
-  %0 = tg.relu %x {tg.slots = array<i64: -3>} : tensor<4xf32>
+// Slots are a layer body's (tg-outline-layers), offsets the step's.
+func.func @slot_outside_body(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.place' places result 0 in slot 0 outside a layer body (no tg.layer_body)}}
+  %0 = tg.relu %x {tg.place = #tg.place<[slot 0]>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func private @offset_in_body(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.layer_body = "step h.0"} {
+  // expected-error @+1 {{'tg.place' places result 0 at offset 64 in a layer body, whose results are in slots}}
+  %0 = tg.relu %x {tg.place = #tg.place<[64]>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -126,16 +152,16 @@ func.func @alignment_not_a_power_of_two() attributes {tg.arena = #tg.arena<bytes
 
 // A result's bytes past the end of its function's arena.
 func.func @offset_outside_arena(%x: tensor<8x64xf32>) -> tensor<8x64xf32> attributes {tg.arena = #tg.arena<bytes = 2048, live = 2048, alignment = 64>} {
-  // expected-error @+1 {{'tg.offsets' places bytes [64, 2112) outside the arena of 2048 bytes}}
-  %a = tg.exp %x {tg.offsets = array<i64: 64>} : tensor<8x64xf32>
+  // expected-error @+1 {{'tg.place' places bytes [64, 2112) outside the arena of 2048 bytes}}
+  %a = tg.exp %x {tg.place = #tg.place<[64]>} : tensor<8x64xf32>
   return %a : tensor<8x64xf32>
 }
 
 // -----
 
 func.func @offset_misaligned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.arena = #tg.arena<bytes = 2048, live = 16, alignment = 256>} {
-  // expected-error @+1 {{'tg.offsets' places bytes at 64, not a multiple of the arena's alignment (256)}}
-  %a = tg.exp %x {tg.offsets = array<i64: 64>} : tensor<4xf32>
+  // expected-error @+1 {{'tg.place' places bytes at 64, not a multiple of the arena's alignment (256)}}
+  %a = tg.exp %x {tg.place = #tg.place<[64]>} : tensor<4xf32>
   return %a : tensor<4xf32>
 }
 
@@ -143,7 +169,7 @@ func.func @offset_misaligned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.
 
 func.func @span_outside_arena(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.arena = #tg.arena<bytes = 1024, live = 1024, alignment = 64>} {
   // expected-error @+1 {{'tg.bucket_span' places bytes [512, 1536) outside the arena of 1024 bytes}}
-  %r = tg.all_reduce %x {bucket = 0 : i64, tg.bucket_span = array<i64: 512, 1024>} : tensor<4xf32>
+  %r = tg.all_reduce %x {bucket = 0 : i64, tg.bucket_span = #tg.span<offset = 512, bytes = 1024>} : tensor<4xf32>
   tg.await %r : tensor<4xf32>
   return %r : tensor<4xf32>
 }
@@ -152,9 +178,27 @@ func.func @span_outside_arena(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg
 
 // A bucket's span is on the all-reduce that sends it.
 func.func @bucket_span_on_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tg.bucket_span' must be [offset, bytes] in the arena on a tg.all_reduce}}
-  %0 = tg.relu %x {tg.bucket_span = array<i64: 0, 16>} : tensor<4xf32>
+  // expected-error @+1 {{'tg.bucket_span' must be a #tg.span on a tg.all_reduce}}
+  %0 = tg.relu %x {tg.bucket_span = #tg.span<offset = 0, bytes = 16>} : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @span_is_typed(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.bucket_span' must be a #tg.span on a tg.all_reduce}}
+  %r = tg.all_reduce %x {bucket = 0 : i64, tg.bucket_span = array<i64: 0, 16>} : tensor<4xf32>
+  tg.await %r : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @empty_span(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{#tg.span needs offset >= 0 and bytes > 0, got offset = 0, bytes = 0}}
+  %r = tg.all_reduce %x {bucket = 0 : i64, tg.bucket_span = #tg.span<offset = 0, bytes = 0>} : tensor<4xf32>
+  tg.await %r : tensor<4xf32>
+  return %r : tensor<4xf32>
 }
 
 // -----
@@ -200,19 +244,10 @@ func.func @layer_empty(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A view shares its operand's bytes: it has no offset of its own.
-func.func @view_with_offset(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.arena = #tg.arena<bytes = 1024, live = 16, alignment = 64>} {
-  // expected-error @+1 {{'tg.views' makes result 0 a view of operand 0, but 'tg.offsets' gives it bytes of its own at 64}}
-  %0 = tg.reshape %x {tg.offsets = array<i64: 64>, tg.views = array<i64: 0>} : tensor<4xf32> -> tensor<2x2xf32>
-  return %0 : tensor<2x2xf32>
-}
-
-// -----
-
-// ... and fits in them.
+// A view fits in its operand's bytes.
 func.func @view_larger_than_operand(%x: tensor<4xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'tg.views' makes result 0 (32 bytes) a view of operand 0, which has 16 bytes}}
-  %0 = tg.add %x, %y {tg.views = array<i64: 0>} : tensor<4xf32>, tensor<8xf32> -> tensor<8xf32>
+  // expected-error @+1 {{'tg.place' makes result 0 (32 bytes) a view of operand 0, which has 16 bytes}}
+  %0 = tg.add %x, %y {tg.place = #tg.place<[view 0]>} : tensor<4xf32>, tensor<8xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
 
@@ -229,6 +264,14 @@ func.func @old_arena() attributes {tg.arena_bytes = 4096 : i64} {
 func.func @old_waits(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'tg.waits' is IR of an older tgc: it is now a tg.await op of each bucket; compile from the model file again}}
   %0 = tg.neg %x {tg.waits = array<i64: 0>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @old_offsets(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.offsets' is IR of an older tgc: it is now the op's tg.place = #tg.place<[...]>; compile from the model file again}}
+  %0 = tg.neg %x {tg.offsets = array<i64: 0>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -12,18 +12,18 @@
 // CHECK-LABEL: func.func private @layer_body_0
 // CHECK-SAME:    (%[[X:.*]]: tensor<8x64xf32>, %[[W:.*]]: tensor<8x64xf32>) -> tensor<512xf32>
 // CHECK-SAME:    attributes {tg.layer_body = "step h.0"}
-// CHECK-NEXT:    %[[C:.*]] = tg.constant {tg.slots = array<i64: -1>} dense<2.000000e+00>
-// CHECK-NEXT:    %[[M:.*]] = tg.mul %[[X]], %[[W]] {tg.slots = array<i64: 0>}
-// CHECK-NEXT:    %[[S:.*]] = tg.mul %[[M]], %[[C]] {tg.slots = array<i64: 1>}
-// CHECK-NEXT:    %[[T:.*]] = tg.tanh %[[S]] {tg.slots = array<i64: 2>}
-// CHECK-NEXT:    %[[R:.*]] = tg.reshape %[[T]] {tg.slots = array<i64: -1>, tg.views = array<i64: 0>}
+// CHECK-NEXT:    %[[C:.*]] = tg.constant dense<2.000000e+00>
+// CHECK-NEXT:    %[[M:.*]] = tg.mul %[[X]], %[[W]] {tg.place = #tg.place<[slot 0]>}
+// CHECK-NEXT:    %[[S:.*]] = tg.mul %[[M]], %[[C]] {tg.place = #tg.place<[slot 1]>}
+// CHECK-NEXT:    %[[T:.*]] = tg.tanh %[[S]] {tg.place = #tg.place<[slot 2]>}
+// CHECK-NEXT:    %[[R:.*]] = tg.reshape %[[T]] {tg.place = #tg.place<[view 0]>}
 // CHECK-NEXT:    return %[[R]]
 // CHECK-LABEL: func.func @step
-// CHECK:         call @layer_body_0(%arg0, %arg1) {tg.layer = "h.0", tg.offsets = array<i64: [[O0:[0-9]+]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O0]]>, tg.views = array<i64: -1>}
+// CHECK:         call @layer_body_0(%arg0, %arg1) {tg.layer = "h.0", tg.place = #tg.place<{{\[}}[[O0:[0-9]+]]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O0]]>}
 // CHECK:         tg.mul {{.*}}, %arg2
 // CHECK:         tg.mul {{.*}}, %arg3
 // CHECK:         tg.exp
-// CHECK:         call @layer_body_0({{.*}}, %arg4) {tg.layer = "h.3", tg.offsets = array<i64: [[O3:[0-9]+]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O3]]>, tg.views = array<i64: -1>}
+// CHECK:         call @layer_body_0({{.*}}, %arg4) {tg.layer = "h.3", tg.place = #tg.place<{{\[}}[[O3:[0-9]+]]]>, tg.slot_offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}, [[O3]]>}
 // CHECK:         tg.neg
 // CHECK-NOT:     call
 // RUN: tg-opt %s -split-input-file -tg-plan-memory -tg-outline-layers -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
@@ -87,7 +87,7 @@ func.func @step2(%x: tensor<8x64xf32>, %w0: tensor<8x64xf32>, %w1: tensor<8x64xf
 // CONST:       func.func private @layer_body_0({{.*}}tg.layer_body = "consts h.0"
 // CONST-LABEL: func.func @consts
 // CONST:         call @layer_body_0(%arg0)
-// CONST:         tg.mul {{.*}}, %{{.*}} {tg.layer = "h.1", tg.offsets
+// CONST:         tg.mul {{.*}}, %{{.*}} {tg.layer = "h.1", tg.place
 // CONST:         call @layer_body_0
 func.func @consts(%x: tensor<4xf32>) -> tensor<4xf32> {
   %a = tg.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> loc("a")

@@ -9,11 +9,11 @@
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME:  attributes {tg.arena = #tg.arena<bytes = 4096, live = 4096, alignment = 64>}
 // CHECK:       tg.constant {{.*}}: tensor<f32>
-// CHECK-NOT:   tg.offsets
-// CHECK:       tg.mul {{.*}} {tg.offsets = array<i64: 0>}
-// CHECK:       tg.exp {{.*}} {tg.offsets = array<i64: 2048>}
-// CHECK:       tg.reshape {{.*}} {tg.offsets = array<i64: -1>, tg.views = array<i64: 0>}
-// CHECK:       tg.neg {{.*}} {tg.offsets = array<i64: 0>}
+// CHECK-NOT:   tg.place
+// CHECK:       tg.mul {{.*}} {tg.place = #tg.place<[0]>}
+// CHECK:       tg.exp {{.*}} {tg.place = #tg.place<[2048]>}
+// CHECK:       tg.reshape {{.*}} {tg.place = #tg.place<[view 0]>}
+// CHECK:       tg.neg {{.*}} {tg.place = #tg.place<[0]>}
 func.func @chain(%x: tensor<8x64xf32>) -> tensor<512xf32> {
   %c = tg.constant dense<2.0> : tensor<f32>
   %m = tg.mul %x, %c : tensor<8x64xf32>, tensor<f32> -> tensor<8x64xf32>
@@ -43,8 +43,8 @@ func.func @long_life(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
 // An all-reduce works in place when nothing else reads its input; the
 // optimizer update writes over the parameter and its state.
 // CHECK-LABEL: func.func @in_place
-// CHECK:       tg.all_reduce {{.*}}tg.bucket_span = array<i64: 0, 256>, tg.offsets = array<i64: -1>, tg.views = array<i64: 0>
-// CHECK:       tg.optimizer_update {{.*}}tg.offsets = array<i64: -1, -1>, tg.views = array<i64: 0, 4>
+// CHECK:       tg.all_reduce {{.*}}tg.bucket_span = #tg.span<offset = 0, bytes = 256>, tg.place = #tg.place<[view 0]>
+// CHECK:       tg.optimizer_update {{.*}}tg.place = #tg.place<[view 0, view 4]>
 func.func @in_place(%p: tensor<64xf32>, %g: tensor<64xf32>, %lr: tensor<f32>, %step: tensor<i64>, %m: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %n = tg.neg %g : tensor<64xf32>
   %r = tg.all_reduce %n {reduction = #tg<reduction mean>} : tensor<64xf32>
@@ -60,11 +60,11 @@ func.func @in_place(%p: tensor<64xf32>, %g: tensor<64xf32>, %lr: tensor<f32>, %s
 // and stays taken until the op that waits for it, though nothing reads its
 // results before: %late cannot reuse its bytes.
 // CHECK-LABEL: func.func @bucket
-// CHECK:       %[[A:.+]] = tg.neg %arg0 {tg.offsets = array<i64: [[A_AT:[0-9]+]]>}
-// CHECK:       tg.all_reduce %[[A]], %{{.+}} {bucket = 0 : i64, tg.bucket_span = array<i64: [[A_AT]], 384>, tg.offsets = array<i64: -1, {{[0-9]+}}>, tg.views = array<i64: 0, -1>}
+// CHECK:       %[[A:.+]] = tg.neg %arg0 {tg.place = #tg.place<{{\[}}[[A_AT:[0-9]+]]]>}
+// CHECK:       tg.all_reduce %[[A]], %{{.+}} {bucket = 0 : i64, tg.bucket_span = #tg.span<offset = [[A_AT]], bytes = 384>, tg.place = #tg.place<[view 0, {{[0-9]+}}]>}
 // CUDA-LABEL: func.func @bucket
 // CUDA-SAME:  alignment = 256>
-// CUDA:       tg.all_reduce {{.*}}tg.bucket_span = array<i64: {{[0-9]+}}, 512>
+// CUDA:       tg.all_reduce {{.*}}tg.bucket_span = #tg.span<offset = {{[0-9]+}}, bytes = 512>
 func.func @bucket(%x: tensor<64xf32>, %y: tensor<32xf32>) -> (tensor<64xf32>, tensor<32xf32>, tensor<32xf32>) {
   %a = tg.neg %x : tensor<64xf32>
   %b = tg.exp %y : tensor<32xf32>
@@ -80,8 +80,8 @@ func.func @bucket(%x: tensor<64xf32>, %y: tensor<32xf32>) -> (tensor<64xf32>, te
 // The classifier writes the gradient over the logits nothing else reads;
 // an optimizer kernel writes over the parameter.
 // CHECK-LABEL: func.func @kernels_in_place
-// CHECK:       tg.kernel classifier{{.*}}tg.offsets = array<i64: {{[0-9]+}}, -1>, tg.views = array<i64: -1, 0>
-// CHECK:       tg.kernel optimizer{{.*}}tg.offsets = array<i64: -1>, tg.views = array<i64: 0>
+// CHECK:       tg.kernel classifier{{.*}}tg.place = #tg.place<[{{[0-9]+}}, view 0]>
+// CHECK:       tg.kernel optimizer{{.*}}tg.place = #tg.place<[view 0]>
 func.func @kernels_in_place(%x: tensor<8x10xf32>, %labels: tensor<8xi64>, %p: tensor<8x10xf32>, %s: tensor<f32>, %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<f32>, tensor<8x10xf32>) {
   %logits = tg.neg %x : tensor<8x10xf32>
   %one = tg.constant dense<1.0> : tensor<f32>
@@ -107,7 +107,7 @@ func.func @kernels_in_place(%x: tensor<8x10xf32>, %labels: tensor<8xi64>, %p: te
 // CHECK-LABEL: func.func @attention
 // CHECK-NOT:   tg.scratch
 // CUDA-LABEL: func.func @attention
-// CUDA:       tg.attention {{.*}}tg.scratch = array<i64: {{[0-9]+}}, 256>
+// CUDA:       tg.attention {{.*}}tg.scratch = #tg.span<offset = {{[0-9]+}}, bytes = 256>
 func.func @attention(%q: tensor<2x2x16x8xf32>, %g: tensor<2x2x16x8xf32>) -> (tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>) {
   %o = tg.attention %q, %q, %q {causal = true} : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<2x2x16x8xf32>
   %n = tg.neg %o : tensor<2x2x16x8xf32>
