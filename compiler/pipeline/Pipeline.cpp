@@ -119,6 +119,11 @@ llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createPrecisionPass(opt));
   }
   if (from < Phase::Autodiff && to >= Phase::Autodiff) {
+    if (!options.freeze.empty()) {
+      FreezePassOptions freeze;
+      freeze.patterns.assign(options.freeze.begin(), options.freeze.end());
+      pm.addPass(createFreezePass(freeze));
+    }
     // Fold the model file's identities first so autodiff sees less.
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createAutodiffPass());

@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tg {
 
@@ -89,6 +90,8 @@ struct PipelineOptions {
   double weightDecay = -1.0;
   double clipGradNorm = -1.0;
   int64_t gradAccum = 0;
+  /// tg-freeze's globs: the parameters that do not train (none when empty).
+  std::vector<std::string> freeze;
   /// tg-propagate-sharding's preset: "dp", "zero1", "zero2" or "zero3".
   std::string shardPreset = "dp";
   /// An automatic partitioner before tg-propagate-sharding (its options

@@ -1,6 +1,8 @@
-//===- Passes.cpp - Autodiff stage registration -------------------*- C++ -*-===//
+//===- Passes.cpp - Autodiff stage registration -------------------*- C++
+//-*-===//
 //
-// The autodiff stage has one pass; its registration comes from Passes.td.
+// The autodiff stage: tg-freeze and tg-autodiff; their registration comes
+// from Passes.td.
 //
 //===----------------------------------------------------------------------===//
 

@@ -56,4 +56,38 @@ def AutodiffPass : Pass<"tg-autodiff", "ModuleOp"> {
   ];
 }
 
+def FreezePass : Pass<"tg-freeze", "ModuleOp"> {
+  let summary = "Freezes the parameters whose names match a glob";
+  let description = [{
+    Marks each parameter of `@forward` whose name matches one of `patterns`
+    (globs, as `no_decay` takes them: `h.0.*`, `wte.weight`, `*.bias`)
+    `tg.frozen`, as a model file's `"trainable": false` does: tg-autodiff
+    builds no gradient for it, tg-optimizer no update and no optimizer
+    state, and the sharding presets keep it whole. Fine-tuning freezes the
+    layers it leaves as they are; the memory report shows what their
+    gradients and state no longer take. Runs before tg-autodiff (`tgc
+    --freeze PATTERN`, repeatable).
+
+    A pattern that names no parameter is an error that lists the
+    parameters, and so is freezing all of them (nothing would train).
+
+    ```mlir
+    // -tg-freeze="patterns=h.0.*"
+    func.func @forward(%w0: tensor<8x8xf32> {tg.param = "h.0.w", tg.frozen},
+                       %w1: tensor<8x8xf32> {tg.param = "h.1.w"}, ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    ListOption<"patterns", "patterns", "std::string",
+               "Globs on parameter names: a parameter that matches one is "
+               "frozen">,
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The function whose parameters are frozen">,
+  ];
+  let statistics = [
+    Statistic<"numFrozen", "frozen", "Parameters frozen">,
+  ];
+}
+
 #endif // TG_PASSES_AUTODIFF_TD

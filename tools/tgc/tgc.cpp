@@ -259,6 +259,13 @@ cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
 cl::opt<double> clipGradNorm(
     "clip-grad-norm", cl::desc("Clip gradients to this global norm (0: off)"),
     cl::init(-1.0), cl::cat(trainingCategory));
+cl::list<std::string>
+    freeze("freeze",
+           cl::desc("Freeze the parameters whose names match this glob (h.0.*, "
+                    "wte.weight, *.bias; repeatable), as the model file's "
+                    "\"trainable\": false does: no gradient, no update, no "
+                    "optimizer state (tg-freeze)"),
+           cl::value_desc("pattern"), cl::cat(trainingCategory));
 cl::opt<int64_t> gradAccum(
     "grad-accum",
     cl::desc("Compile for gradient accumulation over micro-batches (> 1 lets "
@@ -1344,6 +1351,10 @@ LogicalResult PassRun::setOptionsFromFlags() {
   options.warmupSteps = warmupSteps;
   options.weightDecay = weightDecay;
   options.clipGradNorm = clipGradNorm;
+  options.freeze.assign(freeze.begin(), freeze.end());
+  if (!freeze.empty() && from >= Phase::Autodiff)
+    return fail("--freeze: the input is IR after autodiff, whose gradients "
+                "are built; freeze a model file or IR before autodiff");
   options.gradAccum = gradAccum;
   // The executable's default accumulation is the table's: the flag's,
   // so that a step runs the micro-batches it was compiled for.

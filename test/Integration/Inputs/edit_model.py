@@ -2,12 +2,15 @@
 """Writes a variant of a model file for the tests.
 
 Usage: edit_model.py IN OUT [OLD=NEW ...] [--drop-outputs]
-                            [--dropout AFTER P SEED]
+                            [--dropout AFTER P SEED] [--untrainable GLOB]
 
 OLD=NEW renames a tensor (a parameter, input or node output) everywhere it
 is used; --drop-outputs removes the model's `outputs` list; --dropout puts a
-dropout node (probability P, seed SEED) after the tensor AFTER.
+dropout node (probability P, seed SEED) after the tensor AFTER;
+--untrainable marks the parameters whose names match GLOB (fnmatch)
+"trainable": false.
 """
+import fnmatch
 import json
 import sys
 
@@ -22,6 +25,11 @@ def main():
         a = rest.pop(0)
         if a == "--drop-outputs":
             model.pop("outputs", None)
+        elif a == "--untrainable":
+            glob = rest.pop(0)
+            for p in model.get("params", []):
+                if fnmatch.fnmatchcase(p["name"], glob):
+                    p["trainable"] = False
         elif a == "--dropout":
             after, p, seed = rest.pop(0), float(rest.pop(0)), int(rest.pop(0))
             out = after + ".dropout"
