@@ -461,6 +461,13 @@ static ShardingAttr paramSharding(const StepSignature &sig, unsigned i,
   return {};
 }
 
+/// The module's tg.lora when it names adapters, else null.
+static ArrayAttr loraAdapters(ModuleOp module) {
+  auto loras =
+      module ? module->getAttrOfType<ArrayAttr>(TgDialect::kLoraAttr) : nullptr;
+  return loras && !loras.empty() ? loras : nullptr;
+}
+
 void mlir::tg::emitModelTables(const StepSignature &sig,
                                llvm::raw_ostream &os) {
   func::FuncOp forward = sig.forward, step = sig.trainStep;
@@ -546,6 +553,17 @@ void mlir::tg::emitModelTables(const StepSignature &sig,
   if (fwdType.getNumResults() <= 1)
     os << "    {\"\", tgc::DType::F32, 0, {0}},\n";
   os << "};\n";
+
+  // tg-lora's adapters, which --merge-lora folds into their weights.
+  if (ArrayAttr loras = loraAdapters(module)) {
+    os << "\nconst tgc::LoraDesc kLoras[] = {\n";
+    for (auto lora : loras.getAsRange<LoraAdapterAttr>())
+      os << "    {\"" << lora.getBase() << "\", \"" << lora.getA() << "\", \""
+         << lora.getB() << "\", "
+         << floatLiteral(lora.getScale().convertToDouble()) << ", "
+         << (lora.getTransposed() ? "true" : "false") << "},\n";
+    os << "};\n";
+  }
 
   // The mesh; an axis splits the batch when it splits dim 0 of a batch
   // input of @train_step.
@@ -662,6 +680,8 @@ void mlir::tg::emitModelDesc(const StepSignature &sig, ModuleOp module,
     os << "    /*numMeshAxes=*/0, /*mesh=*/nullptr,\n";
   os << "    /*grads=*/kGrads,\n";
   os << "    /*pipeline=*/" << (pipelined ? "&kPipeline" : "nullptr") << ",\n";
+  if (ArrayAttr loras = loraAdapters(module))
+    os << "    /*numLoras=*/" << loras.size() << ", /*loras=*/kLoras,\n";
   os << "};\n\n"
      << "int main(int argc, char **argv) { return tgc::runTraining(kModel, "
         "argc, argv); }\n";

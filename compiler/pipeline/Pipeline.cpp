@@ -96,6 +96,16 @@ llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                             const PipelineOptions &options,
                                             Phase from, Phase to) {
   if (from < Phase::Precision && to >= Phase::Precision) {
+    // The adapters first: on the model as imported, whose weights the
+    // matmuls read as they are.
+    if (options.lora) {
+      LoraPassOptions lora;
+      lora.rank = options.lora->rank;
+      lora.alpha = options.lora->alpha;
+      lora.targets.assign(options.lora->targets.begin(),
+                          options.lora->targets.end());
+      pm.addPass(createLoraPass(lora));
+    }
     // First, while @forward is the only function: a fused QKV weight is
     // viewed so that tensor parallelism can split its heads; every function
     // built later reads the view. Where a tp preset splits heads, and for

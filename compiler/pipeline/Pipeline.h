@@ -92,6 +92,14 @@ struct PipelineOptions {
   int64_t gradAccum = 0;
   /// tg-freeze's globs: the parameters that do not train (none when empty).
   std::vector<std::string> freeze;
+  /// tg-lora's adapters, when asked for: their rank, alpha and the modules
+  /// whose weights get them.
+  struct Lora {
+    int64_t rank = 8;
+    double alpha = 8.0;
+    std::vector<std::string> targets;
+  };
+  std::optional<Lora> lora;
   /// tg-propagate-sharding's preset: "dp", "zero1", "zero2" or "zero3".
   std::string shardPreset = "dp";
   /// An automatic partitioner before tg-propagate-sharding (its options

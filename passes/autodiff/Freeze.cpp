@@ -1,5 +1,4 @@
-//===- Freeze.cpp - Parameters frozen by name ---------------------*- C++
-//-*-===//
+//===- Freeze.cpp - Parameters frozen by name -------------------*- C++ -*-===//
 //
 // tg-freeze marks the parameters of @forward whose names match a glob
 // tg.frozen, before tg-autodiff reads which ones train.
@@ -19,19 +18,6 @@ using namespace mlir;
 using namespace mlir::tg;
 
 namespace {
-
-/// "a, b, c" for the first `shown` names, then how many there are.
-std::string listNames(ArrayRef<StringRef> names, size_t shown = 8) {
-  std::string out;
-  for (auto [i, name] : llvm::enumerate(names)) {
-    if (i == shown) {
-      out += ", ... " + std::to_string(names.size()) + " in all";
-      break;
-    }
-    out += (i ? ", " : "") + name.str();
-  }
-  return out;
-}
 
 struct FreezePass : public tg::impl::FreezePassBase<FreezePass> {
   using FreezePassBase::FreezePassBase;

@@ -8,6 +8,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace mlir::tg {
 
 #define GEN_PASS_DECL
@@ -15,6 +17,10 @@ namespace mlir::tg {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/autodiff/Passes.h.inc"
+
+/// "a, b, c" for the first `shown` names, then ", ... N in all": the
+/// parameters or modules a diagnostic of tg-freeze or tg-lora lists.
+std::string listNames(ArrayRef<StringRef> names, size_t shown = 8);
 
 } // namespace mlir::tg
 

@@ -90,4 +90,52 @@ def FreezePass : Pass<"tg-freeze", "ModuleOp"> {
   ];
 }
 
+def LoraPass : Pass<"tg-lora", "ModuleOp"> {
+  let summary = "Adds low-rank adapters to the weights of chosen matmuls";
+  let description = [{
+    LoRA (Hu et al., 2021) as PEFT applies it: for each weight `W`
+    (`[in, out]`, read as `x @ W`) of a module named in `targets` (its
+    parameter `<module>.weight`, where the module is a target or ends with
+    `.<target>`: `c_attn` adapts `h.0.attn.c_attn.weight` and every other
+    layer's), two parameters `<module>.lora_A` (`[in, rank]`, uniform in
+    ±1/sqrt(in), PEFT's Kaiming-uniform with a = sqrt(5)) and
+    `<module>.lora_B` (`[rank, out]`, zeros), and each `x @ W` becomes
+    `x @ W + (x @ A) @ B * alpha / rank`. B starting at zero, the adapted
+    model computes what the base did until A and B train.
+
+    Every other parameter is frozen (`tg.frozen`), as PEFT's default:
+    only the adapters train, and their gradients and optimizer state are
+    all the step holds beside the frozen weights. Runs on the imported
+    model, before tg-precision (`tgc --lora=r=8,alpha=16,targets=c_attn`).
+
+    A target that names no weight, a weight that is not 2-D or that
+    something other than a matmul's right operand reads (a tied embedding),
+    and a rank below 1 are errors.
+
+    ```mlir
+    // -tg-lora="rank=2 alpha=4 targets=fc"
+    %y = tg.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+    // becomes, with %a = fc.lora_A : tensor<16x2xf32>, %b = fc.lora_B : tensor<2x4xf32>
+    %y0 = tg.matmul %x, %w ...
+    %xa = tg.matmul %x, %a ...
+    %xab = tg.matmul %xa, %b ...
+    %s = tg.mul %xab, %scale : tensor<8x4xf32>, tensor<f32> -> tensor<8x4xf32>
+    %y = tg.add %y0, %s ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::tg::TgDialect", "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"rank", "rank", "int64_t", "8", "The adapters' rank r">,
+    Option<"alpha", "alpha", "double", "8.0",
+           "The adapters' scale is alpha / rank">,
+    ListOption<"targets", "targets", "std::string",
+               "The modules whose weights get adapters (c_attn, q_proj, ...)">,
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The function whose parameters are adapted">,
+  ];
+  let statistics = [
+    Statistic<"numAdapted", "adapted", "Weights given adapters">,
+  ];
+}
+
 #endif // TG_PASSES_AUTODIFF_TD

@@ -281,6 +281,16 @@ struct PipelineDesc {
   const int64_t *paramStages;
 };
 
+/// Low-rank adapters that tgc --lora (tg-lora) gave a frozen weight, as
+/// three parameters' names: the step reads x @ base + (x @ a) @ b * scale
+/// (base transposed when `transposed`). --merge-lora folds them into the
+/// weight it saves (runtime/train/Lora.h).
+struct LoraDesc {
+  const char *base, *a, *b;
+  double scale;
+  bool transposed;
+};
+
 struct ModelDesc {
   const char *name;
   int32_t numParams;
@@ -331,6 +341,10 @@ struct ModelDesc {
   /// evalStep and gradStep are null: the runtime runs the pipeline's
   /// functions, for training and for evaluation.
   const PipelineDesc *pipeline;
+  /// tg-lora's adapters (0 and null without: the generated code leaves
+  /// them out then).
+  int32_t numLoras;
+  const LoraDesc *loras;
 };
 
 /// The training executable's main: parses flags, loads data, initialises or

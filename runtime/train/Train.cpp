@@ -53,6 +53,7 @@
 #include "runtime/train/BlasCore.h"
 #include "runtime/train/Flags.h"
 #include "runtime/train/Init.h"
+#include "runtime/train/Lora.h"
 #include "runtime/train/MeshLayout.h"
 #include "runtime/train/PipelineRunner.h"
 #include "runtime/train/Progress.h"
@@ -125,6 +126,9 @@ struct Options {
   bool checkpointAsync = false;
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   std::string resume, initFrom, saveFinal, log, dumpGrads;
+  /// --save-final writes the base model's parameters, the LoRA adapters
+  /// folded into their weights.
+  bool mergeLora = false;
   int64_t threads = 0, printEvery = 0;
   int64_t device = -1;
   std::string rendezvous, profile;
@@ -263,6 +267,9 @@ private:
   EvalResult evaluate();
   Metadata checkpointMetadata(int64_t step) const;
   void saveTo(const std::string &path, int64_t step);
+  /// --save-final's file: saveTo's, or with --merge-lora the base model's
+  /// parameters (runtime/train/Lora.h). Rank 0 calls it.
+  void saveFinalTo(const std::string &path, int64_t step);
   /// Writes the step's checkpoint under --checkpoint-dir and returns its
   /// path; every rank calls it.
   std::string saveCheckpoint(int64_t step);
@@ -1286,6 +1293,20 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
                       meta);
 }
 
+void Trainer::saveFinalTo(const std::string &path, int64_t step) {
+  if (!opt_.mergeLora)
+    return saveTo(path, step);
+  MergedParams merged = mergeLoraAdapters(model_, hostParams_.data());
+  ModelDesc base = model_;
+  base.numParams = static_cast<int32_t>(merged.params.size());
+  base.params = merged.params.data();
+  base.numState = 0;
+  base.state = nullptr;
+  Metadata meta = checkpointMetadata(step);
+  meta["lora"] = "merged";
+  tgc::saveCheckpoint(path, base, merged.data.data(), nullptr, meta);
+}
+
 bool Trainer::shardedCheckpoints() const {
   if (!opt_.checkpointLayout.empty())
     return opt_.checkpointLayout == "sharded";
@@ -1640,7 +1661,7 @@ int Trainer::run() {
     if (!opt_.saveFinal.empty()) {
       gatherModelState();
       if (isRoot())
-        saveTo(opt_.saveFinal, startStep_);
+        saveFinalTo(opt_.saveFinal, startStep_);
     }
     return 0;
   }
@@ -1863,7 +1884,7 @@ int Trainer::run() {
     if (!opt_.saveFinal.empty()) {
       gatherModelState();
       if (isRoot())
-        saveTo(opt_.saveFinal, step);
+        saveFinalTo(opt_.saveFinal, step);
     }
   }
   progress_->finish();
@@ -1953,6 +1974,10 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
                   "checkpoint (by name)");
   flags.addString("save-final", &opt.saveFinal, "FILE",
                   "write the final parameters and state here");
+  flags.addBool("merge-lora", &opt.mergeLora,
+                "with --save-final: fold the LoRA adapters (tgc --lora) into "
+                "their weights, W + scale * A @ B, and save the base model's "
+                "parameters alone");
   flags.addString("log", &opt.log, "FILE",
                   "JSON Lines metrics log (step, loss, lr, grad norm, "
                   "throughput, time)");
@@ -2023,6 +2048,12 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
         opt.checkpointLayout != "consolidated")
       throw Error("--checkpoint-layout must be sharded or consolidated, got '" +
                   opt.checkpointLayout + "'");
+    if (opt.mergeLora && opt.saveFinal.empty())
+      throw Error("--merge-lora needs --save-final, the file it writes the "
+                  "merged weights to");
+    if (opt.mergeLora && model.numLoras == 0)
+      throw Error("--merge-lora: model '" + std::string(model.name) +
+                  "' has no LoRA adapters (tgc --lora adds them)");
     if (!(opt.lr >= 0))
       throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
     if (opt.onNonfinite != "stop" && opt.onNonfinite != "skip" &&

@@ -266,6 +266,15 @@ cl::list<std::string>
                     "\"trainable\": false does: no gradient, no update, no "
                     "optimizer state (tg-freeze)"),
            cl::value_desc("pattern"), cl::cat(trainingCategory));
+cl::opt<std::string> loraFlag(
+    "lora",
+    cl::desc("Fine-tune with low-rank adapters (tg-lora): "
+             "r=RANK,alpha=ALPHA,targets=MODULE,... (default r=8, alpha=8): "
+             "each weight of a target module (c_attn names every layer's "
+             "attn.c_attn) gets A and B, B starting at zero, and every other "
+             "parameter is frozen"),
+    cl::value_desc("r=8,alpha=16,targets=c_attn,c_proj"),
+    cl::cat(trainingCategory));
 cl::opt<int64_t> gradAccum(
     "grad-accum",
     cl::desc("Compile for gradient accumulation over micro-batches (> 1 lets "
@@ -888,6 +897,42 @@ LogicalResult parseSizeFlag(StringRef flag, StringRef value, StringRef examples,
   return success();
 }
 
+/// --lora's r=RANK,alpha=ALPHA,targets=A,B,...: a word without `=` after
+/// targets is one more target.
+FailureOr<PipelineOptions::Lora> parseLoraFlag(StringRef spec) {
+  PipelineOptions::Lora lora;
+  StringRef key;
+  auto bad = [&](const Twine &why) {
+    return fail("--lora: " + why +
+                " (expected r=RANK,alpha=ALPHA,targets=MODULE,...; got '" +
+                spec + "')");
+  };
+  for (StringRef item : llvm::split(spec, ',')) {
+    item = item.trim();
+    StringRef value = item;
+    if (item.contains('='))
+      std::tie(key, value) = item.split('=');
+    else if (key != "targets")
+      return bad("'" + item + "' is no key=value");
+    if (key == "r" || key == "rank") {
+      if (value.getAsInteger(10, lora.rank) || lora.rank < 1)
+        return bad("the rank must be a positive integer, got '" + value + "'");
+    } else if (key == "alpha") {
+      if (value.getAsDouble(lora.alpha) || !(lora.alpha > 0))
+        return bad("alpha must be a positive number, got '" + value + "'");
+    } else if (key == "targets") {
+      if (value.empty())
+        return bad("an empty target");
+      lora.targets.push_back(value.str());
+    } else {
+      return bad("unknown key '" + key + "'");
+    }
+  }
+  if (lora.targets.empty())
+    return bad("no targets: name the modules whose weights get adapters");
+  return lora;
+}
+
 /// The last phase --compile-to and --emit ask for (--report and
 /// --compare-plans move it later: stopForReports).
 FailureOr<Phase> lastPhaseFromFlags() {
@@ -1352,6 +1397,15 @@ LogicalResult PassRun::setOptionsFromFlags() {
   options.weightDecay = weightDecay;
   options.clipGradNorm = clipGradNorm;
   options.freeze.assign(freeze.begin(), freeze.end());
+  if (!loraFlag.empty()) {
+    if (from > Phase::Import)
+      return fail("--lora: the input is IR after import; adapters go on the "
+                  "model as imported (a model file or --compile-to=import)");
+    FailureOr<PipelineOptions::Lora> lora = parseLoraFlag(loraFlag);
+    if (failed(lora))
+      return failure();
+    options.lora = *lora;
+  }
   if (!freeze.empty() && from >= Phase::Autodiff)
     return fail("--freeze: the input is IR after autodiff, whose gradients "
                 "are built; freeze a model file or IR before autodiff");

@@ -201,6 +201,32 @@ def Tg_SpanAttr : AttrDef<Tg_Dialect, "Span"> {
   let genVerifyDecl = 1;
 }
 
+def Tg_LoraAdapterAttr : AttrDef<Tg_Dialect, "LoraAdapter"> {
+  let mnemonic = "lora";
+  let summary = "A weight's low-rank adapters, as tg-lora added them";
+  let description = [{
+    The parameters `a` (`[in, r]`) and `b` (`[r, out]`) that tg-lora gave
+    the frozen weight `base`, which the step reads as `x @ base + (x @ a) @
+    b * scale`, or with `transposed` as `x @ base^T + ...`. On the module
+    in `tg.lora`, one per adapted weight: what an executable needs to merge
+    the adapters into the weights it saves (`--save-final ... --merge-lora`:
+    `base + scale * a @ b`, transposed as `base` is).
+
+    ```mlir
+    module attributes {tg.lora = [#tg.lora<base = "h.0.attn.c_attn.weight",
+        a = "h.0.attn.c_attn.lora_A", b = "h.0.attn.c_attn.lora_B",
+        scale = 2.0, transposed = false>]}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the adapted weight">:$base,
+                        StringRefParameter<"the adapter A">:$a,
+                        StringRefParameter<"the adapter B">:$b,
+                        Tg_DoubleParameter<"1.0">:$scale,
+                        "bool":$transposed);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tg_ConstantsAttr : AttrDef<Tg_Dialect, "Constants"> {
   let mnemonic = "constants";
   let summary = "A module's constants section: the constants read from memory";

@@ -17,6 +17,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -295,6 +296,19 @@ static std::optional<LogicalResult> verifyModuleAttribute(Operation *op,
                            << op->getName() << "'";
   if (name == TgDialect::kModelAttr)
     return verifyStringAttr(op, attr);
+  if (name == TgDialect::kLoraAttr) {
+    auto all = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !all ||
+        !llvm::all_of(all, [](Attribute a) { return isa<LoraAdapterAttr>(a); }))
+      return op->emitError()
+             << "'" << name << "' must be an array of #tg.lora on the module";
+    llvm::StringSet<> bases;
+    for (auto adapter : all.getAsRange<LoraAdapterAttr>())
+      if (!bases.insert(adapter.getBase()).second)
+        return op->emitError()
+               << "'" << name << "' adapts '" << adapter.getBase() << "' twice";
+    return success();
+  }
   if (name == TgDialect::kTrainingAttr) {
     if (!isa<DictionaryAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a dictionary";
@@ -375,6 +389,21 @@ verifyPipelineAttribute(Operation *op, NamedAttribute attr) {
     return success();
   }
   return std::nullopt;
+}
+
+LogicalResult
+LoraAdapterAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        StringRef base, StringRef a, StringRef b, APFloat scale,
+                        bool) {
+  if (base.empty() || a.empty() || b.empty() || a == b || a == base ||
+      b == base)
+    return emitError() << "#tg.lora needs three distinct parameter names, got "
+                          "base = '"
+                       << base << "', a = '" << a << "', b = '" << b << "'";
+  if (!(scale.convertToDouble() > 0))
+    return emitError() << "#tg.lora needs a positive scale, got "
+                       << scale.convertToDouble();
+  return success();
 }
 
 LogicalResult ArenaAttr::verify(function_ref<InFlightDiagnostic()> emitError,

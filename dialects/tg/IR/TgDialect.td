@@ -122,6 +122,8 @@ def Tg_Dialect : Dialect {
     // its offset in the section.
     static constexpr ::llvm::StringLiteral kConstantsAttr = "tg.constants";
     static constexpr ::llvm::StringLiteral kConstantOffsetAttr = "tg.constant_offset";
+    // The adapters tg-lora added: on the module, a #tg.lora per weight.
+    static constexpr ::llvm::StringLiteral kLoraAttr = "tg.lora";
     // What tg-remat chose, for the memory report.
     static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
     /// On @train_step with gradient accumulation: the micro-batches per

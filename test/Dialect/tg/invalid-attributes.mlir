@@ -336,3 +336,30 @@ module attributes {tg.constants = #tg.constants<bytes = 1024, alignment = 256>} 
     return %0, %1 : tensor<128xf32>, tensor<4xf32>
   }
 }
+
+// -----
+
+// tg-lora's record of the adapters (tg.lora): an array of #tg.lora on the
+// module, each with three distinct names and a positive scale, no weight
+// twice.
+// expected-error @+1 {{'tg.lora' must be an array of #tg.lora on the module}}
+module attributes {tg.lora = #tg.lora<base = "fc.weight", a = "fc.lora_A", b = "fc.lora_B", scale = 2.0, transposed = false>} {
+}
+
+// -----
+
+// expected-error @+1 {{#tg.lora needs three distinct parameter names, got base = 'fc.weight', a = 'fc.lora_A', b = 'fc.lora_A'}}
+module attributes {tg.lora = [#tg.lora<base = "fc.weight", a = "fc.lora_A", b = "fc.lora_A", scale = 2.0, transposed = false>]} {
+}
+
+// -----
+
+// expected-error @+1 {{#tg.lora needs a positive scale, got 0}}
+module attributes {tg.lora = [#tg.lora<base = "fc.weight", a = "fc.lora_A", b = "fc.lora_B", scale = 0.0, transposed = false>]} {
+}
+
+// -----
+
+// expected-error @+1 {{'tg.lora' adapts 'fc.weight' twice}}
+module attributes {tg.lora = [#tg.lora<base = "fc.weight", a = "fc.lora_A", b = "fc.lora_B", scale = 2.0, transposed = false>, #tg.lora<base = "fc.weight", a = "fc.lora_C", b = "fc.lora_D", scale = 2.0, transposed = false>]} {
+}
