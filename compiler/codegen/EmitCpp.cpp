@@ -1359,7 +1359,7 @@ LogicalResult FunctionEmitter::emit(
 }
 
 FailureOr<std::string> FunctionEmitter::emitBody(StringRef name) {
-  if (failed(checkTypes()))
+  if (failed(checkTypes()) || failed(checkPlaced(func, "cpu backend")))
     return failure();
   std::string prototype;
   llvm::raw_string_ostream proto(prototype);

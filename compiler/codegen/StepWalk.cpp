@@ -24,6 +24,16 @@ StepPiece mlir::tg::stepPieceOf(Operation *op) {
   return StepPiece::Op;
 }
 
+LogicalResult mlir::tg::checkPlaced(func::FuncOp func, StringRef backend) {
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (op.getNumResults() > 0 && !isa<ConstantOp>(op) &&
+        !op.hasAttr(TgDialect::kPlaceAttr))
+      return op.emitError(backend)
+             << ": no place in the arena (tg.place): the memory plan is "
+                "stale; run tg-plan-memory last";
+  return success();
+}
+
 FailureOr<int64_t> mlir::tg::plannedArenaBytes(func::FuncOp func,
                                                StringRef backend) {
   auto arena = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr);
@@ -31,12 +41,8 @@ FailureOr<int64_t> mlir::tg::plannedArenaBytes(func::FuncOp func,
     return func.emitError(backend)
            << ": @" << func.getName()
            << " has no memory plan (run tg-plan-memory)";
-  for (Operation &op : func.getBody().front().without_terminator())
-    if (op.getNumResults() > 0 && !isa<ConstantOp>(op) &&
-        !op.hasAttr(TgDialect::kPlaceAttr))
-      return op.emitError(backend)
-             << ": no place in the arena (tg.place): the memory plan is "
-                "stale; run tg-plan-memory last";
+  if (failed(checkPlaced(func, backend)))
+    return failure();
   return arena.getBytes();
 }
 

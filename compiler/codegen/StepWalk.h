@@ -30,9 +30,13 @@ enum class StepPiece {
 /// The piece `op` is.
 StepPiece stepPieceOf(Operation *op);
 
+/// Whether every op of `func` that computes something (a constant aside)
+/// has its tg.place; else an error naming `backend`: the plan is stale.
+LogicalResult checkPlaced(func::FuncOp func, StringRef backend);
+
 /// The function's memory plan, read where the backends start: its arena
 /// bytes, or an error naming `backend` when the plan is missing or stale
-/// (an op that computes something without tg.place).
+/// (checkPlaced).
 FailureOr<int64_t> plannedArenaBytes(func::FuncOp func, StringRef backend);
 
 /// Calls `visit` on each top-level op but the terminator, in schedule

@@ -29,6 +29,8 @@ struct Adapted {
   std::string module;
   SmallVector<MatmulOp> readers;
   int64_t in = 0, out = 0;
+  /// Whether the matmuls read it transposed (x @ W^T, W as [out, in]).
+  bool transposed = false;
 };
 
 /// The module of a parameter named `<module>.weight`, or "".
@@ -83,12 +85,10 @@ struct LoraPass : public tg::impl::LoraPassBase<LoraPass> {
       for (MatmulOp matmul : weight.readers)
         adaptMatmul(matmul, a, b, weight.module);
       // What merging them back needs (--merge-lora).
-      bool transposed =
-          !weight.readers.empty() && weight.readers.front().getTransposeRhs();
       recorded.push_back(LoraAdapterAttr::get(
           &getContext(), weight.module + ".weight", weight.module + ".lora_A",
           weight.module + ".lora_B", APFloat(alpha / (double)rank),
-          transposed));
+          weight.transposed));
       ++numAdapted;
     }
     module->setAttr(TgDialect::kLoraAttr,
@@ -121,7 +121,7 @@ struct LoraPass : public tg::impl::LoraPassBase<LoraPass> {
             << "; LoRA adapts 2-D weights";
         return failure();
       }
-      Adapted weight{i, module.str(), {}, 0, 0};
+      Adapted weight{i, module.str(), {}, 0, 0, false};
       for (Operation *user : arg.getUsers()) {
         auto matmul = dyn_cast<MatmulOp>(user);
         if (!matmul || matmul.getRhs() != arg || matmul.getTransposeLhs()) {
@@ -133,7 +133,7 @@ struct LoraPass : public tg::impl::LoraPassBase<LoraPass> {
         }
         weight.readers.push_back(matmul);
       }
-      bool transposed =
+      bool transposed = weight.transposed =
           !weight.readers.empty() && weight.readers.front().getTransposeRhs();
       if (llvm::any_of(weight.readers, [&](MatmulOp m) {
             return m.getTransposeRhs() != transposed;

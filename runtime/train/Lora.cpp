@@ -10,17 +10,6 @@
 
 namespace tgc {
 
-namespace {
-
-int64_t numelOf(const TensorDesc &t) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < t.rank; ++d)
-    n *= t.shape[d];
-  return n;
-}
-
-} // namespace
-
 MergedParams mergeLoraAdapters(const ModelDesc &model, void *const *params) {
   std::map<std::string, int> index;
   for (int i = 0; i < model.numParams; ++i)
@@ -49,7 +38,7 @@ MergedParams mergeLoraAdapters(const ModelDesc &model, void *const *params) {
     std::vector<int64_t> aShape = fileShapeOf(model.params[a].tensor),
                          bShape = fileShapeOf(model.params[b].tensor);
     if (aShape.size() != 2 || bShape.size() != 2 || aShape[1] != bShape[0] ||
-        numelOf(model.params[w].tensor) != aShape[0] * bShape[1])
+        numElements(model.params[w].tensor) != aShape[0] * bShape[1])
       throw Error(std::string("--merge-lora: the adapters of '") + lora.base +
                   "' do not fit its shape");
     int64_t in = aShape[0], rank = aShape[1], outDim = bShape[1];
