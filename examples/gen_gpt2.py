@@ -11,6 +11,13 @@ GPT-2 / nanoGPT / llm.c: learned position embeddings, pre-norm blocks
 GPT-2 checkpoint keys ("h.0.attn.c_attn.weight", [in, out] like its Conv1D),
 so pretrained weights can be loaded by name.
 
+--from-config builds the model a Hugging Face GPT-2 config.json describes
+(n_layer, n_head, n_embd, n_inner, vocab_size, n_positions,
+layer_norm_epsilon, activation_function), so that the checkpoint beside it
+loads with the executable's --init-from DIR. Its training table is a short
+fine-tuning run (FINETUNE below; the flags change it). Dropout is not in the
+graph: fine-tuning runs without it.
+
 Batch size and sequence length are baked into the reshape and slice
 attributes (the tg dialect has static shapes), so change them here and
 regenerate rather than editing the training table by hand.
@@ -18,6 +25,7 @@ regenerate rather than editing the training table by hand.
     python3 examples/gen_gpt2.py                 # rewrites both files
     python3 examples/gen_gpt2.py --check         # exits 1 if they are stale
     python3 examples/gen_gpt2.py --preset tiny --layers 4 -o my.json
+    python3 examples/gen_gpt2.py --from-config gpt2/config.json -o gpt2.json
 
 Plain python3, no dependencies.
 """
@@ -43,6 +51,14 @@ PRESETS = {
 }
 
 OUTPUT_FILES = {"tiny": "gpt2-tiny.json", "124m": "gpt2-124m.json"}
+
+# The training table of a model made from a checkpoint's config.
+FINETUNE = dict(batch=4, seq=256, grad_accum=1, steps=1000, lr=1e-4,
+                min_lr=1e-5, warmup=10, precision="fp32")
+
+# Hugging Face's activation_function values and the GELU each computes.
+GELUS = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu_fast": "tanh",
+         "gelu": "none"}
 
 
 def normal(std):
@@ -94,10 +110,12 @@ class Graph:
         mm = self.op(prefix + ".matmul", "matmul", [x, w])
         return self.op(prefix, "add", [mm, b])
 
-    def layer_norm(self, prefix, x, d):
+    def layer_norm(self, prefix, x, d, eps=1e-5):
         w = self.param(prefix + ".weight", [d], ONES)
         b = self.param(prefix + ".bias", [d], ZEROS)
-        return self.op(prefix, "layer_norm", [x, w, b])
+        if eps == 1e-5:  # the op's default
+            return self.op(prefix, "layer_norm", [x, w, b])
+        return self.op(prefix, "layer_norm", [x, w, b], eps=eps)
 
 
 def build(cfg):
@@ -108,6 +126,8 @@ def build(cfg):
     if T > ctx:
         raise ValueError("seq=%d is longer than the context %d" % (T, ctx))
     D = C // H
+    F = cfg.get("d_ff") or 4 * C
+    eps = cfg.get("eps", 1e-5)
     std = 0.02
     # GPT-2 scales the init of the projections into the residual stream by
     # 1/sqrt(number of residual additions).
@@ -125,7 +145,7 @@ def build(cfg):
 
     for i in range(L):
         p = "h.%d" % i
-        h = g.layer_norm(p + ".ln_1", x, C)
+        h = g.layer_norm(p + ".ln_1", x, C, eps)
         qkv = g.linear(p + ".attn.c_attn", h, C, 3 * C, std)
         heads = {}
         # The batch is -1 (a slice's limit: the dim's end; a reshape's:
@@ -144,13 +164,14 @@ def build(cfg):
         y = g.linear(p + ".attn.c_proj", y, C, C, proj_std)
         x = g.op(p + ".resid_1", "add", [x, y])
 
-        h = g.layer_norm(p + ".ln_2", x, C)
-        h = g.linear(p + ".mlp.c_fc", h, C, 4 * C, std)
-        h = g.op(p + ".mlp.gelu", "gelu", [h], approximate="tanh")
-        h = g.linear(p + ".mlp.c_proj", h, 4 * C, C, proj_std)
+        h = g.layer_norm(p + ".ln_2", x, C, eps)
+        h = g.linear(p + ".mlp.c_fc", h, C, F, std)
+        h = g.op(p + ".mlp.gelu", "gelu", [h],
+                 approximate=cfg.get("gelu", "tanh"))
+        h = g.linear(p + ".mlp.c_proj", h, F, C, proj_std)
         x = g.op(p + ".resid_2", "add", [x, h])
 
-    x = g.layer_norm("ln_f", x, C)
+    x = g.layer_norm("ln_f", x, C, eps)
     # Tied embeddings: the LM head is wte itself, [V, C], used transposed.
     logits = g.op("logits", "matmul", [x, wte], transpose_rhs=True)
     loss = g.op("loss", "cross_entropy", [logits, "targets"])
@@ -218,10 +239,51 @@ def to_json(model):
     return "\n".join(lines) + "\n"
 
 
+def config_of(path, overrides):
+    """A build() config from a Hugging Face GPT-2 config.json and the
+    flags."""
+    with open(path) as f:
+        config = json.load(f)
+    if config.get("model_type") != "gpt2":
+        raise ValueError("%s: model_type %r is not gpt2 (examples/gen_llama.py "
+                         "reads llama and mistral)"
+                         % (path, config.get("model_type")))
+    for key in ("n_layer", "n_head", "n_embd", "vocab_size"):
+        if key not in config:
+            raise ValueError("%s has no %s" % (path, key))
+    act = config.get("activation_function", "gelu_new")
+    if act not in GELUS:
+        raise ValueError("%s: activation_function %r is not one of %s"
+                         % (path, act, ", ".join(sorted(GELUS))))
+    if not config.get("scale_attn_weights", True):
+        raise ValueError("%s: scale_attn_weights is false (the graph's "
+                         "attention scales by 1/sqrt(head size))" % path)
+    if config.get("scale_attn_by_inverse_layer_idx"):
+        raise ValueError("%s: scale_attn_by_inverse_layer_idx is not "
+                         "supported" % path)
+    if not config.get("tie_word_embeddings", True):
+        raise ValueError("%s: tie_word_embeddings is false (GPT-2's head is "
+                         "the token embedding)" % path)
+    ctx = config.get("n_positions", config.get("n_ctx", 1024))
+    cfg = dict(FINETUNE, name=os.path.basename(os.path.dirname(
+        os.path.abspath(path))) or "gpt2")
+    cfg.update(layers=config["n_layer"], heads=config["n_head"],
+               d=config["n_embd"], d_ff=config.get("n_inner"),
+               vocab=config["vocab_size"], ctx=ctx,
+               eps=float(config.get("layer_norm_epsilon", 1e-5)),
+               gelu=GELUS[act])
+    cfg["seq"] = min(cfg["seq"], ctx)
+    cfg.update(overrides)
+    return cfg
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS),
                         help="write one preset (default: both, to examples/)")
+    parser.add_argument("--from-config", metavar="CONFIG",
+                        help="build the model of a Hugging Face GPT-2 "
+                        "config.json (needs -o)")
     parser.add_argument("-o", "--output", help="file for --preset (default: "
                         "its file in examples/; '-' for stdout)")
     parser.add_argument("--check", action="store_true",
@@ -240,6 +302,19 @@ def main():
     presets = [args.preset] if args.preset else sorted(PRESETS)
     overrides = {k: v for k, v in vars(args).items()
                  if k in PRESETS["tiny"] and v is not None}
+    if args.from_config:
+        if args.preset or args.check or not args.output:
+            parser.error("--from-config takes -o and no --preset or --check")
+        try:
+            text = to_json(build(config_of(args.from_config, overrides)))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.exit(1, "gen_gpt2.py: error: %s\n" % error)
+        if args.output == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.output, "w") as f:
+                f.write(text)
+        return 0
     if overrides and not args.preset:
         parser.error("size and training options need --preset")
     stale = False

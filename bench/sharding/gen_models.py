@@ -31,8 +31,9 @@ parameters), untied LM head, vocabulary 32000, sequence 4096. Nothing is
 approximated in the shapes; the rotary tables are computed once and shared
 by all layers (a few elementwise ops per layer on q and k).
 
-Layouts are [in, out] (x @ W) as in examples/gen_gpt2.py; the Llama names
-follow Hugging Face's keys but its nn.Linear stores [out, in].
+The Llama graph is examples/gen_llama.py's; layouts are [in, out] (x @ W) as
+in examples/gen_gpt2.py, the Llama names Hugging Face's keys (whose
+nn.Linear stores [out, in]).
 
 Plain python3, no dependencies.
 """
@@ -45,6 +46,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
 import gen_gpt2  # noqa: E402  (Graph, build, to_json of the GPT-2 graph)
+import gen_llama  # noqa: E402  (the Llama graph)
 
 # GPT-3 shapes from Brown et al. 2020, Table 2.1 (n_layers, d_model,
 # n_heads, n_ctx 2048). The training table's batch is a placeholder: tgc
@@ -65,106 +67,13 @@ LLAMA2_70B = dict(name="llama2-70b", layers=80, heads=64, kv_heads=8,
                   rope_theta=10000.0, eps=1e-5, steps=500000, lr=1.5e-4,
                   min_lr=1.5e-5, warmup=2000, precision="bf16")
 
-# The same architecture at test size (fp32, 4 layers, d_model 64, 4 query
-# and 2 key/value heads): what the pipeline tests train.
-LLAMA_TINY = dict(name="llama-tiny", layers=4, heads=4, kv_heads=2, d=64,
-                  d_ff=128, vocab=256, batch=8, seq=32, rope_theta=10000.0,
-                  eps=1e-5, steps=100, lr=1e-3, min_lr=1e-4, warmup=10,
-                  precision="fp32")
-
 # Published parameter counts, for --check.
 PUBLISHED = {"gpt3-6.7b": 6.7e9, "gpt3-175b": 175.0e9, "llama2-70b": 70e9}
 
 
-def build_llama(cfg):
-    L, H, Hkv, C = cfg["layers"], cfg["heads"], cfg["kv_heads"], cfg["d"]
-    F, V, B, T = cfg["d_ff"], cfg["vocab"], cfg["batch"], cfg["seq"]
-    D = C // H
-    half = D // 2
-    std = 0.02
-    g = gen_gpt2.Graph()
-    normal, ones = gen_gpt2.normal, gen_gpt2.ONES
-
-    def linear(name, x, fan_in, fan_out):
-        w = g.param(name + ".weight", [fan_in, fan_out], normal(std))
-        return g.op(name, "matmul", [x, w])
-
-    def rms_norm(name, x):
-        w = g.param(name + ".weight", [C], ones)
-        return g.op(name, "rms_norm", [x, w], eps=cfg["eps"])
-
-    def heads(name, x, n):
-        t = g.op(name + ".split", "reshape", [x], shape=[-1, T, n, D])
-        return g.op(name + ".heads", "transpose", [t], perm=[0, 2, 1, 3])
-
-    # Rotary tables [T, D]: angle[t, i] = t * theta^(-2i/D) for the first
-    # half, repeated for the second (the rotate-half convention of HF Llama).
-    pos = g.op("rope.pos", "iota", [], shape=[T, half], dimension=0)
-    idx = g.op("rope.idx", "iota", [], shape=[T, half], dimension=1)
-    scale = g.op("rope.scale", "constant", [],
-                 value=-2.0 * math.log(cfg["rope_theta"]) / D)
-    inv_freq = g.op("rope.inv_freq", "exp",
-                    [g.op("rope.exponent", "mul", [idx, scale])])
-    angle = g.op("rope.angle", "mul", [pos, inv_freq])
-    angle = g.op("rope.angle2", "concat", [angle, angle], axis=1)
-    cos = g.op("rope.cos", "cos", [angle])
-    sin = g.op("rope.sin", "sin", [angle])
-
-    def rope(name, x, n):
-        x1 = g.op(name + ".x1", "slice", [x], start=[0, 0, 0, 0],
-                  limit=[-1, n, T, half])
-        x2 = g.op(name + ".x2", "slice", [x], start=[0, 0, 0, half],
-                  limit=[-1, n, T, D])
-        rot = g.op(name + ".rot", "concat",
-                   [g.op(name + ".neg", "neg", [x2]), x1], axis=3)
-        return g.op(name, "add", [g.op(name + ".cos", "mul", [x, cos]),
-                                  g.op(name + ".sin", "mul", [rot, sin])])
-
-    emb = g.param("model.embed_tokens.weight", [V, C], normal(std))
-    x = g.op("tok_emb", "embedding", [emb, "idx"])
-    for i in range(L):
-        p = "model.layers.%d" % i
-        h = rms_norm(p + ".input_layernorm", x)
-        a = p + ".self_attn"
-        q = heads(a + ".q", linear(a + ".q_proj", h, C, H * D), H)
-        k = heads(a + ".k", linear(a + ".k_proj", h, C, Hkv * D), Hkv)
-        v = heads(a + ".v", linear(a + ".v_proj", h, C, Hkv * D), Hkv)
-        q = rope(a + ".q_rope", q, H)
-        k = rope(a + ".k_rope", k, Hkv)
-        y = g.op(a + ".sdpa", "attention", [q, k, v], causal=True)
-        y = g.op(a + ".merge", "transpose", [y], perm=[0, 2, 1, 3])
-        y = g.op(a + ".merged", "reshape", [y], shape=[-1, T, C])
-        y = linear(a + ".o_proj", y, H * D, C)
-        x = g.op(p + ".resid_1", "add", [x, y])
-
-        h = rms_norm(p + ".post_attention_layernorm", x)
-        m = p + ".mlp"
-        gate = linear(m + ".gate_proj", h, C, F)
-        up = linear(m + ".up_proj", h, C, F)
-        h = g.op(m + ".act", "mul", [g.op(m + ".silu", "silu", [gate]), up])
-        h = linear(m + ".down_proj", h, F, C)
-        x = g.op(p + ".resid_2", "add", [x, h])
-
-    x = rms_norm("model.norm", x)
-    logits = linear("lm_head", x, C, V)
-    loss = g.op("loss", "cross_entropy", [logits, "targets"])
-    # The inputs (idx, targets: [batch, seq]) and the training table are
-    # those of the GPT graph (built here with one tiny layer, whose params
-    # and nodes are dropped); only the optimizer's exclusions (RMSNorm
-    # gains; there are no biases) and eps differ.
-    frame = gen_gpt2.build(dict(
-        name=cfg["name"], layers=1, heads=1, d=8, vocab=V, ctx=T, batch=B,
-        seq=T, grad_accum=1, steps=cfg["steps"], lr=cfg["lr"],
-        min_lr=cfg["min_lr"], warmup=cfg["warmup"],
-        precision=cfg["precision"]))
-    frame["training"]["optimizer"].update(
-        eps=1e-5, no_decay=["*layernorm.weight", "model.norm.weight"])
-    return dict(frame, params=g.params, nodes=g.nodes, loss=loss)
-
-
 def models():
     out = {name: gen_gpt2.build(cfg) for name, cfg in GPT3.items()}
-    out[LLAMA2_70B["name"]] = build_llama(LLAMA2_70B)
+    out[LLAMA2_70B["name"]] = gen_llama.build(LLAMA2_70B)
     return out
 
 
@@ -192,7 +101,7 @@ def main():
     args = parser.parse_args()
     if args.tiny_llama:
         with open(args.tiny_llama, "w") as f:
-            f.write(gen_gpt2.to_json(build_llama(LLAMA_TINY)))
+            f.write(gen_gpt2.to_json(gen_llama.build(gen_llama.PRESETS["tiny"])))
         return
     os.makedirs(args.dir, exist_ok=True)
     for name, model in models().items():

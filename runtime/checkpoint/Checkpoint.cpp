@@ -291,13 +291,15 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
 }
 
 void loadParams(const std::string &path, const ModelDesc &model, void **params,
-                std::string *ignored) {
+                std::string *ignored, const std::set<std::string> &optional) {
   CheckpointReader file(path);
   std::set<std::string> known;
   for (int i = 0; i < model.numParams; ++i) {
     const TensorDesc &want = model.params[i].tensor;
     known.insert(want.name);
     const SafetensorsTensor *found = file.find(want.name);
+    if (!found && optional.count(want.name))
+      continue;
     if (!found)
       throw Error(path + " has no tensor " + want.name + " (of shape " +
                   fileShapeString(want) + "), which model '" + model.name +
@@ -330,6 +332,14 @@ void loadTensor(const std::string &path, const std::string &key,
               /*convert=*/true);
   checkFinite(path, *found, key);
   copyTensor(*found, tensor, dst);
+}
+
+void loadFoundTensor(const std::string &path, const SafetensorsTensor &found,
+                     const std::string &name, const TensorDesc &tensor,
+                     void *dst) {
+  checkTensor(path, found, {}, tensor, name, /*convert=*/true);
+  checkFinite(path, found, name);
+  copyTensor(found, tensor, dst);
 }
 
 std::string checkpointPath(const std::string &dir, int64_t step) {

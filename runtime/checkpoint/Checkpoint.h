@@ -43,6 +43,7 @@
 #include "runtime/core/Model.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,8 @@
 namespace tgc {
 
 using Metadata = std::map<std::string, std::string>;
+
+struct SafetensorsTensor;
 
 constexpr const char *kCheckpointFormat = "tgc-checkpoint-1";
 
@@ -91,15 +94,25 @@ Metadata loadCheckpoint(const std::string &path, const ModelDesc &model,
 /// run). Every parameter must be present with the model's shape or file
 /// shape; float tensors are converted between F32, BF16 and F16. Tensors
 /// the model does not have are skipped and returned in `ignored` (comma
-/// separated).
-void loadParams(const std::string &path, const ModelDesc &model,
-                void **params, std::string *ignored = nullptr);
+/// separated). Parameters named in `optional` (LoRA adapters, which a base
+/// model's weights lack) may be absent and are then left as they are.
+void loadParams(const std::string &path, const ModelDesc &model, void **params,
+                std::string *ignored = nullptr,
+                const std::set<std::string> &optional = {});
 
 /// Loads one tensor `key` of `path` into `dst` described by `tensor`
 /// (InitKind::File), stored in its shape or file shape, converting float
 /// dtypes.
 void loadTensor(const std::string &path, const std::string &key,
                 const TensorDesc &tensor, void *dst);
+
+/// Loads `found` (a tensor read from `path`, under the name `name` there)
+/// into `dst` described by `tensor`: its shape must be the model's shape or
+/// file shape, float dtypes are converted, and a NaN or an infinity is an
+/// error naming the file and the tensor.
+void loadFoundTensor(const std::string &path, const SafetensorsTensor &found,
+                     const std::string &name, const TensorDesc &tensor,
+                     void *dst);
 
 /// "<dir>/step_00000042.safetensors".
 std::string checkpointPath(const std::string &dir, int64_t step);

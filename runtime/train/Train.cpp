@@ -40,6 +40,7 @@
 #include "runtime/core/Model.h"
 
 #include "runtime/checkpoint/Checkpoint.h"
+#include "runtime/checkpoint/HuggingFace.h"
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/checkpoint/ShardedCheckpoint.h"
 #include "runtime/comm/Comm.h"
@@ -69,6 +70,7 @@
 #include <functional>
 #include <memory>
 #include <omp.h>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -129,6 +131,10 @@ struct Options {
   /// --save-final writes the base model's parameters, the LoRA adapters
   /// folded into their weights.
   bool mergeLora = false;
+  /// --save-final's layout: "tgc" (a checkpoint) or "hf" (a Hugging Face
+  /// directory, named by hfConfig or --init-from's config.json).
+  std::string saveFormat = "tgc", hfConfig;
+  int64_t maxShardSize = static_cast<int64_t>(kHfMaxShardBytes);
   int64_t threads = 0, printEvery = 0;
   int64_t device = -1;
   std::string rendezvous, profile;
@@ -931,18 +937,32 @@ void Trainer::initialise() {
                   static_cast<long long>(startStep_));
     return;
   }
-  // --init-from holds every parameter (loadParams checks): drawing them
-  // first would be wasted work (seconds at GPT-2 124M).
-  if (opt_.initFrom.empty())
-    for (int i = 0; i < model_.numParams; ++i)
-      initParam(model_.params[i], hostParams_[i], seed);
-  if (!opt_.initFrom.empty()) {
-    std::string ignored;
-    loadParams(opt_.initFrom, model_, hostParams_.data(), &ignored);
-    if (!ignored.empty() && !opt_.quiet && isRoot())
-      std::fprintf(stderr, "warning: %s: ignored tensors the model lacks: %s\n",
-                   opt_.initFrom.c_str(), ignored.c_str());
+  // --init-from holds every parameter but the LoRA adapters, which a base
+  // model's weights lack (the loaders check): drawing the others first
+  // would be wasted work (seconds at GPT-2 124M).
+  std::set<std::string> adapters;
+  for (int i = 0; i < model_.numLoras; ++i) {
+    adapters.insert(model_.loras[i].a);
+    adapters.insert(model_.loras[i].b);
   }
+  for (int i = 0; i < model_.numParams; ++i)
+    if (opt_.initFrom.empty() || adapters.count(model_.params[i].tensor.name))
+      initParam(model_.params[i], hostParams_[i], seed);
+  if (opt_.initFrom.empty())
+    return;
+  if (isHuggingFaceDir(opt_.initFrom)) {
+    std::string skipped = loadHuggingFaceParams(opt_.initFrom, model_,
+                                                hostParams_.data(), adapters);
+    if (!skipped.empty() && !opt_.quiet && isRoot())
+      std::printf("%s: skipped tensors that no parameter stands for: %s\n",
+                  opt_.initFrom.c_str(), skipped.c_str());
+    return;
+  }
+  std::string ignored;
+  loadParams(opt_.initFrom, model_, hostParams_.data(), &ignored, adapters);
+  if (!ignored.empty() && !opt_.quiet && isRoot())
+    std::fprintf(stderr, "warning: %s: ignored tensors the model lacks: %s\n",
+                 opt_.initFrom.c_str(), ignored.c_str());
 }
 
 template <typename T>
@@ -1294,14 +1314,24 @@ void Trainer::saveTo(const std::string &path, int64_t step) {
 }
 
 void Trainer::saveFinalTo(const std::string &path, int64_t step) {
-  if (!opt_.mergeLora)
+  if (!opt_.mergeLora && opt_.saveFormat == "tgc")
     return saveTo(path, step);
+  if (!opt_.mergeLora) {
+    saveHuggingFace(path, model_, hostParams_.data(),
+                    readHfConfig(opt_.hfConfig), opt_.maxShardSize);
+    return;
+  }
   MergedParams merged = mergeLoraAdapters(model_, hostParams_.data());
   ModelDesc base = model_;
   base.numParams = static_cast<int32_t>(merged.params.size());
   base.params = merged.params.data();
   base.numState = 0;
   base.state = nullptr;
+  if (opt_.saveFormat == "hf") {
+    saveHuggingFace(path, base, merged.data.data(), readHfConfig(opt_.hfConfig),
+                    opt_.maxShardSize);
+    return;
+  }
   Metadata meta = checkpointMetadata(step);
   meta["lora"] = "merged";
   tgc::saveCheckpoint(path, base, merged.data.data(), nullptr, meta);
@@ -1972,8 +2002,23 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
   flags.addString("init-from", &opt.initFrom, "PATH",
                   "initial parameters from a safetensors file or a sharded "
                   "checkpoint (by name)");
-  flags.addString("save-final", &opt.saveFinal, "FILE",
-                  "write the final parameters and state here");
+  flags.addString("save-final", &opt.saveFinal, "PATH",
+                  "write the final parameters and state here (a file; a "
+                  "directory with --format=hf)");
+  flags.addString("format", &opt.saveFormat, "FORMAT",
+                  "--save-final's layout: tgc (a checkpoint: parameters and "
+                  "optimizer state under our names) or hf (a Hugging Face "
+                  "model directory: config.json and model.safetensors, or "
+                  "shards and their index, with Hugging Face's names and "
+                  "layouts; parameters only)");
+  flags.addString("hf-config", &opt.hfConfig, "FILE",
+                  "the config.json that --format=hf writes beside the "
+                  "weights (default: --init-from's, when that is a Hugging "
+                  "Face directory)");
+  flags.addInt("max-shard-size", &opt.maxShardSize,
+               "--format=hf: the most bytes of one weights file; more go "
+               "into numbered shards and model.safetensors.index.json "
+               "(Hugging Face's default, 5000000000)");
   flags.addBool("merge-lora", &opt.mergeLora,
                 "with --save-final: fold the LoRA adapters (tgc --lora) into "
                 "their weights, W + scale * A @ B, and save the base model's "
@@ -2054,6 +2099,28 @@ int runTraining(const ModelDesc &model, int argc, char **argv) {
     if (opt.mergeLora && model.numLoras == 0)
       throw Error("--merge-lora: model '" + std::string(model.name) +
                   "' has no LoRA adapters (tgc --lora adds them)");
+    if (opt.saveFormat != "tgc" && opt.saveFormat != "hf")
+      throw Error("--format must be tgc or hf, got '" + opt.saveFormat + "'");
+    if (opt.saveFormat == "hf") {
+      if (opt.saveFinal.empty())
+        throw Error("--format=hf needs --save-final, the directory it "
+                    "writes the Hugging Face model to");
+      if (model.numLoras > 0 && !opt.mergeLora)
+        throw Error("--format=hf writes the base model's weights, which "
+                    "the LoRA adapters have no names among: add --merge-lora "
+                    "to fold them in");
+      if (opt.hfConfig.empty() && !isHuggingFaceDir(opt.initFrom))
+        throw Error("--format=hf needs the model's Hugging Face config.json: "
+                    "--hf-config FILE, or --init-from a Hugging Face "
+                    "directory");
+      if (opt.hfConfig.empty())
+        opt.hfConfig = opt.initFrom;
+      // Read now: a bad config stops the run before it trains.
+      readHfConfig(opt.hfConfig);
+      if (opt.maxShardSize <= 0)
+        throw Error("--max-shard-size must be > 0, got " +
+                    std::to_string(opt.maxShardSize));
+    }
     if (!(opt.lr >= 0))
       throw Error("--lr must be >= 0, got " + formatDouble(opt.lr));
     if (opt.onNonfinite != "stop" && opt.onNonfinite != "skip" &&
