@@ -21,8 +21,10 @@ packages=(
   nlohmann-json3-dev
   # tg-data: gzipped inputs, GPT-2's pre-tokenizer regex
   zlib1g-dev libpcre2-dev
+  # ONNX models (tgc model.onnx): protobuf and ONNX's shape inference
+  libonnx-dev libprotobuf-dev
   # tests
-  libgtest-dev python3 python3-numpy python3-torch python3-sklearn
+  python3-onnx libgtest-dev python3 python3-numpy python3-torch python3-sklearn
   # ILP solver for sharding and remat plans
   coinor-cbc
   # real text for the demo's language model

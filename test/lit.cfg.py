@@ -61,6 +61,17 @@ if python_with("torch"):
     config.substitutions.append(("%torch_python", python_with("torch")))
 else:
     lit_config.note("torch is not importable: tests that REQUIRE torch are skipped")
+# tgc built with ONNX import (libonnx-dev), and the onnx Python package that
+# writes the tests' models (python3-onnx).
+if getattr(config, "tgc_have_onnx", False):
+    config.available_features.add("onnx-import")
+else:
+    lit_config.note("tgc was built without ONNX: tests that REQUIRE onnx-import are skipped")
+if python_with("onnx"):
+    config.available_features.add("onnx-python")
+    config.substitutions.append(("%onnx_python", python_with("onnx")))
+else:
+    lit_config.note("onnx is not importable: tests that REQUIRE onnx-python are skipped")
 # COIN-OR CBC, tg-remat's exact solver (scripts/setup.sh installs it).
 if shutil.which("cbc"):
     config.available_features.add("cbc")

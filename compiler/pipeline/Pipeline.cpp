@@ -9,6 +9,7 @@
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/raise/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
 #include "passes/sharding/AutoPartitioner.h"
@@ -96,6 +97,10 @@ llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
                                             const PipelineOptions &options,
                                             Phase from, Phase to) {
   if (from < Phase::Precision && to >= Phase::Precision) {
+    // Attention and GELU written out (an ONNX export's) become their ops
+    // before anything reads the graph.
+    if (options.raise)
+      pm.addPass(createRaisePass());
     // The adapters first: on the model as imported, whose weights the
     // matmuls read as they are.
     if (options.lora) {

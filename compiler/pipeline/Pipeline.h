@@ -92,6 +92,9 @@ struct PipelineOptions {
   int64_t gradAccum = 0;
   /// tg-freeze's globs: the parameters that do not train (none when empty).
   std::vector<std::string> freeze;
+  /// tg-raise: attention and GELU written out become tg.attention and
+  /// tg.gelu (tgc does it for ONNX models, and with --raise).
+  bool raise = false;
   /// tg-lora's adapters, when asked for: their rank, alpha and the modules
   /// whose weights get them.
   struct Lora {

@@ -14,6 +14,7 @@
 #include "passes/optimizer/Passes.h"
 #include "passes/pipeline/Passes.h"
 #include "passes/precision/Passes.h"
+#include "passes/raise/Passes.h"
 #include "passes/remat/Passes.h"
 #include "passes/schedule/Passes.h"
 #include "passes/sharding/Passes.h"
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
   mlir::tg::registerOptimizerPasses();
   mlir::tg::registerPipelinePasses();
   mlir::tg::registerPrecisionPasses();
+  mlir::tg::registerRaisePasses();
   mlir::tg::registerRematPasses();
   mlir::tg::registerSchedulePasses();
   mlir::tg::registerShardingPasses();

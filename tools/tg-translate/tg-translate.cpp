@@ -15,6 +15,7 @@
 #include "compiler/codegen/EmitCuda.h"
 #include "dialects/tg/IR/TgDialect.h"
 #include "frontend/ModelFile.h"
+#include "frontend/onnx/OnnxImport.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -48,7 +49,14 @@ extern "C" const char *__asan_default_options() {
 
 namespace {
 
-enum class Action { None, ImportModel, ExportModel, EmitCpp, EmitCuda };
+enum class Action {
+  None,
+  ImportModel,
+  ImportOnnx,
+  ExportModel,
+  EmitCpp,
+  EmitCuda
+};
 enum class FormatOption { Auto, Json, Tgm };
 
 llvm::cl::OptionCategory toolCategory("tg-translate options");
@@ -62,6 +70,10 @@ llvm::cl::opt<Action> action(
         clEnumValN(Action::ImportModel, "import-model",
                    "Read a model file (.json or .tgm; the input, '-' for "
                    "stdin) and print its tg IR"),
+        clEnumValN(Action::ImportOnnx, "import-onnx",
+                   "Read an ONNX model (torch.onnx.export, opsets 13-17), "
+                   "translate it into a model file, write its parameters' "
+                   "values (--weights) and print its tg IR"),
         clEnumValN(Action::ExportModel, "export-model",
                    "Read tg IR (as --import-model prints it) and write it as "
                    "a model file"),
@@ -73,6 +85,31 @@ llvm::cl::opt<Action> action(
                    "--compile-to=layers) and write its CUDA source, as the "
                    ".cu of tgc --emit=cuda")),
     llvm::cl::cat(toolCategory));
+
+llvm::cl::opt<std::string> onnxWeights(
+    "weights",
+    llvm::cl::desc("With --import-onnx: the safetensors file the parameters' "
+                   "values are written to (default: the input's path + "
+                   ".safetensors)"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(toolCategory));
+llvm::cl::opt<std::string> onnxModelOut(
+    "model-out",
+    llvm::cl::desc("With --import-onnx: also write the translated model "
+                   "file (JSON) here"),
+    llvm::cl::value_desc("file"), llvm::cl::cat(toolCategory));
+llvm::cl::opt<std::string> onnxLoss(
+    "loss",
+    llvm::cl::desc("With --import-onnx, for a forward-only export: the loss "
+                   "over its first output, cross_entropy or mse"),
+    llvm::cl::cat(toolCategory));
+llvm::cl::opt<std::string> onnxLabelInput(
+    "label-input",
+    llvm::cl::desc("With --loss: the new batch input of the labels"),
+    llvm::cl::cat(toolCategory));
+llvm::cl::opt<int64_t> onnxBatch(
+    "batch-size",
+    llvm::cl::desc("With --import-onnx: fixes a dynamic first input dim"),
+    llvm::cl::init(0), llvm::cl::cat(toolCategory));
 
 llvm::cl::opt<std::string> sourceName(
     "source-name",
@@ -172,6 +209,27 @@ static LogicalResult translate(std::unique_ptr<llvm::MemoryBuffer> buffer,
   StringRef name = input->getBufferIdentifier();
   StringRef contents = input->getBuffer();
 
+  if (action == Action::ImportOnnx) {
+    if (name == "<stdin>")
+      return emitError(UnknownLoc::get(&context))
+             << "--import-onnx reads a file (its external data lies beside "
+                "it), not stdin";
+    tg::OnnxImportOptions options;
+    options.weightsPath = onnxWeights;
+    options.modelOut = onnxModelOut;
+    options.loss = onnxLoss;
+    options.labelInput = onnxLabelInput;
+    tg::ImportOptions importOptions;
+    if (onnxBatch > 0)
+      importOptions.batchSize = onnxBatch;
+    OwningOpRef<ModuleOp> module =
+        tg::importOnnxFile(name, &context, options, importOptions);
+    if (!module)
+      return failure();
+    module->print(os, OpPrintingFlags());
+    os << "\n";
+    return success();
+  }
   if (action == Action::ImportModel) {
     tg::ModelFileFormat format = modelFormat == FormatOption::Json
                                      ? tg::ModelFileFormat::Json
@@ -223,6 +281,8 @@ int main(int argc, char **argv) {
       "tg-translate: converts between tgc model files (.json, .tgm) and tg "
       "IR, and planned tg IR to C++ or CUDA source\n\n"
       "  tg-translate --import-model model.json            print the tg IR\n"
+      "  tg-translate --import-onnx model.onnx             the same, from "
+      "ONNX\n"
       "  tg-translate --export-model in.mlir -o model.tgm  write a model "
       "file\n"
       "  tg-translate --emit-cpp planned.mlir -o step.cpp   the C++ source\n"
@@ -230,7 +290,8 @@ int main(int argc, char **argv) {
 
   if (action == Action::None) {
     llvm::WithColor::error(llvm::errs(), "tg-translate")
-        << "pass --import-model, --export-model, --emit-cpp or --emit-cuda "
+        << "pass --import-model, --import-onnx, --export-model, --emit-cpp "
+           "or --emit-cuda "
            "(see --help)\n";
     return 1;
   }

@@ -23,10 +23,12 @@
 #include "dialects/tg/IR/TgOps.h"
 #include "dialects/tg/IR/TgSharding.h"
 #include "frontend/ModelFile.h"
+#include "frontend/onnx/OnnxImport.h"
 #include "passes/pipeline/Chunks.h"
 #include "passes/precision/Passes.h"
 #include "passes/sharding/AutoPartitioner.h"
 #include "passes/sharding/Sharding.h"
+#include "llvm/Support/JSON.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -69,9 +71,13 @@ cl::OptionCategory tgcCategory("tgc options");
 cl::OptionCategory trainingCategory(
     "Training overrides (the model file's training table)");
 
-cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                               cl::desc("<model.json | model.tgm | file.mlir>"),
-                               cl::cat(tgcCategory));
+cl::opt<std::string>
+    inputFile(cl::Positional, cl::Required,
+              cl::desc("<model.json | model.tgm | model.onnx | file.mlir>"),
+              cl::cat(tgcCategory));
+/// The input as given: an ONNX model's translation replaces inputFile, but
+/// the executable is named after the model.
+std::string givenInput;
 cl::opt<std::string> outputFile(
     "o",
     cl::desc("Output: the executable (default: the model file's name "
@@ -241,6 +247,41 @@ cl::opt<bool> verbose("v",
                       cl::desc("Print the host compiler (or nvcc) command "
                                "(with --simt, the rewrite's too)"),
                       cl::cat(tgcCategory));
+
+cl::OptionCategory onnxCategory(
+    "ONNX models (tgc model.onnx: translated into model.onnx.json and "
+    "model.onnx.safetensors, the parameters' values, then compiled)");
+cl::opt<std::string> onnxLoss(
+    "loss",
+    cl::desc("The loss of a forward-only export, over its first output: "
+             "cross_entropy (logits [..., classes] and integer labels) or "
+             "mse (default: the graph's scalar output is the loss)"),
+    cl::value_desc("cross_entropy|mse"), cl::cat(onnxCategory));
+cl::opt<std::string> onnxLabelInput(
+    "label-input",
+    cl::desc("With --loss: the name of the new batch input of the labels"),
+    cl::value_desc("name"), cl::cat(onnxCategory));
+cl::opt<std::string> onnxTraining(
+    "training",
+    cl::desc("The training table, a JSON file in the model file's form "
+             "({\"optimizer\": {\"kind\": \"adamw\", \"lr\": 3e-4}, "
+             "\"steps\": 1000, ...}); --optimizer and --lr override it"),
+    cl::value_desc("file"), cl::cat(onnxCategory));
+cl::opt<double> onnxLr("lr",
+                       cl::desc("The learning rate of the training table"),
+                       cl::init(-1.0), cl::cat(onnxCategory));
+cl::opt<bool> raiseFlag(
+    "raise",
+    cl::desc("tg-raise: attention and GELU written out op by op become "
+             "tg.attention and tg.gelu (default: on for ONNX models, off "
+             "for model files and IR)"),
+    cl::cat(onnxCategory));
+cl::opt<std::string> onnxPrefix(
+    "onnx-prefix",
+    cl::desc("Write the translation to PATH.json and PATH.safetensors "
+             "(default: beside the ONNX file, MODEL.onnx.json and "
+             "MODEL.onnx.safetensors)"),
+    cl::value_desc("path"), cl::cat(onnxCategory));
 
 cl::opt<std::string> optimizer(
     "optimizer",
@@ -506,7 +547,7 @@ LogicalResult writeText(StringRef path, llvm::function_ref<LogicalResult(
 /// generated source goes (EXE.EXT with --save-temps, else a temporary file).
 LogicalResult prepareExecutable(StringRef extension, std::string &executable,
                                 std::string &source) {
-  executable = outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+  executable = outputFile.empty() ? stemOf(givenInput) : outputFile.getValue();
   if (llvm::sys::fs::is_directory(executable))
     return fail("output '" + executable + "' is a directory");
   if (saveTemps) {
@@ -515,7 +556,7 @@ LogicalResult prepareExecutable(StringRef extension, std::string &executable,
   }
   SmallString<128> temp;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "tgc-" + stemOf(inputFile), extension, temp))
+          "tgc-" + stemOf(givenInput), extension, temp))
     return fail("cannot create a temporary source file in " +
                 temporaryDirectory() + ": " + ec.message());
   source = temp.str().str();
@@ -562,7 +603,7 @@ struct UnitDirectory {
       return success();
     }
     if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(
-            "tgc-" + stemOf(inputFile), path))
+            "tgc-" + stemOf(givenInput), path))
       return fail("cannot create a temporary directory in " +
                   temporaryDirectory() + ": " + ec.message());
     return success();
@@ -577,7 +618,7 @@ LogicalResult buildCudaExecutable(ModuleOp module,
                                   const CudaEmitOptions &options,
                                   StringRef arch) {
   std::string executable =
-      outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+      outputFile.empty() ? stemOf(givenInput) : outputFile.getValue();
   if (llvm::sys::fs::is_directory(executable))
     return fail("output '" + executable + "' is a directory");
   std::vector<CudaUnit> cudaUnits;
@@ -614,12 +655,12 @@ LogicalResult buildCudaExecutable(ModuleOp module,
 LogicalResult writeCudaProject(ModuleOp module, const CudaEmitOptions &options,
                                StringRef arch) {
   std::string dir =
-      outputFile.empty() ? stemOf(inputFile) + "-cuda" : outputFile.getValue();
+      outputFile.empty() ? stemOf(givenInput) + "-cuda" : outputFile.getValue();
   if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
     return fail("--emit=cuda writes a directory, and '" + dir + "' is a file");
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return fail("cannot create '" + dir + "': " + ec.message());
-  std::string name = stemOf(inputFile);
+  std::string name = stemOf(givenInput);
   SmallString<256> cu(dir), cmake(dir), manifest(dir);
   llvm::sys::path::append(cu, name + ".cu");
   llvm::sys::path::append(cmake, "CMakeLists.txt");
@@ -669,7 +710,7 @@ LogicalResult buildSimtExecutable(ModuleOp module,
   } else {
     SmallString<128> temp;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "tgc-" + stemOf(inputFile) + "-simt", "cpp", temp))
+            "tgc-" + stemOf(givenInput) + "-simt", "cpp", temp))
       return fail("cannot create a temporary source file in " +
                   temporaryDirectory() + ": " + ec.message());
     rewritten = temp.str().str();
@@ -1397,6 +1438,8 @@ LogicalResult PassRun::setOptionsFromFlags() {
   options.weightDecay = weightDecay;
   options.clipGradNorm = clipGradNorm;
   options.freeze.assign(freeze.begin(), freeze.end());
+  options.raise = raiseFlag.getNumOccurrences() ? raiseFlag.getValue()
+                                                : isOnnxPath(givenInput);
   if (!loraFlag.empty()) {
     if (from > Phase::Import)
       return fail("--lora: the input is IR after import; adapters go on the "
@@ -1739,7 +1782,7 @@ LogicalResult buildCppExecutable(ModuleOp module,
                                  TimingScope &emitTiming,
                                  TimingScope &rootTiming) {
   std::string executable =
-      outputFile.empty() ? stemOf(inputFile) : outputFile.getValue();
+      outputFile.empty() ? stemOf(givenInput) : outputFile.getValue();
   if (llvm::sys::fs::is_directory(executable))
     return fail("output '" + executable + "' is a directory");
   std::vector<CppUnit> cppUnits;
@@ -1806,6 +1849,92 @@ LogicalResult emitStep(ModuleOp module, const Request &request,
 /// What the flags ask: the flags checked, the input imported (or parsed),
 /// the passes to the planned phase with what the reports make of them,
 /// the layers outlined, and the IR, the source or the executable written.
+/// The training table of an ONNX model: --training's file, with --optimizer
+/// and --lr.
+FailureOr<std::string> onnxTrainingTable() {
+  llvm::json::Object table;
+  if (!onnxTraining.empty()) {
+    std::string error;
+    auto file = openInputFile(onnxTraining, &error);
+    if (!file)
+      return LogicalResult(fail(error));
+    llvm::Expected<llvm::json::Value> parsed =
+        llvm::json::parse(file->getBuffer());
+    if (!parsed)
+      return LogicalResult(fail(
+          onnxTraining + ": not JSON: " + llvm::toString(parsed.takeError())));
+    if (!parsed->getAsObject())
+      return LogicalResult(
+          fail(onnxTraining + ": the training table must be a JSON object"));
+    table = std::move(*parsed->getAsObject());
+  }
+  if (!optimizer.empty() || onnxLr >= 0) {
+    llvm::json::Object opt;
+    if (llvm::json::Object *given = table.getObject("optimizer"))
+      opt = std::move(*given);
+    if (!optimizer.empty())
+      opt["kind"] = optimizer.getValue();
+    if (onnxLr >= 0)
+      opt["lr"] = onnxLr.getValue();
+    table["optimizer"] = std::move(opt);
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(table));
+  return text;
+}
+
+/// An ONNX model is translated into a model file (and its weights), which
+/// is the input from here on.
+LogicalResult translateOnnxInput(MLIRContext &context, Request &request) {
+  bool onnx = isOnnxPath(inputFile);
+  for (auto [flag, given] :
+       {std::pair<StringRef, bool>{"--loss", !onnxLoss.empty()},
+        {"--label-input", !onnxLabelInput.empty()},
+        {"--training", !onnxTraining.empty()},
+        {"--lr", onnxLr.getNumOccurrences() > 0},
+        {"--onnx-prefix", !onnxPrefix.empty()}})
+    if (given && !onnx)
+      return fail(flag + " is for ONNX models; " + inputFile +
+                  " is not one (a model file's training table says it; "
+                  "the executable's --lr overrides the rate)");
+  if (!onnx)
+    return success();
+  if (onnxLr.getNumOccurrences() && !(onnxLr > 0))
+    return fail("--lr must be > 0");
+  if (request.autoBatch)
+    return fail("--batch-size=auto re-imports the model at each size it "
+                "tries: translate the ONNX model first (tgc " +
+                inputFile + " --compile-to=import) and size " + inputFile +
+                ".json");
+  if (request.importOptions.mesh)
+    for (auto &[axis, size] : *request.importOptions.mesh)
+      if ((axis == "data" || axis == "dp") && size > 1)
+        return fail("an ONNX model's graph holds its batch in its shapes: "
+                    "data parallel meshes (" +
+                    axis + "=" + std::to_string(size) +
+                    ") are not supported for it yet");
+  FailureOr<std::string> training = onnxTrainingTable();
+  if (failed(training))
+    return failure();
+  OnnxImportOptions options;
+  std::string prefix =
+      onnxPrefix.empty() ? inputFile.getValue() : onnxPrefix.getValue();
+  options.weightsPath = prefix + ".safetensors";
+  options.modelOut = prefix + ".json";
+  options.loss = onnxLoss;
+  options.labelInput = onnxLabelInput;
+  options.trainingJson = *training;
+  std::string summary;
+  if (failed(translateOnnxFile(inputFile, &context, options,
+                               request.importOptions.batchSize, &summary)))
+    return failure();
+  llvm::errs() << "tgc: " << inputFile << ": translated into "
+               << options.modelOut << ": " << summary << "\n";
+  inputFile = options.modelOut;
+  return success();
+}
+
 LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   FailureOr<Request> request = requestFromFlags();
   if (failed(request))
@@ -1819,9 +1948,18 @@ LogicalResult run(MLIRContext &context, llvm::SourceMgr &sourceMgr) {
   TimingScope importTiming = rootTiming.nest("import");
   OwningOpRef<ModuleOp> module;
   Phase from;
+  givenInput = inputFile;
   if (failed(parseImportFlags(*request)) ||
+      failed(translateOnnxInput(context, *request)) ||
       failed(loadStagedInput(context, sourceMgr, *request, module, from)))
     return failure();
+  if (isOnnxPath(givenInput)) {
+    std::string table;
+    llvm::raw_string_ostream os(table);
+    module->getOperation()->getAttr(TgDialect::kTrainingAttr).print(os);
+    llvm::errs() << "tgc: " << givenInput << ": training table " << table
+                 << "\n";
+  }
   importTiming.stop();
   FailureOr<std::string> policy = precisionPolicy(*module, request->cuda);
   if (failed(policy))
@@ -1891,8 +2029,8 @@ int main(int argc, char **argv) {
     if (it != cl::getRegisteredOptions().end())
       it->second->addCategory(irCategory);
   }
-  cl::HideUnrelatedOptions(
-      {&tgcCategory, &trainingCategory, &planCategory, &irCategory});
+  cl::HideUnrelatedOptions({&tgcCategory, &trainingCategory, &onnxCategory,
+                            &planCategory, &irCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tgc: compiles a model file into a training executable\n\n"
@@ -1910,7 +2048,9 @@ int main(int argc, char **argv) {
       "  tgc model.json --emit=mlir         the tg IR after import\n"
       "  tgc model.json --compile-to=optimizer   the IR of @train_step\n"
       "  tgc model.json --emit=cpp -o step.cpp   the generated C++\n"
-      "  tgc step.mlir -o model             from tg IR at any phase\n");
+      "  tgc step.mlir -o model             from tg IR at any phase\n"
+      "  tgc model.onnx --optimizer adamw --lr 3e-4 -o train   from "
+      "torch.onnx.export\n");
 
   DialectRegistry registry;
   registry.insert<TgDialect, func::FuncDialect>();

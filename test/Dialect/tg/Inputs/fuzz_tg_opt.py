@@ -467,6 +467,20 @@ def check_export(tool, path):
     return [], code == 0
 
 
+def check_onnx(tool, path):
+    """tg-translate --import-onnx on a mutated ONNX file (protobuf: the
+    byte mutations of .tgm files apply)."""
+    weights = path + ".safetensors"
+    code, _, err = run([tool, "--import-onnx", path, "--weights", weights])
+    why = bad_exit(code, err)
+    if why:
+        return [(path, why, err)], False
+    os.remove(path)
+    if os.path.exists(weights):
+        os.remove(weights)
+    return [], code == 0
+
+
 def mutate(data, mutations, rng, counts=(1, 2, 3)):
     for _ in range(rng.choice(counts)):
         data = rng.choice(mutations)(data, rng)
@@ -526,10 +540,23 @@ def model_inputs(args, rng):
                    check_export)
 
 
+def onnx_inputs(args, rng):
+    """Mutated ONNX models (protobuf bytes), from the seeds."""
+    seeds = []
+    for seed in args.seed_file:
+        with open(seed, "rb") as f:
+            seeds.append(f.read())
+    for i in range(args.count):
+        data = mutate(rng.choice(seeds), TGM_MUTATIONS, rng, MODEL_COUNTS)
+        yield (os.path.join(args.work_dir, "input-%03d.onnx" % i), data,
+               check_onnx)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tool", required=True)
-    parser.add_argument("--mode", choices=["mlir", "model"], default="mlir")
+    parser.add_argument("--mode", choices=["mlir", "model", "onnx"],
+                        default="mlir")
     parser.add_argument("--seed-file", required=True, action="append")
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
@@ -540,8 +567,9 @@ def main():
     os.makedirs(args.work_dir, exist_ok=True)
     rng = random.Random(args.seed)
     # The inputs are drawn in order (reproducible), then run in parallel.
-    inputs = list((mlir_inputs if args.mode == "mlir" else model_inputs)(
-        args, rng))
+    make = {"mlir": mlir_inputs, "model": model_inputs,
+            "onnx": onnx_inputs}[args.mode]
+    inputs = list(make(args, rng))
     for path, data, _ in inputs:
         with open(path, "wb") as f:
             f.write(data)
