@@ -264,6 +264,7 @@ private:
                   std::initializer_list<const char *> known);
   std::vector<int64_t> constInts(const NodeProto &node, int i,
                                  const std::string &what);
+  std::vector<int64_t> poolPads(const NodeProto &node, const std::string &at);
 
   bool fold(const NodeProto &node);
   void foldGraph();
@@ -628,6 +629,8 @@ bool differentiableInput(const NodeProto &node, int i) {
   if (op == "Gather" || op == "SoftmaxCrossEntropyLoss" ||
       op == "NegativeLogLikelihoodLoss")
     return i == 0;
+  if (op == "BatchNormalization")
+    return i < 3; // not the running mean and variance
   static const std::set<std::string> firstOnly = {
       "Reshape", "Slice",     "Expand", "Split", "Squeeze", "Unsqueeze",
       "Dropout", "ReduceSum", "Tile",   "Pad",   "Trilu"};
@@ -840,6 +843,23 @@ void Translator::checkAttrs(const NodeProto &node,
       throw Failure(where(node) + ": attribute '" + a.name() +
                     "' is not supported");
   }
+}
+
+/// A conv's or pool's pads as tg takes them, [height, width], both sides
+/// alike.
+std::vector<int64_t> Translator::poolPads(const NodeProto &node,
+                                          const std::string &at) {
+  if (const AttributeProto *a = attr(node, "auto_pad"))
+    if (a->s() != "NOTSET")
+      throw Failure(at + ": auto_pad " + a->s() +
+                    " (export with explicit pads)");
+  std::vector<int64_t> pads = attrInts(node, "pads");
+  if (pads.empty())
+    return {0, 0};
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+    throw Failure(at + ": pads " + shapeText(pads) +
+                  " differ between the sides (tgc pads both alike)");
+  return {pads[0], pads[1]};
 }
 
 std::vector<int64_t> Translator::constInts(const NodeProto &node, int i,
@@ -1427,64 +1447,20 @@ void Translator::raiseErfGelu() {
 }
 
 const std::vector<std::string> &supportedOpList() {
-  static const std::vector<std::string> ops = {"Abs",
-                                               "Add",
-                                               "And",
-                                               "Cast",
-                                               "Ceil",
-                                               "Concat",
-                                               "Constant",
-                                               "ConstantOfShape",
-                                               "Cos",
-                                               "Div",
-                                               "Dropout",
-                                               "Equal",
-                                               "Exp",
-                                               "Expand",
-                                               "Flatten",
-                                               "Floor",
-                                               "Gather",
-                                               "Gemm",
-                                               "Greater",
-                                               "GreaterOrEqual",
-                                               "Identity",
-                                               "LayerNormalization",
-                                               "Less",
-                                               "LessOrEqual",
-                                               "Log",
-                                               "LogSoftmax",
-                                               "MatMul",
-                                               "Max",
-                                               "Min",
-                                               "Mul",
-                                               "Neg",
-                                               "NegativeLogLikelihoodLoss",
-                                               "Not",
-                                               "Or",
-                                               "Pow",
-                                               "Range",
-                                               "Reciprocal",
-                                               "ReduceMax",
-                                               "ReduceMean",
-                                               "ReduceSum",
-                                               "Relu",
-                                               "Reshape",
-                                               "Shape",
-                                               "Sigmoid",
-                                               "Sin",
-                                               "Size",
-                                               "Slice",
-                                               "Softmax",
-                                               "SoftmaxCrossEntropyLoss",
-                                               "Split",
-                                               "Sqrt",
-                                               "Squeeze",
-                                               "Sub",
-                                               "Tanh",
-                                               "Transpose",
-                                               "Trilu",
-                                               "Unsqueeze",
-                                               "Where"};
+  // clang-format off
+  static const std::vector<std::string> ops = {
+      "Abs", "Add", "And", "AveragePool", "BatchNormalization", "Cast",
+      "Ceil", "Concat", "Constant", "ConstantOfShape", "Conv", "Cos", "Div",
+      "Dropout", "Equal", "Exp", "Expand", "Flatten", "Floor", "Gather",
+      "Gemm", "GlobalAveragePool", "Greater", "GreaterOrEqual", "Identity",
+      "LayerNormalization", "Less", "LessOrEqual", "Log", "LogSoftmax",
+      "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg",
+      "NegativeLogLikelihoodLoss", "Not", "Or", "Pow", "Range", "Reciprocal",
+      "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Shape",
+      "Sigmoid", "Sin", "Size", "Slice", "Softmax", "SoftmaxCrossEntropyLoss",
+      "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Trilu",
+      "Unsqueeze", "Where"};
+  // clang-format on
   return ops;
 }
 
@@ -1822,6 +1798,120 @@ void Translator::translate(const NodeProto &node) {
       return;
     }
     emit(name, "dropout", {in(0)}, out, {floatAttr("p", ratio)});
+    return;
+  }
+  if (op == "Conv") {
+    checkAttrs(node, {"kernel_shape", "strides", "pads", "dilations", "group",
+                      "auto_pad"});
+    int64_t rank = outShape(input(node, 0)).size();
+    if (rank != 4)
+      throw Failure(at + ": a " + std::to_string(rank - 2) +
+                    "-D convolution (tgc's conv2d is 2-D, NCHW)");
+    std::vector<int64_t> pads = poolPads(node, at);
+    std::vector<int64_t> strides = attrInts(node, "strides"),
+                         dilations = attrInts(node, "dilations");
+    Json attrs = {intsAttr("padding", pads)};
+    if (!strides.empty())
+      attrs.push_back(intsAttr("stride", strides));
+    if (!dilations.empty())
+      attrs.push_back(intsAttr("dilation", dilations));
+    if (attrInt(node, "group", 1) != 1)
+      attrs.push_back(intAttr("groups", attrInt(node, "group", 1)));
+    std::vector<std::string> ins = {in(0),
+                                    useAs(input(node, 1), inType(0), at)};
+    if (!input(node, 2).empty())
+      ins.push_back(useAs(input(node, 2), inType(0), at));
+    emit(name, "conv2d", ins, out, attrs);
+    return;
+  }
+  if (op == "MaxPool" || op == "AveragePool") {
+    checkAttrs(node,
+               {"kernel_shape", "strides", "pads", "ceil_mode", "dilations",
+                "storage_order", "count_include_pad", "auto_pad"});
+    std::vector<int64_t> kernel = attrInts(node, "kernel_shape"),
+                         strides = attrInts(node, "strides");
+    if (kernel.size() != 2)
+      throw Failure(at + ": a " + std::to_string(kernel.size()) +
+                    "-D pool (tgc pools 2-D, NCHW)");
+    std::vector<int64_t> pads = poolPads(node, at);
+    if (attrInt(node, "ceil_mode", 0))
+      throw Failure(at + ": ceil_mode 1 (tgc's pools round the output "
+                         "size down)");
+    for (int64_t d : attrInts(node, "dilations"))
+      if (d != 1)
+        throw Failure(at + ": a dilated pool");
+    if (op == "AveragePool" && attrInt(node, "count_include_pad", 0) &&
+        (pads[0] || pads[1]))
+      throw Failure(at + ": count_include_pad 1 with padding (tgc's "
+                         "average divides by the unpadded elements)");
+    Json attrs = {intsAttr("kernel_size", kernel), intsAttr("padding", pads)};
+    if (!strides.empty())
+      attrs.push_back(intsAttr("stride", strides));
+    emit(name, op == "MaxPool" ? "max_pool2d" : "avg_pool2d", {in(0)}, out,
+         attrs);
+    return;
+  }
+  if (op == "GlobalAveragePool") {
+    checkAttrs(node, {});
+    int64_t rank = outShape(input(node, 0)).size();
+    std::vector<int64_t> dims;
+    for (int64_t d = 2; d < rank; ++d)
+      dims.push_back(d);
+    emit(name, "reduce_mean", {in(0)}, out,
+         {intsAttr("dims", dims), boolAttr("keepdim", true)});
+    return;
+  }
+  if (op == "BatchNormalization") {
+    checkAttrs(node, {"epsilon", "momentum", "training_mode"});
+    std::vector<int64_t> shape = outShape(input(node, 0));
+    int64_t rank = shape.size();
+    if (rank < 2)
+      throw Failure(at + ": a batch norm of a rank-" + std::to_string(rank) +
+                    " tensor");
+    int type = inType(0);
+    // Scale, bias and statistics [C] broadcast over [N, C, ...].
+    std::vector<int64_t> channel(rank, 1);
+    channel[1] = shape[1];
+    auto perChannel = [&](int i, const std::string &what) {
+      return emit(name + "." + what, "reshape",
+                  {useAs(input(node, i), type, at)}, out + "." + what,
+                  {intsAttr("shape", channel)});
+    };
+    std::vector<int64_t> dims = {0};
+    for (int64_t d = 2; d < rank; ++d)
+      dims.push_back(d);
+    std::string centered, var;
+    if (attrInt(node, "training_mode", 0)) {
+      // The batch's statistics (its biased variance), as PyTorch
+      // normalizes in training; the running ones are not kept.
+      std::string mean =
+          emit(name + ".mean", "reduce_mean", {in(0)}, out + ".mean",
+               {intsAttr("dims", dims), boolAttr("keepdim", true)});
+      centered =
+          emit(name + ".centered", "sub", {in(0), mean}, out + ".centered");
+      std::string square =
+          emit(name + ".square", "mul", {centered, centered}, out + ".square");
+      var = emit(name + ".var", "reduce_mean", {square}, out + ".var",
+                 {intsAttr("dims", dims), boolAttr("keepdim", true)});
+    } else {
+      centered =
+          emit(name + ".centered", "sub",
+               {in(0), perChannel(3, "running_mean")}, out + ".centered");
+      var = perChannel(4, "running_var");
+    }
+    Const eps;
+    eps.type = type;
+    eps.data = {attrFloat(node, "epsilon", 1e-5)};
+    consts_[out + ".eps"] = eps;
+    std::string shifted = emit(name + ".var_eps", "add",
+                               {var, use(out + ".eps", at)}, out + ".var_eps");
+    std::string rstd = emit(name + ".rstd", "rsqrt", {shifted}, out + ".rstd");
+    std::string normed =
+        emit(name + ".normed", "mul", {centered, rstd}, out + ".normed");
+    std::string scaled =
+        emit(name + ".scaled", "mul", {normed, perChannel(1, "scale")},
+             out + ".scaled");
+    emit(name, "add", {scaled, perChannel(2, "bias")}, out);
     return;
   }
   if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss") {

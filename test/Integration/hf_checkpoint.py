@@ -254,6 +254,22 @@ def write_checkpoint(module, config, out, shards, dtype):
     return state
 
 
+def random_checkpoint(module, config, out, shards, dtype):
+    """Random weights for `module`, written as a Hugging Face directory
+    (write_checkpoint), and the module set to the stored values."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("norm.weight") or ".ln_" in name:
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+            else:
+                p.copy_(0.05 * torch.randn_like(p))
+    stored = write_checkpoint(module, config, out, shards, dtype)
+    with torch.no_grad():  # the module starts from the stored values
+        for name, p in module.named_parameters():
+            p.copy_(torch.tensor(stored[name].astype(np.float32)))
+    return stored
+
+
 def main():
     tgc, workdir, kind = sys.argv[1:4]
     steps = int(sys.argv[4]) if len(sys.argv) > 4 else 20
@@ -263,18 +279,9 @@ def main():
     gpt2 = kind == "gpt2"
     config = GPT2_CONFIG if gpt2 else LLAMA_CONFIG
     module = Gpt2LMHead(config) if gpt2 else LlamaForCausalLM(config)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("norm.weight") or ".ln_" in name:
-                p.copy_(1 + 0.1 * torch.randn_like(p))
-            else:
-                p.copy_(0.05 * torch.randn_like(p))
     ckpt = os.path.join(workdir, "checkpoint")
     dtype = np.float32 if gpt2 else np.float16
-    stored = write_checkpoint(module, config, ckpt, 1 if gpt2 else 2, dtype)
-    with torch.no_grad():  # the module starts from the stored values
-        for name, p in module.named_parameters():
-            p.copy_(torch.tensor(stored[name].astype(np.float32)))
+    stored = random_checkpoint(module, config, ckpt, 1 if gpt2 else 2, dtype)
 
     # Ours: the model file from the config, trained from the directory.
     model_file = os.path.join(workdir, kind + ".json")

@@ -4,6 +4,7 @@ ONNX file with tgc, trains it from the exported weights, and compares with
 PyTorch training the same module on the same batches.
 
 Modules: an MLP (Linear/ReLU, the loss F.cross_entropy inside the module),
+a CNN (Conv2d, BatchNorm2d in training mode, max and global average pools),
 a GPT-2-style decoder as nanoGPT writes it (fused c_attn, a causal mask
 buffer and masked_fill, tanh GELU, tied head) and a Llama-style decoder
 (RMSNorm written out, rotary embeddings from buffers, grouped-query
@@ -13,7 +14,7 @@ file, the same on both sides. Checked: the loss at every step (1e-4
 relative). Prints the op counts of the IR (the attention ops and what
 they were built from).
 
-Usage: onnx_curves.py TGC WORKDIR mlp|gpt|llama [STEPS]
+Usage: onnx_curves.py TGC WORKDIR mlp|cnn|gpt|llama [STEPS]
 """
 
 import collections
@@ -45,6 +46,25 @@ class MLP(nn.Module):
 
     def forward(self, x, y):
         return F.cross_entropy(self.fc2(F.relu(self.fc1(x))), y)
+
+
+class CNN(nn.Module):
+    """Conv -> BatchNorm (training: the batch's statistics) -> ReLU ->
+    MaxPool, twice, then a global average pool and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x, y):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.relu(self.bn2(self.conv2(x)))
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return F.cross_entropy(self.fc(x), y)
 
 
 class CausalSelfAttention(nn.Module):
@@ -182,6 +202,10 @@ def main():
     if kind == "mlp":
         module, batch = MLP(), 8
         example = (torch.randn(batch, 64), torch.randint(0, 10, (batch,)))
+        names = ["x", "y"]
+    elif kind == "cnn":
+        module, batch = CNN(), 16
+        example = (torch.randn(batch, 1, 8, 8), torch.randint(0, 10, (batch,)))
         names = ["x", "y"]
     else:
         module, batch = (GPT() if kind == "gpt" else Llama()), 4

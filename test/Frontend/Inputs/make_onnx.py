@@ -16,6 +16,7 @@ PyTorch): make_onnx.py KIND OUT.onnx
     reads-mean    LayerNormalization whose Mean output is read
     shapes        a Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain
     gelu-erf      x * 0.5 * (1 + erf(x / sqrt 2)) between the layers
+    conv-pads     a Conv padded more on one side than the other
 """
 
 import sys
@@ -97,6 +98,12 @@ def single(kind):
                                    name="/ln/LayerNormalization"),
                   helper.make_node("Add", ["n", "mu"], ["a"], name="/add"),
                   helper.make_node("ReduceMean", ["a"], ["loss"], name="/mean", keepdims=0)]
+    elif kind == "conv-pads":
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, 1, 8, 8])]
+        inits = [numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "conv.weight")]
+        nodes += [helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv",
+                                   kernel_shape=[3, 3], pads=[1, 1, 0, 0]),
+                  helper.make_node("ReduceMean", ["c"], ["loss"], name="/mean", keepdims=0)]
     elif kind == "custom-domain":
         nodes += [helper.make_node("FastGelu", ["x"], ["g"], name="/act/FastGelu",
                                    domain="com.microsoft"),
