@@ -27,6 +27,8 @@ public:
 private:
   // FlatBuffers stops at 64 levels of nesting; the scanner needs no more.
   static constexpr unsigned kMaxDepth = 64;
+  /// Scalars of an array recorded under their own path.
+  static constexpr unsigned kRecordedElements = 64;
 
   llvm::StringRef text;
   llvm::StringMap<JsonLocator::Position> &out;
@@ -145,7 +147,15 @@ private:
       advance();
       skipSpace();
       for (unsigned index = 0; !failed && peek() != ']'; ++index) {
-        scanValue(path + "[" + std::to_string(index) + "]", depth + 1);
+        // Past the first elements of a long array of numbers (a constant's
+        // values), a diagnostic points at the array: recording millions of
+        // paths would cost more than the import.
+        char c = peek();
+        if (index >= kRecordedElements && c != '{' && c != '[') {
+          scanToken();
+        } else {
+          scanValue(path + "[" + std::to_string(index) + "]", depth + 1);
+        }
         skipSpace();
         if (peek() == ',') {
           advance();

@@ -4,7 +4,8 @@
 // were; diagnostics about a node or a parameter should still point at its line.
 // JsonLocator rescans the text (after the parser accepted it) and records the
 // line and column of every value under its path: "nodes[3]",
-// "nodes[3].inputs[1]", "training.optimizer.kind".
+// "nodes[3].inputs[1]", "training.optimizer.kind". Of an array's scalars only
+// the first 64 get their own (a path past them finds its array).
 //
 //===----------------------------------------------------------------------===//
 

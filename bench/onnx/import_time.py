@@ -12,7 +12,6 @@ median. The file is cached in WORKDIR between runs.
     /usr/bin/python3 bench/onnx/import_time.py [WORKDIR] [REPEATS]
 """
 
-import math
 import os
 import statistics
 import subprocess
@@ -20,62 +19,12 @@ import sys
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TGC = os.path.join(HERE, "..", "..", "build", "bin", "tgc")
-
-
-class Attention(nn.Module):
-    def __init__(self, c, heads, t):
-        super().__init__()
-        self.heads = heads
-        self.c_attn = nn.Linear(c, 3 * c)
-        self.c_proj = nn.Linear(c, c)
-        self.register_buffer("bias", torch.tril(torch.ones(t, t)).view(1, 1, t, t))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
-
-
-class Block(nn.Module):
-    def __init__(self, c, heads, t):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(c)
-        self.attn = Attention(c, heads, t)
-        self.ln_2 = nn.LayerNorm(c)
-        self.c_fc = nn.Linear(c, 4 * c)
-        self.c_proj = nn.Linear(4 * c, c)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab=50257, c=768, heads=12, layers=12, t=1024):
-        super().__init__()
-        self.wte = nn.Embedding(vocab, c)
-        self.wpe = nn.Embedding(t, c)
-        self.h = nn.ModuleList(Block(c, heads, t) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(c)
-
-    def forward(self, idx, targets):
-        B, T = idx.size()
-        x = self.wte(idx) + self.wpe(torch.arange(0, T, dtype=torch.long))
-        for block in self.h:
-            x = block(x)
-        logits = self.ln_f(x) @ self.wte.weight.t()
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+# The nanoGPT module the import tests export (test/Integration).
+sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "Integration"))
+from onnx_curves import GPT  # noqa: E402
 
 
 def main():
@@ -84,7 +33,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "gpt2-124m.onnx")
     if not os.path.exists(path):
-        model = GPT()
+        model = GPT(vocab=50257, c=768, heads=12, layers=12, t=1024)
         example = (torch.zeros(8, 1024, dtype=torch.long),
                    torch.zeros(8, 1024, dtype=torch.long))
         start = time.perf_counter()

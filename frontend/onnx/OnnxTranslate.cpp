@@ -27,8 +27,14 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <unordered_map>
+
+#include <fcntl.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tgc::onnx {
 namespace {
@@ -47,6 +53,9 @@ constexpr int64_t kMinOpset = 13, kMaxOpset = 17;
 /// Constants above this many elements belong in parameters (the importer's
 /// limit for constants written out in a model file).
 constexpr int64_t kMaxConstantElements = int64_t(1) << 24;
+/// Folded values up to this size become Constant nodes for ONNX's shape
+/// inference (shapes, indices, scalars).
+constexpr int64_t kMaxShapeConstant = 4096;
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string text = "[";
@@ -194,20 +203,34 @@ std::vector<int64_t> broadcastShapes(const std::vector<int64_t> &a,
   return out;
 }
 
-/// The flat index into `shape` (broadcast to `out`) of element `flat` of
-/// `out`.
-int64_t broadcastIndex(int64_t flat, const std::vector<int64_t> &out,
-                       const std::vector<int64_t> &shape) {
-  std::vector<int64_t> outStrides = stridesOf(out), strides = stridesOf(shape);
-  int64_t index = 0;
-  size_t offset = out.size() - shape.size();
-  for (size_t d = 0; d < out.size(); ++d) {
-    int64_t coord = (flat / outStrides[d]) % out[d];
-    if (d >= offset && shape[d - offset] != 1)
-      index += coord * strides[d - offset];
+/// The flat index into `shape` (broadcast to `out`) of each element of
+/// `out`: the strides are worked out once.
+class Broadcast {
+public:
+  Broadcast(const std::vector<int64_t> &out, const std::vector<int64_t> &shape)
+      : out_(out), outStrides_(stridesOf(out)), strides_(out.size(), 0),
+        same_(out == shape), single_(product(shape) == 1) {
+    std::vector<int64_t> own = stridesOf(shape);
+    size_t offset = out.size() - shape.size();
+    for (size_t d = offset; d < out.size(); ++d)
+      if (shape[d - offset] != 1)
+        strides_[d] = own[d - offset];
   }
-  return index;
-}
+  int64_t operator()(int64_t flat) const {
+    if (same_)
+      return flat;
+    if (single_)
+      return 0;
+    int64_t index = 0;
+    for (size_t d = 0; d < out_.size(); ++d)
+      index += (flat / outStrides_[d]) % out_[d] * strides_[d];
+    return index;
+  }
+
+private:
+  std::vector<int64_t> out_, outStrides_, strides_;
+  bool same_, single_;
+};
 
 int64_t normalizeAxis(int64_t axis, int64_t rank, const std::string &where) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
@@ -285,6 +308,7 @@ private:
   std::set<std::string> paramNames_;
   std::map<std::string, Const> consts_;
   std::set<std::string> materialized_;
+  std::unordered_map<std::string, std::string> constantsByContent_;
   std::map<std::string, std::string> aliases_;
   /// Transposes of 2-D values that only MatMul right-hand sides read: the
   /// matmul transposes instead (nn.Linear's weight, exported as
@@ -308,17 +332,41 @@ private:
 //===----------------------------------------------------------------------===//
 
 void Translator::parse() {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in)
+  // Mapped, not read: protobuf copies what it keeps, and a GPT-2 124M
+  // export is 500 MB.
+  int fd = ::open(path_.c_str(), O_RDONLY);
+  if (fd < 0)
     throw Failure(path_ +
                   ": cannot read the ONNX model: " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-  google::protobuf::io::ArrayInputStream stream(bytes.data(),
-                                                static_cast<int>(bytes.size()));
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw Failure(path_ + ": cannot read the ONNX model: not a file");
+  }
+  size_t size = static_cast<size_t>(info.st_size);
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    ::close(fd);
+    throw Failure(path_ + ": an ONNX file over 2 GB (protobuf's limit): "
+                          "export with external data");
+  }
+  void *mapped =
+      size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  ::close(fd);
+  if (size && mapped == MAP_FAILED)
+    throw Failure(path_ +
+                  ": cannot read the ONNX model: " + std::strerror(errno));
+  struct Unmap {
+    void *data;
+    size_t size;
+    ~Unmap() {
+      if (size)
+        ::munmap(data, size);
+    }
+  } unmap{mapped, size};
+  google::protobuf::io::ArrayInputStream stream(mapped, static_cast<int>(size));
   google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
-  if (bytes.empty() || !model_.ParseFromCodedStream(&coded) ||
+  if (size == 0 || !model_.ParseFromCodedStream(&coded) ||
       !coded.ConsumedEntireMessage())
     throw Failure(path_ + ": not an ONNX model (the protobuf does not parse: "
                           "the file is truncated, damaged or another format)");
@@ -674,7 +722,9 @@ void Translator::classifyInitializers() {
       bool finite = true;
       if (t.data_type() == TensorProto::FLOAT &&
           count <= kMaxConstantElements) {
-        std::string bytes = tensorBytes(t, what);
+        std::string copy;
+        const std::string &bytes =
+            t.has_raw_data() ? t.raw_data() : (copy = tensorBytes(t, what));
         for (size_t i = 0; finite && i + 4 <= bytes.size(); i += 4) {
           float v;
           std::memcpy(&v, bytes.data() + i, 4);
@@ -739,6 +789,16 @@ std::string Translator::use(const std::string &name, const std::string &where) {
   if (!materialized_.insert(name).second)
     return name;
   const Const &c = it->second;
+  // Constants of equal contents are one (each layer of an export folds its
+  // own copy of the causal mask).
+  std::string content = std::to_string(c.type) + shapeText(c.shape);
+  content.append(reinterpret_cast<const char *>(c.data.data()),
+                 c.data.size() * sizeof(double));
+  auto [same, fresh] = constantsByContent_.try_emplace(content, name);
+  if (!fresh) {
+    aliases_[name] = same->second;
+    return same->second;
+  }
   std::string dtype = dtypeName(c.type);
   if (dtype.empty())
     throw Failure(where + ": constant '" + name + "' of element type " +
@@ -1151,12 +1211,20 @@ bool Translator::fold(const NodeProto &node) {
     r.shape = shape;
     std::vector<int64_t> strides = stridesOf(data.shape),
                          outStrides = stridesOf(shape);
-    for (int64_t f = 0; f < product(shape); ++f) {
-      int64_t index = 0;
-      for (int64_t d = 0; d < rank; ++d)
+    // Row by row: the innermost dim is a run (or a strided run) of the
+    // input's.
+    int64_t inner = rank ? shape[rank - 1] : 1;
+    r.data.reserve(product(shape));
+    for (int64_t row = 0; row < product(shape) / std::max<int64_t>(inner, 1);
+         ++row) {
+      int64_t f = row * inner, index = 0;
+      for (int64_t d = 0; d + 1 < rank; ++d)
         index +=
             (lo[d] + ((f / outStrides[d]) % shape[d]) * step[d]) * strides[d];
-      r.data.push_back(data.data[index]);
+      if (rank)
+        index += lo[rank - 1];
+      for (int64_t i = 0; i < inner; ++i)
+        r.data.push_back(data.data[index + i * (rank ? step[rank - 1] : 1)]);
     }
   } else if (op == "Transpose") {
     const Const &data = in(0);
@@ -1180,8 +1248,9 @@ bool Translator::fold(const NodeProto &node) {
     const Const &data = in(0);
     r.type = data.type;
     r.shape = broadcastShapes(data.shape, in(1).integers(), at);
+    Broadcast from(r.shape, data.shape);
     for (int64_t f = 0; f < product(r.shape); ++f)
-      r.data.push_back(data.data[broadcastIndex(f, r.shape, data.shape)]);
+      r.data.push_back(data.data[from(f)]);
   } else if (op == "Trilu") {
     const Const &data = in(0);
     int64_t k = input(node, 1).empty() ? 0 : in(1).integer(0);
@@ -1199,10 +1268,11 @@ bool Translator::fold(const NodeProto &node) {
     r.type = a.type;
     r.shape =
         broadcastShapes(broadcastShapes(c.shape, a.shape, at), b.shape, at);
+    Broadcast fromC(r.shape, c.shape), fromA(r.shape, a.shape),
+        fromB(r.shape, b.shape);
     for (int64_t f = 0; f < product(r.shape); ++f)
-      r.data.push_back(c.data[broadcastIndex(f, r.shape, c.shape)] != 0
-                           ? a.data[broadcastIndex(f, r.shape, a.shape)]
-                           : b.data[broadcastIndex(f, r.shape, b.shape)]);
+      r.data.push_back(c.data[fromC(f)] != 0 ? a.data[fromA(f)]
+                                             : b.data[fromB(f)]);
   } else if (node.input_size() == 1 || op == "Not") {
     const Const &a = in(0);
     r = a;
@@ -1246,9 +1316,10 @@ bool Translator::fold(const NodeProto &node) {
     if (compare || op == "And" || op == "Or")
       r.type = TensorProto::BOOL;
     bool integer = isIntType(a.type);
+    Broadcast fromA(r.shape, a.shape), fromB(r.shape, b.shape);
     for (int64_t f = 0; f < product(r.shape); ++f) {
-      double x = a.data[broadcastIndex(f, r.shape, a.shape)];
-      double y = b.data[broadcastIndex(f, r.shape, b.shape)];
+      double x = a.data[fromA(f)];
+      double y = b.data[fromB(f)];
       double v;
       if (op == "Add")
         v = x + y;
@@ -1346,8 +1417,11 @@ void Translator::foldGraph() {
       if (!done)
         continue;
       // A float folded from half or double stays as the model had it.
+      // Only shapes, indices and scalars need a Constant for shape
+      // inference (a folded mask's shape follows from its inputs).
       const Const &c = consts_.at(node.output(0));
-      if (c.type != TensorProto::FLOAT && isFloatType(c.type))
+      if ((c.type != TensorProto::FLOAT && isFloatType(c.type)) ||
+          c.size() > kMaxShapeConstant)
         continue;
       node = constantNode(node.output(0), c);
       folded = true;
@@ -2021,57 +2095,72 @@ void Translator::setLoss() {
 /// The parameters' values, in a safetensors file (written beside, then
 /// renamed into place).
 void Translator::writeWeights() {
+  // The header first, from the shapes; then each tensor's bytes, straight
+  // from the model's raw data where it has them (no copy of 500 MB).
+  auto dtypeOf = [](int type) -> std::string {
+    return type == TensorProto::FLOAT16    ? "F16"
+           : type == TensorProto::BFLOAT16 ? "BF16"
+                                           : "F32";
+  };
   Json header = Json::object();
-  std::vector<std::pair<std::string, std::string>> blobs;
+  std::vector<uint64_t> sizes;
   uint64_t offset = 0;
   for (const auto &param : params_) {
-    std::string name = param["name"];
-    const TensorProto &t = *initializers_.at(name);
-    std::string where = path_ + ": initializer '" + name + "'";
-    std::string bytes = tensorBytes(t, where);
-    std::string dtype = t.data_type() == TensorProto::FLOAT16    ? "F16"
-                        : t.data_type() == TensorProto::BFLOAT16 ? "BF16"
-                                                                 : "F32";
-    if (t.data_type() == TensorProto::DOUBLE) {
-      // Parameters are f32: doubles are narrowed here.
-      std::string narrowed(bytes.size() / 2, '\0');
-      for (size_t i = 0; i < bytes.size() / 8; ++i) {
-        double d;
-        std::memcpy(&d, bytes.data() + 8 * i, 8);
-        float f = static_cast<float>(d);
-        std::memcpy(&narrowed[4 * i], &f, 4);
-      }
-      bytes = std::move(narrowed);
-    }
-    int64_t count = product({t.dims().begin(), t.dims().end()});
-    int64_t size = dtype == "F32" ? 4 : 2;
-    if (static_cast<int64_t>(bytes.size()) != count * size)
-      throw Failure(where + ": holds " + std::to_string(bytes.size()) +
-                    " bytes, its shape needs " + std::to_string(count * size));
-    header[name] = {
+    const TensorProto &t = *initializers_.at(param["name"]);
+    std::string dtype = dtypeOf(t.data_type());
+    sizes.push_back(product({t.dims().begin(), t.dims().end()}) *
+                    (dtype == "F32" ? 4 : 2));
+    header[t.name()] = {
         {"dtype", dtype},
         {"shape", std::vector<int64_t>(t.dims().begin(), t.dims().end())},
-        {"data_offsets", {offset, offset + bytes.size()}}};
-    offset += bytes.size();
-    result_.paramBytes += bytes.size();
-    blobs.emplace_back(name, std::move(bytes));
+        {"data_offsets", {offset, offset + sizes.back()}}};
+    offset += sizes.back();
   }
+  result_.paramBytes = offset;
   header["__metadata__"] = {{"format", "pt"}, {"source", path_}};
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string temp = options_.weightsPath + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    uint64_t length = text.size();
-    out.write(reinterpret_cast<const char *>(&length), 8);
-    out.write(text.data(), text.size());
-    for (const auto &blob : blobs)
-      out.write(blob.second.data(), blob.second.size());
-    out.flush();
-    if (!out)
-      throw Failure(options_.weightsPath +
-                    ": cannot write the weights: " + std::strerror(errno));
+  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  uint64_t length = text.size();
+  out.write(reinterpret_cast<const char *>(&length), 8);
+  out.write(text.data(), text.size());
+  auto fail = [&](const std::string &message) {
+    out.close();
+    std::remove(temp.c_str());
+    throw Failure(message);
+  };
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const TensorProto &t = *initializers_.at(params_[i]["name"]);
+    std::string where = path_ + ": initializer '" + t.name() + "'";
+    std::string copy;
+    const std::string *bytes = &copy;
+    if (t.has_raw_data() && t.data_location() != TensorProto::EXTERNAL &&
+        t.data_type() != TensorProto::DOUBLE)
+      bytes = &t.raw_data();
+    else
+      copy = tensorBytes(t, where);
+    if (t.data_type() == TensorProto::DOUBLE) {
+      // Parameters are f32: doubles are narrowed here.
+      std::string narrowed(copy.size() / 2, '\0');
+      for (size_t k = 0; k < copy.size() / 8; ++k) {
+        double d;
+        std::memcpy(&d, copy.data() + 8 * k, 8);
+        float f = static_cast<float>(d);
+        std::memcpy(&narrowed[4 * k], &f, 4);
+      }
+      copy = std::move(narrowed);
+    }
+    if (bytes->size() != sizes[i])
+      fail(where + ": holds " + std::to_string(bytes->size()) +
+           " bytes, its shape needs " + std::to_string(sizes[i]));
+    out.write(bytes->data(), bytes->size());
   }
+  out.flush();
+  if (!out)
+    fail(options_.weightsPath +
+         ": cannot write the weights: " + std::strerror(errno));
+  out.close();
   if (std::rename(temp.c_str(), options_.weightsPath.c_str()) != 0)
     throw Failure(options_.weightsPath +
                   ": cannot write the weights: " + std::strerror(errno));
