@@ -54,6 +54,7 @@ static std::optional<std::string> translate(llvm::StringRef path,
   translate.labelInput = options.labelInput;
   translate.trainingJson = options.trainingJson;
   translate.batchSize = batchSize.value_or(0);
+  translate.dataReplicas = options.dataReplicas;
   tgc::onnx::Translation translation =
       tgc::onnx::translateOnnxFile(path.str(), translate);
   if (!translation.error.empty()) {

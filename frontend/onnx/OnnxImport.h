@@ -28,6 +28,8 @@ struct OnnxImportOptions {
   std::string trainingJson;
   /// When set, the translated model file is written here too.
   std::string modelOut;
+  /// The mesh's data replicas, over which the exported batch is split.
+  int64_t dataReplicas = 1;
 };
 
 /// Whether this build reads ONNX (libonnx-dev was found).

@@ -410,13 +410,14 @@ void Translator::fixInputs() {
       auto *dim = shape->mutable_dim(d);
       if (dim->has_dim_value()) {
         if (d == 0 && options_.batchSize > 0 &&
-            dim->dim_value() != options_.batchSize)
-          throw Failure(path_ + ": input '" + input.name() +
-                        "' was exported with batch " +
-                        std::to_string(dim->dim_value()) + ", not " +
-                        std::to_string(options_.batchSize) +
-                        " (export it with that batch, or with a dynamic "
-                        "first dim: dynamic_axes)");
+            dim->dim_value() != options_.batchSize * options_.dataReplicas)
+          throw Failure(
+              path_ + ": input '" + input.name() +
+              "' was exported with batch " + std::to_string(dim->dim_value()) +
+              ", not " +
+              std::to_string(options_.batchSize * options_.dataReplicas) +
+              " (export it with that batch, or with a dynamic "
+              "first dim: dynamic_axes)");
         continue;
       }
       std::string param = dim->has_dim_param() ? dim->dim_param() : "?";
@@ -425,7 +426,7 @@ void Translator::fixInputs() {
             path_ + ": input '" + input.name() + "' dim " + std::to_string(d) +
             " is dynamic ('" + param + "'), which tgc cannot fix" +
             (d == 0 ? ": pass --batch-size" : ": export with static shapes"));
-      dim->set_dim_value(options_.batchSize);
+      dim->set_dim_value(options_.batchSize * options_.dataReplicas);
     }
   }
 }
@@ -2075,6 +2076,8 @@ void Translator::setLoss() {
     throw Failure("--loss must be cross_entropy or mse, got '" + options_.loss +
                   "'");
   }
+  if (options_.dataReplicas > 1 && !shape.empty())
+    shape[0] = -1;
   label["shape"] = shape;
   Json names = Json::array();
   for (size_t d = 0; d < shape.size(); ++d)
@@ -2217,8 +2220,13 @@ Translation Translator::run() {
     }
     if (!in.shape.empty())
       batch = in.shape[0];
+    // Over data replicas the model file writes the batch as -1: the
+    // import makes it one replica's micro-batch times the replicas.
+    std::vector<int64_t> shape = in.shape;
+    if (options_.dataReplicas > 1 && !shape.empty())
+      shape[0] = -1;
     inputs_.push_back({{"name", value.name()},
-                       {"shape", in.shape},
+                       {"shape", shape},
                        {"dtype", dtype},
                        {"dim_names", names}});
   }
@@ -2265,8 +2273,12 @@ Translation Translator::run() {
     if (training.is_discarded() || !training.is_object())
       throw Failure("the training table is not a JSON object");
   }
+  if (batch > 0 && batch % options_.dataReplicas != 0)
+    throw Failure(path_ + ": the batch of " + std::to_string(batch) +
+                  " does not split over " +
+                  std::to_string(options_.dataReplicas) + " data replicas");
   if (!training.contains("batch_size") && batch > 0)
-    training["batch_size"] = batch;
+    training["batch_size"] = batch / options_.dataReplicas;
   if (!training.contains("seq_len") && seq > 0)
     training["seq_len"] = seq;
   model["training"] = training;

@@ -48,8 +48,12 @@ struct TranslateOptions {
   /// none), from a side file or built from flags.
   std::string trainingJson;
   /// Fixes a dynamic first dim of the inputs (0: leave them; then a
-  /// dynamic dim is an error).
+  /// dynamic dim is an error): the micro-batch of one data replica.
   int64_t batchSize = 0;
+  /// The data replicas of the mesh (its axes named data or dp): the
+  /// inputs hold all their micro-batches, and the training table's
+  /// batch_size is one replica's.
+  int64_t dataReplicas = 1;
 };
 
 struct Translation {

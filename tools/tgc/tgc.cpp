@@ -1907,13 +1907,6 @@ LogicalResult translateOnnxInput(MLIRContext &context, Request &request) {
                 "tries: translate the ONNX model first (tgc " +
                 inputFile + " --compile-to=import) and size " + inputFile +
                 ".json");
-  if (request.importOptions.mesh)
-    for (auto &[axis, size] : *request.importOptions.mesh)
-      if ((axis == "data" || axis == "dp") && size > 1)
-        return fail("an ONNX model's graph holds its batch in its shapes: "
-                    "data parallel meshes (" +
-                    axis + "=" + std::to_string(size) +
-                    ") are not supported for it yet");
   FailureOr<std::string> training = onnxTrainingTable();
   if (failed(training))
     return failure();
@@ -1925,6 +1918,11 @@ LogicalResult translateOnnxInput(MLIRContext &context, Request &request) {
   options.loss = onnxLoss;
   options.labelInput = onnxLabelInput;
   options.trainingJson = *training;
+  // The exported batch is the global one: the data replicas split it.
+  if (request.importOptions.mesh)
+    for (auto &[axis, size] : *request.importOptions.mesh)
+      if (axis == "data" || axis == "dp")
+        options.dataReplicas *= size;
   std::string summary;
   if (failed(translateOnnxFile(inputFile, &context, options,
                                request.importOptions.batchSize, &summary)))

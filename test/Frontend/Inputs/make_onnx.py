@@ -17,6 +17,9 @@ PyTorch): make_onnx.py KIND OUT.onnx
     shapes        a Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain
     gelu-erf      x * 0.5 * (1 + erf(x / sqrt 2)) between the layers
     conv-pads     a Conv padded more on one side than the other
+    matmul-1d, erf-alone, gather-3d, slice-back, ce-weights, nll-plain,
+    cast-string, pool-ceil, conv3d, input-type, trilu-runtime, no-nodes:
+                  one node each in a use the importer refuses
 """
 
 import sys
@@ -127,9 +130,73 @@ def single(kind):
                   helper.make_node("Reshape", ["x", "target"], ["flat"], name="/view/Reshape"),
                   helper.make_node("Mul", ["flat", "scale"], ["scaled"], name="/scale/Mul"),
                   helper.make_node("ReduceMean", ["scaled"], ["loss"], name="/mean", keepdims=0)]
+    elif kind in REFUSED:
+        inputs, nodes, inits, out = REFUSED[kind]()
     graph = helper.make_graph(nodes, kind, inputs, [out], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                    helper.make_opsetid("com.microsoft", 1)])
+
+
+def _mean(value):
+    """The loss: a mean of `value`."""
+    return helper.make_node("ReduceMean", [value], ["loss"], name="/mean", keepdims=0)
+
+
+def _f(name, shape, kind=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, kind, shape)
+
+
+def _loss():
+    return _f("loss", [])
+
+
+def _refused():
+    ones = lambda name, shape: numpy_helper.from_array(np.ones(shape, np.float32), name)
+    ints = lambda name, values: numpy_helper.from_array(np.array(values, np.int64), name)
+    return {
+        "matmul-1d": lambda: ([_f("x", [D])], [
+            helper.make_node("MatMul", ["x", "w"], ["m"], name="/mm"), _mean("m")],
+            [ones("w", (D, C))], _loss()),
+        "erf-alone": lambda: ([_f("x", [B, D])], [
+            helper.make_node("Erf", ["x"], ["e"], name="/erf"), _mean("e")], [], _loss()),
+        "gather-3d": lambda: ([_f("i", [B], TensorProto.INT64)], [
+            helper.make_node("Gather", ["t", "i"], ["g"], name="/gather"), _mean("g")],
+            [ones("t", (5, 2, D))], _loss()),
+        "slice-back": lambda: ([_f("x", [B, D])], [
+            helper.make_node("Constant", [], ["s"], name="/c0", value=ints("s", [-1])),
+            helper.make_node("Constant", [], ["e"], name="/c1", value=ints("e", [-100])),
+            helper.make_node("Constant", [], ["a"], name="/c2", value=ints("a", [1])),
+            helper.make_node("Constant", [], ["st"], name="/c3", value=ints("st", [-1])),
+            helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["r"], name="/slice"),
+            _mean("r")], [], _loss()),
+        "ce-weights": lambda: ([_f("x", [B, C]), _f("y", [B], TensorProto.INT64)], [
+            helper.make_node("SoftmaxCrossEntropyLoss", ["x", "y", "w"], ["loss"],
+                             name="/loss")], [ones("w", (C,))], _loss()),
+        "nll-plain": lambda: ([_f("x", [B, C]), _f("y", [B], TensorProto.INT64)], [
+            helper.make_node("NegativeLogLikelihoodLoss", ["x", "y"], ["loss"],
+                             name="/loss")], [], _loss()),
+        "cast-string": lambda: ([_f("x", [B, D])], [
+            helper.make_node("Cast", ["x"], ["c"], name="/cast", to=TensorProto.STRING),
+            helper.make_node("Cast", ["c"], ["f"], name="/back", to=TensorProto.FLOAT),
+            _mean("f")], [], _loss()),
+        "pool-ceil": lambda: ([_f("x", [B, 1, 5, 5])], [
+            helper.make_node("MaxPool", ["x"], ["p"], name="/pool", kernel_shape=[2, 2],
+                             strides=[2, 2], ceil_mode=1), _mean("p")], [], _loss()),
+        "conv3d": lambda: ([_f("x", [B, 1, 4, 4, 4])], [
+            helper.make_node("Conv", ["x", "w"], ["c"], name="/conv",
+                             kernel_shape=[3, 3, 3]), _mean("c")],
+            [ones("w", (2, 1, 3, 3, 3))], _loss()),
+        "input-type": lambda: ([_f("x", [B, D], TensorProto.UINT8)], [
+            helper.make_node("Cast", ["x"], ["f"], name="/cast", to=TensorProto.FLOAT),
+            _mean("f")], [], _loss()),
+        "trilu-runtime": lambda: ([_f("x", [B, D, D])], [
+            helper.make_node("Trilu", ["x"], ["t"], name="/trilu"), _mean("t")], [],
+            _loss()),
+        "no-nodes": lambda: ([_f("x", [B, D])], [], [], _f("x", [B, D])),
+    }
+
+
+REFUSED = _refused()
 
 
 def main():
