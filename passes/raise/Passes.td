@@ -6,8 +6,8 @@
 include "mlir/Pass/PassBase.td"
 
 def RaisePass : Pass<"tg-raise", "ModuleOp"> {
-  let summary = "Turns attention and GELU written out op by op into "
-                "tg.attention and tg.gelu";
+  let summary = "Turns attention, GELU, SiLU and the norms written out op "
+                "by op into their tg ops";
   let description = [{
     A model exported from PyTorch (ONNX) writes attention and GELU out as
     the ops they compute. This pass finds them in `@forward` and puts the
@@ -23,7 +23,12 @@ def RaisePass : Pass<"tg-raise", "ModuleOp"> {
       `broadcast_to` -> `reshape` of [B, Hkv, S, D] to [B, H, S, D]) are
       read unrepeated.
     - GELU in its tanh form, `0.5 * x * (1 + tanh(sqrt(2/pi) * (x +
-      0.044715 * x^3)))`, in any order of the products.
+      0.044715 * x^3)))`, in any order of the products; SiLU, `x *
+      sigmoid(x)`.
+    - RMSNorm, `x * rsqrt(mean(x^2) + eps) * w` (the root also as `1 /
+      sqrt` or a division by `sqrt`), and layer norm, `(x - mean(x)) /
+      sqrt(mean((x - mean(x))^2) + eps) * w + b`, over the last dim (a
+      kept mean), the weight and bias optional.
 
     Only what computes exactly the same function is raised (the constants
     are checked to 1e-6 relative, the mask element by element), and only
@@ -44,6 +49,9 @@ def RaisePass : Pass<"tg-raise", "ModuleOp"> {
   let statistics = [
     Statistic<"numAttention", "attention", "Attentions raised">,
     Statistic<"numGelu", "gelu", "GELUs raised">,
+    Statistic<"numSilu", "silu", "SiLUs raised">,
+    Statistic<"numRmsNorm", "rms-norm", "RMSNorms raised">,
+    Statistic<"numLayerNorm", "layer-norm", "Layer norms raised">,
   ];
 }
 

@@ -155,16 +155,23 @@ struct RaisePass : public tg::impl::RaisePassBase<RaisePass> {
     ModuleOp module = getOperation();
     SmallVector<Operation *> candidates;
     module.walk([&](Operation *op) {
-      if (isa<MatmulOp, MulOp>(op))
+      if (isa<MatmulOp, MulOp, AddOp, DivOp>(op))
         candidates.push_back(op);
     });
-    for (Operation *op : candidates) {
+    // From the end: the outermost op of a pattern (a norm's bias, its
+    // weight) is seen before the ones inside it.
+    for (Operation *op : llvm::reverse(candidates)) {
       if (erased.contains(op))
         continue;
-      if (auto matmul = dyn_cast<MatmulOp>(op))
+      if (auto matmul = dyn_cast<MatmulOp>(op)) {
         raiseAttention(matmul);
-      else if (auto mul = dyn_cast<MulOp>(op))
-        raiseGelu(mul);
+      } else if (auto mul = dyn_cast<MulOp>(op)) {
+        if (!raiseGelu(mul) && !erased.contains(op) && !raiseSilu(mul) &&
+            !erased.contains(op))
+          raiseNorm(op);
+      } else {
+        raiseNorm(op);
+      }
     }
   }
 
@@ -292,7 +299,7 @@ struct RaisePass : public tg::impl::RaisePassBase<RaisePass> {
   }
 
   /// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
-  void raiseGelu(MulOp out) {
+  bool raiseGelu(MulOp out) {
     // The outer products: x, the half and 1 + tanh(...) in any grouping.
     Value x, onePlus;
     double half = 0;
@@ -301,9 +308,9 @@ struct RaisePass : public tg::impl::RaisePassBase<RaisePass> {
       // 0.5 * (x * (1 + t))
       auto product = inner.getDefiningOp<MulOp>();
       if (!product || !singleUse(inner))
-        return;
+        return false;
       if (!pickX(product.getLhs(), product.getRhs(), x, onePlus))
-        return;
+        return false;
     } else {
       // (0.5 * x) * (1 + t) or x * (0.5 * (1 + t))
       for (auto [a, b] : {std::pair{out.getLhs(), out.getRhs()},
@@ -326,38 +333,38 @@ struct RaisePass : public tg::impl::RaisePassBase<RaisePass> {
         }
       }
       if (!x)
-        return;
+        return false;
     }
     if (!near(half, 0.5) || !singleUse(onePlus))
-      return;
+      return false;
     Value t;
     double one;
     if (!matchPlusConst(onePlus, t, one) || !near(one, 1.0))
-      return;
+      return false;
     auto tanh = t.getDefiningOp<TanhOp>();
     if (!tanh || !singleUse(tanh))
-      return;
+      return false;
     Value arg;
     double root;
     if (!matchScaled(tanh.getOperand(), arg, root) ||
         !near(root, std::sqrt(2.0 / M_PI)) || !singleUse(tanh.getOperand()))
-      return;
+      return false;
     // x + 0.044715 * x^3
     auto sum = arg.getDefiningOp<AddOp>();
     if (!sum || !singleUse(sum))
-      return;
+      return false;
     Value cube;
     if (sum.getLhs() == x)
       cube = sum.getRhs();
     else if (sum.getRhs() == x)
       cube = sum.getLhs();
     else
-      return;
+      return false;
     Value cubed;
     double coefficient;
     if (!matchScaled(cube, cubed, coefficient) ||
         !near(coefficient, 0.044715) || !isCube(cubed, x))
-      return;
+      return false;
     OpBuilder b(out);
     auto gelu = GeluOp::create(b, out.getLoc(), x, GeluApproximation::tanh);
     if (auto layer = out->getAttr(TgDialect::kLayerAttr))
@@ -365,6 +372,172 @@ struct RaisePass : public tg::impl::RaisePassBase<RaisePass> {
     out.replaceAllUsesWith(gelu.getResult());
     eraseDead(out, erased);
     ++numGelu;
+    return true;
+  }
+
+  /// x * sigmoid(x).
+  bool raiseSilu(MulOp out) {
+    for (auto [x, s] : {std::pair{out.getLhs(), out.getRhs()},
+                        std::pair{out.getRhs(), out.getLhs()}}) {
+      auto sigmoid = s.getDefiningOp<SigmoidOp>();
+      if (!sigmoid || sigmoid.getOperand() != x || !sigmoid->hasOneUse())
+        continue;
+      OpBuilder b(out);
+      auto silu = SiluOp::create(b, out.getLoc(), x);
+      if (auto layer = out->getAttr(TgDialect::kLayerAttr))
+        silu->setAttr(TgDialect::kLayerAttr, layer);
+      out.replaceAllUsesWith(silu.getResult());
+      eraseDead(out, erased);
+      ++numSilu;
+      return true;
+    }
+    return false;
+  }
+
+  /// A mean over the last dim, kept: reduce_mean(v, [last], keepdim).
+  static bool isLastMean(Value v, Value &of) {
+    auto mean = v.getDefiningOp<ReduceMeanOp>();
+    if (!mean || !mean.getKeepdim() || !mean->hasOneUse())
+      return false;
+    auto type = cast<RankedTensorType>(mean.getOperand().getType());
+    ArrayRef<int64_t> dims = mean.getDims();
+    if (dims.size() != 1 || (dims[0] != type.getRank() - 1 && dims[0] != -1))
+      return false;
+    of = mean.getOperand();
+    return true;
+  }
+
+  /// v * v or v ^ 2.
+  static bool isSquareOf(Value s, Value v) {
+    if (auto mul = s.getDefiningOp<MulOp>())
+      return mul.getLhs() == v && mul.getRhs() == v;
+    if (auto pow = s.getDefiningOp<PowOp>()) {
+      std::optional<double> e = splatOf(pow.getRhs());
+      return pow.getLhs() == v && e && *e == 2.0;
+    }
+    return false;
+  }
+
+  /// `num / sqrt(var + eps)`, `num * rsqrt(var + eps)` or
+  /// `num * (1 / sqrt(var + eps))`, with its parts.
+  static bool matchNormalized(Value v, Value &num, Value &var, double &eps) {
+    auto root = [&](Value r, bool inverse) {
+      Operation *op = r.getDefiningOp();
+      if (!op || !op->hasOneUse())
+        return false;
+      Value arg;
+      if (inverse) {
+        if (auto rsqrt = dyn_cast<RsqrtOp>(op)) {
+          arg = rsqrt.getOperand();
+        } else if (auto div = dyn_cast<DivOp>(op)) {
+          std::optional<double> one = splatOf(div.getLhs());
+          auto sqrt = div.getRhs().getDefiningOp<SqrtOp>();
+          if (!one || *one != 1.0 || !sqrt || !sqrt->hasOneUse())
+            return false;
+          arg = sqrt.getOperand();
+        } else {
+          return false;
+        }
+      } else {
+        auto sqrt = dyn_cast<SqrtOp>(op);
+        if (!sqrt)
+          return false;
+        arg = sqrt.getOperand();
+      }
+      return arg.hasOneUse() && matchPlusConst(arg, var, eps);
+    };
+    if (auto div = v.getDefiningOp<DivOp>()) {
+      if (root(div.getRhs(), /*inverse=*/false)) {
+        num = div.getLhs();
+        return true;
+      }
+      return false;
+    }
+    auto mul = v.getDefiningOp<MulOp>();
+    if (!mul)
+      return false;
+    for (auto [n, r] : {std::pair{mul.getLhs(), mul.getRhs()},
+                        std::pair{mul.getRhs(), mul.getLhs()}})
+      if (root(r, /*inverse=*/true)) {
+        num = n;
+        return true;
+      }
+    return false;
+  }
+
+  /// RMSNorm, x * rsqrt(mean(x^2) + eps) [* w], and layer norm,
+  /// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* w] [+ b], over
+  /// the last dim, written out; `out` is the last op of one.
+  void raiseNorm(Operation *out) {
+    Value result = out->getResult(0);
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type || type.getRank() < 1)
+      return;
+    int64_t width = type.getShape().back();
+    // The optional affine part, from the outside in: + b, then * w, each a
+    // 1-D [C] operand.
+    auto vector = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.getRank() == 1 && t.getShape()[0] == width &&
+             t.getElementType() == type.getElementType();
+    };
+    Value bias, weight, normalized = result;
+    if (auto add = dyn_cast<AddOp>(out)) {
+      for (auto [n, b] : {std::pair{add.getLhs(), add.getRhs()},
+                          std::pair{add.getRhs(), add.getLhs()}})
+        if (vector(b) && n.hasOneUse() && n.getDefiningOp<MulOp>()) {
+          bias = b;
+          normalized = n;
+          break;
+        }
+      if (!bias)
+        return;
+    }
+    if (auto mul = normalized.getDefiningOp<MulOp>()) {
+      for (auto [n, w] : {std::pair{mul.getLhs(), mul.getRhs()},
+                          std::pair{mul.getRhs(), mul.getLhs()}})
+        if (vector(w) && n.hasOneUse()) {
+          Value num, var;
+          double eps;
+          if (!matchNormalized(n, num, var, eps))
+            continue;
+          weight = w;
+          normalized = n;
+          break;
+        }
+    }
+    Value num, var;
+    double eps;
+    if (!matchNormalized(normalized, num, var, eps))
+      return;
+    Value meanOf;
+    if (!isLastMean(var, meanOf))
+      return;
+    OpBuilder b(out);
+    Operation *raised = nullptr;
+    if (isSquareOf(meanOf, num) && !num.getDefiningOp<SubOp>()) {
+      // RMSNorm: x * rsqrt(mean(x^2) + eps).
+      if (bias)
+        return;
+      raised = RmsNormOp::create(b, out->getLoc(), type, num, weight,
+                                 b.getF64FloatAttr(eps));
+      ++numRmsNorm;
+    } else if (auto centered = num.getDefiningOp<SubOp>()) {
+      // Layer norm: x - mean(x), normalized by its own mean square.
+      Value x = centered.getLhs(), mean;
+      if (!isLastMean(centered.getRhs(), mean) || mean != x ||
+          !isSquareOf(meanOf, num))
+        return;
+      raised = LayerNormOp::create(b, out->getLoc(), type, x, weight, bias,
+                                   b.getF64FloatAttr(eps));
+      ++numLayerNorm;
+    } else {
+      return;
+    }
+    if (auto layer = out->getAttr(TgDialect::kLayerAttr))
+      raised->setAttr(TgDialect::kLayerAttr, layer);
+    result.replaceAllUsesWith(raised->getResult(0));
+    eraseDead(out, erased);
   }
 
   /// Of a product's two factors, which is x and which 1 + tanh(...).

@@ -272,8 +272,10 @@ def main():
     print("%s: %d steps from the export, loss %.4f -> %.4f (torch %.4f -> "
           "%.4f), worst rel err %.2e" % (kind, steps, ours[0], ours[-1],
                                          theirs[0], theirs[-1], worst))
-    print("%s: tg.attention %d, tg.gelu %d, tg.softmax %d" % (
-        kind, ops["tg.attention"], ops["tg.gelu"], ops["tg.softmax"]))
+    print("%s: tg.attention %d, tg.gelu %d, tg.silu %d, tg.rms_norm %d, "
+          "tg.softmax %d" % (kind, ops["tg.attention"], ops["tg.gelu"],
+                             ops["tg.silu"], ops["tg.rms_norm"],
+                             ops["tg.softmax"]))
     for f in failures[:20]:
         print("  differ: " + f)
     return 1 if failures else 0
