@@ -78,6 +78,20 @@ static std::optional<std::string> translate(llvm::StringRef path,
 #endif
 }
 
+/// The translated model file's text into `out`.
+static LogicalResult writeModelFile(llvm::StringRef path, MLIRContext *context,
+                                    llvm::StringRef out,
+                                    const std::string &json) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(out, ec);
+  if (ec)
+    return emitError(FileLineColLoc::get(context, path, 0, 0))
+           << "cannot write the translated model file " << out << ": "
+           << ec.message();
+  os << json << "\n";
+  return success();
+}
+
 LogicalResult mlir::tg::translateOnnxFile(llvm::StringRef path,
                                           MLIRContext *context,
                                           const OnnxImportOptions &options,
@@ -85,16 +99,8 @@ LogicalResult mlir::tg::translateOnnxFile(llvm::StringRef path,
                                           std::string *summary) {
   std::optional<std::string> json =
       translate(path, context, options, batchSize, summary);
-  if (!json)
-    return failure();
-  std::error_code ec;
-  llvm::raw_fd_ostream out(options.modelOut, ec);
-  if (ec)
-    return emitError(FileLineColLoc::get(context, path, 0, 0))
-           << "cannot write the translated model file " << options.modelOut
-           << ": " << ec.message();
-  out << *json << "\n";
-  return success();
+  return failure(
+      !json || failed(writeModelFile(path, context, options.modelOut, *json)));
 }
 
 OwningOpRef<ModuleOp>
@@ -103,19 +109,9 @@ mlir::tg::importOnnxFile(llvm::StringRef path, MLIRContext *context,
                          const ImportOptions &importOptions) {
   std::optional<std::string> json =
       translate(path, context, options, importOptions.batchSize, nullptr);
-  if (!json)
+  if (!json || (!options.modelOut.empty() &&
+                failed(writeModelFile(path, context, options.modelOut, *json))))
     return nullptr;
-  if (!options.modelOut.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(options.modelOut, ec);
-    if (ec) {
-      emitError(FileLineColLoc::get(context, path, 0, 0))
-          << "cannot write the translated model file " << options.modelOut
-          << ": " << ec.message();
-      return nullptr;
-    }
-    out << *json << "\n";
-  }
   // Imported as a model file: its diagnostics name the translated nodes.
   return importModel((path + ".json").str(), *json, ModelFileFormat::Json,
                      context, importOptions);

@@ -473,7 +473,6 @@ void Translator::inferShapes() {
 /// The little-endian bytes of `tensor`, wherever the file keeps them.
 std::string Translator::tensorBytes(const TensorProto &tensor,
                                     const std::string &what) {
-  int64_t count = product({tensor.dims().begin(), tensor.dims().end()});
   if (tensor.data_location() == TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -550,7 +549,6 @@ std::string Translator::tensorBytes(const TensorProto &tensor,
     throw Failure(what + ": element type " + typeName(tensor.data_type()) +
                   " is not supported");
   }
-  (void)count;
   return bytes;
 }
 
@@ -2305,8 +2303,6 @@ Translation Translator::run() {
 }
 
 } // namespace
-
-const std::vector<std::string> &supportedOps() { return supportedOpList(); }
 
 Translation translateOnnxFile(const std::string &path,
                               const TranslateOptions &options) {

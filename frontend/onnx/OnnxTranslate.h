@@ -62,10 +62,6 @@ struct Translation {
   int64_t params = 0, paramBytes = 0, nodes = 0, constants = 0;
 };
 
-/// The ops the translation takes, sorted (for the error naming one it does
-/// not).
-const std::vector<std::string> &supportedOps();
-
 /// Reads and translates the ONNX file at `path`.
 Translation translateOnnxFile(const std::string &path,
                               const TranslateOptions &options);

@@ -25,10 +25,6 @@ static std::string stepName(int64_t step) {
   return name;
 }
 
-static std::string joinPath(const std::string &dir, const std::string &name) {
-  return (dir.empty() || dir.back() == '/' ? dir : dir + "/") + name;
-}
-
 std::string shardedCheckpointPath(const std::string &dir, int64_t step) {
   return joinPath(dir, stepName(step));
 }

@@ -23,6 +23,10 @@ std::string parentDirectory(const std::string &path) {
   return path.substr(0, slash);
 }
 
+std::string joinPath(const std::string &dir, const std::string &name) {
+  return (dir.empty() || dir.back() == '/' ? dir : dir + "/") + name;
+}
+
 static std::string baseName(const std::string &path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

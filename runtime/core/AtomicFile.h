@@ -51,6 +51,9 @@ void writeFileAtomically(const std::string &path, const std::string &contents);
 /// The directory part of a path ("." when there is none).
 std::string parentDirectory(const std::string &path);
 
+/// `name` in directory `dir` ("dir/name"; `name` alone when `dir` is "").
+std::string joinPath(const std::string &dir, const std::string &name);
+
 /// fsyncs directory `dir`, so that renames in it survive a crash (best
 /// effort: a directory that cannot be opened is left as it is).
 void syncDirectory(const std::string &dir);
