@@ -505,100 +505,118 @@ void formKernel(const Group &group, bool libraryEpilogues) {
     op->erase();
 }
 
+} // namespace
+
+FusionStats mlir::tg::fuseKernels(func::FuncOp func, FusionRules fusion,
+                                  FusionTarget target) {
+  FusionStats stats;
+  TargetRules rules = TargetRules::forTarget(target);
+  if (fusion == FusionRules::None)
+    return stats;
+  // GEMM epilogues, reductions with prologues, the classifier and the
+  // optimizer update only with "all".
+  bool allRules = fusion == FusionRules::All;
+  if (!func.getBody().hasOneBlock())
+    return stats;
+  Block &block = func.getBody().front();
+  if (allRules && rules.optimizerScale)
+    for (auto update :
+         llvm::make_early_inc_range(block.getOps<OptimizerUpdateOp>()))
+      stats.gradientScales += foldGradientScale(update);
+
+  std::deque<Group> groups;
+  DenseMap<Operation *, Group *> groupOf;
+  // The multi-tensor optimizer groups updates may still join.
+  SmallVector<Group *> lanes;
+  Positions position;
+  unsigned index = 0;
+  for (Operation &op : block.without_terminator()) {
+    position[&op] = index++;
+    Group *joined = nullptr;
+    if (allRules) {
+      if ((joined = epilogueGroupFor(&op, groupOf, rules))) {
+        joined->ops.push_back(&op);
+        joined->tail = op.getResult(0);
+        if (joined->kind == KernelKind::gemm && !rules.anyGemmEpilogue &&
+            isa<GeluOp>(op))
+          joined->stored.push_back(op.getOperand(0));
+      } else if (auto matmul = dyn_cast<MatmulOp>(op))
+        joined = startGemmGroup(matmul, groups);
+      else if (rules.reductions && isFusibleReduction(&op))
+        joined = reductionGroupFor(&op, groupOf, groups);
+      else if (auto loss = dyn_cast<CrossEntropyOp>(op))
+        joined = startClassifierGroup(loss, groups);
+      else if (auto grad = dyn_cast<CrossEntropyGradOp>(op);
+               grad && (joined = classifierGroupFor(grad, groupOf, position)))
+        joined->ops.push_back(&op);
+      else if (auto update = dyn_cast<OptimizerUpdateOp>(op);
+               update && rules.multiTensorOptimizer)
+        joined = addLane(update, lanes, groups);
+      if (joined)
+        groupOf[&op] = joined;
+    }
+    if (!joined && isLoopOp(&op, rules)) {
+      joined = elementwiseGroupFor(&op, groupOf, position);
+      if (!joined) {
+        groups.emplace_back();
+        joined = &groups.back();
+        llvm::append_range(joined->space, shapeOf(op.getResult(0)));
+      }
+      joined->ops.push_back(&op);
+      groupOf[&op] = joined;
+      if (rules.dataMovement)
+        pullInIotas(&op, *joined, groupOf, position);
+    }
+    // Any other group this op reads from now has a reader outside it.
+    for (Value v : op.getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (Group *g = groupOf.lookup(def); g && g != joined)
+          g->closed = true;
+  }
+  for (Group &g : groups) {
+    // A view costs nothing alone; a lone op, or a lone data movement op
+    // with views (the runtime's tiled transpose), is no kernel.
+    if (llvm::count_if(g.ops, [](Operation *op) { return !isView(op); }) < 2)
+      continue;
+    ++stats.kernels;
+    switch (g.kind) {
+    case KernelKind::elementwise:
+      ++stats.elementwise;
+      break;
+    case KernelKind::gemm:
+      ++stats.gemm;
+      break;
+    case KernelKind::reduction:
+      ++stats.reduction;
+      break;
+    case KernelKind::classifier:
+      ++stats.classifier;
+      break;
+    case KernelKind::optimizer:
+      ++stats.optimizer;
+      break;
+    }
+    stats.fusedOps += g.ops.size();
+    formKernel(g, !rules.anyGemmEpilogue);
+  }
+  return stats;
+}
+
+namespace {
+
 struct FusePass : public tg::impl::FusePassBase<FusePass> {
   using FusePassBase::FusePassBase;
 
   void runOnOperation() override {
-    TargetRules rules = TargetRules::forTarget(target);
-    if (fusion == FusionRules::None)
-      return;
-    // GEMM epilogues, reductions with prologues, the classifier and the
-    // optimizer update only with "all".
-    bool allRules = fusion == FusionRules::All;
-    func::FuncOp func = getOperation();
-    if (!func.getBody().hasOneBlock())
-      return;
-    Block &block = func.getBody().front();
-    if (allRules && rules.optimizerScale)
-      for (auto update :
-           llvm::make_early_inc_range(block.getOps<OptimizerUpdateOp>()))
-        numGradientScales += foldGradientScale(update);
-
-    std::deque<Group> groups;
-    DenseMap<Operation *, Group *> groupOf;
-    // The multi-tensor optimizer groups updates may still join.
-    SmallVector<Group *> lanes;
-    Positions position;
-    unsigned index = 0;
-    for (Operation &op : block.without_terminator()) {
-      position[&op] = index++;
-      Group *joined = nullptr;
-      if (allRules) {
-        if ((joined = epilogueGroupFor(&op, groupOf, rules))) {
-          joined->ops.push_back(&op);
-          joined->tail = op.getResult(0);
-          if (joined->kind == KernelKind::gemm && !rules.anyGemmEpilogue &&
-              isa<GeluOp>(op))
-            joined->stored.push_back(op.getOperand(0));
-        } else if (auto matmul = dyn_cast<MatmulOp>(op))
-          joined = startGemmGroup(matmul, groups);
-        else if (rules.reductions && isFusibleReduction(&op))
-          joined = reductionGroupFor(&op, groupOf, groups);
-        else if (auto loss = dyn_cast<CrossEntropyOp>(op))
-          joined = startClassifierGroup(loss, groups);
-        else if (auto grad = dyn_cast<CrossEntropyGradOp>(op);
-                 grad && (joined = classifierGroupFor(grad, groupOf, position)))
-          joined->ops.push_back(&op);
-        else if (auto update = dyn_cast<OptimizerUpdateOp>(op);
-                 update && rules.multiTensorOptimizer)
-          joined = addLane(update, lanes, groups);
-        if (joined)
-          groupOf[&op] = joined;
-      }
-      if (!joined && isLoopOp(&op, rules)) {
-        joined = elementwiseGroupFor(&op, groupOf, position);
-        if (!joined) {
-          groups.emplace_back();
-          joined = &groups.back();
-          llvm::append_range(joined->space, shapeOf(op.getResult(0)));
-        }
-        joined->ops.push_back(&op);
-        groupOf[&op] = joined;
-        if (rules.dataMovement)
-          pullInIotas(&op, *joined, groupOf, position);
-      }
-      // Any other group this op reads from now has a reader outside it.
-      for (Value v : op.getOperands())
-        if (Operation *def = v.getDefiningOp())
-          if (Group *g = groupOf.lookup(def); g && g != joined)
-            g->closed = true;
-    }
-    for (Group &g : groups) {
-      // A view costs nothing alone; a lone op, or a lone data movement op
-      // with views (the runtime's tiled transpose), is no kernel.
-      if (llvm::count_if(g.ops, [](Operation *op) { return !isView(op); }) < 2)
-        continue;
-      ++numKernels;
-      switch (g.kind) {
-      case KernelKind::elementwise:
-        ++numElementwiseKernels;
-        break;
-      case KernelKind::gemm:
-        ++numGemmKernels;
-        break;
-      case KernelKind::reduction:
-        ++numReductionKernels;
-        break;
-      case KernelKind::classifier:
-        ++numClassifierKernels;
-        break;
-      case KernelKind::optimizer:
-        ++numOptimizerKernels;
-        break;
-      }
-      numFusedOps += g.ops.size();
-      formKernel(g, !rules.anyGemmEpilogue);
-    }
+    FusionStats stats = fuseKernels(getOperation(), fusion, target);
+    numGradientScales += stats.gradientScales;
+    numKernels += stats.kernels;
+    numElementwiseKernels += stats.elementwise;
+    numGemmKernels += stats.gemm;
+    numReductionKernels += stats.reduction;
+    numClassifierKernels += stats.classifier;
+    numOptimizerKernels += stats.optimizer;
+    numFusedOps += stats.fusedOps;
   }
 };
 

@@ -22,6 +22,21 @@ std::optional<FusionTarget> parseFusionTarget(StringRef name);
 
 } // namespace mlir::tg
 
+namespace mlir::tg {
+
+/// What fuseKernels formed.
+struct FusionStats {
+  unsigned kernels = 0, elementwise = 0, gemm = 0, reduction = 0,
+           classifier = 0, optimizer = 0, fusedOps = 0, gradientScales = 0;
+};
+
+/// tg-fuse on one function: its ops grouped into tg.kernels by `fusion`'s
+/// rules for `target` (tg-remat plans its candidates with it too).
+FusionStats fuseKernels(func::FuncOp func, FusionRules fusion,
+                        FusionTarget target);
+
+} // namespace mlir::tg
+
 TGC_ENUM_OPTION(::mlir::tg::FusionRules)
 TGC_ENUM_OPTION(::mlir::tg::FusionTarget)
 

@@ -9,6 +9,16 @@
 
 namespace mlir::tg {
 
+/// What scheduleStep did.
+struct ScheduleStats {
+  unsigned hoisted = 0, buckets = 0;
+};
+
+/// tg-schedule on one function: gradient chains hoisted, all-reduces split
+/// into buckets of `bucketBytes` (0 or more) and their tg.awaits placed
+/// (tg-remat plans its candidates with it too).
+ScheduleStats scheduleStep(func::FuncOp func, int64_t bucketBytes);
+
 #define GEN_PASS_DECL
 #include "passes/schedule/Passes.h.inc"
 

@@ -233,6 +233,35 @@ void placeAwaits(Block &block, ArrayRef<AllReduceOp> buckets) {
   }
 }
 
+} // namespace
+
+ScheduleStats mlir::tg::scheduleStep(func::FuncOp func, int64_t bucketBytes) {
+  ScheduleStats stats;
+  if (!func.getBody().hasOneBlock())
+    return stats;
+  Block &block = func.getBody().front();
+
+  stats.hoisted = hoistGradientChains(block);
+
+  // Bucket numbers continue after any the function already has.
+  int64_t next = 0;
+  SmallVector<AllReduceOp> unbucketed;
+  block.walk([&](AllReduceOp reduce) {
+    if (auto b = reduce.getBucket())
+      next = std::max<int64_t>(next, *b + 1);
+    else if (reduce->getBlock() == &block)
+      unbucketed.push_back(reduce);
+  });
+  SmallVector<AllReduceOp> formed;
+  for (AllReduceOp reduce : unbucketed)
+    llvm::append_range(formed, splitIntoBuckets(reduce, bucketBytes, next));
+  stats.buckets = formed.size();
+  placeAwaits(block, formed);
+  return stats;
+}
+
+namespace {
+
 struct SchedulePass : public tg::impl::SchedulePassBase<SchedulePass> {
   using SchedulePassBase::SchedulePassBase;
 
@@ -243,26 +272,9 @@ struct SchedulePass : public tg::impl::SchedulePassBase<SchedulePass> {
           << static_cast<int64_t>(bucketBytes);
       return signalPassFailure();
     }
-    if (!func.getBody().hasOneBlock())
-      return;
-    Block &block = func.getBody().front();
-
-    numHoisted += hoistGradientChains(block);
-
-    // Bucket numbers continue after any the function already has.
-    int64_t next = 0;
-    SmallVector<AllReduceOp> unbucketed;
-    block.walk([&](AllReduceOp reduce) {
-      if (auto b = reduce.getBucket())
-        next = std::max<int64_t>(next, *b + 1);
-      else if (reduce->getBlock() == &block)
-        unbucketed.push_back(reduce);
-    });
-    SmallVector<AllReduceOp> formed;
-    for (AllReduceOp reduce : unbucketed)
-      llvm::append_range(formed, splitIntoBuckets(reduce, bucketBytes, next));
-    numBuckets += formed.size();
-    placeAwaits(block, formed);
+    ScheduleStats stats = scheduleStep(func, bucketBytes);
+    numHoisted += stats.hoisted;
+    numBuckets += stats.buckets;
   }
 };
 
