@@ -56,10 +56,8 @@ RematGraph mlir::tg::subgraph(const RematGraph &graph, ArrayRef<int> nodes) {
   return sub;
 }
 
-namespace {
-
-/// What makes two layers the same problem.
-std::string signatureOf(const RematGraph &graph, ArrayRef<int> nodes) {
+std::string mlir::tg::layerSignature(const RematGraph &graph,
+                                     ArrayRef<int> nodes) {
   std::string text;
   llvm::raw_string_ostream os(text);
   DenseMap<int, int> local; // value -> its number in the layer
@@ -86,6 +84,8 @@ std::string signatureOf(const RematGraph &graph, ArrayRef<int> nodes) {
   }
   return text;
 }
+
+namespace {
 
 /// A point of the combined frontier: its sums and the choices behind it.
 struct Combined {
@@ -114,7 +114,7 @@ llvm::BitVector mlir::tg::recomputeByLayers(
   SmallVector<int> frontierOfGroup;
   for (const SmallVector<int> &group : groups) {
     auto [it, inserted] =
-        bySignature.try_emplace(signatureOf(graph, group), frontiers.size());
+        bySignature.try_emplace(layerSignature(graph, group), frontiers.size());
     if (inserted)
       frontiers.push_back(frontierOf(subgraph(graph, group)));
     frontierOfGroup.push_back(it->second);

@@ -31,6 +31,11 @@ struct FrontierPoint {
 /// A layer's choices, none dominated: bytes falling, FLOPs rising.
 using Frontier = SmallVector<FrontierPoint>;
 
+/// What makes two groups of nodes (two layers) the same problem: each op's
+/// name, attributes and types, and where its operands come from (an earlier
+/// node of the group, by number, or from outside).
+std::string layerSignature(const RematGraph &graph, ArrayRef<int> nodes);
+
 /// The choices of `points` that no other beats in both bytes and FLOPs.
 Frontier paretoFilter(SmallVector<FrontierPoint> points);
 

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "passes/EnumOption.h"
+#include "passes/fusion/Passes.h"
 
 namespace mlir::tg {
 

@@ -58,6 +58,24 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
       then improves the choice by local moves; `auto` (the default) runs
       CBC on a graph without layers of at most 1000 forward ops when `cbc`
       is installed, the min-cut otherwise.
+    - `auto` with `peak-budget` instead: the least added FLOPs whose
+      planned peak is at most `peak-budget` bytes. The bytes kept are not
+      the peak: a value recomputed where the backward starts (GPT-2's
+      logits, read first by the loss's gradient) lives beside the
+      gradients that peak there and saves nothing, and the copies live
+      through their layer's backward. So each choice is judged by the peak
+      it plans to: the function is copied, the copies are made in it, and
+      it is planned as tgc plans it next: tg-fuse (`fusion`, `target`),
+      tg-schedule (`bucket-bytes`), tg-plan-memory (`alignment`,
+      `attention-statistics`); tgc passes its own settings. A pipeline's
+      stages are planned after tg-pipeline-split, which this does not
+      model (tgc budgets them by the bytes kept). The search: the min-cut's choices for bytes
+      kept from the least to all of them, bisection where the peak starts
+      to fit, then a repair that stops recomputing each op (the same op of
+      every layer that is the same problem at once, the costliest first)
+      whose copy does not keep the peak within the budget. A budget below
+      every peak it finds is an error that states the smallest and what
+      it adds, unless `least-peak-over-budget` takes that choice instead.
 
     FLOPs are tg::flopCount's (2*M*N*K per matmul, attention exactly,
     elementwise ops one per element). Recomputation repeats the same
@@ -65,7 +83,9 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
     step and element), so the step computes the same values, bit for bit.
     The function gets a `tg.remat` dictionary: policy, solver, bytes kept
     before and after, FLOPs added and of the whole step, solve time and the
-    ops recomputed, which `tgc --report=memory` prints.
+    ops recomputed (under `peak-budget` also the objective, the budget, the
+    planned peak before and after, whether it fits and how many choices
+    were planned), which `tgc --report=memory` prints.
 
     ```mlir
     // Before
@@ -100,6 +120,34 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
     Option<"activationBudget", "activation-budget", "int64_t", "-1",
            "remat=auto: at most this many bytes kept from the forward for "
            "the backward">,
+    Option<"peakBudget", "peak-budget", "int64_t", "-1",
+           "remat=auto: the step's planned peak must fit this many bytes "
+           "(instead of activation-budget)">,
+    Option<"leastPeakOverBudget", "least-peak-over-budget", "bool", "false",
+           "peak-budget: when no choice fits, take the one with the "
+           "smallest peak (recorded with fits = false) instead of failing">,
+    Option<"fusion", "fusion", "::mlir::tg::FusionRules",
+           "::mlir::tg::FusionRules::None",
+           "peak-budget: tg-fuse's rules after tg-remat",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::FusionRules::None, "none", "no kernels"),
+             clEnumValN(::mlir::tg::FusionRules::Elementwise, "elementwise",
+                        "elementwise chains"),
+             clEnumValN(::mlir::tg::FusionRules::All, "all", "every rule"))}]>,
+    Option<"target", "target", "::mlir::tg::FusionTarget",
+           "::mlir::tg::FusionTarget::Cpu",
+           "peak-budget: tg-fuse's target after tg-remat",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::tg::FusionTarget::Cpu, "cpu", "the C++ backend"),
+             clEnumValN(::mlir::tg::FusionTarget::Cuda, "cuda",
+                        "the CUDA backend"))}]>,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "peak-budget: tg-schedule's all-reduce bucket size">,
+    Option<"alignment", "alignment", "int64_t", "64",
+           "peak-budget: the arena alignment tg-plan-memory plans with">,
+    Option<"attentionStatistics", "attention-statistics", "bool", "false",
+           "peak-budget: each tg.attention keeps statistics for its "
+           "gradient, as tg-plan-memory is told (the CUDA backend)">,
     Option<"solver", "solver", "::mlir::tg::RematSolver",
            "::mlir::tg::RematSolver::Auto", "remat=auto's solver",
            [{::llvm::cl::values(

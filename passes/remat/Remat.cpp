@@ -13,6 +13,7 @@
 #include "passes/remat/Frontier.h"
 #include "passes/remat/Ilp.h"
 #include "passes/remat/MinCut.h"
+#include "passes/remat/Peak.h"
 #include "passes/remat/RematGraph.h"
 
 #include "dialects/tg/IR/TgOps.h"
@@ -20,6 +21,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
 
@@ -138,7 +140,47 @@ struct RematPass : public tg::impl::RematPassBase<RematPass> {
   /// diagnostic.
   FailureOr<RematCost> chooseUnderBudget(const RematGraph &graph,
                                          std::string &solverUsed);
+
+  /// The `auto` choice under the peak budget, recorded in `info`; failure
+  /// after a diagnostic.
+  FailureOr<RematCost> chooseUnderPeak(const RematGraph &graph,
+                                       double stepFlops, NamedAttrList &info);
 };
+
+FailureOr<RematCost> RematPass::chooseUnderPeak(const RematGraph &graph,
+                                                double stepFlops,
+                                                NamedAttrList &info) {
+  PlanRules rules;
+  rules.fusion = fusion;
+  rules.target = target;
+  rules.bucketBytes = bucketBytes;
+  rules.memory.alignment = alignment;
+  rules.memory.attentionStatistics = attentionStatistics;
+  PeakModel model(graph, rules);
+  int64_t before = model.peakOf(llvm::BitVector(graph.nodes.size()));
+  PeakChoice choice = recomputeForPeak(graph, peakBudget, model);
+  Builder b(&getContext());
+  info.append("objective", b.getStringAttr("peak"));
+  info.append("peak_budget", b.getI64IntegerAttr(peakBudget));
+  info.append("planned_peak_before", b.getI64IntegerAttr(before));
+  info.append("planned_peak", b.getI64IntegerAttr(choice.peak));
+  info.append("fits", b.getBoolAttr(choice.fits));
+  info.append("plans", b.getI64IntegerAttr(model.plans()));
+  if (!choice.fits && !leastPeakOverBudget) {
+    // The option's value: the Option itself streams as nothing.
+    emitError(func::FuncOp(graph.func).getLoc(), "tg-remat: peak budget ")
+        << (int64_t)peakBudget
+        << " bytes is below the smallest planned peak found: " << choice.peak
+        << " bytes, adding "
+        << llvm::formatv("{0:e3} FLOPs ({1:f2}% of the step)",
+                         choice.addedFlops,
+                         100 * choice.addedFlops / std::max(stepFlops, 1.0))
+               .str()
+        << " (without recomputation " << before << " bytes)";
+    return failure();
+  }
+  return evaluate(graph, choice.recompute);
+}
 
 FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
                                                   std::string &solverUsed) {
@@ -218,9 +260,32 @@ FailureOr<RematCost> RematPass::chooseUnderBudget(const RematGraph &graph,
 
 void RematPass::runOnOperation() {
   func::FuncOp func = getOperation();
-  if (policy == RematPolicy::Auto && activationBudget < 0) {
-    emitError(func.getLoc(), "tg-remat: remat=auto needs an activation budget "
-                             "(activation-budget=BYTES)");
+  bool byPeak = peakBudget >= 0;
+  if (policy == RematPolicy::Auto && activationBudget < 0 && !byPeak) {
+    emitError(func.getLoc(), "tg-remat: remat=auto needs a budget "
+                             "(activation-budget=BYTES or peak-budget=BYTES)");
+    return signalPassFailure();
+  }
+  if (byPeak && (policy != RematPolicy::Auto || activationBudget >= 0)) {
+    emitError(func.getLoc(),
+              "tg-remat: peak-budget is remat=auto's other budget: give it "
+              "with remat=auto and without activation-budget");
+    return signalPassFailure();
+  }
+  if (byPeak && solver == RematSolver::Exact) {
+    emitError(func.getLoc(),
+              "tg-remat: peak-budget searches with the min-cut's choices; "
+              "solver=exact (CBC) proves optimal bytes kept, not peaks");
+    return signalPassFailure();
+  }
+  if (bucketBytes < 0) {
+    emitError(func.getLoc(), "tg-remat: bucket-bytes must be 0 or more, got ")
+        << (int64_t)bucketBytes;
+    return signalPassFailure();
+  }
+  if (alignment <= 0 || !llvm::isPowerOf2_64(alignment)) {
+    emitError(func.getLoc(), "tg-remat: alignment must be a power of two, got ")
+        << (int64_t)alignment;
     return signalPassFailure();
   }
   if (policy == RematPolicy::None)
@@ -242,6 +307,7 @@ void RematPass::runOnOperation() {
   auto start = std::chrono::steady_clock::now();
   SmallVector<Operation *> copies;
   std::string solverUsed;
+  NamedAttrList peakInfo;
   if (policy == RematPolicy::Selective) {
     copies = selectiveCopies(*graph);
   } else {
@@ -255,6 +321,9 @@ void RematPass::runOnOperation() {
                     "nothing is recomputed");
       choice = evaluate(*graph, recomputeAtPrice(*graph, 0));
       solverUsed = "layers";
+    } else if (byPeak) {
+      choice = chooseUnderPeak(*graph, stepFlops, peakInfo);
+      solverUsed = "min-cut by peak";
     } else {
       choice = chooseUnderBudget(*graph, solverUsed);
     }
@@ -288,9 +357,11 @@ void RematPass::runOnOperation() {
   if (!solverUsed.empty())
     info.append("solver", b.getStringAttr(solverUsed));
   if (policy == RematPolicy::Auto) {
-    info.append("activation_budget", b.getI64IntegerAttr(activationBudget));
+    if (!byPeak)
+      info.append("activation_budget", b.getI64IntegerAttr(activationBudget));
     info.append("min_kept_bytes", b.getI64IntegerAttr(minKept));
   }
+  info.append(peakInfo.begin(), peakInfo.end());
   info.append("kept_bytes_before", b.getI64IntegerAttr(keptBefore));
   info.append("kept_bytes", b.getI64IntegerAttr(keptAfter));
   info.append("added_flops", b.getF64FloatAttr(added));

@@ -4,7 +4,7 @@
 // RUN: not tg-opt %s -split-input-file -tg-remat="remat=auto solver=greedy" 2>&1 | FileCheck %s --check-prefix=SOLVER
 // RUN: not tg-opt %s -split-input-file -tg-remat=remat=auto 2>&1 | FileCheck %s --check-prefix=BUDGET
 // SOLVER: for the --solver option: 'greedy' is not one of auto, exact, min-cut
-// BUDGET: tg-remat: remat=auto needs an activation budget (activation-budget=BYTES)
+// BUDGET: tg-remat: remat=auto needs a budget (activation-budget=BYTES or peak-budget=BYTES)
 
 // The GELU's result is read in the backward (by the weight gradient): it
 // is computed again from its input, which the GELU gradient reads later

@@ -1,0 +1,188 @@
+//===- Peak.cpp - tg-remat's choice judged by the step's peak ---*- C++ -*-===//
+//
+// The peak of a choice: the function cloned, the copies made in the clone,
+// fuseKernels and scheduleStep as tg-fuse and tg-schedule run them, then
+// StepLiveness and placeBuffers as tg-plan-memory does. The search: a
+// scan of the min-cut's choices over the bytes kept, a bisection where the
+// peak starts to fit, and a repair that stops recomputing what does not
+// lower the peak.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/remat/Peak.h"
+
+#include "passes/memory/Placement.h"
+#include "passes/remat/Frontier.h"
+#include "passes/remat/MinCut.h"
+#include "passes/schedule/Passes.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::tg;
+
+int64_t PeakModel::peakOf(const llvm::BitVector &recompute) {
+  RematCost cost = evaluate(graph, recompute);
+  std::string key;
+  for (int n : cost.recomputed.set_bits())
+    key += llvm::utostr(n) + ",";
+  if (auto it = cache.find(key); it != cache.end())
+    return it->second;
+
+  // The clone's graph lists the same ops in the same order, so the choice's
+  // node numbers name the clone's ops.
+  auto copy = cast<func::FuncOp>(graph.func->clone());
+  std::optional<RematGraph> mirror = RematGraph::build(copy);
+  assert(mirror && mirror->nodes.size() == graph.nodes.size() &&
+         "a function's clone is the same problem");
+  applyRemat(*mirror, cost);
+  fuseKernels(copy, rules.fusion, rules.target);
+  scheduleStep(copy, rules.bucketBytes);
+  StepLiveness live = StepLiveness::analyze(copy, rules.memory);
+  int64_t peak = placeBuffers(live.buffers, live.ops.size()).peak;
+  copy->erase();
+  cache[key] = peak;
+  return peak;
+}
+
+namespace {
+
+/// The moves of the repair: the same op of every layer that is the same
+/// problem (GPT-2's twelve layers' GELUs are one move), each op outside
+/// layers on its own.
+SmallVector<SmallVector<int>> moveGroups(const RematGraph &graph) {
+  SmallVector<SmallVector<int>> layers(graph.layers.size());
+  SmallVector<SmallVector<int>> moves;
+  for (auto [n, node] : llvm::enumerate(graph.nodes)) {
+    if (node.layer >= 0)
+      layers[node.layer].push_back(n);
+    else if (node.mayRecompute)
+      moves.push_back({(int)n});
+  }
+  llvm::StringMap<int> firstMove; // signature -> its first move's index
+  for (const SmallVector<int> &layer : layers) {
+    auto [it, inserted] =
+        firstMove.try_emplace(layerSignature(graph, layer), moves.size());
+    for (auto [i, n] : llvm::enumerate(layer)) {
+      if (inserted)
+        moves.push_back({});
+      moves[it->second + i].push_back(n);
+    }
+  }
+  llvm::erase_if(moves, [&](const SmallVector<int> &move) {
+    return !graph.nodes[move.front()].mayRecompute;
+  });
+  return moves;
+}
+
+/// Fits beats does not fit; then fewer FLOPs among those that fit, and the
+/// lower peak among those that do not.
+bool better(const PeakChoice &a, const PeakChoice &b) {
+  if (a.fits != b.fits)
+    return a.fits;
+  if (a.fits)
+    return a.addedFlops != b.addedFlops ? a.addedFlops < b.addedFlops
+                                        : a.peak < b.peak;
+  return a.peak != b.peak ? a.peak < b.peak : a.addedFlops < b.addedFlops;
+}
+
+/// Stops running again each move's ops, the costliest first, where the
+/// peak still fits without them (or, when `choice` does not fit, does not
+/// rise), for fewer FLOPs; two rounds at most.
+void repair(const RematGraph &graph, SmallVector<SmallVector<int>> moves,
+            PeakChoice &choice,
+            llvm::function_ref<PeakChoice(const llvm::BitVector &)> judge) {
+  for (int round = 0; round < 2; ++round) {
+    auto flopsOf = [&](const SmallVector<int> &move) {
+      double flops = 0;
+      for (int n : move)
+        if (choice.recompute.test(n))
+          flops += graph.nodes[n].flops;
+      return flops;
+    };
+    llvm::stable_sort(moves, [&](const auto &a, const auto &b) {
+      return flopsOf(a) > flopsOf(b);
+    });
+    bool repaired = false;
+    for (const SmallVector<int> &move : moves) {
+      if (flopsOf(move) == 0)
+        break;
+      llvm::BitVector trial = choice.recompute;
+      for (int n : move)
+        trial.reset(n);
+      PeakChoice c = judge(trial);
+      bool keep = choice.fits ? c.fits : c.peak <= choice.peak;
+      if (keep && c.addedFlops < choice.addedFlops) {
+        choice = std::move(c);
+        repaired = true;
+      }
+    }
+    if (!repaired)
+      return;
+  }
+}
+
+} // namespace
+
+PeakChoice mlir::tg::recomputeForPeak(const RematGraph &graph, int64_t budget,
+                                      PeakModel &model) {
+  auto judge = [&](const llvm::BitVector &recompute) {
+    RematCost cost = evaluate(graph, recompute);
+    PeakChoice c;
+    c.recompute = cost.recomputed;
+    c.addedFlops = cost.addedFlops;
+    c.keptBytes = cost.keptBytes;
+    c.peak = cost.allowed ? model.peakOf(cost.recomputed)
+                          : std::numeric_limits<int64_t>::max();
+    c.fits = c.peak <= budget;
+    return c;
+  };
+  PeakChoice best = judge(llvm::BitVector(graph.nodes.size()));
+  if (best.fits)
+    return best;
+
+  // The min-cut's choices from the least bytes kept to all of them.
+  constexpr int kScan = 8;
+  int64_t most = graph.neededBytes();
+  int64_t least = evaluate(graph, recomputeAtPrice(graph, 1e30)).keptBytes;
+  SmallVector<std::pair<int64_t, PeakChoice>> scanned;
+  for (int i = 0; i <= kScan; ++i) {
+    int64_t kept = least + (most - least) * i / kScan;
+    scanned.push_back({kept, judge(recomputeForBudget(graph, kept))});
+    if (better(scanned.back().second, best))
+      best = scanned.back().second;
+  }
+  // The peak rises with the bytes kept, not steadily: bisection between
+  // the most kept that fits and the next scanned.
+  int fit = -1;
+  for (auto [i, s] : llvm::enumerate(scanned))
+    if (s.second.fits)
+      fit = i;
+  if (fit >= 0 && fit < kScan) {
+    int64_t low = scanned[fit].first, high = scanned[fit + 1].first;
+    for (int step = 0; step < 4; ++step) {
+      int64_t mid = low + (high - low) / 2;
+      PeakChoice c = judge(recomputeForBudget(graph, mid));
+      if (better(c, best))
+        best = c;
+      (c.fits ? low : high) = mid;
+    }
+  }
+
+  // The repair, from the best, from the one that keeps least and from the
+  // least peak scanned: each may stop recomputing what a peak never needed
+  // (the logits, recomputed right where the backward starts, are one).
+  PeakChoice lowest = scanned.front().second;
+  for (const auto &s : scanned)
+    if (s.second.peak < lowest.peak)
+      lowest = s.second;
+  SmallVector<PeakChoice> starts{best, scanned.front().second, lowest};
+  SmallVector<SmallVector<int>> moves = moveGroups(graph);
+  for (PeakChoice &start : starts) {
+    repair(graph, moves, start, judge);
+    if (better(start, best))
+      best = start;
+  }
+  return best;
+}
