@@ -1,11 +1,14 @@
-//===- MemoryBudget.cpp - The activation budget that fits a peak *- C++ -*-===//
+//===- MemoryBudget.cpp - The remat choice that fits a peak -----*- C++ -*-===//
 //
-// tg-remat's `auto` policy keeps at most a given number of bytes for the
-// backward; a user states the memory the step may take. What lies between
-// (gradients, optimizer state, workspace, the recomputed copies and how the
-// planner packs them) is what tg-plan-memory computes, so the activation
-// budget is searched: each try compiles a copy of the module to the memory
-// phase and reads the planned peak.
+// A user states the memory the step may take: the arena the executable
+// allocates, the largest of its step functions' planned peaks. tg-remat
+// judges its choices by the peak it plans for each function, but before
+// tg-fuse and tg-schedule run for real and for one function at a time, so
+// each try compiles a copy of the module to the memory phase and reads the
+// planned peaks; the target is lowered by what was left over it. With
+// solver=exact and for a pipelined step, tg-remat keeps at most a given
+// number of bytes for the backward, and that activation budget is
+// searched instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +28,24 @@ using namespace mlir::tg;
 
 namespace {
 
-/// What one try compiled: @train_step's planned peak and tg-remat's record.
+/// What one try compiled: the planned peak and @train_step's tg-remat record.
 struct Try {
   int64_t peak;
   DictionaryAttr remat;
+  /// Whether the module was split into pipeline stages.
+  bool pipelined;
+  /// Whether tg-remat found a choice within its peak budget for every step
+  /// function it judged by peak.
+  bool fits = true;
 };
+
+bool everyFits(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>())
+    if (auto remat = func->getAttrOfType<DictionaryAttr>(TgDialect::kRematAttr))
+      if (auto fits = remat.getAs<BoolAttr>("fits"); fits && !fits.getValue())
+        return false;
+  return true;
+}
 
 int64_t intOf(DictionaryAttr dict, StringRef key) {
   auto value = dict ? dict.getAs<IntegerAttr>(key) : IntegerAttr();
@@ -65,13 +81,9 @@ LogicalResult mlir::tg::runTrainingPipeline(
     return failure();
   Phase start = std::max(from, Phase::Partition);
   int tries = 0;
-  auto measure = [&](int64_t activationBudget,
-                     RematPolicy policy = RematPolicy::Auto) -> FailureOr<Try> {
+  auto measureWith = [&](const PipelineOptions &o) -> FailureOr<Try> {
     ++tries;
     OwningOpRef<ModuleOp> copy = module.clone();
-    PipelineOptions o = options;
-    o.remat = policy;
-    o.activationBudget = activationBudget;
     if (failed(run(*copy, o, start, Phase::Memory)))
       return failure();
     auto step = copy->lookupSymbol<func::FuncOp>("train_step");
@@ -92,9 +104,32 @@ LogicalResult mlir::tg::runTrainingPipeline(
       int64_t fullest = 0;
       for (const StageMemory &m : *stages)
         fullest = std::max(fullest, m.slots + m.arena);
-      return Try{fullest, remat};
+      return Try{fullest, remat, true};
     }
-    return Try{peak.getBytes(), remat};
+    // The executable's arena holds the largest of its step functions
+    // (@forward_backward keeps its gradients to the end, @forward for
+    // evaluation), so that is the peak the budget is for.
+    int64_t largest = 0;
+    for (auto func : copy->getOps<func::FuncOp>())
+      if (auto arena = func->getAttrOfType<ArenaAttr>(TgDialect::kArenaAttr))
+        largest = std::max(largest, arena.getBytes());
+    return Try{largest, remat, false, everyFits(*copy)};
+  };
+  auto measure = [&](int64_t activationBudget,
+                     RematPolicy policy = RematPolicy::Auto) {
+    PipelineOptions o = options;
+    o.remat = policy;
+    o.activationBudget = activationBudget;
+    return measureWith(o);
+  };
+  // tg-remat judging its choices by the peak: the smallest it finds where
+  // nothing fits, so that the error can say so.
+  auto measurePeak = [&](int64_t peakBudget) {
+    PipelineOptions o = options;
+    o.activationBudget = -1;
+    o.peakBudget = peakBudget;
+    o.leastPeakOverBudget = true;
+    return measureWith(o);
   };
 
   // Nothing recomputed: the activation budget of everything the backward
@@ -106,76 +141,116 @@ LogicalResult mlir::tg::runTrainingPipeline(
   int64_t keptLeast = intOf(none->remat, "min_kept_bytes");
   int64_t budget = options.memoryBudget;
   int64_t fit = keptAll;
+  int64_t peakTarget = -1; // tg-remat's peak budget, when it chose by peak
   bool useFull = false;
   if (none->peak > budget) {
-    // The peak does not fall steadily with the bytes kept (the copies live
-    // in the backward too): a scan from the least kept up, then bisection
-    // between the largest budget that fits and the next one scanned.
-    constexpr int kScan = 5;
-    int64_t lowest = none->peak, lowestKept = keptAll;
-    int64_t over = keptAll;
     bool found = false;
-    Try atFit{0, DictionaryAttr()}; // what the budget `fit` compiled to
-    for (int i = kScan - 1; i >= 0; --i) {
-      int64_t kept = keptLeast + (keptAll - keptLeast) * i / kScan;
-      FailureOr<Try> t = measure(kept);
-      if (failed(t))
-        return failure();
-      if (t->peak < lowest) {
-        lowest = t->peak;
-        lowestKept = kept;
+    Try atFit{0, DictionaryAttr(), false}; // what the chosen budget compiled to
+    std::optional<Try> lowest;
+    auto consider = [&](const Try &t) {
+      if (!lowest || t.peak < lowest->peak)
+        lowest = t;
+    };
+    if (!none->pipelined && options.rematSolver != RematSolver::Exact) {
+      // By the peak: tg-remat plans before tg-fuse and tg-schedule, so its
+      // budget is lowered by what they leave above its plan.
+      int64_t target = budget;
+      for (int attempt = 0; attempt < 3 && target > 0; ++attempt) {
+        FailureOr<Try> t = measurePeak(target);
+        if (failed(t))
+          return failure();
+        consider(*t);
+        if (t->peak <= budget) {
+          found = true;
+          atFit = *t;
+          peakTarget = target;
+          break;
+        }
+        if (!t->fits)
+          break; // tg-remat found nothing lower: a lower target will not
+        target -= t->peak - budget;
       }
-      if (t->peak <= budget) {
-        fit = kept;
-        atFit = *t;
-        found = true;
-        break;
+    } else {
+      // By the bytes kept: the peak does not fall steadily with them (the
+      // copies live in the backward too): a scan from the least kept up,
+      // then bisection between the largest budget that fits and the next
+      // one scanned.
+      constexpr int kScan = 5;
+      int64_t over = keptAll;
+      for (int i = kScan - 1; i >= 0; --i) {
+        int64_t kept = keptLeast + (keptAll - keptLeast) * i / kScan;
+        FailureOr<Try> t = measure(kept);
+        if (failed(t))
+          return failure();
+        consider(*t);
+        if (t->peak <= budget) {
+          fit = kept;
+          atFit = *t;
+          found = true;
+          break;
+        }
+        over = kept;
       }
-      over = kept;
+      while (found && over - fit > std::max<int64_t>(keptAll / 200, 1 << 16) &&
+             tries < 16) {
+        int64_t next = fit + (over - fit) / 2;
+        FailureOr<Try> t = measure(next);
+        if (failed(t))
+          return failure();
+        if (t->peak <= budget) {
+          fit = next;
+          atFit = *t;
+        } else {
+          over = next;
+        }
+      }
     }
     // Full recomputation bounds what auto may add: its copies live only
-    // through each layer's backward, which the activation budget does not
-    // see, so its peak can fit where auto's do not, or at fewer FLOPs.
+    // through each layer's backward, so its peak can fit where auto's do
+    // not, or at fewer FLOPs.
     FailureOr<Try> full = measure(0, RematPolicy::Full);
     if (failed(full))
       return failure();
-    if (full->peak < lowest) {
-      lowest = full->peak;
-      lowestKept = intOf(full->remat, "kept_bytes");
-    }
-    if (!found && full->peak > budget)
-      return emitError(module.getLoc())
-             << "memory budget " << sized(budget)
-             << " is below the smallest peak tg-remat reaches: "
-             << sized(lowest) << ", keeping " << sized(lowestKept)
-             << " for the backward (without recomputation the peak is "
-             << sized(none->peak) << ")";
-    while (found && over - fit > std::max<int64_t>(keptAll / 200, 1 << 16) &&
-           tries < 16) {
-      int64_t next = fit + (over - fit) / 2;
-      FailureOr<Try> t = measure(next);
-      if (failed(t))
-        return failure();
-      if (t->peak <= budget) {
-        fit = next;
-        atFit = *t;
-      } else {
-        over = next;
-      }
-    }
+    consider(*full);
     auto added = [](const Try &t) {
       auto v = t.remat ? t.remat.getAs<FloatAttr>("added_flops") : FloatAttr();
       return v ? v.getValueAsDouble() : 0.0;
     };
-    if (full->peak <= budget &&
-        (!found || added(*full) < added(atFit)))
+    if (!found && full->peak > budget) {
+      auto step = [](const Try &t) {
+        auto v = t.remat ? t.remat.getAs<FloatAttr>("step_flops") : FloatAttr();
+        return v ? v.getValueAsDouble() : 0.0;
+      };
+      return emitError(module.getLoc())
+             << "memory budget " << sized(budget)
+             << " is below the smallest peak tg-remat reaches: "
+             << sized(lowest->peak) << ", keeping "
+             << sized(intOf(lowest->remat, "kept_bytes"))
+             << " for the backward and adding "
+             << llvm::formatv(
+                    "{0:e3} FLOPs ({1:f2}% of the step)", added(*lowest),
+                    100 * added(*lowest) / std::max(step(*lowest), 1.0))
+                    .str()
+             << " (without recomputation the peak is " << sized(none->peak)
+             << ")";
+    }
+    if (full->peak <= budget && (!found || added(*full) < added(atFit)))
       useFull = true;
   }
 
   PipelineOptions chosen = options;
   chosen.activationBudget = fit;
-  if (useFull)
+  if (peakTarget >= 0) {
+    chosen.activationBudget = -1;
+    chosen.peakBudget = peakTarget;
+    // The same compile as the try that fitted (the target may be below
+    // the budget, which tg-remat need not reach for it to fit).
+    chosen.leastPeakOverBudget = true;
+  }
+  if (useFull) {
     chosen.remat = RematPolicy::Full;
+    chosen.peakBudget = -1;
+  }
   if (failed(run(module, chosen, start, to)))
     return failure();
   if (auto step = module.lookupSymbol<func::FuncOp>("train_step"))

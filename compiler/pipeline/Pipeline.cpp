@@ -201,6 +201,16 @@ llvm::Error mlir::tg::buildTrainingPipeline(OpPassManager &pm,
     RematPassOptions opt;
     opt.policy = options.remat;
     opt.activationBudget = options.activationBudget;
+    opt.peakBudget = options.peakBudget;
+    opt.leastPeakOverBudget = options.leastPeakOverBudget;
+    // The peak is judged as tg-fuse, tg-schedule and tg-plan-memory
+    // will plan it (below).
+    opt.fusion =
+        options.target.printsKernels ? options.fusion : FusionRules::None;
+    opt.target = options.target.fusionTarget;
+    opt.bucketBytes = options.bucketBytes;
+    opt.alignment = options.target.arenaAlignment;
+    opt.attentionStatistics = options.target.attentionStatistics;
     opt.solver = options.rematSolver;
     pm.addNestedPass<func::FuncOp>(createRematPass(opt));
   }

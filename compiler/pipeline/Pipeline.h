@@ -132,6 +132,11 @@ struct PipelineOptions {
   /// remat "auto": the planned peak of @train_step must fit this many
   /// bytes (0: no budget).
   int64_t memoryBudget = 0;
+  /// remat "auto": tg-remat's budget of planned peak (-1: none; set by
+  /// runTrainingPipeline for `memoryBudget`), and whether it takes the
+  /// smallest peak it finds when nothing fits instead of failing.
+  int64_t peakBudget = -1;
+  bool leastPeakOverBudget = false;
   /// tg-remat's solver.
   RematSolver rematSolver = RematSolver::Auto;
   /// tg-schedule: an all-reduce bucket closes at this many bytes.
@@ -155,15 +160,16 @@ llvm::Error buildTrainingPipeline(OpPassManager &pm,
 
 /// Runs the passes from after `from` to after `to` on `module`, each pass
 /// manager set up by `configure` (command-line options, timing). With remat
-/// "auto" and a memory budget, tg-remat's activation budget is searched:
-/// each try compiles a copy through tg-plan-memory and reads the planned
-/// peak of @train_step; the largest activation budget whose peak fits is
-/// kept (so the fewest FLOPs are added), unless remat "full" fits at fewer
-/// FLOPs (its copies live only through each layer's backward, which the
-/// activation budget does not see), and @train_step's `tg.remat`
-/// gains memory_budget, peak_before (nothing recomputed) and tries. Fails with
-/// a diagnostic that states the smallest peak when even keeping nothing
-/// for the backward does not fit.
+/// "auto" and a memory budget, each try compiles a copy through
+/// tg-plan-memory and reads the planned peak of @train_step. Without
+/// pipeline stages tg-remat judges its choices by the peak itself
+/// (`peakBudget`), and the budget it is given is lowered by what tg-fuse and
+/// tg-schedule left above its plan; a pipeline's stages (and remat-solver
+/// exact, which proves bytes kept) search tg-remat's activation budget
+/// instead, the largest whose peak fits. Remat "full" is taken where it fits
+/// at fewer FLOPs, and @train_step's `tg.remat` gains memory_budget,
+/// peak_before (nothing recomputed) and tries. Fails with a diagnostic that
+/// states the smallest peak found and what it adds when nothing fits.
 LogicalResult
 runTrainingPipeline(ModuleOp module, const PipelineOptions &options, Phase from,
                     Phase to,

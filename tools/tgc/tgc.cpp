@@ -166,9 +166,12 @@ cl::opt<std::string> deviceMemory(
     cl::value_desc("size"), cl::cat(tgcCategory));
 cl::opt<std::string> rematSolver(
     "remat-solver",
-    cl::desc("--remat=auto: exact (CBC), min-cut, or auto (default: CBC "
-             "for a graph without layers of up to 1000 forward ops when cbc "
-             "is installed, else min-cut)"),
+    cl::desc("--remat=auto: auto (default) or min-cut: each choice judged "
+             "by the peak it plans to (the min-cut's choices over the bytes "
+             "kept, then a repair by peak); exact: CBC's fewest FLOPs "
+             "(each distinct layer's, or the whole graph's) for each "
+             "activation budget tgc tries, judged by bytes kept, as a "
+             "pipelined step is budgeted"),
     cl::init("auto"), cl::value_desc("solver"), cl::cat(tgcCategory));
 cl::opt<std::string> target(
     "target",
