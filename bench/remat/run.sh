@@ -18,27 +18,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 python3 - "$tgc" "$tgopt" "$here" "$work" <<'PY'
-import json, re, statistics, struct, subprocess, sys, time
+import json, re, statistics, subprocess, sys, time
 tgc, tgopt, root, work = sys.argv[1:5]
-
-def run(*args):
-    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
-
-def record(text):
-    body = re.search(r"@train_step.*?tg\.remat = \{([^}]*)\}", text, re.S).group(1)
-    def field(key):
-        m = re.search(key + r" = ([^ ,]+)", body)
-        if not m:
-            return None
-        v = m.group(1)
-        if v.startswith("0x"):
-            return struct.unpack(">d", bytes.fromhex(v[2:]))[0]
-        return float(v.strip('"'))
-    return field
-
-def peak_of(mlir):
-    step = mlir[mlir.index("func.func @train_step"):]
-    return int(re.search(r"tg\.arena = #tg\.arena<bytes = (\d+)", step).group(1))
+sys.path.insert(0, f"{root}/bench/remat")
+from remat_ir import run, step_peak as peak_of, remat_record as record
 
 model = f"{root}/examples/gpt2-124m.json"
 opt = f"{work}/gpt2.mlir"
