@@ -10,8 +10,8 @@ def run(*args):
 
 
 def remat_record(text):
-    """A reader of @train_step's tg.remat fields (numbers; doubles printed
-    as hex are decoded)."""
+    """A reader of @train_step's tg.remat fields (numbers and booleans;
+    doubles printed as hex are decoded)."""
     body = re.search(r"@train_step.*?tg\.remat = \{([^}]*)\}", text, re.S).group(1)
 
     def field(key):
@@ -19,6 +19,8 @@ def remat_record(text):
         if not m:
             return None
         v = m.group(1)
+        if v in ("true", "false"):
+            return v == "true"
         if v.startswith("0x"):
             return struct.unpack(">d", bytes.fromhex(v[2:]))[0]
         return float(v.strip('"').split(":")[0].strip())

@@ -4,8 +4,9 @@
 // fuseKernels and scheduleStep as tg-fuse and tg-schedule run them, then
 // StepLiveness and placeBuffers as tg-plan-memory does. The search: a
 // scan of the min-cut's choices over the bytes kept, a bisection where the
-// peak starts to fit, and a repair that stops recomputing what does not
-// lower the peak.
+// peak starts to fit, moves added by peak where none fits, and a repair
+// that stops recomputing what does not lower the peak. The exact
+// reference plans every choice of moves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,20 +124,94 @@ void repair(const RematGraph &graph, SmallVector<SmallVector<int>> moves,
   }
 }
 
+/// Adds moves while `choice` does not fit, each round the move whose plan
+/// fits at the fewest FLOPs or, when none fits yet, lowers the peak most
+/// per FLOP added; at most `rounds` rounds. The min-cut's choices only
+/// trade bytes kept for FLOPs; a copy that lowers the peak where the bytes
+/// kept do not (a convolution's input read again in its layer's backward)
+/// is found here.
+void grow(const RematGraph &graph, ArrayRef<SmallVector<int>> moves,
+          PeakChoice &choice, int rounds,
+          llvm::function_ref<PeakChoice(const llvm::BitVector &)> judge) {
+  for (int round = 0; round < rounds && !choice.fits; ++round) {
+    // The rate: peak bytes saved per FLOP added, or where the peak stays
+    // (two values peak together, and one move frees one of them) the bytes
+    // kept saved per FLOP, ranked after every move that lowers the peak.
+    std::optional<PeakChoice> next;
+    std::pair<bool, double> bestRate{false, 0};
+    for (const SmallVector<int> &move : moves) {
+      llvm::BitVector trial = choice.recompute;
+      for (int n : move)
+        trial.set(n);
+      if (trial == choice.recompute)
+        continue;
+      PeakChoice c = judge(trial);
+      if (c.peak > choice.peak ||
+          (c.peak == choice.peak && c.keptBytes >= choice.keptBytes))
+        continue;
+      double flops = std::max(c.addedFlops - choice.addedFlops, 1.0);
+      std::pair<bool, double> rate =
+          c.peak < choice.peak
+              ? std::pair{true, double(choice.peak - c.peak) / flops}
+              : std::pair{false,
+                          double(choice.keptBytes - c.keptBytes) / flops};
+      bool take = !next || (c.fits && !next->fits) ||
+                  (c.fits && next->fits && c.addedFlops < next->addedFlops) ||
+                  (!c.fits && !next->fits && rate > bestRate);
+      if (take) {
+        bestRate = rate;
+        next = std::move(c);
+      }
+    }
+    if (!next)
+      return;
+    choice = std::move(*next);
+  }
+}
+
+/// A choice's cost and the peak it plans to.
+PeakChoice judgeChoice(const RematGraph &graph,
+                       const llvm::BitVector &recompute, int64_t budget,
+                       PeakModel &model) {
+  RematCost cost = evaluate(graph, recompute);
+  PeakChoice c;
+  c.recompute = cost.recomputed;
+  c.addedFlops = cost.addedFlops;
+  c.keptBytes = cost.keptBytes;
+  c.peak = cost.allowed ? model.peakOf(cost.recomputed)
+                        : std::numeric_limits<int64_t>::max();
+  c.fits = c.peak <= budget;
+  return c;
+}
+
 } // namespace
+
+FailureOr<PeakChoice> mlir::tg::exactForPeak(const RematGraph &graph,
+                                             int64_t budget, PeakModel &model,
+                                             int maxMoves, int &moves) {
+  SmallVector<SmallVector<int>> groups = moveGroups(graph);
+  moves = groups.size();
+  if (moves > maxMoves)
+    return failure();
+  PeakChoice best =
+      judgeChoice(graph, llvm::BitVector(graph.nodes.size()), budget, model);
+  for (uint64_t mask = 1; mask < (uint64_t(1) << moves); ++mask) {
+    llvm::BitVector recompute(graph.nodes.size());
+    for (int g = 0; g < moves; ++g)
+      if (mask >> g & 1)
+        for (int n : groups[g])
+          recompute.set(n);
+    PeakChoice c = judgeChoice(graph, recompute, budget, model);
+    if (better(c, best))
+      best = std::move(c);
+  }
+  return best;
+}
 
 PeakChoice mlir::tg::recomputeForPeak(const RematGraph &graph, int64_t budget,
                                       PeakModel &model) {
   auto judge = [&](const llvm::BitVector &recompute) {
-    RematCost cost = evaluate(graph, recompute);
-    PeakChoice c;
-    c.recompute = cost.recomputed;
-    c.addedFlops = cost.addedFlops;
-    c.keptBytes = cost.keptBytes;
-    c.peak = cost.allowed ? model.peakOf(cost.recomputed)
-                          : std::numeric_limits<int64_t>::max();
-    c.fits = c.peak <= budget;
-    return c;
+    return judgeChoice(graph, recompute, budget, model);
   };
   PeakChoice best = judge(llvm::BitVector(graph.nodes.size()));
   if (best.fits)
@@ -179,6 +254,14 @@ PeakChoice mlir::tg::recomputeForPeak(const RematGraph &graph, int64_t budget,
       lowest = s.second;
   SmallVector<PeakChoice> starts{best, scanned.front().second, lowest};
   SmallVector<SmallVector<int>> moves = moveGroups(graph);
+  // Where nothing scanned fits: grown by peak from the lowest and from
+  // nothing recomputed.
+  constexpr int kGrowRounds = 8;
+  if (!best.fits) {
+    starts.push_back(judge(llvm::BitVector(graph.nodes.size())));
+    for (PeakChoice *start : {&starts[2], &starts.back()})
+      grow(graph, moves, *start, kGrowRounds, judge);
+  }
   for (PeakChoice &start : starts) {
     repair(graph, moves, start, judge);
     if (better(start, best))

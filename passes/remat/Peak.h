@@ -70,13 +70,23 @@ struct PeakChoice {
 /// The fewest added FLOPs this method finds for a planned peak of at most
 /// `budget` bytes. Candidates are the least-FLOPs choices for a range of
 /// bytes kept (the min-cut's, MinCut.h), the budget of bytes kept then
-/// bisected between the largest that fits and the next; the best is then
-/// repaired by peak: each op run again (the same op of every layer that is
-/// the same problem at once, the costliest first) stops running again
-/// where the peak still fits without it. When no candidate fits, the
-/// choice with the smallest peak, repaired without raising it.
+/// bisected between the largest that fits and the next; where none fits,
+/// moves (an op, or the same op of every layer that is the same problem)
+/// are added to the lowest by the peak they save per FLOP; the best is then
+/// repaired by peak: each move run again (the costliest first) stops
+/// running again where the peak still fits without it. When no candidate
+/// fits, the choice with the smallest peak, repaired without raising it.
 PeakChoice recomputeForPeak(const RematGraph &graph, int64_t budget,
                             PeakModel &model);
+
+/// The exact reference on small graphs: every choice of the ops that may
+/// run again, the same op of every layer that is the same problem taken
+/// together (the moves recomputeForPeak repairs by), planned; the fewest
+/// added FLOPs whose peak fits `budget` (or, when none does, the smallest
+/// peak). Failure when there are more than `maxMoves` moves (2^maxMoves
+/// plans), with `moves` set to how many there are.
+FailureOr<PeakChoice> exactForPeak(const RematGraph &graph, int64_t budget,
+                                   PeakModel &model, int maxMoves, int &moves);
 
 } // namespace mlir::tg
 

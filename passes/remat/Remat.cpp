@@ -51,6 +51,11 @@ constexpr size_t kExactNodes = 1000;
 /// CBC's time limit for one solve under solver auto, and for each of a
 /// layer's.
 constexpr double kExactSeconds = 20;
+/// solver=exact under peak-budget plans 2^moves choices: 4096 at most;
+/// solver auto does so up to 1024 (a small model's step plans in
+/// milliseconds), the search beyond.
+constexpr int kExactPeakMoves = 12;
+constexpr int kAutoExactPeakMoves = 10;
 
 /// Megatron-LM's selective recomputation: cheap ops whose results the
 /// backward reads, where that keeps nothing else alive longer.
@@ -144,12 +149,14 @@ struct RematPass : public tg::impl::RematPassBase<RematPass> {
   /// The `auto` choice under the peak budget, recorded in `info`; failure
   /// after a diagnostic.
   FailureOr<RematCost> chooseUnderPeak(const RematGraph &graph,
-                                       double stepFlops, NamedAttrList &info);
+                                       double stepFlops, NamedAttrList &info,
+                                       std::string &solverUsed);
 };
 
 FailureOr<RematCost> RematPass::chooseUnderPeak(const RematGraph &graph,
                                                 double stepFlops,
-                                                NamedAttrList &info) {
+                                                NamedAttrList &info,
+                                                std::string &solverUsed) {
   PlanRules rules;
   rules.fusion = fusion;
   rules.target = target;
@@ -158,7 +165,31 @@ FailureOr<RematCost> RematPass::chooseUnderPeak(const RematGraph &graph,
   rules.memory.attentionStatistics = attentionStatistics;
   PeakModel model(graph, rules);
   int64_t before = model.peakOf(llvm::BitVector(graph.nodes.size()));
-  PeakChoice choice = recomputeForPeak(graph, peakBudget, model);
+  PeakChoice choice;
+  // Every choice planned: the reference the search is measured against,
+  // and under solver auto what a graph of few moves gets.
+  int moves = 0;
+  int maxMoves = solver == RematSolver::Exact  ? kExactPeakMoves
+                 : solver == RematSolver::Auto ? kAutoExactPeakMoves
+                                               : -1;
+  FailureOr<PeakChoice> exact =
+      exactForPeak(graph, peakBudget, model, maxMoves, moves);
+  solverUsed = succeeded(exact) ? "every choice by peak" : "min-cut by peak";
+  if (solver == RematSolver::Exact) {
+    if (failed(exact)) {
+      emitError(func::FuncOp(graph.func).getLoc(),
+                "tg-remat: solver=exact with peak-budget plans every choice "
+                "of the ops that may run again (the same op of every layer "
+                "together): at most ")
+          << kExactPeakMoves << " of them, this function has " << moves;
+      return failure();
+    }
+    choice = std::move(*exact);
+  } else if (succeeded(exact)) {
+    choice = std::move(*exact);
+  } else {
+    choice = recomputeForPeak(graph, peakBudget, model);
+  }
   Builder b(&getContext());
   info.append("objective", b.getStringAttr("peak"));
   info.append("peak_budget", b.getI64IntegerAttr(peakBudget));
@@ -272,12 +303,6 @@ void RematPass::runOnOperation() {
               "with remat=auto and without activation-budget");
     return signalPassFailure();
   }
-  if (byPeak && solver == RematSolver::Exact) {
-    emitError(func.getLoc(),
-              "tg-remat: peak-budget searches with the min-cut's choices; "
-              "solver=exact (CBC) proves optimal bytes kept, not peaks");
-    return signalPassFailure();
-  }
   if (bucketBytes < 0) {
     emitError(func.getLoc(), "tg-remat: bucket-bytes must be 0 or more, got ")
         << (int64_t)bucketBytes;
@@ -322,8 +347,7 @@ void RematPass::runOnOperation() {
       choice = evaluate(*graph, recomputeAtPrice(*graph, 0));
       solverUsed = "layers";
     } else if (byPeak) {
-      choice = chooseUnderPeak(*graph, stepFlops, peakInfo);
-      solverUsed = "min-cut by peak";
+      choice = chooseUnderPeak(*graph, stepFlops, peakInfo, solverUsed);
     } else {
       choice = chooseUnderBudget(*graph, solverUsed);
     }
