@@ -10,7 +10,10 @@
 
 #include "passes/remat/Frontier.h"
 
+#include "dialects/tg/IR/TgDialect.h"
+
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -64,8 +67,13 @@ std::string mlir::tg::layerSignature(const RematGraph &graph,
   for (int n : nodes) {
     const RematGraph::Node &node = graph.nodes[n];
     Operation *op = node.op;
-    os << op->getName() << " " << op->getAttrDictionary() << " "
-       << node.mayRecompute << " (";
+    // Every attribute but the layer's name, which differs between layers
+    // by design.
+    os << op->getName() << " {";
+    for (NamedAttribute attr : op->getAttrs())
+      if (attr.getName() != TgDialect::kLayerAttr)
+        os << attr.getName() << "=" << attr.getValue() << ",";
+    os << "} " << node.mayRecompute << " (";
     for (Value operand : op->getOperands())
       os << operand.getType() << ",";
     os << ") [";
@@ -83,6 +91,18 @@ std::string mlir::tg::layerSignature(const RematGraph &graph,
     os << ";";
   }
   return text;
+}
+
+int mlir::tg::countDistinctLayers(const RematGraph &graph) {
+  SmallVector<SmallVector<int>> layers(graph.layers.size());
+  for (auto [n, node] : llvm::enumerate(graph.nodes))
+    if (node.layer >= 0)
+      layers[node.layer].push_back(n);
+  llvm::StringSet<> signatures;
+  for (const SmallVector<int> &layer : layers)
+    if (!layer.empty())
+      signatures.insert(layerSignature(graph, layer));
+  return signatures.size();
 }
 
 namespace {

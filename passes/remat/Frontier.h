@@ -32,9 +32,13 @@ struct FrontierPoint {
 using Frontier = SmallVector<FrontierPoint>;
 
 /// What makes two groups of nodes (two layers) the same problem: each op's
-/// name, attributes and types, and where its operands come from (an earlier
-/// node of the group, by number, or from outside).
+/// name, attributes (but tg.layer) and types, and where its operands come from
+/// (an earlier node of the group, by number, or from outside).
 std::string layerSignature(const RematGraph &graph, ArrayRef<int> nodes);
+
+/// How many of the graph's layers are distinct problems by layerSignature
+/// (GPT-2's twelve blocks are one).
+int countDistinctLayers(const RematGraph &graph);
 
 /// The choices of `points` that no other beats in both bytes and FLOPs.
 Frontier paretoFilter(SmallVector<FrontierPoint> points);

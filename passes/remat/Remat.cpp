@@ -322,6 +322,8 @@ void RematPass::runOnOperation() {
   for (Operation &op : func.getBody().front())
     stepFlops += flopCount(&op);
   int64_t keptBefore = graph->neededBytes();
+  int distinctLayers =
+      policy == RematPolicy::Auto ? countDistinctLayers(*graph) : 0;
 
   // The least any choice keeps (everything that may run again does), for
   // tgc's search of the activation budget.
@@ -384,6 +386,9 @@ void RematPass::runOnOperation() {
     if (!byPeak)
       info.append("activation_budget", b.getI64IntegerAttr(activationBudget));
     info.append("min_kept_bytes", b.getI64IntegerAttr(minKept));
+    // Equal layers are one problem (one frontier, one move per op).
+    info.append("layers", b.getI64IntegerAttr(graph->layers.size()));
+    info.append("distinct_layers", b.getI64IntegerAttr(distinctLayers));
   }
   info.append(peakInfo.begin(), peakInfo.end());
   info.append("kept_bytes_before", b.getI64IntegerAttr(keptBefore));

@@ -11,7 +11,7 @@
 
 // Under 200 bytes: h.0.matmul runs again right before the backward's first
 // reader of it; the ReLU's gradient reads the copy.
-// CHECK: tg.remat = {activation_budget = 200 : i64, added_flops = 5.120000e+02 : f64, kept_bytes = 192 : i64, kept_bytes_before = 320 : i64, min_kept_bytes = 192 : i64, policy = "auto", recomputed = ["h.0.matmul (tg.matmul)"]
+// CHECK: tg.remat = {activation_budget = 200 : i64, added_flops = 5.120000e+02 : f64, distinct_layers = 2 : i64, kept_bytes = 192 : i64, kept_bytes_before = 320 : i64, layers = 2 : i64, min_kept_bytes = 192 : i64, policy = "auto", recomputed = ["h.0.matmul (tg.matmul)"]
 // CHECK: %[[H0:.*]] = tg.matmul %arg2, %arg0
 // CHECK: tg.cross_entropy_grad
 // CHECK: %[[AGAIN:.*]] = tg.matmul %arg2, %arg0
