@@ -69,16 +69,20 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
       tg-schedule (`bucket-bytes`), tg-plan-memory (`alignment`,
       `attention-statistics`); tgc passes its own settings. A pipeline's
       stages are planned after tg-pipeline-split, which this does not
-      model (tgc budgets them by the bytes kept). The moves are the ops that
-      may run again, the same op of every layer that is the same problem
-      taken together. With at most 10 moves (`solver=auto`) or 12
-      (`solver=exact`, an error beyond) every choice is planned: the
-      optimum by peak. Otherwise (`solver=min-cut` always) the search: the
-      min-cut's choices for bytes kept from the least to all of them,
-      bisection where the peak starts to fit; where none fits, moves added
-      one at a time by the peak they save per FLOP; then a repair that
-      stops recomputing each move (the costliest first) whose copy does
-      not keep the peak within the budget. A budget below every peak it
+      model (tgc budgets them by the bytes kept). With at most 10 moves
+      (`solver=auto`) or 12 (`solver=exact`, an error beyond) every
+      choice is planned, a move being an op that may run again, the same
+      op of every layer that is the same problem taken together: the
+      optimum by peak among choices alike in every layer. Otherwise
+      (`solver=min-cut` always; also beside it under `auto` where layers
+      are, keeping the better) the search, whose moves are each op of each
+      layer, so that layers may choose differently: the min-cut's choices
+      for bytes kept from the least to all of them, bisection where the
+      peak starts to fit; where none fits, moves added one at a time by
+      the peak they save per FLOP; then a repair that stops recomputing
+      each move (the costliest first) whose copy does not keep the peak
+      within the budget. The dictionary counts the `layers` and the
+      `distinct_layers` (those that are different problems). A budget below every peak it
       finds is an error that states the smallest and what it adds, unless
       `least-peak-over-budget` takes that choice instead.
 

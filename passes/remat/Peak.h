@@ -71,13 +71,18 @@ struct PeakChoice {
 /// `budget` bytes. Candidates are the least-FLOPs choices for a range of
 /// bytes kept (the min-cut's, MinCut.h), the budget of bytes kept then
 /// bisected between the largest that fits and the next; where none fits,
-/// moves (an op, or the same op of every layer that is the same problem)
-/// are added to the lowest by the peak they save per FLOP; the best is then
-/// repaired by peak: each move run again (the costliest first) stops
+/// moves (each op that may run again, each layer's on its own, so that
+/// layers may choose differently) are added to the lowest by the peak they
+/// save per FLOP; the best is then repaired by peak: each move run again
+/// (the costliest first) stops
 /// running again where the peak still fits without it. When no candidate
 /// fits, the choice with the smallest peak, repaired without raising it.
 PeakChoice recomputeForPeak(const RematGraph &graph, int64_t budget,
                             PeakModel &model);
+
+/// Whether `a` beats `b`: fitting beats not fitting; then fewer added FLOPs
+/// among those that fit, the lower peak among those that do not.
+bool isBetterPeakChoice(const PeakChoice &a, const PeakChoice &b);
 
 /// The exact reference on small graphs: every choice of the ops that may
 /// run again, the same op of every layer that is the same problem taken

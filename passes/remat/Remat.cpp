@@ -187,6 +187,15 @@ FailureOr<RematCost> RematPass::chooseUnderPeak(const RematGraph &graph,
     choice = std::move(*exact);
   } else if (succeeded(exact)) {
     choice = std::move(*exact);
+    // Every choice planned takes each layer's op with the same op of the
+    // other layers; the search lets layers differ, which may do better.
+    if (!graph.layers.empty()) {
+      PeakChoice searched = recomputeForPeak(graph, peakBudget, model);
+      if (isBetterPeakChoice(searched, choice)) {
+        choice = std::move(searched);
+        solverUsed = "min-cut by peak";
+      }
+    }
   } else {
     choice = recomputeForPeak(graph, peakBudget, model);
   }
