@@ -167,10 +167,12 @@ cl::opt<std::string> deviceMemory(
 cl::opt<std::string> rematSolver(
     "remat-solver",
     cl::desc("--remat=auto: auto (default): each choice judged by the "
-             "peak it plans to, every choice planned on a step of at most 10 "
+             "peak it plans to; every choice planned on a step of at most 10 "
              "ops that may run again (the same op of every layer counted "
-             "once), else as min-cut: the min-cut's choices over the bytes "
-             "kept, then moves added and dropped by peak; exact: CBC's "
+             "once), with the search beside it where layers are, else the "
+             "search alone, as min-cut: the min-cut's choices over the bytes "
+             "kept, then ops (each layer's on its own, so layers may "
+             "differ) added and dropped by peak; exact: CBC's "
              "fewest FLOPs "
              "(each distinct layer's, or the whole graph's) for each "
              "activation budget tgc tries, judged by bytes kept, as a "
