@@ -93,13 +93,17 @@ std::string mlir::tg::layerSignature(const RematGraph &graph,
   return text;
 }
 
-int mlir::tg::countDistinctLayers(const RematGraph &graph) {
+SmallVector<SmallVector<int>> mlir::tg::nodesByLayer(const RematGraph &graph) {
   SmallVector<SmallVector<int>> layers(graph.layers.size());
   for (auto [n, node] : llvm::enumerate(graph.nodes))
     if (node.layer >= 0)
       layers[node.layer].push_back(n);
+  return layers;
+}
+
+int mlir::tg::countDistinctLayers(const RematGraph &graph) {
   llvm::StringSet<> signatures;
-  for (const SmallVector<int> &layer : layers)
+  for (const SmallVector<int> &layer : nodesByLayer(graph))
     if (!layer.empty())
       signatures.insert(layerSignature(graph, layer));
   return signatures.size();
@@ -122,10 +126,11 @@ llvm::BitVector mlir::tg::recomputeByLayers(
     llvm::function_ref<Frontier(const RematGraph &)> frontierOf,
     int &distinctLayers) {
   // The groups: each layer, then the ops outside layers.
-  int numGroups = graph.layers.size() + 1;
-  SmallVector<SmallVector<int>> groups(numGroups);
+  SmallVector<SmallVector<int>> groups = nodesByLayer(graph);
+  groups.emplace_back();
   for (auto [n, node] : llvm::enumerate(graph.nodes))
-    groups[node.layer < 0 ? numGroups - 1 : node.layer].push_back(n);
+    if (node.layer < 0)
+      groups.back().push_back(n);
   llvm::erase_if(groups, [](const SmallVector<int> &g) { return g.empty(); });
 
   // Each distinct group's frontier, once.

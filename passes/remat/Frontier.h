@@ -36,6 +36,9 @@ using Frontier = SmallVector<FrontierPoint>;
 /// (an earlier node of the group, by number, or from outside).
 std::string layerSignature(const RematGraph &graph, ArrayRef<int> nodes);
 
+/// Each layer's nodes, in the graph's order (graph.layers' order).
+SmallVector<SmallVector<int>> nodesByLayer(const RematGraph &graph);
+
 /// How many of the graph's layers are distinct problems by layerSignature
 /// (GPT-2's twelve blocks are one).
 int countDistinctLayers(const RematGraph &graph);

@@ -81,10 +81,11 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
       peak starts to fit; where none fits, moves added one at a time by
       the peak they save per FLOP; then a repair that stops recomputing
       each move (the costliest first) whose copy does not keep the peak
-      within the budget. The dictionary counts the `layers` and the
-      `distinct_layers` (those that are different problems). A budget below every peak it
-      finds is an error that states the smallest and what it adds, unless
-      `least-peak-over-budget` takes that choice instead.
+      within the budget. A budget below every peak it finds is an error
+      that states the smallest and what it adds, unless
+      `least-peak-over-budget` takes that choice instead. Under `auto`,
+      `tg.remat` counts the `layers` and the `distinct_layers` (those that
+      are different problems; equal layers share one frontier).
 
     FLOPs are tg::flopCount's (2*M*N*K per matmul, attention exactly,
     elementwise ops one per element). Recomputation repeats the same

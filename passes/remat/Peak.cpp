@@ -59,16 +59,14 @@ namespace {
 /// together). Each op outside layers is a move of its own.
 SmallVector<SmallVector<int>> moveGroups(const RematGraph &graph,
                                          bool acrossLayers) {
-  SmallVector<SmallVector<int>> layers(graph.layers.size());
   SmallVector<SmallVector<int>> moves;
-  for (auto [n, node] : llvm::enumerate(graph.nodes)) {
-    if (node.layer >= 0 && acrossLayers)
-      layers[node.layer].push_back(n);
-    else if (node.mayRecompute)
+  for (auto [n, node] : llvm::enumerate(graph.nodes))
+    if ((node.layer < 0 || !acrossLayers) && node.mayRecompute)
       moves.push_back({(int)n});
-  }
+  if (!acrossLayers)
+    return moves;
   llvm::StringMap<int> firstMove; // signature -> its first move's index
-  for (const SmallVector<int> &layer : layers) {
+  for (const SmallVector<int> &layer : nodesByLayer(graph)) {
     auto [it, inserted] =
         firstMove.try_emplace(layerSignature(graph, layer), moves.size());
     for (auto [i, n] : llvm::enumerate(layer)) {
@@ -81,17 +79,6 @@ SmallVector<SmallVector<int>> moveGroups(const RematGraph &graph,
     return !graph.nodes[move.front()].mayRecompute;
   });
   return moves;
-}
-
-/// Fits beats does not fit; then fewer FLOPs among those that fit, and the
-/// lower peak among those that do not.
-bool better(const PeakChoice &a, const PeakChoice &b) {
-  if (a.fits != b.fits)
-    return a.fits;
-  if (a.fits)
-    return a.addedFlops != b.addedFlops ? a.addedFlops < b.addedFlops
-                                        : a.peak < b.peak;
-  return a.peak != b.peak ? a.peak < b.peak : a.addedFlops < b.addedFlops;
 }
 
 /// Stops running again each move's ops, the costliest first, where the
@@ -193,7 +180,12 @@ PeakChoice judgeChoice(const RematGraph &graph,
 } // namespace
 
 bool mlir::tg::isBetterPeakChoice(const PeakChoice &a, const PeakChoice &b) {
-  return better(a, b);
+  if (a.fits != b.fits)
+    return a.fits;
+  if (a.fits)
+    return a.addedFlops != b.addedFlops ? a.addedFlops < b.addedFlops
+                                        : a.peak < b.peak;
+  return a.peak != b.peak ? a.peak < b.peak : a.addedFlops < b.addedFlops;
 }
 
 FailureOr<PeakChoice> mlir::tg::exactForPeak(const RematGraph &graph,
@@ -213,7 +205,7 @@ FailureOr<PeakChoice> mlir::tg::exactForPeak(const RematGraph &graph,
         for (int n : groups[g])
           recompute.set(n);
     PeakChoice c = judgeChoice(graph, recompute, budget, model);
-    if (better(c, best))
+    if (isBetterPeakChoice(c, best))
       best = std::move(c);
   }
   return best;
@@ -236,7 +228,7 @@ PeakChoice mlir::tg::recomputeForPeak(const RematGraph &graph, int64_t budget,
   for (int i = 0; i <= kScan; ++i) {
     int64_t kept = least + (most - least) * i / kScan;
     scanned.push_back({kept, judge(recomputeForBudget(graph, kept))});
-    if (better(scanned.back().second, best))
+    if (isBetterPeakChoice(scanned.back().second, best))
       best = scanned.back().second;
   }
   // The peak rises with the bytes kept, not steadily: bisection between
@@ -250,7 +242,7 @@ PeakChoice mlir::tg::recomputeForPeak(const RematGraph &graph, int64_t budget,
     for (int step = 0; step < 4; ++step) {
       int64_t mid = low + (high - low) / 2;
       PeakChoice c = judge(recomputeForBudget(graph, mid));
-      if (better(c, best))
+      if (isBetterPeakChoice(c, best))
         best = c;
       (c.fits ? low : high) = mid;
     }
@@ -276,7 +268,7 @@ PeakChoice mlir::tg::recomputeForPeak(const RematGraph &graph, int64_t budget,
   }
   for (PeakChoice &start : starts) {
     repair(graph, moves, start, judge);
-    if (better(start, best))
+    if (isBetterPeakChoice(start, best))
       best = start;
   }
   return best;

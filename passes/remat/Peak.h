@@ -74,8 +74,8 @@ struct PeakChoice {
 /// moves (each op that may run again, each layer's on its own, so that
 /// layers may choose differently) are added to the lowest by the peak they
 /// save per FLOP; the best is then repaired by peak: each move run again
-/// (the costliest first) stops
-/// running again where the peak still fits without it. When no candidate
+/// (the costliest first) stops running again where the peak still fits
+/// without it. When no candidate
 /// fits, the choice with the smallest peak, repaired without raising it.
 PeakChoice recomputeForPeak(const RematGraph &graph, int64_t budget,
                             PeakModel &model);
@@ -86,7 +86,7 @@ bool isBetterPeakChoice(const PeakChoice &a, const PeakChoice &b);
 
 /// The exact reference on small graphs: every choice of the ops that may
 /// run again, the same op of every layer that is the same problem taken
-/// together (the moves recomputeForPeak repairs by), planned; the fewest
+/// together (recomputeForPeak's moves let layers differ), planned; the fewest
 /// added FLOPs whose peak fits `budget` (or, when none does, the smallest
 /// peak). Failure when there are more than `maxMoves` moves (2^maxMoves
 /// plans), with `moves` set to how many there are.
