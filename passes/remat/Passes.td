@@ -24,7 +24,9 @@ def RematPass : Pass<"tg-remat", "func::FuncOp"> {
     backward. A copy stands right
     before the first backward op that reads it (or reads a copy that needs
     it); every backward reader of the value reads the copy, so the
-    forward's result dies after its last forward reader. Policies
+    forward's result dies after its last forward reader. Each copy is
+    marked `tg.recompute`, so that no later `cse` (tgc's, on this IR read
+    back) merges it into the op it copies. Policies
     (`remat`):
     - `none` (the default): nothing changes.
     - `selective`, as Megatron-LM's selective recomputation: a cheap op

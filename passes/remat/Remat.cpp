@@ -110,6 +110,7 @@ SmallVector<Operation *> selectiveCopies(const RematGraph &graph) {
       continue;
     OpBuilder builder(first);
     Operation *copy = builder.clone(*op);
+    copy->setAttr(TgDialect::kRecomputeAttr, UnitAttr::get(op->getContext()));
     position[copy] = at; // reads where `first` stands
     for (OpOperand *use : late)
       use->set(copy->getResult(0));

@@ -203,6 +203,10 @@ SmallVector<Operation *> mlir::tg::applyRemat(const RematGraph &graph,
     Operation *op = graph.nodes[n].op;
     OpBuilder builder(at.lookup(n));
     Operation *copy = builder.clone(*op, mapping);
+    // Marked: otherwise it is the forward op's common subexpression, and a
+    // later cse (tgc's own pipeline, on this IR read back) would undo the
+    // recomputation.
+    copy->setAttr(TgDialect::kRecomputeAttr, UnitAttr::get(op->getContext()));
     copies.push_back(copy);
     for (auto [r, c] : llvm::zip(op->getResults(), copy->getResults()))
       r.replaceUsesWithIf(c, [&](OpOperand &use) {

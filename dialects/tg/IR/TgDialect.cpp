@@ -780,6 +780,13 @@ static std::optional<LogicalResult> verifyRecordAttribute(Operation *op,
              << "'" << name << "' must be a count of at least 1 on a function";
     return success();
   }
+  if (name == TgDialect::kRecomputeAttr) {
+    if (!isa<UnitAttr>(attr.getValue()) || isa<func::FuncOp>(op))
+      return op->emitError() << "'" << name
+                             << "' must be a unit attribute on an op "
+                                "tg-remat copied into the backward";
+    return success();
+  }
   if (name == TgDialect::kLayerAttr) {
     auto layer = dyn_cast<StringAttr>(attr.getValue());
     if (!layer || layer.getValue().empty())

@@ -126,6 +126,11 @@ def Tg_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kLoraAttr = "tg.lora";
     // What tg-remat chose, for the memory report.
     static constexpr ::llvm::StringLiteral kRematAttr = "tg.remat";
+    /// On an op tg-remat copied into the backward (a unit attribute): the
+    /// copy recomputes the forward's op there, and is no common
+    /// subexpression of it (cse would merge the two and keep the forward's
+    /// value alive again).
+    static constexpr ::llvm::StringLiteral kRecomputeAttr = "tg.recompute";
     /// On @train_step with gradient accumulation: the micro-batches per
     /// step it was built for (the executable's --batch-size may run more).
     static constexpr ::llvm::StringLiteral kMicroBatchesAttr = "tg.micro_batches";

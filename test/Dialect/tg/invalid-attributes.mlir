@@ -228,6 +228,21 @@ func.func @sharding_not_shardings(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @recompute_not_unit(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tg.recompute' must be a unit attribute on an op tg-remat copied into the backward}}
+  %0 = tg.relu %x {tg.recompute = 1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tg.recompute' must be a unit attribute on an op tg-remat copied into the backward}}
+func.func @recompute_on_function(%x: tensor<4xf32>) -> tensor<4xf32> attributes {tg.recompute} {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
 func.func @layer_not_a_name(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'tg.layer' must name the model file's layer or module the op computes for, got 3 : i64}}
   %0 = tg.relu %x {tg.layer = 3} : tensor<4xf32>
