@@ -110,17 +110,27 @@ static llvm::Error run(StringRef program, const std::vector<std::string> &cmd,
 }
 
 /// The command that compiles one unit `source` to the object `object`.
+/// The host compiler and the flags every unit is compiled with.
 static std::vector<std::string>
-unitCompileCommand(StringRef source, StringRef object,
-                   const HostCompileOptions &options) {
-  std::string root = runtimeRoot();
+unitCompilerFlags(const HostCompileOptions &options) {
   std::vector<std::string> cmd = {fromEnv("CXX", TGC_HOST_CXX), "-std=c++17",
                                   options.optimization};
   if (options.nativeArch)
     cmd.push_back("-march=native");
   appendFlags(cmd, TGC_SANITIZE_FLAGS);
-  cmd.insert(cmd.end(),
-             {"-fopenmp", "-I" + root, "-c", source.str(), "-o", object.str()});
+  cmd.insert(cmd.end(), {"-fopenmp", "-I" + runtimeRoot()});
+  return cmd;
+}
+
+/// With `prelude`, the header the compiler reads first (-include), whose
+/// precompiled form lies beside it (see preparePrelude).
+static std::vector<std::string>
+unitCompileCommand(StringRef source, StringRef object,
+                   const HostCompileOptions &options, StringRef prelude = "") {
+  std::vector<std::string> cmd = unitCompilerFlags(options);
+  if (!prelude.empty())
+    cmd.insert(cmd.end(), {"-include", prelude.str()});
+  cmd.insert(cmd.end(), {"-c", source.str(), "-o", object.str()});
   return cmd;
 }
 
@@ -215,6 +225,9 @@ struct ObjectRecipe {
       command;
   std::function<std::string(const SourceUnit &)> key;
   bool verbose = false;
+  /// Called once before the first unit the cache lacks is compiled, with
+  /// the units it lacks (the host compiler's prelude is made there).
+  std::function<llvm::Error(ArrayRef<const SourceUnit *>)> beforeCompiling;
 };
 
 /// Writes each unit to `workDir`, and compiles it to an object (or takes
@@ -273,6 +286,12 @@ static llvm::Error buildObjects(llvm::ArrayRef<SourceUnit> units,
     running.clear();
     return error;
   };
+  // First what the cache holds, then the rest compiled.
+  struct Missing {
+    const SourceUnit *unit;
+    std::string source, object, key;
+  };
+  std::vector<Missing> missing;
   for (const SourceUnit &unit : units) {
     llvm::SmallString<256> source(workDir), object(workDir);
     llvm::sys::path::append(source, unit.name + "." + recipe.extension);
@@ -287,12 +306,24 @@ static llvm::Error buildObjects(llvm::ArrayRef<SourceUnit> units,
                                        ": " + ec.message());
       os << unit.text;
     }
+    objects.push_back(object.str().str());
     std::string key = recipe.key(unit);
     if (cache.fetch(key, object)) {
-      objects.push_back(object.str().str());
       ++counts.reused;
       continue;
     }
+    missing.push_back({&unit, source.str().str(), object.str().str(), key});
+  }
+  if (!missing.empty() && recipe.beforeCompiling) {
+    SmallVector<const SourceUnit *> lacking;
+    for (const Missing &m : missing)
+      lacking.push_back(m.unit);
+    if (llvm::Error error = recipe.beforeCompiling(lacking))
+      return error;
+  }
+  for (Missing &m : missing) {
+    StringRef source = m.source, object = m.object;
+    std::string key = std::move(m.key);
     std::vector<std::string> cmd = recipe.command(source, object);
     SmallVector<StringRef> args(cmd.begin(), cmd.end());
     if (recipe.verbose) {
@@ -308,14 +339,88 @@ static llvm::Error buildObjects(llvm::ArrayRef<SourceUnit> units,
         recipe.program, args, std::nullopt, {}, 0, &message, &failedToStart);
     if (failedToStart)
       return llvm::createStringError("cannot run the " + recipe.what + " on " +
-                                     source.str().str() + ": " + message);
-    running.push_back({source.str().str(), object.str().str(), key, process});
-    objects.push_back(object.str().str());
+                                     source.str() + ": " + message);
+    running.push_back({source.str(), object.str(), key, process});
   }
   while (!running.empty())
     if (llvm::Error error = finishOne())
       return abandon(std::move(error));
   return llvm::Error::success();
+}
+
+/// The #include lines at the top of every unit (before its first line of
+/// code), in the first unit's order: the headers each of them parses.
+static std::string commonIncludes(ArrayRef<const SourceUnit *> units) {
+  auto leadingIncludes = [](StringRef text) {
+    llvm::SmallVector<StringRef> includes;
+    llvm::SmallVector<StringRef> lines;
+    text.split(lines, '\n');
+    for (StringRef line : lines) {
+      line = line.trim();
+      if (line.starts_with("#include "))
+        includes.push_back(line);
+      else if (!line.empty() && !line.starts_with("//"))
+        break;
+    }
+    return includes;
+  };
+  llvm::SmallVector<StringRef> common = leadingIncludes(units.front()->text);
+  for (const SourceUnit *unit : units.drop_front()) {
+    llvm::SmallVector<StringRef> own = leadingIncludes(unit->text);
+    llvm::erase_if(
+        common, [&](StringRef line) { return !llvm::is_contained(own, line); });
+  }
+  std::string text;
+  for (StringRef line : common)
+    text += line.str() + "\n";
+  return text;
+}
+
+/// The headers that every unit to compile includes, precompiled once: the
+/// runtime's and the standard library's parsing is most of a small unit's
+/// compile (gpt2-tiny's nine units: 4.3 s of g++ alone, 2.1 s with the
+/// prelude, which takes 1.1 s to make and is kept in the build cache). Sets
+/// `prelude` to the header in `workDir` to -include, the .gch beside it;
+/// leaves it empty where one unit is compiled or the headers cannot be
+/// precompiled (each unit then parses its headers itself, as it can).
+static void preparePrelude(ArrayRef<const SourceUnit *> units,
+                           StringRef workDir, const HostCompileOptions &options,
+                           const BuildCache &cache, std::string &prelude) {
+  prelude.clear();
+  if (units.size() < 2)
+    return;
+  std::string text = commonIncludes(units);
+  if (text.empty())
+    return;
+  SmallString<256> header(workDir);
+  llvm::sys::path::append(header, "tgc_prelude.h");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(header, ec);
+    if (ec)
+      return;
+    os << text;
+  }
+  std::string precompiled = (header + ".gch").str();
+  std::string key =
+      unitCacheKey({"tgc_prelude.h", "// precompiled\n" + text}, options);
+  if (!cache.fetch(key, precompiled)) {
+    std::vector<std::string> cmd = unitCompilerFlags(options);
+    cmd.insert(cmd.end(),
+               {"-x", "c++-header", header.str().str(), "-o", precompiled});
+    std::optional<std::string> program = findExecutable(cmd.front());
+    if (!program)
+      return;
+    if (llvm::Error error =
+            run(*program, cmd, options.verbose, "host compiler", header)) {
+      llvm::consumeError(std::move(error));
+      (void)llvm::sys::fs::remove(precompiled);
+      return;
+    }
+    // A cache that cannot be written costs the next build this compile.
+    llvm::consumeError(cache.store(key, precompiled));
+  }
+  prelude = header.str().str();
 }
 
 llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
@@ -330,15 +435,20 @@ llvm::Error mlir::tg::compileUnits(llvm::ArrayRef<SourceUnit> units,
   if (!program)
     return llvm::createStringError("host C++ compiler '" + cxx +
                                    "' not found (set CXX)");
+  std::string prelude;
   ObjectRecipe recipe{
       *program,
       "cpp",
       "host compiler",
       [&](StringRef source, StringRef object) {
-        return unitCompileCommand(source, object, options);
+        return unitCompileCommand(source, object, options, prelude);
       },
       [&](const SourceUnit &unit) { return unitCacheKey(unit, options); },
-      options.verbose};
+      options.verbose,
+      [&](ArrayRef<const SourceUnit *> lacking) {
+        preparePrelude(lacking, workDir, options, cache, prelude);
+        return llvm::Error::success();
+      }};
   std::vector<std::string> objects;
   if (llvm::Error error =
           buildObjects(units, workDir, recipe, cache, stats, objects))

@@ -236,7 +236,8 @@ cl::opt<bool> buildCache(
     "build-cache",
     cl::desc("Reuse the objects of units (each layer body, the steps) "
              "compiled before with the same compiler, flags and runtime "
-             "headers, from $TGC_CACHE_DIR, else $XDG_CACHE_HOME/tgc, else "
+             "headers, and their precompiled common headers, from "
+             "$TGC_CACHE_DIR, else $XDG_CACHE_HOME/tgc, else "
              "~/.cache/tgc (default on; --build-cache=false compiles all)"),
     cl::init(true), cl::cat(tgcCategory));
 cl::opt<std::string> buildCacheSize(
