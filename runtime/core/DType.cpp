@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace tgc {
 
@@ -188,6 +189,73 @@ float halfToFloat(uint16_t value) {
   return result;
 }
 
+namespace {
+
+/// One of the OCP FP8 formats: exponent bias and mantissa bits, its largest
+/// finite code (sign off) and whether exponent field all-ones is a normal
+/// binade (E4M3) or infinities and NaNs (E5M2).
+struct Fp8Format {
+  int bias, mantissaBits;
+  uint8_t maxFinite;
+  bool ieeeSpecials;
+};
+constexpr Fp8Format kE4M3{7, 3, 0x7e, false};
+constexpr Fp8Format kE5M2{15, 2, 0x7b, true};
+
+float fp8ToFloat(uint8_t code, const Fp8Format &f) {
+  bool negative = code & 0x80;
+  int exponent = (code & 0x7f) >> f.mantissaBits;
+  int mantissa = code & ((1 << f.mantissaBits) - 1);
+  int top = (1 << (7 - f.mantissaBits)) - 1; // the all-ones exponent
+  float magnitude;
+  if ((code & 0x7f) > f.maxFinite) {
+    magnitude = f.ieeeSpecials && exponent == top && mantissa == 0
+                    ? std::numeric_limits<float>::infinity()
+                    : std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {
+    magnitude =
+        std::ldexp(static_cast<float>(mantissa), 1 - f.bias - f.mantissaBits);
+  } else {
+    magnitude = std::ldexp(static_cast<float>((1 << f.mantissaBits) | mantissa),
+                           exponent - f.bias - f.mantissaBits);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+uint8_t floatToFp8(float value, const Fp8Format &f) {
+  if (std::isnan(value))
+    return 0x7f;
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint8_t sign = (bits >> 24) & 0x80;
+  uint32_t magnitude = bits & 0x7fffffff;
+  float absValue;
+  std::memcpy(&absValue, &magnitude, 4);
+  if (absValue >= fp8ToFloat(f.maxFinite, f)) // infinity included
+    return sign | f.maxFinite;
+  int shift = 23 - f.mantissaBits;
+  if (absValue < std::ldexp(1.0f, 1 - f.bias)) {
+    // Subnormal (or zero): the value in units of the smallest subnormal,
+    // rounded to nearest even; 1 << mantissaBits is the smallest normal.
+    float units = std::ldexp(absValue, f.bias - 1 + f.mantissaBits);
+    return sign | static_cast<uint8_t>(std::nearbyint(units));
+  }
+  // Normal: float's mantissa rounded to nearest even at the FP8 format's
+  // last bit (a carry moves to the next binade, as it should), the
+  // exponent rebiased.
+  magnitude += (uint32_t(1) << (shift - 1)) - 1 + ((magnitude >> shift) & 1);
+  uint32_t code = (magnitude >> shift) -
+                  (static_cast<uint32_t>(127 - f.bias) << f.mantissaBits);
+  return sign | static_cast<uint8_t>(code);
+}
+
+} // namespace
+
+uint8_t floatToE4M3(float value) { return floatToFp8(value, kE4M3); }
+float e4m3ToFloat(uint8_t value) { return fp8ToFloat(value, kE4M3); }
+uint8_t floatToE5M2(float value) { return floatToFp8(value, kE5M2); }
+float e5m2ToFloat(uint8_t value) { return fp8ToFloat(value, kE5M2); }
+
 void storeFloats(const float *src, int64_t count, DType dtype, void *dst) {
   switch (dtype) {
   case DType::F32:
@@ -203,6 +271,14 @@ void storeFloats(const float *src, int64_t count, DType dtype, void *dst) {
     auto *out = static_cast<uint16_t *>(dst);
     for (int64_t i = 0; i < count; ++i)
       out[i] = floatToHalf(src[i]);
+    return;
+  }
+  case DType::F8E4M3:
+  case DType::F8E5M2: {
+    auto *out = static_cast<uint8_t *>(dst);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] =
+          dtype == DType::F8E4M3 ? floatToE4M3(src[i]) : floatToE5M2(src[i]);
     return;
   }
   case DType::I32: {

@@ -58,8 +58,20 @@ float bf16ToFloat(uint16_t value);
 uint16_t floatToHalf(float value);
 float halfToFloat(uint16_t value);
 
-/// Stores `count` floats into `dst` of type `dtype` (F32, BF16, F16, I32,
-/// I64; integers are truncated toward zero).
+/// The OCP 8-bit floating point formats (OCP FP8 v1.0, as Hopper's tensor
+/// cores and Transformer Engine use them): E4M3 (bias 7, no infinities,
+/// S.1111.111 is NaN, the largest finite 448) and E5M2 (bias 15, IEEE-like
+/// infinities and NaNs, the largest finite 57344). From float: round to
+/// nearest even, saturating (a magnitude past the largest finite, infinity
+/// included, becomes the largest finite of its sign, as CUDA's
+/// __NV_SATFINITE conversion does); NaN becomes 0x7f. To float: exact.
+uint8_t floatToE4M3(float value);
+float e4m3ToFloat(uint8_t value);
+uint8_t floatToE5M2(float value);
+float e5m2ToFloat(uint8_t value);
+
+/// Stores `count` floats into `dst` of type `dtype` (F32, BF16, F16, the
+/// FP8 formats as above, I32, I64; integers are truncated toward zero).
 void storeFloats(const float *src, int64_t count, DType dtype, void *dst);
 
 } // namespace tgc
